@@ -1,0 +1,22 @@
+#include <math.h>
+
+#include "kernels/kernels.h"
+
+/* The angle is computed in double from the absolute position, so position
+ * 5000 rotates as exactly as position 5: no accumulated drift. */
+void rope_ref(float *vec, size_t n_heads, size_t head_dim, size_t pos, double theta, Counters *ctr)
+{
+    for (size_t h = 0; h < n_heads; h++) {
+        float *v = vec + h * head_dim;
+        for (size_t i = 0; i < head_dim; i += 2) {
+            double freq = pow(theta, -(double)i / (double)head_dim);
+            double angle = (double)pos * freq;
+            float c = (float)cos(angle), s = (float)sin(angle);
+            float a = v[i], b = v[i + 1];
+            v[i] = a * c - b * s;
+            v[i + 1] = a * s + b * c;
+        }
+    }
+    if (ctr)
+        ctr->flops_other += 3 * (uint64_t)n_heads * head_dim; /* 6 per pair */
+}

@@ -1,0 +1,89 @@
+/* cache.h: the one interface every KV cache answers.
+ *
+ * The model appends the K and V rows of new tokens and reads them back as a
+ * walk over blocks; it never asks what kind of cache it holds. A block is a
+ * run of rows of one (layer, sequence, KV head) stored contiguously in one
+ * format, with the absolute position of its first row: a contiguous cache
+ * yields one block, a paged cache its pages, a ring at most two runs.
+ *
+ * Shapes: an append hands k and v as [n][n_kv_heads][head_dim] f32, token
+ * major, the way the projections produce them; K already carries RoPE.
+ * Positions are absolute and never reused within a sequence. */
+#ifndef KVSCOPE_KV_CACHE_H
+#define KVSCOPE_KV_CACHE_H
+
+#include <stddef.h>
+
+#include "kernels/block.h"
+#include "kernels/format.h"
+#include "stats/counters.h"
+#include "util/err.h"
+
+typedef struct {
+    size_t n_layers;
+    size_t n_seqs;      /* batch: independent sequences */
+    size_t n_kv_heads;
+    size_t head_dim;
+    size_t max_seq_len; /* positions a sequence may reach */
+} KvGeometry;
+
+
+typedef struct KvCache KvCache;
+
+typedef struct {
+    const char *name;
+    /* Store n rows for (layer, seq) at positions pos .. pos+n-1. */
+    int (*append)(KvCache *c, size_t layer, size_t seq, size_t pos, size_t n,
+                  const float *k, const float *v, Counters *ctr, Err *e);
+    size_t (*n_blocks)(const KvCache *c, size_t layer, size_t seq);
+    void (*block)(const KvCache *c, size_t layer, size_t seq, size_t kv_head, size_t i, KvBlock *out);
+    size_t (*length)(const KvCache *c, size_t layer, size_t seq); /* rows held */
+    size_t (*bytes_used)(const KvCache *c);
+    size_t (*bytes_reserved)(const KvCache *c);
+    void (*reset)(KvCache *c); /* empty every sequence, keep the memory */
+    void (*destroy)(KvCache *c);
+} KvCacheOps;
+
+/* Every implementation starts with this header. */
+struct KvCache {
+    const KvCacheOps *ops;
+    KvGeometry geo;
+    char spec[128]; /* the spec string that made it, for reports */
+};
+
+/* Build a cache from a spec string such as "contiguous" or "dynamic".
+ * Returns NULL and fills e (ERR_USAGE naming the bad part and what is
+ * accepted) on a bad spec; ERR_RUNTIME when memory runs out. The caller owns
+ * the result and releases it with kv_free. */
+KvCache *kv_open(const char *spec, const KvGeometry *geo, Err *e);
+void kv_free(KvCache *c);
+
+/* One line per accepted cache spec, for --help, into buf. */
+void kv_spec_help(char *buf, size_t cap);
+
+/* Bytes of one row of K plus one of V for one KV head (a geometry's unit of
+ * memory): the building block of every closed-form memory figure. */
+size_t kv_row_pair_bytes(const KvGeometry *g, Format k_fmt, Format v_fmt);
+
+static inline int kv_append(KvCache *c, size_t layer, size_t seq, size_t pos, size_t n,
+                            const float *k, const float *v, Counters *ctr, Err *e)
+{
+    return c->ops->append(c, layer, seq, pos, n, k, v, ctr, e);
+}
+static inline size_t kv_n_blocks(const KvCache *c, size_t layer, size_t seq)
+{
+    return c->ops->n_blocks(c, layer, seq);
+}
+static inline void kv_block(const KvCache *c, size_t layer, size_t seq, size_t kv_head, size_t i, KvBlock *out)
+{
+    c->ops->block(c, layer, seq, kv_head, i, out);
+}
+static inline size_t kv_length(const KvCache *c, size_t layer, size_t seq)
+{
+    return c->ops->length(c, layer, seq);
+}
+static inline size_t kv_bytes_used(const KvCache *c) { return c->ops->bytes_used(c); }
+static inline size_t kv_bytes_reserved(const KvCache *c) { return c->ops->bytes_reserved(c); }
+static inline void kv_reset(KvCache *c) { c->ops->reset(c); }
+
+#endif

@@ -1,0 +1,158 @@
+/* dynamic.c: the cache that grows by concatenation (seed 002's dynamic mode).
+ *
+ * Every append allocates new K and V buffers one append larger, copies the
+ * old rows across and frees the old ones, as np.concatenate does. It never
+ * reserves more than it holds, but copying all rows at every step costs
+ * O(n^2) bytes over a run: the counters show it. */
+#include "kv/layouts.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    float *k, *v; /* [n_kv_heads][len][head_dim] */
+    size_t len;
+} Slot;
+
+typedef struct {
+    KvCache base;
+    Slot *slots; /* [n_layers][n_seqs] */
+} Dynamic;
+
+static Slot *slot_of(const Dynamic *d, size_t layer, size_t seq)
+{
+    return &d->slots[layer * d->base.geo.n_seqs + seq];
+}
+
+/* A new [n_kv][old+n][hd] tensor holding the old rows then the new ones
+ * (taken from the token-major src). NULL when memory runs out. */
+static float *concat_rows(const float *old, size_t old_len, const float *src, size_t n,
+                          const KvGeometry *g, Counters *ctr)
+{
+    size_t hd = g->head_dim, len = old_len + n;
+    float *out = malloc(g->n_kv_heads * len * hd * sizeof(float));
+    if (!out)
+        return NULL;
+    for (size_t h = 0; h < g->n_kv_heads; h++) {
+        if (old_len)
+            memcpy(out + h * len * hd, old + h * old_len * hd, old_len * hd * sizeof(float));
+        for (size_t t = 0; t < n; t++)
+            memcpy(out + (h * len + old_len + t) * hd, src + (t * g->n_kv_heads + h) * hd, hd * sizeof(float));
+    }
+    if (ctr) {
+        ctr->allocations += 1;
+        ctr->bytes_copied += g->n_kv_heads * old_len * hd * sizeof(float);
+    }
+    return out;
+}
+
+static int dynamic_append(KvCache *base, size_t layer, size_t seq, size_t pos, size_t n, const float *k,
+                          const float *v, Counters *ctr, Err *e)
+{
+    Dynamic *d = (Dynamic *)base;
+    const KvGeometry *g = &base->geo;
+    Slot *s = slot_of(d, layer, seq);
+    if (pos != s->len)
+        return err_set(e, ERR_RUNTIME, "dynamic cache: append at position %zu, expected %zu", pos, s->len);
+    if (n > g->max_seq_len - s->len)
+        return err_set(e, ERR_USAGE, "cache overflow: %zu rows held + %zu new > max_seq_len %zu", s->len, n,
+                       g->max_seq_len);
+    float *nk = concat_rows(s->k, s->len, k, n, g, ctr);
+    float *nv = nk ? concat_rows(s->v, s->len, v, n, g, ctr) : NULL;
+    if (!nv) {
+        free(nk);
+        return err_set(e, ERR_RUNTIME, "dynamic cache: out of memory growing to %zu rows", s->len + n);
+    }
+    free(s->k);
+    free(s->v);
+    s->k = nk;
+    s->v = nv;
+    s->len += n;
+    if (ctr)
+        ctr->kv_bytes_written += 2 * n * g->n_kv_heads * g->head_dim * sizeof(float);
+    return 0;
+}
+
+static size_t dynamic_length(const KvCache *base, size_t layer, size_t seq)
+{
+    return slot_of((const Dynamic *)base, layer, seq)->len;
+}
+
+static size_t dynamic_n_blocks(const KvCache *base, size_t layer, size_t seq)
+{
+    return dynamic_length(base, layer, seq) > 0;
+}
+
+static void dynamic_block(const KvCache *base, size_t layer, size_t seq, size_t h, size_t i, KvBlock *out)
+{
+    const Slot *s = slot_of((const Dynamic *)base, layer, seq);
+    size_t hd = base->geo.head_dim;
+    (void)i;
+    *out = (KvBlock){
+        .pos = 0,
+        .n = s->len,
+        .k = s->k + h * s->len * hd,
+        .v = s->v + h * s->len * hd,
+        .k_stride = hd * sizeof(float),
+        .v_stride = hd * sizeof(float),
+        .k_fmt = FMT_F32,
+        .v_fmt = FMT_F32,
+    };
+}
+
+static size_t dynamic_bytes_used(const KvCache *base)
+{
+    const Dynamic *d = (const Dynamic *)base;
+    size_t rows = 0;
+    for (size_t i = 0; i < base->geo.n_layers * base->geo.n_seqs; i++)
+        rows += d->slots[i].len;
+    return rows * kv_row_pair_bytes(&base->geo, FMT_F32, FMT_F32);
+}
+
+static void dynamic_reset(KvCache *base)
+{
+    Dynamic *d = (Dynamic *)base;
+    for (size_t i = 0; i < base->geo.n_layers * base->geo.n_seqs; i++) {
+        free(d->slots[i].k);
+        free(d->slots[i].v);
+        d->slots[i] = (Slot){ 0 };
+    }
+}
+
+static void dynamic_destroy(KvCache *base)
+{
+    Dynamic *d = (Dynamic *)base;
+    if (d->slots)
+        dynamic_reset(base);
+    free(d->slots);
+    free(d);
+}
+
+static const KvCacheOps dynamic_ops = {
+    .name = "dynamic",
+    .append = dynamic_append,
+    .n_blocks = dynamic_n_blocks,
+    .block = dynamic_block,
+    .length = dynamic_length,
+    .bytes_used = dynamic_bytes_used,
+    .bytes_reserved = dynamic_bytes_used, /* it holds exactly what it uses */
+    .reset = dynamic_reset,
+    .destroy = dynamic_destroy,
+};
+
+KvCache *dynamic_open(KvSpec *spec, const KvGeometry *geo, Err *e)
+{
+    if (spec_check_all_taken(spec, "none", e) < 0)
+        return NULL;
+    Dynamic *d = calloc(1, sizeof *d);
+    if (d)
+        d->slots = calloc(geo->n_layers * geo->n_seqs, sizeof *d->slots);
+    if (!d || !d->slots) {
+        free(d);
+        err_set(e, ERR_RUNTIME, "dynamic cache: out of memory");
+        return NULL;
+    }
+    d->base.ops = &dynamic_ops;
+    d->base.geo = *geo;
+    return &d->base;
+}

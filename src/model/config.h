@@ -1,0 +1,71 @@
+/* config.h: a model's shape, read from data/models/NAME.ini.
+ *
+ * Every size is a size_t; config_validate() checks them all together, so a
+ * Config that passed it can be trusted by the allocator and the kernels. */
+#ifndef KVSCOPE_MODEL_CONFIG_H
+#define KVSCOPE_MODEL_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+typedef enum {
+    ATTN_GQA = 0, /* standard multi-head / grouped-query attention */
+    ATTN_MLA,     /* multi-head latent attention (DeepSeek-V2 style) */
+} AttnKind;
+
+typedef struct {
+    char name[64];
+    char weights[64]; /* "synthetic", or a file in data/weights/ */
+
+    size_t d_model;     /* residual stream width */
+    size_t n_layers;
+    size_t n_heads;     /* query heads */
+    size_t n_kv_heads;  /* K/V heads; divides n_heads (GQA), 1 = MQA */
+    size_t head_dim;    /* per head; even, for RoPE pairs */
+    size_t ffn_dim;     /* SwiGLU hidden width */
+    size_t vocab;
+    size_t max_seq_len;
+    double rope_theta;
+    double norm_eps;
+    uint64_t seed;      /* for synthetic weights */
+
+    size_t sliding_window; /* 0 = full attention (Mistral-7B: 4096) */
+    int shared_layers;     /* 1: one set of layer weights serves every layer */
+
+    AttnKind attention;
+    size_t kv_lora_rank;  /* MLA latent width (512 in seed 001) */
+    size_t qk_rope_dim;   /* MLA shared RoPE key width (64) */
+    size_t qk_nope_dim;   /* MLA per-head non-RoPE key width */
+    size_t v_head_dim;    /* MLA per-head value width */
+} Config;
+
+/* Defaults for keys an .ini may leave out (weights, theta, eps, window...). */
+void config_defaults(Config *c);
+
+/* Set one key from text, as an .ini line or `--set key=value` does.
+ * Unknown keys and malformed values fail with ERR_USAGE. */
+int config_set(Config *c, const char *key, const char *value, Err *e);
+
+/* Read data/models/NAME.ini (or NAME itself when it names a file: it holds a
+ * '/' or ends in ".ini"). Does not validate: apply --set first, then call
+ * config_validate. */
+int config_load(Config *c, const char *name, Err *e);
+
+/* Check every size and relation (n_kv_heads divides n_heads, ...). */
+int config_validate(const Config *c, Err *e);
+
+/* Widths the projections produce. */
+size_t config_q_dim(const Config *c);  /* n_heads * head_dim */
+size_t config_kv_dim(const Config *c); /* n_kv_heads * head_dim */
+
+/* The names of the models in data/models/, comma-separated, into buf. */
+void config_list(char *buf, size_t cap);
+
+/* Resolve a file under the data directory: $KVSCOPE_DATA, else the data/
+ * folder beside or above the executable, else ./data. Returns 0 and fills
+ * out when the file exists. */
+int config_data_path(const char *rel, char *out, size_t cap);
+
+#endif

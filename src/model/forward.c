@@ -1,0 +1,179 @@
+#include "model/forward.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int forward_state_init(ForwardState *s, const Config *c, size_t max_rows, int keep_probs, Err *e)
+{
+    memset(s, 0, sizeof *s);
+    size_t d = c->d_model, q = config_q_dim(c), kv = config_kv_dim(c), f = c->ffn_dim;
+    size_t group = c->n_heads / c->n_kv_heads;
+    s->max_rows = max_rows;
+    s->x = malloc(max_rows * d * sizeof(float));
+    s->xb = malloc(max_rows * d * sizeof(float));
+    s->q = malloc(max_rows * q * sizeof(float));
+    s->k = malloc(max_rows * kv * sizeof(float));
+    s->v = malloc(max_rows * kv * sizeof(float));
+    s->att = malloc(max_rows * q * sizeof(float));
+    s->hb = malloc(max_rows * f * sizeof(float));
+    s->hb2 = malloc(max_rows * f * sizeof(float));
+    s->scores = malloc(group * c->max_seq_len * sizeof(float));
+    s->blocks_cap = 4;
+    s->blocks = malloc(s->blocks_cap * sizeof *s->blocks);
+    if (keep_probs)
+        s->probs = calloc(c->n_layers * c->n_heads * c->max_seq_len, sizeof(float));
+    if (!s->x || !s->xb || !s->q || !s->k || !s->v || !s->att || !s->hb || !s->hb2 || !s->scores ||
+        !s->blocks || (keep_probs && !s->probs)) {
+        forward_state_free(s);
+        return err_set(e, ERR_RUNTIME, "out of memory for activations of %zu tokens", max_rows);
+    }
+    return 0;
+}
+
+void forward_state_free(ForwardState *s)
+{
+    free(s->x);
+    free(s->xb);
+    free(s->q);
+    free(s->k);
+    free(s->v);
+    free(s->att);
+    free(s->hb);
+    free(s->hb2);
+    free(s->scores);
+    free(s->blocks);
+    free(s->probs);
+    memset(s, 0, sizeof *s);
+}
+
+/* The blocks attention reads for (layer, seq, kv head h): the cache's, or,
+ * uncached, one block over the K/V rows just computed (rows of a sequence are
+ * token-major [n_new][kv_dim], so a head's rows are kv_dim floats apart). */
+static int gather_blocks(const Model *m, ForwardState *s, const KvCache *cache, size_t layer, size_t seq,
+                         size_t h, size_t n_new, Err *e)
+{
+    const size_t hd = m->cfg.head_dim, kv_dim = config_kv_dim(&m->cfg);
+    if (!cache) {
+        size_t first = seq * n_new;
+        s->blocks[0] = (KvBlock){
+            .pos = 0, .n = n_new,
+            .k = s->k + first * kv_dim + h * hd, .v = s->v + first * kv_dim + h * hd,
+            .k_stride = kv_dim * sizeof(float), .v_stride = kv_dim * sizeof(float),
+            .k_fmt = FMT_F32, .v_fmt = FMT_F32,
+        };
+        return 1;
+    }
+    size_t n = kv_n_blocks(cache, layer, seq);
+    if (n > s->blocks_cap) {
+        KvBlock *grown = realloc(s->blocks, n * sizeof *grown);
+        if (!grown)
+            return err_set(e, ERR_RUNTIME, "out of memory for %zu cache blocks", n);
+        s->blocks = grown;
+        s->blocks_cap = n;
+    }
+    for (size_t i = 0; i < n; i++)
+        kv_block(cache, layer, seq, h, i, &s->blocks[i]);
+    return (int)n;
+}
+
+/* Self-attention of one layer for every sequence: append, then attend. */
+static int attention(const Model *m, ForwardState *s, KvCache *cache, size_t layer, size_t n_seqs,
+                     size_t n_new, size_t pos0, Counters *ctr, Err *e)
+{
+    const Config *c = &m->cfg;
+    const size_t hd = c->head_dim, q_dim = config_q_dim(c), kv_dim = config_kv_dim(c);
+    const size_t group = c->n_heads / c->n_kv_heads;
+    for (size_t b = 0; b < n_seqs; b++) {
+        const size_t first = b * n_new;
+        if (cache && kv_append(cache, layer, b, pos0, n_new, s->k + first * kv_dim, s->v + first * kv_dim,
+                               ctr, e) < 0)
+            return -1;
+        for (size_t h = 0; h < c->n_kv_heads; h++) {
+            int nb = gather_blocks(m, s, cache, layer, b, h, n_new, e);
+            if (nb < 0)
+                return -1;
+            float *probs = (s->probs && b == 0)
+                               ? s->probs + (layer * c->n_heads + h * group) * c->max_seq_len
+                               : NULL;
+            AttnArgs a = {
+                .q = s->q + first * q_dim + h * group * hd, .q_stride = q_dim,
+                .out = s->att + first * q_dim + h * group * hd, .out_stride = q_dim,
+                .n_q = n_new, .group = group, .head_dim = hd, .pos0 = pos0,
+                .blocks = s->blocks, .n_blocks = (size_t)nb,
+                .scores = s->scores,
+            };
+            m->kern->attend(&a, ctr);
+            if (probs) {
+                /* the last query's weights, one row of max_seq_len per head */
+                size_t n = pos0 + n_new;
+                for (size_t g = 0; g < group; g++)
+                    memcpy(probs + g * c->max_seq_len, s->scores + g * n, n * sizeof(float));
+            }
+        }
+    }
+    return 0;
+}
+
+int model_forward(const Model *m, ForwardState *s, KvCache *cache, const int *tokens, size_t n_seqs,
+                  size_t n_new, size_t pos0, float *logits, Counters *ctr, Err *e)
+{
+    const Config *c = &m->cfg;
+    const Kernels *K = m->kern;
+    const size_t d = c->d_model, q_dim = config_q_dim(c), kv_dim = config_kv_dim(c), f = c->ffn_dim;
+    const size_t rows = n_seqs * n_new;
+    const float eps = (float)c->norm_eps;
+
+    if (rows == 0 || rows > s->max_rows)
+        return err_set(e, ERR_RUNTIME, "forward: %zu token rows, scratch holds %zu", rows, s->max_rows);
+    if (!cache && pos0 != 0)
+        return err_set(e, ERR_RUNTIME, "forward without a cache must start at position 0");
+    if (pos0 + n_new > c->max_seq_len)
+        return err_set(e, ERR_USAGE, "position %zu is beyond max_seq_len %zu", pos0 + n_new - 1,
+                       c->max_seq_len);
+
+    for (size_t r = 0; r < rows; r++) {
+        if (tokens[r] < 0 || (size_t)tokens[r] >= c->vocab)
+            return err_set(e, ERR_USAGE, "token id %d is outside the vocabulary 0..%zu", tokens[r],
+                           c->vocab - 1);
+        memcpy(s->x + r * d, m->embed + (size_t)tokens[r] * d, d * sizeof(float));
+    }
+    ctr->tokens_projected += rows;
+
+    for (size_t l = 0; l < c->n_layers; l++) {
+        const LayerWeights *w = model_layer(m, l);
+
+        /* attention sublayer: x += Wo . attn(rope(Wq xn), rope(Wk xn), Wv xn) */
+        K->rmsnorm(s->xb, s->x, w->attn_norm, rows, d, eps, ctr);
+        K->matmul(s->q, s->xb, w->wq, rows, d, q_dim, &ctr->flops_q, ctr);
+        K->matmul(s->k, s->xb, w->wk, rows, d, kv_dim, &ctr->flops_k, ctr);
+        K->matmul(s->v, s->xb, w->wv, rows, d, kv_dim, &ctr->flops_v, ctr);
+        for (size_t r = 0; r < rows; r++) {
+            size_t pos = pos0 + r % n_new; /* V is never rotated */
+            K->rope(s->q + r * q_dim, c->n_heads, c->head_dim, pos, c->rope_theta, ctr);
+            K->rope(s->k + r * kv_dim, c->n_kv_heads, c->head_dim, pos, c->rope_theta, ctr);
+        }
+        if (attention(m, s, cache, l, n_seqs, n_new, pos0, ctr, e) < 0)
+            return err_wrap(e, "layer %zu", l);
+        K->matmul(s->xb, s->att, w->wo, rows, q_dim, d, &ctr->flops_o, ctr);
+        for (size_t i = 0; i < rows * d; i++)
+            s->x[i] += s->xb[i];
+
+        /* FFN sublayer: x += W_down . (silu(W_gate xn) * W_up xn) */
+        K->rmsnorm(s->xb, s->x, w->ffn_norm, rows, d, eps, ctr);
+        K->matmul(s->hb, s->xb, w->w_gate, rows, d, f, &ctr->flops_ffn, ctr);
+        K->matmul(s->hb2, s->xb, w->w_up, rows, d, f, &ctr->flops_ffn, ctr);
+        K->swiglu(s->hb, s->hb, s->hb2, rows * f, ctr);
+        K->matmul(s->xb, s->hb, w->w_down, rows, f, d, &ctr->flops_ffn, ctr);
+        for (size_t i = 0; i < rows * d; i++)
+            s->x[i] += s->xb[i];
+        ctr->flops_other += 2 * (uint64_t)rows * d; /* the two residual adds */
+    }
+
+    /* logits of each sequence's last token only: the others are not needed */
+    for (size_t b = 0; b < n_seqs; b++) {
+        const float *last = s->x + (b * n_new + n_new - 1) * d;
+        K->rmsnorm(s->xb, last, m->final_norm, 1, d, eps, ctr);
+        K->matmul(logits + b * c->vocab, s->xb, m->unembed, 1, d, c->vocab, &ctr->flops_other, ctr);
+    }
+    return 0;
+}

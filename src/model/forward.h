@@ -1,0 +1,47 @@
+/* forward.h: one forward pass of the decoder over new tokens.
+ *
+ * With a cache, the new tokens' K and V rows are appended at their absolute
+ * positions and attention reads the cache's blocks: this is prefill (many
+ * tokens) and decode (one). Without a cache, the tokens must be the whole
+ * sequence from position 0 and attention reads their own K and V: this is
+ * the uncached path that recomputes everything. */
+#ifndef KVSCOPE_MODEL_FORWARD_H
+#define KVSCOPE_MODEL_FORWARD_H
+
+#include <stddef.h>
+
+#include "kernels/block.h"
+#include "kv/cache.h"
+#include "model/model.h"
+#include "stats/counters.h"
+
+/* Scratch activations for up to max_rows token rows (all sequences). */
+typedef struct {
+    size_t max_rows;
+    float *x;      /* [rows][d_model] residual stream */
+    float *xb;     /* [rows][d_model] normed input of a sublayer */
+    float *q;      /* [rows][q_dim] */
+    float *k, *v;  /* [rows][kv_dim] */
+    float *att;    /* [rows][q_dim] attention output per head */
+    float *hb;     /* [rows][ffn_dim] gate, then swiglu */
+    float *hb2;    /* [rows][ffn_dim] up */
+    float *scores; /* [group][max_seq_len] */
+    KvBlock *blocks;
+    size_t blocks_cap;
+    /* Filled after each pass when not NULL: attention weights of the last
+     * query token of sequence 0, per layer and head: [n_layers][n_heads][max_seq_len] */
+    float *probs;
+} ForwardState;
+
+int forward_state_init(ForwardState *s, const Config *c, size_t max_rows, int keep_probs, Err *e);
+void forward_state_free(ForwardState *s);
+
+/* Run n_new tokens of each of n_seqs sequences.
+ *   tokens: [n_seqs][n_new] token ids, each < vocab
+ *   pos0:   absolute position of tokens[.][0] (0 when cache is NULL)
+ *   logits: [n_seqs][vocab], the last token of each sequence
+ * Counts its work into ctr (tokens_projected: n_seqs * n_new rows). */
+int model_forward(const Model *m, ForwardState *s, KvCache *cache, const int *tokens, size_t n_seqs,
+                  size_t n_new, size_t pos0, float *logits, Counters *ctr, Err *e);
+
+#endif

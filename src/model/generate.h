@@ -1,0 +1,57 @@
+/* generate.h: autoregressive generation, with a cache or without.
+ *
+ * Generating N tokens from a prompt of P takes N forward passes: the first
+ * (prefill) reads the prompt and yields token 1; each decode step feeds the
+ * token just chosen and yields the next. With a cache a pass projects only
+ * its new tokens: P, then 1, 1, ... Without one, pass s re-runs all P + s
+ * tokens, as the source document's generate_without_cache does. */
+#ifndef KVSCOPE_MODEL_GENERATE_H
+#define KVSCOPE_MODEL_GENERATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kv/cache.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "stats/counters.h"
+
+typedef struct {
+    size_t n_generate;   /* tokens to generate, >= 1 */
+    size_t chunk;        /* prefill in chunks of this many tokens; 0 = all at once */
+    double temperature;  /* 0 = greedy */
+    size_t top_k;        /* with temperature > 0: sample among the top k (0 = all) */
+    uint64_t sample_seed;
+    int keep_probs;      /* record attention weights (ForwardState.probs) for reports */
+} GenOptions;
+
+typedef enum { PHASE_PREFILL, PHASE_DECODE } Phase;
+
+typedef struct {
+    size_t step;          /* forward pass number, from 0 */
+    Phase phase;
+    size_t n_new;         /* tokens this pass ran, per sequence */
+    size_t pos0;          /* position of the first of them */
+    size_t context;       /* positions attention saw for the last token (= cache length after, when cached) */
+    const int *sampled;   /* [n_seqs] tokens chosen by this pass; NULL for a prefill chunk that is not last */
+    const float *logits;  /* [n_seqs][vocab] logits of the last token */
+    const ForwardState *state; /* activations and, with keep_probs, attention weights */
+    Counters ctr;         /* work of this pass */
+} StepReport;
+
+/* Called after every pass; a non-zero return stops generation (returned). */
+typedef int (*StepFn)(void *user, const StepReport *r);
+
+/* Generate o->n_generate tokens for each of n_seqs prompts of prompt_len.
+ *   prompt: [n_seqs][prompt_len]; out: [n_seqs][n_generate]
+ *   cache:  NULL for the uncached path; otherwise an empty cache whose
+ *           geometry has n_seqs sequences (it is filled, not reset, here).
+ * Fails with ERR_USAGE, before any work, when prompt_len + n_generate - 1
+ * positions exceed max_seq_len. */
+int generate(const Model *m, KvCache *cache, const int *prompt, size_t n_seqs, size_t prompt_len,
+             const GenOptions *o, int *out, StepFn fn, void *user, Err *e);
+
+/* Positions a run needs: the last generated token is never fed back. */
+size_t generate_positions(size_t prompt_len, size_t n_generate);
+
+#endif

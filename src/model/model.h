@@ -1,0 +1,56 @@
+/* model.h: a LLaMA-style decoder and its weights.
+ *
+ * Matrices are row-major [out][in], so a projection is one dot product per
+ * output (llama2.c's convention). With shared_layers one LayerWeights serves
+ * every layer: the model then reads as many weight bytes per step as the
+ * real one while holding one layer's worth of memory. */
+#ifndef KVSCOPE_MODEL_MODEL_H
+#define KVSCOPE_MODEL_MODEL_H
+
+#include <stddef.h>
+
+#include "kernels/kernels.h"
+#include "model/config.h"
+#include "util/err.h"
+
+typedef struct {
+    float *attn_norm; /* [d_model] */
+    float *wq;        /* [n_heads * head_dim][d_model] */
+    float *wk;        /* [n_kv_heads * head_dim][d_model] */
+    float *wv;        /* [n_kv_heads * head_dim][d_model] */
+    float *wo;        /* [d_model][n_heads * head_dim] */
+    float *ffn_norm;  /* [d_model] */
+    float *w_gate;    /* [ffn_dim][d_model] */
+    float *w_up;      /* [ffn_dim][d_model] */
+    float *w_down;    /* [d_model][ffn_dim] */
+} LayerWeights;
+
+typedef struct {
+    Config cfg;
+    const Kernels *kern;
+    float *embed;         /* [vocab][d_model] */
+    LayerWeights *layers; /* [n_layers], or [1] with shared_layers */
+    float *final_norm;    /* [d_model] */
+    float *unembed;       /* [vocab][d_model] */
+    float *arena;         /* every tensor above lives here */
+    size_t arena_floats;
+    char source[160];     /* "mt19937 seed 42" or "file worked-example.txt" */
+} Model;
+
+/* Build a model from a validated config: synthetic weights from GSL's
+ * mt19937 seeded with cfg->seed (Gaussian, sigma 1/sqrt(fan_in); norms 1),
+ * or the tensors of data/weights/<cfg->weights>. Same seed, same bits.
+ * Fails with ERR_RUNTIME when memory runs out or the file is bad. */
+int model_init(Model *m, const Config *cfg, const Kernels *kern, Err *e);
+void model_free(Model *m);
+
+/* Floats of parameters a config holds in memory (shared layers counted once). */
+size_t model_param_floats(const Config *cfg);
+
+/* The layer weights layer l uses. */
+const LayerWeights *model_layer(const Model *m, size_t l);
+
+/* Load tensors from a text weights file into m's arena (weights_file.c). */
+int weights_load_file(Model *m, const char *path, Err *e);
+
+#endif

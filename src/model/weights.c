@@ -1,0 +1,144 @@
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model.h"
+
+static size_t layer_floats(const Config *c)
+{
+    size_t d = c->d_model, q = config_q_dim(c), kv = config_kv_dim(c), f = c->ffn_dim;
+    return 2 * d + q * d + 2 * kv * d + d * q + 3 * f * d;
+}
+
+size_t model_param_floats(const Config *c)
+{
+    size_t stored_layers = c->shared_layers ? 1 : c->n_layers;
+    return 2 * c->vocab * c->d_model + c->d_model + stored_layers * layer_floats(c);
+}
+
+const LayerWeights *model_layer(const Model *m, size_t l)
+{
+    return &m->layers[m->cfg.shared_layers ? 0 : l];
+}
+
+/* Hand out consecutive tensors of the arena, in a fixed order: the order is
+ * part of what makes a seed reproducible. */
+static float *take(float **cursor, size_t n)
+{
+    float *p = *cursor;
+    *cursor += n;
+    return p;
+}
+
+static void carve(Model *m)
+{
+    const Config *c = &m->cfg;
+    size_t d = c->d_model, q = config_q_dim(c), kv = config_kv_dim(c), f = c->ffn_dim;
+    float *cur = m->arena;
+    m->embed = take(&cur, c->vocab * d);
+    size_t n = c->shared_layers ? 1 : c->n_layers;
+    for (size_t l = 0; l < n; l++) {
+        LayerWeights *w = &m->layers[l];
+        w->attn_norm = take(&cur, d);
+        w->wq = take(&cur, q * d);
+        w->wk = take(&cur, kv * d);
+        w->wv = take(&cur, kv * d);
+        w->wo = take(&cur, d * q);
+        w->ffn_norm = take(&cur, d);
+        w->w_gate = take(&cur, f * d);
+        w->w_up = take(&cur, f * d);
+        w->w_down = take(&cur, d * f);
+    }
+    m->final_norm = take(&cur, d);
+    m->unembed = take(&cur, c->vocab * d);
+}
+
+static void fill_gaussian(gsl_rng *rng, float *x, size_t n, size_t fan_in)
+{
+    double sigma = 1.0 / sqrt((double)fan_in);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)gsl_ran_gaussian_ziggurat(rng, sigma);
+}
+
+static void fill_ones(float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = 1.0f;
+}
+
+static void fill_synthetic(Model *m)
+{
+    const Config *c = &m->cfg;
+    size_t d = c->d_model, q = config_q_dim(c), kv = config_kv_dim(c), f = c->ffn_dim;
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, (unsigned long)c->seed);
+    fill_gaussian(rng, m->embed, c->vocab * d, 1); /* embeddings: unit variance */
+    size_t n = c->shared_layers ? 1 : c->n_layers;
+    for (size_t l = 0; l < n; l++) {
+        LayerWeights *w = &m->layers[l];
+        fill_ones(w->attn_norm, d);
+        fill_gaussian(rng, w->wq, q * d, d);
+        fill_gaussian(rng, w->wk, kv * d, d);
+        fill_gaussian(rng, w->wv, kv * d, d);
+        fill_gaussian(rng, w->wo, d * q, q);
+        fill_ones(w->ffn_norm, d);
+        fill_gaussian(rng, w->w_gate, f * d, d);
+        fill_gaussian(rng, w->w_up, f * d, d);
+        fill_gaussian(rng, w->w_down, d * f, f);
+    }
+    fill_ones(m->final_norm, d);
+    fill_gaussian(rng, m->unembed, c->vocab * d, d);
+    snprintf(m->source, sizeof m->source, "synthetic: gsl %s, seed %llu", gsl_rng_name(rng),
+             (unsigned long long)c->seed);
+    gsl_rng_free(rng);
+}
+
+int model_init(Model *m, const Config *cfg, const Kernels *kern, Err *e)
+{
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    m->kern = kern;
+    if (cfg->attention != ATTN_GQA)
+        return err_set(e, ERR_USAGE,
+                       "model '%s' uses MLA attention, which the engine does not run yet; "
+                       "`kvscope calc` reads its shape",
+                       cfg->name);
+    m->arena_floats = model_param_floats(cfg);
+    m->arena = malloc(m->arena_floats * sizeof(float));
+    m->layers = calloc(cfg->shared_layers ? 1 : cfg->n_layers, sizeof *m->layers);
+    if (!m->arena || !m->layers) {
+        model_free(m);
+        return err_set(e, ERR_RUNTIME, "out of memory for %zu MB of weights",
+                       m->arena_floats * sizeof(float) >> 20);
+    }
+    carve(m);
+    if (strcmp(cfg->weights, "synthetic") == 0) {
+        fill_synthetic(m);
+        return 0;
+    }
+    char rel[128], path[PATH_MAX];
+    snprintf(rel, sizeof rel, "weights/%s", cfg->weights);
+    if (config_data_path(rel, path, sizeof path) < 0) {
+        model_free(m);
+        return err_set(e, ERR_RUNTIME, "model '%s': weights file '%s' not found in the data directory",
+                       cfg->name, cfg->weights);
+    }
+    if (weights_load_file(m, path, e) < 0) {
+        model_free(m);
+        return err_wrap(e, "weights file '%s'", cfg->weights);
+    }
+    snprintf(m->source, sizeof m->source, "file data/weights/%s", cfg->weights);
+    return 0;
+}
+
+void model_free(Model *m)
+{
+    free(m->arena);
+    free(m->layers);
+    m->arena = NULL;
+    m->layers = NULL;
+}

@@ -1,0 +1,62 @@
+#include "util/parse.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+static int parse_ull(const char *s, const char *what, unsigned long long *out, Err *e)
+{
+    if (!s || !isdigit((unsigned char)s[0]))
+        return err_set(e, ERR_USAGE, "%s: '%s' is not a whole number", what, s ? s : "");
+    errno = 0;
+    char *end = NULL;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end != '\0')
+        return err_set(e, ERR_USAGE, "%s: '%s' is not a whole number", what, s);
+    if (errno == ERANGE)
+        return err_set(e, ERR_USAGE, "%s: '%s' is too large", what, s);
+    *out = v;
+    return 0;
+}
+
+int parse_size0(const char *s, const char *what, size_t *out, Err *e)
+{
+    unsigned long long v;
+    if (parse_ull(s, what, &v, e) < 0)
+        return -1;
+    if (v > SIZE_MAX / 4) /* leave headroom so later products can be checked */
+        return err_set(e, ERR_USAGE, "%s: '%s' is too large", what, s);
+    *out = (size_t)v;
+    return 0;
+}
+
+int parse_size(const char *s, const char *what, size_t *out, Err *e)
+{
+    if (s && s[0] == '-')
+        return err_set(e, ERR_USAGE, "%s: must be at least 1, got '%s'", what, s);
+    if (parse_size0(s, what, out, e) < 0)
+        return -1;
+    if (*out == 0)
+        return err_set(e, ERR_USAGE, "%s: must be at least 1, got 0", what);
+    return 0;
+}
+
+int parse_double(const char *s, const char *what, double *out, Err *e)
+{
+    if (!s || !*s || isspace((unsigned char)s[0]))
+        return err_set(e, ERR_USAGE, "%s: '%s' is not a number", what, s ? s : "");
+    errno = 0;
+    char *end = NULL;
+    double v = strtod(s, &end);
+    if (*end != '\0' || errno == ERANGE || !isfinite(v))
+        return err_set(e, ERR_USAGE, "%s: '%s' is not a finite number", what, s);
+    *out = v;
+    return 0;
+}
+
+int parse_u64(const char *s, const char *what, unsigned long long *out, Err *e)
+{
+    return parse_ull(s, what, out, e);
+}
