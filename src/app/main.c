@@ -1,0 +1,55 @@
+/* main.c: kvscope's entry point: choose the subcommand, hand it the rest. */
+#include <stdio.h>
+#include <string.h>
+
+#include "app/cli.h"
+#include "app/commands.h"
+
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} Command;
+
+static const Command commands[] = {
+    { "run", cmd_run, "generate with and without a KV cache; per-step table and summary" },
+    { "example", cmd_example, "the source document's worked example, step by step" },
+    { "calc", cmd_calc, "KV cache memory of a model config (per token, per layer, total)" },
+    { "dump", cmd_dump, "weights, cache and logits as .npy files, to check in NumPy" },
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "kvscope %s: see what a transformer's KV cache does, step by step.\n\n"
+               "usage: kvscope [COMMAND] [OPTIONS]\n\n"
+               "With no command, kvscope shows the worked example (`kvscope example`).\n\n"
+               "commands:\n",
+            KVSCOPE_VERSION);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n`kvscope COMMAND --help` describes each command's options.\n"
+               "Exit status: 0 success, 1 runtime error, 2 usage error.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        char *args[] = { "example", NULL };
+        return cmd_example(1, args);
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
+        printf("kvscope %s\n", KVSCOPE_VERSION);
+        return EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(cmd, commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "kvscope: unknown command '%s' (commands: run, example, calc, dump; see `kvscope --help`)\n",
+            cmd);
+    return EXIT_USAGE;
+}

@@ -1,0 +1,10 @@
+/* sysmem.h: how much memory this machine has. */
+#ifndef KVSCOPE_UTIL_SYSMEM_H
+#define KVSCOPE_UTIL_SYSMEM_H
+
+#include <stddef.h>
+
+/* Physical memory in bytes; 0 when the system will not say. */
+size_t sysmem_physical_bytes(void);
+
+#endif
