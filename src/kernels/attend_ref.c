@@ -60,6 +60,10 @@ void attend_ref(const AttnArgs *a, Counters *ctr)
                 sg[i] /= sum;
         }
 
+        if (a->probs)
+            for (size_t g = 0; g < G; g++)
+                memcpy(a->probs + t * a->probs_q_stride + g * a->probs_g_stride, s + g * n, n * sizeof(float));
+
         /* out = weights . V: again one pass, each V row serving the group */
         for (size_t g = 0; g < G; g++)
             memset(out + g * hd, 0, hd * sizeof(float));

@@ -41,8 +41,10 @@ typedef struct {
     size_t pos0;
     const KvBlock *blocks; /* the rows, in position order */
     size_t n_blocks;
-    float *scores;    /* scratch, group * (rows in blocks) floats; on return it holds the
-                         last query's softmax weights, [group][rows it saw] */
+    float *scores;    /* scratch: group * (rows in blocks) floats */
+    float *probs;     /* optional (NULL = skip): the softmax weights are copied out, query t,
+                         head g, visible row j at probs[t * probs_q_stride + g * probs_g_stride + j] */
+    size_t probs_q_stride, probs_g_stride;
 } AttnArgs;
 typedef void (*AttendFn)(const AttnArgs *a, Counters *ctr);
 

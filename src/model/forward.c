@@ -20,8 +20,10 @@ int forward_state_init(ForwardState *s, const Config *c, size_t max_rows, int ke
     s->scores = malloc(group * c->max_seq_len * sizeof(float));
     s->blocks_cap = 4;
     s->blocks = malloc(s->blocks_cap * sizeof *s->blocks);
-    if (keep_probs)
-        s->probs = calloc(c->n_layers * c->n_heads * c->max_seq_len, sizeof(float));
+    if (keep_probs) {
+        s->max_q = max_rows;
+        s->probs = calloc(c->n_layers * c->n_heads * max_rows * c->max_seq_len, sizeof(float));
+    }
     if (!s->x || !s->xb || !s->q || !s->k || !s->v || !s->att || !s->hb || !s->hb2 || !s->scores ||
         !s->blocks || (keep_probs && !s->probs)) {
         forward_state_free(s);
@@ -93,7 +95,7 @@ static int attention(const Model *m, ForwardState *s, KvCache *cache, size_t lay
             if (nb < 0)
                 return -1;
             float *probs = (s->probs && b == 0)
-                               ? s->probs + (layer * c->n_heads + h * group) * c->max_seq_len
+                               ? s->probs + (layer * c->n_heads + h * group) * s->max_q * c->max_seq_len
                                : NULL;
             AttnArgs a = {
                 .q = s->q + first * q_dim + h * group * hd, .q_stride = q_dim,
@@ -101,14 +103,9 @@ static int attention(const Model *m, ForwardState *s, KvCache *cache, size_t lay
                 .n_q = n_new, .group = group, .head_dim = hd, .pos0 = pos0,
                 .blocks = s->blocks, .n_blocks = (size_t)nb,
                 .scores = s->scores,
+                .probs = probs, .probs_q_stride = c->max_seq_len, .probs_g_stride = s->max_q * c->max_seq_len,
             };
             m->kern->attend(&a, ctr);
-            if (probs) {
-                /* the last query's weights, one row of max_seq_len per head */
-                size_t n = pos0 + n_new;
-                for (size_t g = 0; g < group; g++)
-                    memcpy(probs + g * c->max_seq_len, s->scores + g * n, n * sizeof(float));
-            }
         }
     }
     return 0;

@@ -28,9 +28,12 @@ typedef struct {
     float *scores; /* [group][max_seq_len] */
     KvBlock *blocks;
     size_t blocks_cap;
-    /* Filled after each pass when not NULL: attention weights of the last
-     * query token of sequence 0, per layer and head: [n_layers][n_heads][max_seq_len] */
+    /* When not NULL, filled by every pass: the attention weights of sequence
+     * 0, [n_layers][n_heads][max_q][max_seq_len]; query t of the pass, head h,
+     * row j (j-th visible position) of layer l is
+     * probs[((l * n_heads + h) * max_q + t) * max_seq_len + j]. */
     float *probs;
+    size_t max_q;
 } ForwardState;
 
 int forward_state_init(ForwardState *s, const Config *c, size_t max_rows, int keep_probs, Err *e);

@@ -1,0 +1,348 @@
+/* cmd_run.c: `kvscope run`: generate with a cache, without one, or both
+ * (--compare), printing what every forward pass did. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/cli.h"
+#include "app/commands.h"
+#include "app/run_report.h"
+#include "kv/cache.h"
+#include "model/generate.h"
+#include "util/parse.h"
+
+/* Relative logit difference accepted between cached and uncached f32 runs. */
+#define LOGIT_REL_TOL 1e-5
+
+typedef struct {
+    ModelOpts mo;
+    PromptOpts po;
+    GenOptions go;
+    const char *cache_spec;
+    int no_cache, compare;
+    OutFormat fmt;
+} RunOpts;
+
+static void help(void)
+{
+    char caches[1024];
+    kv_spec_help(caches, sizeof caches);
+    printf("usage: kvscope run [OPTIONS]\n\n"
+           "Generate tokens with a KV cache (default), without one (--no-cache), or both\n"
+           "(--compare), and print what every forward pass did: tokens projected, cache\n"
+           "length, attention shape, FLOPs, bytes moved and time. Generating N tokens takes\n"
+           "N passes: a prefill over the prompt, then N-1 one-token decode steps; without a\n"
+           "cache every pass re-runs the whole sequence.\n\n"
+           "model:\n%s\n"
+           "prompt:\n%s\n"
+           "generation:\n"
+           "  --tokens N          tokens to generate per sequence (default 16)\n"
+           "  --chunk C           prefill the prompt in chunks of C tokens (default: all at once)\n"
+           "  --temperature T     sample at temperature T (default 0: greedy)\n"
+           "  --top-k K           with --temperature, sample among the K likeliest (default: all)\n"
+           "  --sample-seed S     seed of the sampler (default 1; gsl mt19937)\n\n"
+           "cache:\n"
+           "  --cache SPEC        the cache (default contiguous); accepted:\n%s"
+           "  --no-cache          recompute everything at every step\n"
+           "  --compare           run cached and uncached; report whether the tokens are\n"
+           "                      identical, the largest logit difference, and the ratios\n\n"
+           "output:\n"
+           "  --format F          table (default), tsv (one row per pass) or json\n\n"
+           "Counters are measured where the work happens. FLOPs count a multiply-add as 2;\n"
+           "softmax is counted as 5 FLOPs per score (an estimate, labelled so).\n"
+           "example: kvscope run --model small --prompt-len 10 --tokens 50 --compare\n",
+           cli_model_help, cli_prompt_help, caches);
+}
+
+static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
+{
+    static const struct option longopts[] = {
+        { "model", required_argument, 0, 0 },   { "set", required_argument, 0, 0 },
+        { "isa", required_argument, 0, 0 },     { "shared", no_argument, 0, 0 },
+        { "prompt", required_argument, 0, 0 },  { "prompt-len", required_argument, 0, 0 },
+        { "prompt-seed", required_argument, 0, 0 }, { "batch", required_argument, 0, 0 },
+        { "tokens", required_argument, 0, 0 },  { "chunk", required_argument, 0, 0 },
+        { "temperature", required_argument, 0, 0 }, { "top-k", required_argument, 0, 0 },
+        { "sample-seed", required_argument, 0, 0 }, { "cache", required_argument, 0, 0 },
+        { "no-cache", no_argument, 0, 0 },      { "compare", no_argument, 0, 0 },
+        { "format", required_argument, 0, 0 },  { "help", no_argument, 0, 'h' },
+        { 0, 0, 0, 0 },
+    };
+    opterr = 0;
+    optind = 1;
+    int c, idx;
+    while ((c = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
+        if (c == 'h')
+            return 1;
+        if (c == '?')
+            return err_set(e, ERR_USAGE, "run: unknown or incomplete option '%s' (see `kvscope run --help`)",
+                           argv[optind - 1]);
+        const char *name = longopts[idx].name;
+        int taken = cli_model_option(&o->mo, name, optarg, e);
+        if (taken == 0)
+            taken = cli_prompt_option(&o->po, name, optarg, e);
+        if (taken < 0)
+            return -1;
+        if (taken)
+            continue;
+        int rc = 0;
+        if (strcmp(name, "tokens") == 0)
+            rc = parse_size(optarg, "--tokens", &o->go.n_generate, e);
+        else if (strcmp(name, "chunk") == 0)
+            rc = parse_size(optarg, "--chunk", &o->go.chunk, e);
+        else if (strcmp(name, "temperature") == 0) {
+            rc = parse_double(optarg, "--temperature", &o->go.temperature, e);
+            if (rc == 0 && o->go.temperature < 0)
+                rc = err_set(e, ERR_USAGE, "--temperature: must be 0 (greedy) or more, got %s", optarg);
+        } else if (strcmp(name, "top-k") == 0)
+            rc = parse_size(optarg, "--top-k", &o->go.top_k, e);
+        else if (strcmp(name, "sample-seed") == 0) {
+            unsigned long long v;
+            rc = parse_u64(optarg, "--sample-seed", &v, e);
+            o->go.sample_seed = v;
+        } else if (strcmp(name, "cache") == 0)
+            o->cache_spec = optarg;
+        else if (strcmp(name, "no-cache") == 0)
+            o->no_cache = 1;
+        else if (strcmp(name, "compare") == 0)
+            o->compare = 1;
+        else if (strcmp(name, "format") == 0)
+            rc = cli_parse_format(optarg, &o->fmt, e);
+        if (rc < 0)
+            return -1;
+    }
+    if (optind < argc)
+        return err_set(e, ERR_USAGE, "run: unexpected argument '%s' (see `kvscope run --help`)", argv[optind]);
+    if (o->no_cache && o->compare)
+        return err_set(e, ERR_USAGE, "run: --no-cache and --compare exclude each other");
+    return 0;
+}
+
+/* What one run collects from its passes. */
+typedef struct {
+    const char *label;
+    OutFormat fmt;
+    size_t n_seqs, vocab;
+    Counters total;
+    json_t *steps;
+    float *logits; /* [n_generate][n_seqs][vocab], the logits each token was chosen from */
+    size_t n_logged;
+} Collector;
+
+static int on_step(void *user, const StepReport *r)
+{
+    Collector *col = user;
+    StepRow row = { .run = col->label, .rep = *r, .n_seqs = col->n_seqs, .sampled0 = r->sampled ? r->sampled[0] : -1 };
+    report_step(stdout, col->fmt, &row, col->steps);
+    counters_add(&col->total, &r->ctr);
+    if (r->sampled) {
+        size_t n = col->n_seqs * col->vocab;
+        memcpy(col->logits + col->n_logged++ * n, r->logits, n * sizeof(float));
+    }
+    return 0;
+}
+
+static int run_once(const Model *m, const RunOpts *o, const char *cache_spec, const int *prompt, size_t batch,
+                    size_t plen, Collector *col, int *out, Err *e)
+{
+    KvCache *cache = NULL;
+    if (cache_spec) {
+        KvGeometry geo = { .n_layers = m->cfg.n_layers, .n_seqs = batch, .n_kv_heads = m->cfg.n_kv_heads,
+                           .head_dim = m->cfg.head_dim, .max_seq_len = m->cfg.max_seq_len };
+        cache = kv_open(cache_spec, &geo, e);
+        if (!cache)
+            return -1;
+    }
+    int rc = generate(m, cache, prompt, batch, plen, &o->go, out, on_step, col, e);
+    kv_free(cache);
+    return rc;
+}
+
+/* Largest |a - b| over a step's logits relative to that step's largest |b|. */
+static double max_rel_logit_diff(const float *a, const float *b, size_t steps, size_t n, double *abs_out)
+{
+    double worst_rel = 0, worst_abs = 0;
+    for (size_t s = 0; s < steps; s++) {
+        double scale = 0, d = 0;
+        for (size_t i = 0; i < n; i++) {
+            scale = fmax(scale, fabs(b[s * n + i]));
+            d = fmax(d, fabs((double)a[s * n + i] - b[s * n + i]));
+        }
+        worst_abs = fmax(worst_abs, d);
+        worst_rel = fmax(worst_rel, scale > 0 ? d / scale : d);
+    }
+    *abs_out = worst_abs;
+    return worst_rel;
+}
+
+static void print_header(const Model *m, const RunOpts *o, const char *cache_desc, size_t batch, size_t plen)
+{
+    const Config *c = &m->cfg;
+    printf("model %s: d_model %zu, %zu layers%s, %zu heads, %zu KV heads, head_dim %zu, ffn %zu, vocab %zu, "
+           "max_seq_len %zu\n",
+           c->name, c->d_model, c->n_layers, c->shared_layers ? " (shared weights)" : "", c->n_heads,
+           c->n_kv_heads, c->head_dim, c->ffn_dim, c->vocab, c->max_seq_len);
+    printf("weights: %s; kernels: %s\n", m->source, m->kern->isa);
+    printf("cache: %s; prompt: %zu tokens x %zu sequence(s) (%s); generate %zu; %s\n", cache_desc, plen, batch,
+           o->po.ids ? "given" : "random ids, gsl mt19937",
+           o->go.n_generate, o->go.temperature > 0 ? "sampling" : "greedy");
+    if (!o->po.ids)
+        printf("prompt seed: %" PRIu64 "\n", o->po.seed ? o->po.seed : 1);
+    if (o->go.temperature > 0)
+        printf("sampling: temperature %g, top-k %zu, sample seed %" PRIu64 "\n", o->go.temperature, o->go.top_k,
+               o->go.sample_seed);
+}
+
+static void print_tokens(const int *out, size_t batch, size_t n)
+{
+    for (size_t b = 0; b < batch; b++) {
+        printf("tokens (sequence %zu):", b);
+        for (size_t i = 0; i < n; i++)
+            printf(" %d", out[b * n + i]);
+        printf("\n");
+    }
+}
+
+static size_t activation_bytes(const Config *c, size_t rows)
+{
+    return rows * (2 * c->d_model + 2 * config_q_dim(c) + 2 * config_kv_dim(c) + 2 * c->ffn_dim) * sizeof(float);
+}
+
+int cmd_run(int argc, char **argv)
+{
+    RunOpts o = { .mo.model = "tiny", .go.n_generate = 16, .go.sample_seed = 1, .cache_spec = "contiguous" };
+    Err e = { 0 };
+    int pr = parse_options(argc, argv, &o, &e);
+    if (pr == 1) {
+        help();
+        return EXIT_OK;
+    }
+    if (pr < 0)
+        return cli_fail(&e);
+
+    Config cfg;
+    if (cli_load_config(&o.mo, &cfg, &e) < 0)
+        return cli_fail(&e);
+    int *prompt = NULL;
+    size_t batch, plen;
+    if (cli_make_prompt(&o.po, &cfg, &prompt, &batch, &plen, &e) < 0)
+        return cli_fail(&e);
+    size_t need = generate_positions(plen, o.go.n_generate);
+    if (need > cfg.max_seq_len) {
+        free(prompt);
+        err_set(&e, ERR_USAGE, "a prompt of %zu plus %zu generated tokens needs %zu positions; model '%s' has "
+                "max_seq_len %zu", plen, o.go.n_generate, need, cfg.name, cfg.max_seq_len);
+        return cli_fail(&e);
+    }
+    KvGeometry geo = { cfg.n_layers, batch, cfg.n_kv_heads, cfg.head_dim, cfg.max_seq_len };
+    size_t extra = cfg.n_layers * batch * cfg.max_seq_len * kv_row_pair_bytes(&geo, FMT_F32, FMT_F32) +
+                   activation_bytes(&cfg, batch * (o.no_cache || o.compare ? need : plen));
+    Model m;
+    if (cli_load_model(&o.mo, extra, &m, &e) < 0) {
+        free(prompt);
+        return cli_fail(&e);
+    }
+
+    size_t n_out = batch * o.go.n_generate, n_logits = o.go.n_generate * batch * cfg.vocab;
+    int *out_c = calloc(n_out, sizeof(int)), *out_u = calloc(n_out, sizeof(int));
+    Collector cc = { .label = "cached", .fmt = o.fmt, .n_seqs = batch, .vocab = cfg.vocab };
+    Collector cu = { .label = "uncached", .fmt = o.fmt, .n_seqs = batch, .vocab = cfg.vocab };
+    cc.logits = malloc(n_logits * sizeof(float));
+    cu.logits = malloc(n_logits * sizeof(float));
+    json_t *root = o.fmt == OUT_JSON ? json_object() : NULL;
+    int rc = EXIT_OK;
+    if (!out_c || !out_u || !cc.logits || !cu.logits) {
+        err_set(&e, ERR_RUNTIME, "out of memory for %zu logits", n_logits);
+        rc = cli_fail(&e);
+        goto done;
+    }
+    if (root) {
+        cc.steps = cu.steps = json_array();
+        json_object_set_new(root, "model", json_string(cfg.name));
+        json_object_set_new(root, "weights", json_string(m.source));
+        json_object_set_new(root, "kernels", json_string(m.kern->isa));
+        json_object_set_new(root, "cache", json_string(o.no_cache ? "none" : o.cache_spec));
+        json_object_set_new(root, "steps", cc.steps);
+    }
+    if (o.fmt == OUT_TABLE)
+        print_header(&m, &o, o.no_cache ? "none (recompute every step)" : o.cache_spec, batch, plen);
+    report_header(stdout, o.fmt);
+
+    int run_cached = !o.no_cache, run_uncached = o.no_cache || o.compare;
+    if ((run_cached && run_once(&m, &o, o.cache_spec, prompt, batch, plen, &cc, out_c, &e) < 0) ||
+        (run_uncached && run_once(&m, &o, NULL, prompt, batch, plen, &cu, out_u, &e) < 0)) {
+        fflush(stdout);
+        rc = cli_fail(&e);
+        goto done;
+    }
+
+    json_t *totals = root ? json_object() : NULL;
+    if (run_cached)
+        report_totals(stdout, o.fmt, "cached", &cc.total, totals);
+    if (run_uncached)
+        report_totals(stdout, o.fmt, "uncached", &cu.total, totals);
+    if (root)
+        json_object_set_new(root, "totals", totals);
+    if (o.fmt == OUT_TABLE)
+        print_tokens(run_cached ? out_c : out_u, batch, o.go.n_generate);
+
+    if (o.compare) {
+        int same = memcmp(out_c, out_u, n_out * sizeof(int)) == 0;
+        double abs_d, rel_d = max_rel_logit_diff(cc.logits, cu.logits, o.go.n_generate, batch * cfg.vocab, &abs_d);
+        double flop_ratio = (double)counters_total_flops(&cu.total) / (double)counters_total_flops(&cc.total);
+        double proj_ratio = (double)cu.total.tokens_projected / (double)cc.total.tokens_projected;
+        double time_ratio = cc.total.seconds > 0 ? cu.total.seconds / cc.total.seconds : 0;
+        if (o.fmt == OUT_TABLE) {
+            printf("tokens identical: %s\n", same ? "yes" : "NO");
+            printf("max logit difference: %.3g absolute, %.3g relative (tolerance %.0e relative)\n", abs_d, rel_d,
+                   LOGIT_REL_TOL);
+            printf("token rows projected: cached %" PRIu64 ", uncached %" PRIu64 " (%.2fx)\n",
+                   cc.total.tokens_projected, cu.total.tokens_projected, proj_ratio);
+            printf("FLOPs: cached %" PRIu64 ", uncached %" PRIu64 " (%.2fx)\n", counters_total_flops(&cc.total),
+                   counters_total_flops(&cu.total), flop_ratio);
+            printf("measured time: cached %.3f ms, uncached %.3f ms (%.2fx)\n", cc.total.seconds * 1e3,
+                   cu.total.seconds * 1e3, time_ratio);
+        } else if (root) {
+            json_object_set_new(root, "compare",
+                                json_pack("{s:b, s:f, s:f, s:f, s:f, s:f, s:f}", "tokens_identical", same,
+                                          "max_logit_diff_abs", abs_d, "max_logit_diff_rel", rel_d,
+                                          "tolerance_rel", LOGIT_REL_TOL, "projected_ratio", proj_ratio,
+                                          "flop_ratio", flop_ratio, "time_ratio", time_ratio));
+        }
+        if (!same || rel_d > LOGIT_REL_TOL) {
+            if (root)
+                json_dumpf(root, stdout, JSON_INDENT(2)), printf("\n");
+            fflush(stdout);
+            err_set(&e, ERR_RUNTIME, "cached and uncached generation differ (%s; logit difference %.3g relative)",
+                    same ? "same tokens" : "different tokens", rel_d);
+            rc = cli_fail(&e);
+            json_decref(root);
+            root = NULL;
+            goto done;
+        }
+    }
+    if (root) {
+        json_t *tok = json_array();
+        for (size_t b = 0; b < batch; b++) {
+            json_t *row = json_array();
+            for (size_t i = 0; i < o.go.n_generate; i++)
+                json_array_append_new(row, json_integer((run_cached ? out_c : out_u)[b * o.go.n_generate + i]));
+            json_array_append_new(tok, row);
+        }
+        json_object_set_new(root, "tokens", tok);
+        json_dumpf(root, stdout, JSON_INDENT(2));
+        printf("\n");
+    }
+done:
+    json_decref(root);
+    free(out_c);
+    free(out_u);
+    free(cc.logits);
+    free(cu.logits);
+    free(prompt);
+    model_free(&m);
+    return rc;
+}
