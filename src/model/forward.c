@@ -144,8 +144,9 @@ int model_forward(const Model *m, ForwardState *s, KvCache *cache, const int *to
         K->matmul(s->q, s->xb, w->wq, rows, d, q_dim, &ctr->flops_q, ctr);
         K->matmul(s->k, s->xb, w->wk, rows, d, kv_dim, &ctr->flops_k, ctr);
         K->matmul(s->v, s->xb, w->wv, rows, d, kv_dim, &ctr->flops_v, ctr);
+        const int wrong_pos = (m->bugs & BUG_ROPE_POSITION) && cache && pos0 > 0;
         for (size_t r = 0; r < rows; r++) {
-            size_t pos = pos0 + r % n_new; /* V is never rotated */
+            size_t pos = wrong_pos ? r % n_new : pos0 + r % n_new; /* V is never rotated */
             K->rope(s->q + r * q_dim, c->n_heads, c->head_dim, pos, c->rope_theta, ctr);
             K->rope(s->k + r * kv_dim, c->n_kv_heads, c->head_dim, pos, c->rope_theta, ctr);
         }

@@ -25,9 +25,17 @@ typedef struct {
     float *w_down;    /* [d_model][ffn_dim] */
 } LayerWeights;
 
+/* The source document's pitfalls, committed on purpose so a learner can see
+ * what each one breaks. Off unless a caller sets Model.bugs. */
+typedef enum {
+    BUG_NONE = 0,
+    BUG_ROPE_POSITION = 1u << 0, /* decode tokens rotated as if at position 0 */
+} Bug;
+
 typedef struct {
     Config cfg;
     const Kernels *kern;
+    unsigned bugs;        /* Bug flags */
     float *embed;         /* [vocab][d_model] */
     LayerWeights *layers; /* [n_layers], or [1] with shared_layers */
     float *final_norm;    /* [d_model] */

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <cmocka.h>
 
 /* Largest |a[i] - b[i]| / max(1, |b[i]|) over n, printing the first few
@@ -36,3 +37,44 @@ static inline void use_repo_data(void)
 }
 
 #endif
+
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "model/config.h"
+#include "model/model.h"
+
+/* A small synthetic config, valid, for tests that build models in code. */
+static inline Config test_config(size_t n_layers, size_t n_heads, size_t n_kv_heads)
+{
+    Config c;
+    config_defaults(&c);
+    snprintf(c.name, sizeof c.name, "test-%zuL-%zuH-%zuKV", n_layers, n_heads, n_kv_heads);
+    c.d_model = 32;
+    c.n_layers = n_layers;
+    c.n_heads = n_heads;
+    c.n_kv_heads = n_kv_heads;
+    c.head_dim = 8;
+    c.ffn_dim = 48;
+    c.vocab = 64;
+    c.max_seq_len = 256;
+    c.seed = 7;
+    return c;
+}
+
+/* Build a model with the reference kernels; fails the test on error. */
+static inline void test_model(Model *m, const Config *c)
+{
+    Err e = { 0 };
+    const Kernels *k = kernels_select("ref", &e);
+    assert_non_null(k);
+    if (model_init(m, c, k, &e) < 0)
+        fail_msg("model_init: %s", e.msg);
+}
+
+/* Deterministic token ids in [0, vocab). */
+static inline void test_tokens(int *ids, size_t n, size_t vocab, unsigned salt)
+{
+    for (size_t i = 0; i < n; i++)
+        ids[i] = (int)((i * 37u + salt * 11u + 5u) % vocab);
+}
