@@ -145,21 +145,6 @@ static int on_step(void *user, const StepReport *r)
     return 0;
 }
 
-static int run_once(const Model *m, const RunOpts *o, const char *cache_spec, const int *prompt, size_t batch,
-                    size_t plen, Collector *col, int *out, Err *e)
-{
-    KvCache *cache = NULL;
-    if (cache_spec) {
-        KvGeometry geo = { .n_layers = m->cfg.n_layers, .n_seqs = batch, .n_kv_heads = m->cfg.n_kv_heads,
-                           .head_dim = m->cfg.head_dim, .max_seq_len = m->cfg.max_seq_len };
-        cache = kv_open(cache_spec, &geo, e);
-        if (!cache)
-            return -1;
-    }
-    int rc = generate(m, cache, prompt, batch, plen, &o->go, out, on_step, col, e);
-    kv_free(cache);
-    return rc;
-}
 
 /* Largest |a - b| over a step's logits relative to that step's largest |b|. */
 static double max_rel_logit_diff(const float *a, const float *b, size_t steps, size_t n, double *abs_out)
@@ -245,6 +230,13 @@ int cmd_run(int argc, char **argv)
         free(prompt);
         return cli_fail(&e);
     }
+    /* open the cache before printing anything, so a bad spec is one clean line */
+    KvCache *cache = o.no_cache ? NULL : kv_open(o.cache_spec, &geo, &e);
+    if (!o.no_cache && !cache) {
+        free(prompt);
+        model_free(&m);
+        return cli_fail(&e);
+    }
 
     size_t n_out = batch * o.go.n_generate, n_logits = o.go.n_generate * batch * cfg.vocab;
     int *out_c = calloc(n_out, sizeof(int)), *out_u = calloc(n_out, sizeof(int));
@@ -272,8 +264,8 @@ int cmd_run(int argc, char **argv)
     report_header(stdout, o.fmt);
 
     int run_cached = !o.no_cache, run_uncached = o.no_cache || o.compare;
-    if ((run_cached && run_once(&m, &o, o.cache_spec, prompt, batch, plen, &cc, out_c, &e) < 0) ||
-        (run_uncached && run_once(&m, &o, NULL, prompt, batch, plen, &cu, out_u, &e) < 0)) {
+    if ((run_cached && generate(&m, cache, prompt, batch, plen, &o.go, out_c, on_step, &cc, &e) < 0) ||
+        (run_uncached && generate(&m, NULL, prompt, batch, plen, &o.go, out_u, on_step, &cu, &e) < 0)) {
         fflush(stdout);
         rc = cli_fail(&e);
         goto done;
@@ -337,6 +329,7 @@ int cmd_run(int argc, char **argv)
         printf("\n");
     }
 done:
+    kv_free(cache);
     json_decref(root);
     free(out_c);
     free(out_u);

@@ -1,0 +1,66 @@
+# test_run.sh: `kvscope run`, `kvscope example` and the top level, as a user
+# drives them: output that says what it should, and one clean line on bad input.
+
+expect_ok "kvscope --help lists the commands" '^  example ' $KV --help
+expect_ok "kvscope --version" '^kvscope [0-9]+\.[0-9]+' $KV --version
+expect_ok "kvscope with no command shows the worked example" 'Summary' $KV
+expect_ok "run --help explains --compare" '--compare' $KV run --help
+expect_ok "example --help" 'worked example' $KV example --help
+
+expect_ok "example: 6 token rows cached, 18 uncached" 'projected; without it 18 \(3 \+ 4 \+ 5 \+ 6\)' $KV example
+expect_ok "example: cached and uncached tokens identical" 'identical' $KV example
+expect_ok "example with the dynamic cache" 'identical' $KV example --cache dynamic
+
+expect_ok "run --compare: identical tokens" '^tokens identical: yes' $KV run --tokens 6 --compare
+expect_ok "run --compare on small, GQA, chunked prefill, batch 2" '^tokens identical: yes' \
+    $KV run --model small --prompt-len 12 --chunk 5 --batch 2 --tokens 5 --compare
+expect_ok "run --compare with the dynamic cache counts copies" 'copied by reallocation' \
+    $KV run --cache dynamic --tokens 4 --compare
+expect_ok "run with explicit batch prompts" 'tokens \(sequence 1\)' $KV run --prompt '1,2,3;4,5,6' --tokens 3
+expect_ok "run --no-cache" '^uncached +0 prefill' $KV run --no-cache --tokens 3
+expect_ok "run with sampling prints its seed" 'sample seed 9' $KV run --temperature 0.8 --top-k 5 --sample-seed 9 --tokens 4
+expect_ok "run tsv has a header row" '^run	step	phase	tokens_projected' $KV run --tokens 3 --format tsv
+expect_ok "run prints the generator and seed" 'gsl mt19937, seed 42' $KV run --tokens 2
+
+run "run json parses" $KV run --tokens 3 --compare --format json
+if [ "$status" -eq 0 ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["compare"]["tokens_identical"]' "$out"
+then ok "run json parses and says identical"; else bad "run json parses and says identical" "exit $status"; fi
+
+# the same seed gives the same tokens, run after run
+a=$($KV run --tokens 6 --format tsv | cut -f20 | tr '\n' ' ')
+b=$($KV run --tokens 6 --format tsv | cut -f20 | tr '\n' ' ')
+[ "$a" = "$b" ] && ok "same seed, same tokens" || bad "same seed, same tokens" "$a" "$b"
+
+# sampling is reproducible from its seed too
+a=$($KV run --tokens 6 --temperature 1 --sample-seed 3 --format tsv | cut -f20 | tr '\n' ' ')
+b=$($KV run --tokens 6 --temperature 1 --sample-seed 3 --format tsv | cut -f20 | tr '\n' ' ')
+[ "$a" = "$b" ] && ok "same sample seed, same tokens" || bad "same sample seed, same tokens" "$a" "$b"
+
+# bad input: one line on stderr, exit 2, nothing on stdout
+expect_fail "unknown command" 2 "unknown command 'frobnicate'" $KV frobnicate
+expect_fail "unknown model" 2 "unknown model 'gpt-9'.*tiny" $KV run --model gpt-9
+expect_fail "unknown option" 2 "unknown or incomplete option '--bogus'" $KV run --bogus
+expect_fail "missing option value" 2 "incomplete option" $KV run --tokens
+expect_fail "unknown --set key" 2 "unknown key 'colour'" $KV run --set colour=blue
+expect_fail "--set without =" 2 "is not KEY=VALUE" $KV run --set n_layers
+expect_fail "zero tokens" 2 "--tokens: must be at least 1" $KV run --tokens 0
+expect_fail "negative tokens" 2 "--tokens: must be at least 1, got '-3'" $KV run --tokens -3
+expect_fail "zero layers" 2 "n_layers: must be at least 1, got 0" $KV run --set n_layers=0
+expect_fail "n_heads not a multiple of n_kv_heads" 2 "not a multiple of n_kv_heads" $KV run --set n_heads=3
+expect_fail "prompt plus tokens beyond max_seq_len" 2 "needs 300 positions; model 'tiny' has max_seq_len 256" \
+    $KV run --prompt-len 100 --tokens 201
+expect_fail "unknown cache" 2 "unknown cache 'magic' \(accepted: contiguous, dynamic\)" $KV run --cache magic
+expect_fail "bad cache option" 2 "has no option 'window'" $KV run --cache contiguous:window=4
+expect_fail "non-numeric token ids" 2 "'a' is not a whole number" $KV run --prompt 1,a,3
+expect_fail "token id beyond the vocabulary" 2 "token id 999 is outside" $KV run --prompt 1,999
+expect_fail "unequal batch prompts" 2 "prompts differ in length" $KV run --prompt '1,2;3'
+expect_fail "bad format" 2 "'xml' is not one of table, tsv, json" $KV run --format xml
+expect_fail "bad temperature" 2 "--temperature: must be 0" $KV run --temperature -1
+expect_fail "a model larger than this machine" 2 "needs .* but this machine has" \
+    $KV run --set d_model=16000000 --set vocab=16000000
+expect_fail "--no-cache with --compare" 2 "exclude each other" $KV run --no-cache --compare
+
+tmp_ini=$(mktemp --suffix=.ini)
+printf 'd_model = 16\nthis is not a key value line\n' >"$tmp_ini"
+expect_fail "malformed ini line" 2 "line 2: malformed line" $KV run --model "$tmp_ini"
+rm -f "$tmp_ini"
