@@ -3,17 +3,19 @@
 
 #include "kernels/kernels.h"
 
-/* Rows of the blocks that query position qpos may see, in order. */
+/* May a query at position qpos see the row at position pos? */
+static int visible(const AttnArgs *a, size_t pos, size_t qpos)
+{
+    return pos <= qpos && (a->window == 0 || pos + a->window > qpos);
+}
+
+/* Rows of the blocks that query position qpos may see. */
 static size_t visible_rows(const AttnArgs *a, size_t qpos)
 {
     size_t rows = 0;
-    for (size_t b = 0; b < a->n_blocks; b++) {
-        const KvBlock *blk = &a->blocks[b];
-        if (blk->pos > qpos)
-            break;
-        size_t last = blk->pos + blk->n - 1;
-        rows += (last <= qpos ? blk->n : qpos - blk->pos + 1);
-    }
+    for (size_t b = 0; b < a->n_blocks; b++)
+        for (size_t r = 0; r < a->blocks[b].n; r++)
+            rows += visible(a, a->blocks[b].pos + r, qpos);
     return rows;
 }
 
@@ -33,7 +35,9 @@ void attend_ref(const AttnArgs *a, Counters *ctr)
         size_t j = 0;
         for (size_t b = 0; b < a->n_blocks && j < n; b++) {
             const KvBlock *blk = &a->blocks[b];
-            for (size_t r = 0; r < blk->n && j < n; r++, j++) {
+            for (size_t r = 0; r < blk->n && j < n; r++) {
+                if (!visible(a, blk->pos + r, qpos))
+                    continue;
                 const float *k = (const float *)((const char *)blk->k + r * blk->k_stride);
                 for (size_t g = 0; g < G; g++) {
                     const float *qg = q + g * hd;
@@ -42,6 +46,7 @@ void attend_ref(const AttnArgs *a, Counters *ctr)
                         dot += qg[i] * k[i];
                     s[g * n + j] = dot * scale;
                 }
+                j++;
             }
         }
 
@@ -70,7 +75,9 @@ void attend_ref(const AttnArgs *a, Counters *ctr)
         j = 0;
         for (size_t b = 0; b < a->n_blocks && j < n; b++) {
             const KvBlock *blk = &a->blocks[b];
-            for (size_t r = 0; r < blk->n && j < n; r++, j++) {
+            for (size_t r = 0; r < blk->n && j < n; r++) {
+                if (!visible(a, blk->pos + r, qpos))
+                    continue;
                 const float *v = (const float *)((const char *)blk->v + r * blk->v_stride);
                 for (size_t g = 0; g < G; g++) {
                     const float w = s[g * n + j];
@@ -78,6 +85,7 @@ void attend_ref(const AttnArgs *a, Counters *ctr)
                     for (size_t i = 0; i < hd; i++)
                         og[i] += w * v[i];
                 }
+                j++;
             }
         }
         if (ctr) {

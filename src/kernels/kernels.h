@@ -29,9 +29,10 @@ typedef void (*RopeFn)(float *vec, size_t n_heads, size_t head_dim, size_t pos, 
 
 /* Decode or prefill attention for one sequence and one KV head: the `group`
  * query heads that share it, for n_q query tokens at positions pos0 .. pos0 +
- * n_q - 1. Each query sees the rows at positions <= its own (causal); in
- * decode that is every row. Each K and V row is loaded once per query token
- * and serves the whole group. */
+ * n_q - 1. A query at position p sees the rows at positions j <= p (causal;
+ * in decode that is every row), and with a sliding window W only those with
+ * p - W < j. Each K and V row is loaded once per query token and serves the
+ * whole group. */
 typedef struct {
     const float *q;   /* query t, head g: q[t * q_stride + g * head_dim .. +head_dim] (RoPE applied) */
     size_t q_stride;  /* floats between query tokens */
@@ -39,6 +40,7 @@ typedef struct {
     size_t out_stride;
     size_t n_q, group, head_dim;
     size_t pos0;
+    size_t window;         /* sliding window W; 0 = none */
     const KvBlock *blocks; /* the rows, in position order */
     size_t n_blocks;
     float *scores;    /* scratch: group * (rows in blocks) floats */

@@ -100,7 +100,7 @@ static int attention(const Model *m, ForwardState *s, KvCache *cache, size_t lay
             AttnArgs a = {
                 .q = s->q + first * q_dim + h * group * hd, .q_stride = q_dim,
                 .out = s->att + first * q_dim + h * group * hd, .out_stride = q_dim,
-                .n_q = n_new, .group = group, .head_dim = hd, .pos0 = pos0,
+                .n_q = n_new, .group = group, .head_dim = hd, .pos0 = pos0, .window = c->sliding_window,
                 .blocks = s->blocks, .n_blocks = (size_t)nb,
                 .scores = s->scores,
                 .probs = probs, .probs_q_stride = c->max_seq_len, .probs_g_stride = s->max_q * c->max_seq_len,

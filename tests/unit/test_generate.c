@@ -169,6 +169,39 @@ static void test_wrong_rope_position_changes_output(void **state)
     model_free(&m);
 }
 
+/* A sliding window (Mistral's) limits what each query sees, identically in
+ * both paths; past the window it changes the output. */
+static void test_sliding_window(void **state)
+{
+    (void)state;
+    Config c = test_config(2, 4, 2);
+    Model full, windowed;
+    test_model(&full, &c);
+    c.sliding_window = 4;
+    test_model(&windowed, &c);
+    assert_true(agree(&windowed, "contiguous", 1, 10, 0));
+    assert_true(agree(&windowed, "dynamic", 3, 10, 3));
+
+    int prompt[10], a[4], b[4];
+    test_tokens(prompt, 10, c.vocab, 4);
+    size_t per_step = c.vocab;
+    Log la = { malloc(4 * per_step * sizeof(float)), per_step, 0 };
+    Log lb = { malloc(4 * per_step * sizeof(float)), per_step, 0 };
+    Err e = { 0 };
+    GenOptions go = { .n_generate = 4 };
+    assert_int_equal(generate(&full, NULL, prompt, 1, 10, &go, a, log_logits, &la, &e), 0);
+    assert_int_equal(generate(&windowed, NULL, prompt, 1, 10, &go, b, log_logits, &lb, &e), 0);
+    double d = 0;
+    for (size_t i = 0; i < per_step; i++)
+        d = fmax(d, fabs((double)la.logits[i] - lb.logits[i]));
+    printf("  window 4 vs none, prompt 10: max |logit change| %.3g\n", d);
+    assert_true(d > 1e-3);
+    free(la.logits);
+    free(lb.logits);
+    model_free(&full);
+    model_free(&windowed);
+}
+
 static void test_same_seed_same_bits(void **state)
 {
     (void)state;
@@ -211,6 +244,7 @@ int main(void)
         cmocka_unit_test(test_cached_equals_uncached),
         cmocka_unit_test(test_split_prefill_same_cache),
         cmocka_unit_test(test_wrong_rope_position_changes_output),
+        cmocka_unit_test(test_sliding_window),
         cmocka_unit_test(test_same_seed_same_bits),
         cmocka_unit_test(test_too_long_is_refused),
     };
