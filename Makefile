@@ -13,6 +13,19 @@ LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 # the library: every layer below app/ (tests and lesson exercises link it)
 LIB_DIRS := util stats kernels kv model
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c))
+
+# per-ISA kernel files carry their own flags; the rest of the program is
+# built for the baseline CPU, so it still runs where AVX2 is missing
+ARCH := $(shell $(CC) -dumpmachine 2>/dev/null)
+ifneq (,$(findstring x86_64,$(ARCH)))
+  LIB_SRC := $(filter-out %_neon.c,$(LIB_SRC))
+else ifneq (,$(findstring aarch64,$(ARCH)))
+  LIB_SRC := $(filter-out %_avx2.c %_avx512.c,$(LIB_SRC))
+else
+  LIB_SRC := $(filter-out %_neon.c %_avx2.c %_avx512.c,$(LIB_SRC))
+endif
+ISA_FLAGS_avx2   := -mavx2 -mfma -mf16c
+ISA_FLAGS_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf16c
 APP_SRC  := $(wildcard src/app/*.c)
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
 APP_OBJ  := $(APP_SRC:src/%.c=$(BUILD)/obj/%.o)
@@ -37,18 +50,31 @@ bin: $(BIN)
 
 $(BUILD)/obj/%.o: src/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+	@echo "  CC  $<"
+	@$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/%_avx2.o: src/%_avx2.c
+	@mkdir -p $(dir $@)
+	@echo "  CC  $< (avx2)"
+	@$(CC) $(CPPFLAGS) $(CFLAGS) $(ISA_FLAGS_avx2) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/%_avx512.o: src/%_avx512.c
+	@mkdir -p $(dir $@)
+	@echo "  CC  $< (avx512)"
+	@$(CC) $(CPPFLAGS) $(CFLAGS) $(ISA_FLAGS_avx512) -MMD -MP -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	@$(AR) rcs $@ $^
 
 $(BIN): $(APP_OBJ) $(LIB)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(APP_OBJ) $(LIB) $(LDLIBS)
+	@echo "  LD  $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(APP_OBJ) $(LIB) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) -o $@ $< $(LIB) $(TEST_LIBS) $(LDLIBS)
+	@echo "  CC  $<"
+	@$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) -o $@ $< $(LIB) $(TEST_LIBS) $(LDLIBS)
 
 run: all
 	@$(BIN)
