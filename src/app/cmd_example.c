@@ -175,7 +175,8 @@ int cmd_example(int argc, char **argv)
         err_set(&e, ERR_USAGE, "the example needs a vocabulary of at least 3 tokens");
         return cli_fail(&e);
     }
-    KvGeometry geo = { c->n_layers, 1, c->n_kv_heads, c->head_dim, c->max_seq_len };
+    m.attend = ATTEND_NAIVE; /* the walk shows every attention weight */
+    KvGeometry geo = model_kv_geometry(&m, 1);
     KvCache *cache = kv_open(cache_spec, &geo, &e);
     if (!cache) {
         model_free(&m);

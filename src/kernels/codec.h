@@ -5,10 +5,16 @@
  * GQA group of G query heads from one decode of the row: the row is read and
  * dequantized once (in registers, on the SIMD paths) and used G times.
  *
- * Layout of each format: see format.h. Every ISA's table must agree with the
- * reference one (codec_ref.c) within the per-format tolerance the tests name.
+ * Layout of each format: format.h. How each rounds, and what it does with
+ * zeros, huge values, Inf and NaN: codec_ref.c. The SIMD tables and their
+ * CPU features: codec_isa.h. Every ISA's table agrees with the reference
+ * bit for bit on dequantize and within the float-summation bounds that
+ * test_codec.c names on dot and axpy.
+ *
  * n is any length >= 1; a trailing partial block is zero-padded on quantize
- * and its padding ignored on read. */
+ * and its padding ignored on read. A row may sit at any address; q, w, out
+ * and acc must not overlap it. Speed: 64-byte-aligned q and acc buffers
+ * help (a vector split across cache lines costs up to 2x in axpy). */
 #ifndef KVSCOPE_KERNELS_CODEC_H
 #define KVSCOPE_KERNELS_CODEC_H
 

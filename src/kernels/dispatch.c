@@ -1,25 +1,75 @@
+/* dispatch.c: one kernel table per instruction set, and the choice among
+ * them from what this CPU reports. rmsnorm and RoPE keep their reference
+ * versions everywhere: they are a rounding error of a step's time. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/kernels.h"
+#include "kernels/codec_isa.h"
+#include "kernels/kernels_isa.h"
 
-static const Kernels kernels_reference = {
-    .isa = "ref",
-    .matmul = matmul_ref,
-    .rmsnorm = rmsnorm_ref,
-    .rope = rope_ref,
-    .attend = attend_ref,
-    .swiglu = swiglu_ref,
+static const Kernels table_ref = {
+    .isa = "ref", .matmul = matmul_ref, .rmsnorm = rmsnorm_ref, .rope = rope_ref,
+    .swiglu = swiglu_ref, .exp_sum = exp_sum_ref, .codec = codec_ref,
 };
+
+#if defined(__x86_64__)
+static const Kernels table_avx2 = {
+    .isa = "avx2", .matmul = matmul_avx2, .rmsnorm = rmsnorm_ref, .rope = rope_ref,
+    .swiglu = swiglu_avx2, .exp_sum = exp_sum_avx2, .codec = codec_avx2,
+};
+static const Kernels table_avx512 = {
+    .isa = "avx512", .matmul = matmul_avx512, .rmsnorm = rmsnorm_ref, .rope = rope_ref,
+    .swiglu = swiglu_avx512, .exp_sum = exp_sum_avx512, .codec = codec_avx512,
+};
+#elif defined(__aarch64__)
+static const Kernels table_neon = {
+    .isa = "neon", .matmul = matmul_neon, .rmsnorm = rmsnorm_ref, .rope = rope_ref,
+    .swiglu = swiglu_neon, .exp_sum = exp_sum_neon, .codec = codec_neon,
+};
+#endif
+
+size_t kernels_available(const Kernels **out, size_t cap)
+{
+    size_t n = 0;
+    if (n < cap)
+        out[n++] = &table_ref;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    int avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    if (avx2 && n < cap)
+        out[n++] = &table_avx2;
+    if (avx512 && n < cap)
+        out[n++] = &table_avx512;
+#elif defined(__aarch64__)
+    if (n < cap)
+        out[n++] = &table_neon; /* every AArch64 CPU has NEON */
+#endif
+    return n;
+}
 
 const Kernels *kernels_select(const char *isa, Err *e)
 {
+    const Kernels *have[4];
+    size_t n = kernels_available(have, 4);
     if (!isa || strcmp(isa, "auto") == 0) {
         const char *env = getenv("KVSCOPE_ISA");
-        isa = (env && *env) ? env : "ref";
+        if (!env || !*env || strcmp(env, "auto") == 0)
+            return have[n - 1];
+        isa = env;
     }
-    if (strcmp(isa, "ref") == 0)
-        return &kernels_reference;
-    err_set(e, ERR_USAGE, "unknown or unavailable ISA '%s' (available: ref)", isa);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(have[i]->isa, isa) == 0)
+            return have[i];
+    char names[64] = "";
+    for (size_t i = 0; i < n; i++) {
+        strcat(names, i ? ", " : "");
+        strcat(names, have[i]->isa);
+    }
+    int known = strcmp(isa, "ref") == 0 || strcmp(isa, "avx2") == 0 || strcmp(isa, "avx512") == 0 ||
+                strcmp(isa, "neon") == 0;
+    err_set(e, ERR_USAGE, "%s ISA '%s' (this CPU runs: %s, auto)", known ? "this CPU cannot run the" : "unknown",
+            isa, names);
     return NULL;
 }

@@ -69,3 +69,8 @@ int format_parse(const char *name, Format *out)
     }
     return -1;
 }
+
+int format_is_quantized(Format f)
+{
+    return f == FMT_Q8_0 || f == FMT_Q4_0 || f == FMT_INT4 || f == FMT_FP4;
+}

@@ -1,9 +1,9 @@
 /* format.h: how a stored K or V row is encoded, and what it costs.
  *
- * Sizes only, for now: every format is a row of whole blocks, each block
- * holding block_values values in block_bytes bytes, plus row_extra bytes once
- * per row (a per-row scale). A row whose length is not a multiple of the
- * block size is padded up to whole blocks, as a real store would have to:
+ * Every format is a row of whole blocks, each block holding block_values
+ * values in block_bytes bytes, plus row_extra bytes once per row (a per-row
+ * scale). A row whose length is not a multiple of the block size is padded
+ * up to whole blocks, as a real store would have to:
  *
  *   row_bytes(n) = ceil(n / block_values) * block_bytes + row_extra
  *
@@ -15,8 +15,23 @@
  *   int4         8             4           2      8 signed nibbles per uint32, fp16 scale per row
  *   fp4          8             4           2      8 E2M1 nibbles per uint32, fp16 scale per row
  *
- * The codecs (quantize, dequantize, dot) join this file's traits table
- * later, so that caches and attention ask the format, never branch on it. */
+ * Inside the blocks (all multi-byte fields little-endian, as on x86-64 and
+ * aarch64):
+ *   q8_0  d, then qs[32]; value j = qs[j] * d, with d = absmax / 127.
+ *   q4_0  d, then qs[16]; byte j holds element j in its low nibble and
+ *         element j + 16 in its high one; value = (nibble - 8) * d, with
+ *         d = max / -8 (max: the signed value of largest magnitude).
+ *   int4  a row is ceil(n/8) uint32 words, then the row's fp16 scale s
+ *   fp4   (absmax/7 for int4, absmax/6 for fp4). Element i is word i/8,
+ *         bits 4*(i%8) .. 4*(i%8)+3. int4: a two's-complement nibble in
+ *         [-8, 7], value q * s. fp4 (E2M1): bit 3 the sign, bits 0-2 index
+ *         the magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6; value +-mag * s.
+ *
+ * What each format does with zeros, huge values, NaN and Inf, and how it
+ * rounds: codec_ref.c, the reference codecs. The operations on rows
+ * (quantize, dequantize, dot, axpy) are FormatOps tables, one per ISA
+ * (codec.h, codec_isa.h), so caches and attention ask the format, never
+ * branch on it. */
 #ifndef KVSCOPE_KERNELS_FORMAT_H
 #define KVSCOPE_KERNELS_FORMAT_H
 
@@ -48,6 +63,10 @@ size_t format_row_extra(Format f);
 /* Find the format named `name` (exact, lower case). Returns 0 and sets *out,
  * or -1 when no format has that name (then list format_names to the user). */
 int format_parse(const char *name, Format *out);
+
+/* 1 for the lossy block formats (q8_0, q4_0, int4, fp4), 0 for f32, f16
+ * and an unknown f. */
+int format_is_quantized(Format f);
 
 /* Every format name, comma-separated, for error messages and help. */
 extern const char format_names[];

@@ -1,8 +1,12 @@
 /* kernels.h: the numeric kernels, one table per instruction set.
  *
  * Every kernel has a plain reference version (`*_ref`, the specification and
- * the test oracle). Each adds the FLOPs it performed and the bytes it read to
- * the Counters it is handed, into the field the caller names: the kernel
+ * the test oracle); the AVX2, AVX-512 and NEON tables hold versions with the
+ * same signatures, each ISA in its own file built with its own flags.
+ * kernels_select() picks a table at start-up from the CPU's features.
+ *
+ * Kernels add the FLOPs they performed and the bytes they read to the
+ * Counters they are handed, into the field the caller names: the kernel
  * knows what it did, the caller knows what the work was for. */
 #ifndef KVSCOPE_KERNELS_KERNELS_H
 #define KVSCOPE_KERNELS_KERNELS_H
@@ -11,6 +15,7 @@
 #include <stdint.h>
 
 #include "kernels/block.h"
+#include "kernels/codec.h"
 #include "stats/counters.h"
 #include "util/err.h"
 
@@ -27,11 +32,30 @@ typedef void (*RmsnormFn)(float *out, const float *x, const float *w, size_t n, 
  * position pos by pos * theta^(-2i/head_dim), in place. */
 typedef void (*RopeFn)(float *vec, size_t n_heads, size_t head_dim, size_t pos, double theta, Counters *ctr);
 
+/* out[i] = silu(gate[i]) * up[i], i < n. out may alias gate. */
+typedef void (*SwigluFn)(float *out, const float *gate, const float *up, size_t n, Counters *ctr);
+
+/* x[i] = exp(x[i] - max) for i < n; returns the sum of the new x. The
+ * softmax's exponentials: vectorised, or they dominate decode attention. */
+typedef float (*ExpSumFn)(float *x, size_t n, float max);
+
+typedef struct {
+    const char *isa;
+    MatmulFn matmul;
+    RmsnormFn rmsnorm;
+    RopeFn rope;
+    SwigluFn swiglu;
+    ExpSumFn exp_sum;
+    const FormatOps *codec; /* [FMT_COUNT], indexed by Format */
+} Kernels;
+
+/* --- attention ---------------------------------------------------------- */
+
 /* Decode or prefill attention for one sequence and one KV head: the `group`
  * query heads that share it, for n_q query tokens at positions pos0 .. pos0 +
  * n_q - 1. A query at position p sees the rows at positions j <= p (causal;
  * in decode that is every row), and with a sliding window W only those with
- * p - W < j. Each K and V row is loaded once per query token and serves the
+ * p - W < j. Each K and V row is read once per query token and serves the
  * whole group. */
 typedef struct {
     const float *q;   /* query t, head g: q[t * q_stride + g * head_dim .. +head_dim] (RoPE applied) */
@@ -44,34 +68,49 @@ typedef struct {
     const KvBlock *blocks; /* the rows, in position order */
     size_t n_blocks;
     float *scores;    /* scratch: group * (rows in blocks) floats */
-    float *probs;     /* optional (NULL = skip): the softmax weights are copied out, query t,
+    float *view;      /* materialize only: scratch for 2 * rows * head_dim floats ... */
+    KvBlock *view_blocks; /* ... and n_blocks blocks describing it */
+    float *probs;     /* optional (NULL = skip; naive forms only): the softmax weights, query t,
                          head g, visible row j at probs[t * probs_q_stride + g * probs_g_stride + j] */
     size_t probs_q_stride, probs_g_stride;
 } AttnArgs;
-typedef void (*AttendFn)(const AttnArgs *a, Counters *ctr);
 
-/* out[i] = silu(gate[i]) * up[i], i < n. out may alias gate. */
-typedef void (*SwigluFn)(float *out, const float *gate, const float *up, size_t n, Counters *ctr);
+typedef enum {
+    ATTEND_NAIVE = 0,   /* all scores, softmax, weighted sum; rows decoded where they are read */
+    ATTEND_MATERIALIZE, /* naive over an f32 view decoded first (seed 004's merged view) */
+    ATTEND_FLASH,       /* tiles of 64 rows, online softmax, dequantization fused (seed 000) */
+} AttendAlgo;
 
-typedef struct {
-    const char *isa;
-    MatmulFn matmul;
-    RmsnormFn rmsnorm;
-    RopeFn rope;
-    AttendFn attend;
-    SwigluFn swiglu;
-} Kernels;
+/* Run attention with kernels k. Counts scores, softmax, weighted sum, the
+ * cache bytes read (in each block's stored format) and, for the
+ * materialized view, the bytes written to it and read back. */
+void attend(const Kernels *k, AttendAlgo algo, const AttnArgs *a, Counters *ctr);
 
-/* The table for `isa` ("ref", or NULL / "auto": the best this CPU runs;
- * the KVSCOPE_ISA environment variable overrides "auto"). */
+const char *attend_algo_name(AttendAlgo algo);
+int attend_algo_parse(const char *name, AttendAlgo *out);
+
+/* Largest GQA group the attention kernels serve (query heads per KV head). */
+#define ATTEND_MAX_GROUP 128
+
+/* The tile of the flash form: rows per online-softmax update (seed 000's TILE_KV). */
+#define ATTEND_TILE 64
+
+/* --- selection ---------------------------------------------------------- */
+
+/* The table for `isa`: "ref", "avx2", "avx512", "neon", or NULL / "auto" for
+ * the best this CPU runs (the KVSCOPE_ISA environment variable overrides
+ * "auto"). Fails with ERR_USAGE naming what this CPU supports. */
 const Kernels *kernels_select(const char *isa, Err *e);
+
+/* Every table this CPU can run, best last; returns how many (<= cap). */
+size_t kernels_available(const Kernels **out, size_t cap);
 
 /* Reference kernels: the specification. */
 void matmul_ref(float *y, const float *x, const float *w, size_t n, size_t in, size_t out, uint64_t *flops,
                 Counters *ctr);
 void rmsnorm_ref(float *out, const float *x, const float *w, size_t n, size_t d, float eps, Counters *ctr);
 void rope_ref(float *vec, size_t n_heads, size_t head_dim, size_t pos, double theta, Counters *ctr);
-void attend_ref(const AttnArgs *a, Counters *ctr);
 void swiglu_ref(float *out, const float *gate, const float *up, size_t n, Counters *ctr);
+float exp_sum_ref(float *x, size_t n, float max);
 
 #endif

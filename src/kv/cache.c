@@ -8,14 +8,17 @@
 typedef struct {
     const char *name;
     const char *help;
-    KvCache *(*open)(KvSpec *spec, const KvGeometry *geo, Err *e);
+    KvCache *(*open)(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
 } Layout;
 
 static const Layout layouts[] = {
-    { "contiguous", "contiguous[:max=ROWS]  pre-allocated to max_seq_len (or ROWS); overflow is an error",
+    { "contiguous", "contiguous[:max=ROWS]   pre-allocated to max_seq_len (or ROWS); overflow is an error",
       contiguous_open },
-    { "dynamic", "dynamic                grows by reallocating and copying at every append", dynamic_open },
+    { "dynamic", "dynamic                 grows by reallocating and copying at every append", dynamic_open },
 };
+
+static const char modifiers_help[] =
+    "  +quant:k=FMT,v=FMT      store K and V in a format each (f32, f16, q8_0, q4_0, int4, fp4)\n";
 
 void kv_spec_help(char *buf, size_t cap)
 {
@@ -23,6 +26,8 @@ void kv_spec_help(char *buf, size_t cap)
     buf[0] = '\0';
     for (size_t i = 0; i < sizeof layouts / sizeof layouts[0] && used < cap; i++)
         used += (size_t)snprintf(buf + used, cap - used, "  %s\n", layouts[i].help);
+    if (used < cap)
+        snprintf(buf + used, cap - used, "%s", modifiers_help);
 }
 
 size_t kv_row_pair_bytes(const KvGeometry *g, Format k_fmt, Format v_fmt)
@@ -30,24 +35,51 @@ size_t kv_row_pair_bytes(const KvGeometry *g, Format k_fmt, Format v_fmt)
     return g->n_kv_heads * (format_row_bytes(k_fmt, g->head_dim) + format_row_bytes(v_fmt, g->head_dim));
 }
 
+void kv_encode_rows(void *dst, size_t dst_stride, const float *src, size_t n, size_t h, const KvGeometry *g,
+                    const FormatOps *ops)
+{
+    for (size_t t = 0; t < n; t++)
+        ops->quantize((char *)dst + t * dst_stride, src + (t * g->n_kv_heads + h) * g->head_dim, g->head_dim);
+}
+
+/* The modifiers after the layout: only "quant" for now. */
+static int apply_modifiers(KvSpec *spec, KvStorage *st, Err *e)
+{
+    for (size_t i = 1; i < spec->n_parts; i++) {
+        KvSpecPart *p = &spec->part[i];
+        if (strcmp(p->name, "quant") != 0)
+            return err_set(e, ERR_USAGE, "unknown cache modifier '+%s' (accepted: +quant:k=FMT,v=FMT)", p->name);
+        if (spec_take_format(p, "k", &st->k_fmt, e) < 0 || spec_take_format(p, "v", &st->v_fmt, e) < 0 ||
+            spec_check_all_taken(p, "k=FMT, v=FMT", e) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 KvCache *kv_open(const char *text, const KvGeometry *geo, Err *e)
 {
     KvSpec spec;
     if (spec_parse(text, &spec, e) < 0)
         return NULL;
+    KvStorage st = { FMT_F32, FMT_F32, geo->codec ? geo->codec : codec_ref };
+    if (apply_modifiers(&spec, &st, e) < 0)
+        return NULL;
     for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
-        if (strcmp(spec.name, layouts[i].name) != 0)
+        if (strcmp(spec.part[0].name, layouts[i].name) != 0)
             continue;
-        KvCache *c = layouts[i].open(&spec, geo, e);
-        if (c)
+        KvCache *c = layouts[i].open(&spec.part[0], geo, &st, e);
+        if (c) {
             snprintf(c->spec, sizeof c->spec, "%s", text);
+            c->k_fmt = st.k_fmt;
+            c->v_fmt = st.v_fmt;
+        }
         return c;
     }
     char names[256];
     size_t used = 0;
     for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++)
         used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", layouts[i].name);
-    err_set(e, ERR_USAGE, "unknown cache '%s' (accepted: %s)", spec.name, names);
+    err_set(e, ERR_USAGE, "unknown cache '%s' (accepted: %s)", spec.part[0].name, names);
     return NULL;
 }
 

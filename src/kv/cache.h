@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "kernels/block.h"
+#include "kernels/codec.h"
 #include "kernels/format.h"
 #include "stats/counters.h"
 #include "util/err.h"
@@ -25,6 +26,7 @@ typedef struct {
     size_t n_kv_heads;
     size_t head_dim;
     size_t max_seq_len; /* positions a sequence may reach */
+    const FormatOps *codec; /* [FMT_COUNT] codecs that encode appended rows; NULL = the reference ones */
 } KvGeometry;
 
 
@@ -49,9 +51,11 @@ struct KvCache {
     const KvCacheOps *ops;
     KvGeometry geo;
     char spec[128]; /* the spec string that made it, for reports */
+    Format k_fmt, v_fmt; /* how its rows are stored */
 };
 
-/* Build a cache from a spec string such as "contiguous" or "dynamic".
+/* Build a cache from a spec string such as "contiguous", "dynamic" or
+ * "contiguous+quant:k=q8_0,v=q4_0".
  * Returns NULL and fills e (ERR_USAGE naming the bad part and what is
  * accepted) on a bad spec; ERR_RUNTIME when memory runs out. The caller owns
  * the result and releases it with kv_free. */

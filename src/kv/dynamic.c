@@ -10,13 +10,15 @@
 #include <string.h>
 
 typedef struct {
-    float *k, *v; /* [n_kv_heads][len][head_dim] */
+    unsigned char *k, *v; /* [n_kv_heads][len] rows */
     size_t len;
 } Slot;
 
 typedef struct {
     KvCache base;
-    Slot *slots; /* [n_layers][n_seqs] */
+    KvStorage st;
+    size_t k_row, v_row; /* bytes of one row */
+    Slot *slots;         /* [n_layers][n_seqs] */
 } Dynamic;
 
 static Slot *slot_of(const Dynamic *d, size_t layer, size_t seq)
@@ -24,24 +26,23 @@ static Slot *slot_of(const Dynamic *d, size_t layer, size_t seq)
     return &d->slots[layer * d->base.geo.n_seqs + seq];
 }
 
-/* A new [n_kv][old+n][hd] tensor holding the old rows then the new ones
- * (taken from the token-major src). NULL when memory runs out. */
-static float *concat_rows(const float *old, size_t old_len, const float *src, size_t n,
-                          const KvGeometry *g, Counters *ctr)
+/* A new [n_kv][old_len + n] tensor of row_bytes rows: the old rows, then
+ * the new ones encoded from the token-major src. NULL when memory runs out. */
+static unsigned char *concat_rows(const unsigned char *old, size_t old_len, const float *src, size_t n,
+                                  size_t row_bytes, const FormatOps *ops, const KvGeometry *g, Counters *ctr)
 {
-    size_t hd = g->head_dim, len = old_len + n;
-    float *out = malloc(g->n_kv_heads * len * hd * sizeof(float));
+    size_t len = old_len + n;
+    unsigned char *out = malloc(g->n_kv_heads * len * row_bytes);
     if (!out)
         return NULL;
     for (size_t h = 0; h < g->n_kv_heads; h++) {
         if (old_len)
-            memcpy(out + h * len * hd, old + h * old_len * hd, old_len * hd * sizeof(float));
-        for (size_t t = 0; t < n; t++)
-            memcpy(out + (h * len + old_len + t) * hd, src + (t * g->n_kv_heads + h) * hd, hd * sizeof(float));
+            memcpy(out + h * len * row_bytes, old + h * old_len * row_bytes, old_len * row_bytes);
+        kv_encode_rows(out + (h * len + old_len) * row_bytes, row_bytes, src, n, h, g, ops);
     }
     if (ctr) {
         ctr->allocations += 1;
-        ctr->bytes_copied += g->n_kv_heads * old_len * hd * sizeof(float);
+        ctr->bytes_copied += g->n_kv_heads * old_len * row_bytes;
     }
     return out;
 }
@@ -57,8 +58,8 @@ static int dynamic_append(KvCache *base, size_t layer, size_t seq, size_t pos, s
     if (n > g->max_seq_len - s->len)
         return err_set(e, ERR_USAGE, "cache overflow: %zu rows held + %zu new > max_seq_len %zu", s->len, n,
                        g->max_seq_len);
-    float *nk = concat_rows(s->k, s->len, k, n, g, ctr);
-    float *nv = nk ? concat_rows(s->v, s->len, v, n, g, ctr) : NULL;
+    unsigned char *nk = concat_rows(s->k, s->len, k, n, d->k_row, &d->st.codec[d->st.k_fmt], g, ctr);
+    unsigned char *nv = nk ? concat_rows(s->v, s->len, v, n, d->v_row, &d->st.codec[d->st.v_fmt], g, ctr) : NULL;
     if (!nv) {
         free(nk);
         return err_set(e, ERR_RUNTIME, "dynamic cache: out of memory growing to %zu rows", s->len + n);
@@ -69,7 +70,7 @@ static int dynamic_append(KvCache *base, size_t layer, size_t seq, size_t pos, s
     s->v = nv;
     s->len += n;
     if (ctr)
-        ctr->kv_bytes_written += 2 * n * g->n_kv_heads * g->head_dim * sizeof(float);
+        ctr->kv_bytes_written += n * g->n_kv_heads * (d->k_row + d->v_row);
     return 0;
 }
 
@@ -85,18 +86,14 @@ static size_t dynamic_n_blocks(const KvCache *base, size_t layer, size_t seq)
 
 static void dynamic_block(const KvCache *base, size_t layer, size_t seq, size_t h, size_t i, KvBlock *out)
 {
-    const Slot *s = slot_of((const Dynamic *)base, layer, seq);
-    size_t hd = base->geo.head_dim;
+    const Dynamic *d = (const Dynamic *)base;
+    const Slot *s = slot_of(d, layer, seq);
     (void)i;
     *out = (KvBlock){
-        .pos = 0,
-        .n = s->len,
-        .k = s->k + h * s->len * hd,
-        .v = s->v + h * s->len * hd,
-        .k_stride = hd * sizeof(float),
-        .v_stride = hd * sizeof(float),
-        .k_fmt = FMT_F32,
-        .v_fmt = FMT_F32,
+        .pos = 0, .n = s->len,
+        .k = s->k + h * s->len * d->k_row, .v = s->v + h * s->len * d->v_row,
+        .k_stride = d->k_row, .v_stride = d->v_row,
+        .k_fmt = d->st.k_fmt, .v_fmt = d->st.v_fmt,
     };
 }
 
@@ -106,7 +103,7 @@ static size_t dynamic_bytes_used(const KvCache *base)
     size_t rows = 0;
     for (size_t i = 0; i < base->geo.n_layers * base->geo.n_seqs; i++)
         rows += d->slots[i].len;
-    return rows * kv_row_pair_bytes(&base->geo, FMT_F32, FMT_F32);
+    return rows * base->geo.n_kv_heads * (d->k_row + d->v_row);
 }
 
 static void dynamic_reset(KvCache *base)
@@ -140,9 +137,9 @@ static const KvCacheOps dynamic_ops = {
     .destroy = dynamic_destroy,
 };
 
-KvCache *dynamic_open(KvSpec *spec, const KvGeometry *geo, Err *e)
+KvCache *dynamic_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e)
 {
-    if (spec_check_all_taken(spec, "none", e) < 0)
+    if (spec_check_all_taken(opts, "none", e) < 0)
         return NULL;
     Dynamic *d = calloc(1, sizeof *d);
     if (d)
@@ -154,5 +151,8 @@ KvCache *dynamic_open(KvSpec *spec, const KvGeometry *geo, Err *e)
     }
     d->base.ops = &dynamic_ops;
     d->base.geo = *geo;
+    d->st = *st;
+    d->k_row = kv_k_row_bytes(geo, st);
+    d->v_row = kv_v_row_bytes(geo, st);
     return &d->base;
 }

@@ -1,11 +1,34 @@
-/* layouts.h: the constructors kv_open chooses between (private to kv/). */
+/* layouts.h: what a layout constructor gets, and the constructors kv_open
+ * chooses between (private to kv/). */
 #ifndef KVSCOPE_KV_LAYOUTS_H
 #define KVSCOPE_KV_LAYOUTS_H
 
 #include "kv/cache.h"
 #include "kv/spec.h"
 
-KvCache *contiguous_open(KvSpec *spec, const KvGeometry *geo, Err *e);
-KvCache *dynamic_open(KvSpec *spec, const KvGeometry *geo, Err *e);
+/* How rows are stored: the formats of K and V and the codecs that encode
+ * them (from the spec's modifiers). */
+typedef struct {
+    Format k_fmt, v_fmt;
+    const FormatOps *codec; /* [FMT_COUNT] */
+} KvStorage;
+
+/* Bytes of one K row and one V row of one head. */
+static inline size_t kv_k_row_bytes(const KvGeometry *g, const KvStorage *st)
+{
+    return format_row_bytes(st->k_fmt, g->head_dim);
+}
+static inline size_t kv_v_row_bytes(const KvGeometry *g, const KvStorage *st)
+{
+    return format_row_bytes(st->v_fmt, g->head_dim);
+}
+
+/* Encode n token-major rows (src: [n][n_kv_heads][head_dim]) of head h into
+ * dst rows of `row_bytes`, `dst_stride` bytes apart. */
+void kv_encode_rows(void *dst, size_t dst_stride, const float *src, size_t n, size_t h, const KvGeometry *g,
+                    const FormatOps *ops);
+
+KvCache *contiguous_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
+KvCache *dynamic_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
 
 #endif

@@ -5,8 +5,8 @@
 
 #include "util/parse.h"
 
-static int copy_part(char *dst, size_t cap, const char *src, size_t len, const char *what,
-                     const char *text, Err *e)
+static int copy_word(char *dst, size_t cap, const char *src, size_t len, const char *what, const char *text,
+                     Err *e)
 {
     if (len == 0)
         return err_set(e, ERR_USAGE, "cache spec '%s': empty %s", text, what);
@@ -17,54 +17,88 @@ static int copy_part(char *dst, size_t cap, const char *src, size_t len, const c
     return 0;
 }
 
-int spec_parse(const char *text, KvSpec *out, Err *e)
+/* One part: text [p, p + len). */
+static int parse_part(const char *p, size_t len, KvSpecPart *out, const char *text, Err *e)
 {
-    memset(out, 0, sizeof *out);
-    const char *colon = strchr(text, ':');
-    size_t name_len = colon ? (size_t)(colon - text) : strlen(text);
-    if (copy_part(out->name, sizeof out->name, text, name_len, "cache name", text, e) < 0)
+    const char *colon = memchr(p, ':', len);
+    size_t name_len = colon ? (size_t)(colon - p) : len;
+    if (copy_word(out->name, sizeof out->name, p, name_len, "cache name", text, e) < 0)
         return -1;
     if (!colon)
         return 0;
-    const char *p = colon + 1;
+    const char *opt = colon + 1, *end = p + len;
     while (1) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        const char *eq = memchr(p, '=', len);
+        const char *comma = memchr(opt, ',', (size_t)(end - opt));
+        size_t olen = comma ? (size_t)(comma - opt) : (size_t)(end - opt);
+        const char *eq = memchr(opt, '=', olen);
         if (!eq)
-            return err_set(e, ERR_USAGE, "cache spec '%s': option '%.*s' is not key=value", text, (int)len, p);
+            return err_set(e, ERR_USAGE, "cache spec '%s': option '%.*s' is not key=value", text, (int)olen, opt);
         if (out->n_opts == SPEC_MAX_OPTS)
             return err_set(e, ERR_USAGE, "cache spec '%s': more than %d options", text, SPEC_MAX_OPTS);
         size_t i = out->n_opts++;
-        if (copy_part(out->opt[i].key, sizeof out->opt[i].key, p, (size_t)(eq - p), "option key", text, e) < 0 ||
-            copy_part(out->opt[i].value, sizeof out->opt[i].value, eq + 1, len - (size_t)(eq - p) - 1,
+        if (copy_word(out->opt[i].key, sizeof out->opt[i].key, opt, (size_t)(eq - opt), "option key", text, e) < 0 ||
+            copy_word(out->opt[i].value, sizeof out->opt[i].value, eq + 1, olen - (size_t)(eq - opt) - 1,
                       "option value", text, e) < 0)
             return -1;
         if (!comma)
-            break;
-        p = comma + 1;
+            return 0;
+        opt = comma + 1;
     }
+}
+
+int spec_parse(const char *text, KvSpec *out, Err *e)
+{
+    memset(out, 0, sizeof *out);
+    const char *p = text;
+    while (1) {
+        const char *plus = strchr(p, '+');
+        size_t len = plus ? (size_t)(plus - p) : strlen(p);
+        if (out->n_parts == SPEC_MAX_PARTS)
+            return err_set(e, ERR_USAGE, "cache spec '%s': more than %d parts joined by '+'", text, SPEC_MAX_PARTS);
+        if (parse_part(p, len, &out->part[out->n_parts++], text, e) < 0)
+            return -1;
+        if (!plus)
+            return 0;
+        p = plus + 1;
+    }
+}
+
+static const char *take(KvSpecPart *p, const char *key)
+{
+    for (size_t i = 0; i < p->n_opts; i++)
+        if (strcmp(p->opt[i].key, key) == 0) {
+            p->opt[i].taken = 1;
+            return p->opt[i].value;
+        }
+    return NULL;
+}
+
+int spec_take_size(KvSpecPart *p, const char *key, size_t *out, Err *e)
+{
+    const char *v = take(p, key);
+    if (!v)
+        return 0;
+    char what[80];
+    snprintf(what, sizeof what, "cache '%s' option %s", p->name, key);
+    return parse_size(v, what, out, e);
+}
+
+int spec_take_format(KvSpecPart *p, const char *key, Format *out, Err *e)
+{
+    const char *v = take(p, key);
+    if (!v)
+        return 0;
+    if (format_parse(v, out) < 0)
+        return err_set(e, ERR_USAGE, "cache '%s' option %s: unknown format '%s' (formats: %s)", p->name, key, v,
+                       format_names);
     return 0;
 }
 
-int spec_take_size(KvSpec *s, const char *key, size_t *out, Err *e)
+int spec_check_all_taken(const KvSpecPart *p, const char *accepted, Err *e)
 {
-    for (size_t i = 0; i < s->n_opts; i++) {
-        if (strcmp(s->opt[i].key, key) != 0)
-            continue;
-        s->opt[i].taken = 1;
-        char what[80];
-        snprintf(what, sizeof what, "cache '%s' option %s", s->name, key);
-        return parse_size(s->opt[i].value, what, out, e);
-    }
-    return 0;
-}
-
-int spec_check_all_taken(const KvSpec *s, const char *accepted, Err *e)
-{
-    for (size_t i = 0; i < s->n_opts; i++)
-        if (!s->opt[i].taken)
-            return err_set(e, ERR_USAGE, "cache '%s' has no option '%s' (accepted: %s)", s->name,
-                           s->opt[i].key, accepted);
+    for (size_t i = 0; i < p->n_opts; i++)
+        if (!p->opt[i].taken)
+            return err_set(e, ERR_USAGE, "cache '%s' has no option '%s' (accepted: %s)", p->name, p->opt[i].key,
+                           accepted);
     return 0;
 }

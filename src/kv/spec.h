@@ -1,15 +1,21 @@
-/* spec.h: cache spec strings, "name" or "name:key=value,key=value".
+/* spec.h: cache spec strings.
  *
- * A parsed spec remembers which options a cache took, so that the cache can
- * reject the ones it did not understand by name. */
+ *   spec     = part ("+" part)*
+ *   part     = name [":" key "=" value ("," key "=" value)*]
+ *
+ * The first part names the layout ("contiguous", "dynamic"); each further
+ * part a modifier ("quant:k=q8_0,v=q4_0"). A parsed part remembers which
+ * options were taken, so the one who reads it can reject the others by name. */
 #ifndef KVSCOPE_KV_SPEC_H
 #define KVSCOPE_KV_SPEC_H
 
 #include <stddef.h>
 
+#include "kernels/format.h"
 #include "util/err.h"
 
 #define SPEC_MAX_OPTS 8
+#define SPEC_MAX_PARTS 4
 
 typedef struct {
     char name[32];
@@ -19,15 +25,23 @@ typedef struct {
         char value[64];
         int taken;
     } opt[SPEC_MAX_OPTS];
+} KvSpecPart;
+
+typedef struct {
+    KvSpecPart part[SPEC_MAX_PARTS];
+    size_t n_parts;
 } KvSpec;
 
 int spec_parse(const char *text, KvSpec *out, Err *e);
 
-/* Take option `key` as a whole number >= 1; *out keeps its value (the
- * default) when the option is absent. */
-int spec_take_size(KvSpec *s, const char *key, size_t *out, Err *e);
+/* Take option `key` of part p as a whole number >= 1; *out keeps its value
+ * (the default) when the option is absent. */
+int spec_take_size(KvSpecPart *p, const char *key, size_t *out, Err *e);
 
-/* Fail naming the first option no cache took, and what `accepted` lists. */
-int spec_check_all_taken(const KvSpec *s, const char *accepted, Err *e);
+/* Take option `key` as a format name (f32, f16, q8_0, ...). */
+int spec_take_format(KvSpecPart *p, const char *key, Format *out, Err *e);
+
+/* Fail naming the first option of p nobody took, and what `accepted` lists. */
+int spec_check_all_taken(const KvSpecPart *p, const char *accepted, Err *e);
 
 #endif

@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "kernels/kernels.h"
 #include "util/parse.h"
 
 typedef enum { K_SIZE, K_SIZE0, K_DOUBLE, K_U64, K_STR, K_BOOL, K_ATTN } KeyType;
@@ -249,6 +250,9 @@ int config_validate(const Config *c, Err *e)
     if (c->n_heads % c->n_kv_heads != 0)
         return err_set(e, ERR_USAGE, "model '%s': n_heads (%zu) is not a multiple of n_kv_heads (%zu)",
                        c->name, c->n_heads, c->n_kv_heads);
+    if (c->n_heads / c->n_kv_heads > ATTEND_MAX_GROUP)
+        return err_set(e, ERR_USAGE, "model '%s': %zu query heads per KV head; kvscope serves at most %d",
+                       c->name, c->n_heads / c->n_kv_heads, ATTEND_MAX_GROUP);
     if (c->head_dim % 2 != 0)
         return err_set(e, ERR_USAGE, "model '%s': head_dim (%zu) must be even (RoPE rotates pairs)",
                        c->name, c->head_dim);

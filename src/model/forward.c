@@ -17,15 +17,18 @@ int forward_state_init(ForwardState *s, const Config *c, size_t max_rows, int ke
     s->att = malloc(max_rows * q * sizeof(float));
     s->hb = malloc(max_rows * f * sizeof(float));
     s->hb2 = malloc(max_rows * f * sizeof(float));
-    s->scores = malloc(group * c->max_seq_len * sizeof(float));
+    size_t score_rows = c->max_seq_len > ATTEND_TILE ? c->max_seq_len : ATTEND_TILE;
+    s->scores = malloc(group * score_rows * sizeof(float));
+    s->view = malloc(2 * c->max_seq_len * c->head_dim * sizeof(float));
     s->blocks_cap = 4;
     s->blocks = malloc(s->blocks_cap * sizeof *s->blocks);
+    s->view_blocks = malloc(s->blocks_cap * sizeof *s->view_blocks);
     if (keep_probs) {
         s->max_q = max_rows;
         s->probs = calloc(c->n_layers * c->n_heads * max_rows * c->max_seq_len, sizeof(float));
     }
-    if (!s->x || !s->xb || !s->q || !s->k || !s->v || !s->att || !s->hb || !s->hb2 || !s->scores ||
-        !s->blocks || (keep_probs && !s->probs)) {
+    if (!s->x || !s->xb || !s->q || !s->k || !s->v || !s->att || !s->hb || !s->hb2 || !s->scores || !s->view ||
+        !s->blocks || !s->view_blocks || (keep_probs && !s->probs)) {
         forward_state_free(s);
         return err_set(e, ERR_RUNTIME, "out of memory for activations of %zu tokens", max_rows);
     }
@@ -43,7 +46,9 @@ void forward_state_free(ForwardState *s)
     free(s->hb);
     free(s->hb2);
     free(s->scores);
+    free(s->view);
     free(s->blocks);
+    free(s->view_blocks);
     free(s->probs);
     memset(s, 0, sizeof *s);
 }
@@ -68,9 +73,12 @@ static int gather_blocks(const Model *m, ForwardState *s, const KvCache *cache, 
     size_t n = kv_n_blocks(cache, layer, seq);
     if (n > s->blocks_cap) {
         KvBlock *grown = realloc(s->blocks, n * sizeof *grown);
-        if (!grown)
+        if (grown)
+            s->blocks = grown;
+        KvBlock *grown_view = grown ? realloc(s->view_blocks, n * sizeof *grown_view) : NULL;
+        if (!grown_view)
             return err_set(e, ERR_RUNTIME, "out of memory for %zu cache blocks", n);
-        s->blocks = grown;
+        s->view_blocks = grown_view;
         s->blocks_cap = n;
     }
     for (size_t i = 0; i < n; i++)
@@ -102,10 +110,10 @@ static int attention(const Model *m, ForwardState *s, KvCache *cache, size_t lay
                 .out = s->att + first * q_dim + h * group * hd, .out_stride = q_dim,
                 .n_q = n_new, .group = group, .head_dim = hd, .pos0 = pos0, .window = c->sliding_window,
                 .blocks = s->blocks, .n_blocks = (size_t)nb,
-                .scores = s->scores,
+                .scores = s->scores, .view = s->view, .view_blocks = s->view_blocks,
                 .probs = probs, .probs_q_stride = c->max_seq_len, .probs_g_stride = s->max_q * c->max_seq_len,
             };
-            m->kern->attend(&a, ctr);
+            attend(m->kern, m->attend, &a, ctr);
         }
     }
     return 0;

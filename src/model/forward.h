@@ -26,9 +26,11 @@ typedef struct {
     float *hb;     /* [rows][ffn_dim] gate, then swiglu */
     float *hb2;    /* [rows][ffn_dim] up */
     float *scores; /* [group][max_seq_len] */
-    KvBlock *blocks;
+    float *view;   /* [2][max_seq_len][head_dim]: the materialized f32 view */
+    KvBlock *blocks, *view_blocks; /* [blocks_cap] each */
     size_t blocks_cap;
-    /* When not NULL, filled by every pass: the attention weights of sequence
+    /* When not NULL, filled by every pass that uses a naive form (flash never
+     * holds them all): the attention weights of sequence
      * 0, [n_layers][n_heads][max_q][max_seq_len]; query t of the pass, head h,
      * row j (j-th visible position) of layer l is
      * probs[((l * n_heads + h) * max_q + t) * max_seq_len + j]. */

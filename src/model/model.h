@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "kernels/kernels.h"
+#include "kv/cache.h"
 #include "model/config.h"
 #include "util/err.h"
 
@@ -36,6 +37,7 @@ typedef struct {
     Config cfg;
     const Kernels *kern;
     unsigned bugs;        /* Bug flags */
+    AttendAlgo attend;    /* attention form: naive (default), materialize or flash */
     float *embed;         /* [vocab][d_model] */
     LayerWeights *layers; /* [n_layers], or [1] with shared_layers */
     float *final_norm;    /* [d_model] */
@@ -54,6 +56,10 @@ void model_free(Model *m);
 
 /* Floats of parameters a config holds in memory (shared layers counted once). */
 size_t model_param_floats(const Config *cfg);
+
+/* The cache geometry this model needs for n_seqs sequences, with its
+ * kernels' codecs. */
+KvGeometry model_kv_geometry(const Model *m, size_t n_seqs);
 
 /* The layer weights layer l uses. */
 const LayerWeights *model_layer(const Model *m, size_t l);

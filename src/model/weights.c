@@ -20,6 +20,13 @@ size_t model_param_floats(const Config *c)
     return 2 * c->vocab * c->d_model + c->d_model + stored_layers * layer_floats(c);
 }
 
+KvGeometry model_kv_geometry(const Model *m, size_t n_seqs)
+{
+    const Config *c = &m->cfg;
+    return (KvGeometry){ .n_layers = c->n_layers, .n_seqs = n_seqs, .n_kv_heads = c->n_kv_heads,
+                         .head_dim = c->head_dim, .max_seq_len = c->max_seq_len, .codec = m->kern->codec };
+}
+
 const LayerWeights *model_layer(const Model *m, size_t l)
 {
     return &m->layers[m->cfg.shared_layers ? 0 : l];

@@ -30,6 +30,7 @@ void counters_add(Counters *t, const Counters *s)
     t->weight_bytes_read += s->weight_bytes_read;
     t->kv_bytes_read += s->kv_bytes_read;
     t->kv_bytes_written += s->kv_bytes_written;
+    t->view_bytes += s->view_bytes;
     t->allocations += s->allocations;
     t->bytes_copied += s->bytes_copied;
     t->cache_bytes_used = s->cache_bytes_used;

@@ -24,6 +24,7 @@ typedef struct {
     uint64_t weight_bytes_read; /* parameter bytes the kernels loaded */
     uint64_t kv_bytes_read;     /* K/V bytes attention read (from the cache when there is one) */
     uint64_t kv_bytes_written;  /* K/V bytes stored into the cache */
+    uint64_t view_bytes;        /* bytes written to and read back from a materialized f32 view */
     uint64_t allocations;       /* cache buffer (re)allocations */
     uint64_t bytes_copied;      /* bytes moved by reallocating caches */
 

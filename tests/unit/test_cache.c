@@ -5,6 +5,12 @@
 
 #include "kv/cache.h"
 
+static KvGeometry geometry(size_t layers, size_t seqs, size_t kv_heads, size_t head_dim, size_t max)
+{
+    return (KvGeometry){ .n_layers = layers, .n_seqs = seqs, .n_kv_heads = kv_heads, .head_dim = head_dim,
+                         .max_seq_len = max };
+}
+
 static const char *const layouts[] = { "contiguous", "dynamic" };
 
 /* n rows of K and V for (layer, seq) with recognisable values. */
@@ -27,7 +33,7 @@ static int append_rows(KvCache *c, size_t layer, size_t seq, size_t n, Err *e)
 static void test_empty_cache(void **state)
 {
     (void)state;
-    KvGeometry g = { 2, 2, 4, 16, 32 };
+    KvGeometry g = geometry(2, 2, 4, 16, 32);
     for (size_t i = 0; i < 2; i++) {
         Err e = { 0 };
         KvCache *c = kv_open(layouts[i], &g, &e);
@@ -48,7 +54,7 @@ static void test_known_size(void **state)
 {
     (void)state;
     const size_t n_layers = 4, B = 2, n_kv = 8, d_k = 32, seq_len = 10;
-    KvGeometry g = { n_layers, B, n_kv, d_k, 64 };
+    KvGeometry g = geometry(n_layers, B, n_kv, d_k, 64);
     for (size_t i = 0; i < 2; i++) {
         Err e = { 0 };
         KvCache *c = kv_open(layouts[i], &g, &e);
@@ -68,7 +74,7 @@ static void test_known_size(void **state)
 static void test_linear_growth(void **state)
 {
     (void)state;
-    KvGeometry g = { 2, 1, 4, 16, 32 };
+    KvGeometry g = geometry(2, 1, 4, 16, 32);
     for (size_t i = 0; i < 2; i++) {
         Err e = { 0 };
         KvCache *c = kv_open(layouts[i], &g, &e);
@@ -90,7 +96,7 @@ static void test_linear_growth(void **state)
 static void test_rows_read_back(void **state)
 {
     (void)state;
-    KvGeometry g = { 1, 2, 3, 4, 16 };
+    KvGeometry g = geometry(1, 2, 3, 4, 16);
     for (size_t i = 0; i < 2; i++) {
         Err e = { 0 };
         KvCache *c = kv_open(layouts[i], &g, &e);
@@ -117,7 +123,7 @@ static void test_rows_read_back(void **state)
 static void test_overflow_is_an_error(void **state)
 {
     (void)state;
-    KvGeometry g = { 1, 1, 2, 8, 4 };
+    KvGeometry g = geometry(1, 1, 2, 8, 4);
     for (size_t i = 0; i < 2; i++) {
         Err e = { 0 };
         KvCache *c = kv_open(layouts[i], &g, &e);
@@ -136,7 +142,7 @@ static void test_overflow_is_an_error(void **state)
 static void test_dynamic_copy_cost_is_quadratic(void **state)
 {
     (void)state;
-    KvGeometry g = { 1, 1, 2, 8, 64 };
+    KvGeometry g = geometry(1, 1, 2, 8, 64);
     Err e = { 0 };
     KvCache *c = kv_open("dynamic", &g, &e);
     Counters ctr = { 0 };
@@ -156,7 +162,7 @@ static void test_dynamic_copy_cost_is_quadratic(void **state)
 static void test_bad_specs(void **state)
 {
     (void)state;
-    KvGeometry g = { 1, 1, 2, 8, 16 };
+    KvGeometry g = geometry(1, 1, 2, 8, 16);
     const struct { const char *spec, *want; } bad[] = {
         { "paged-nonsense", "unknown cache 'paged-nonsense' (accepted: contiguous, dynamic)" },
         { "", "empty cache name" },

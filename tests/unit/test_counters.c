@@ -36,7 +36,7 @@ static Trace *run(const Model *m, int cached, size_t plen, size_t n_generate)
     int *prompt = malloc(plen * sizeof(int)), *out = malloc(n_generate * sizeof(int));
     test_tokens(prompt, plen, m->cfg.vocab, 1);
     Err e = { 0 };
-    KvGeometry geo = { m->cfg.n_layers, 1, m->cfg.n_kv_heads, m->cfg.head_dim, m->cfg.max_seq_len };
+    KvGeometry geo = model_kv_geometry(m, 1);
     KvCache *cache = cached ? kv_open("contiguous", &geo, &e) : NULL;
     GenOptions go = { .n_generate = n_generate };
     if (generate(m, cache, prompt, 1, plen, &go, out, trace, t, &e) < 0)

@@ -35,7 +35,7 @@ static int agree(const Model *m, const char *spec, size_t batch, size_t plen, si
     test_tokens(prompt, batch * plen, c->vocab, (unsigned)plen);
 
     Err e = { 0 };
-    KvGeometry geo = { c->n_layers, batch, c->n_kv_heads, c->head_dim, c->max_seq_len };
+    KvGeometry geo = model_kv_geometry(m, batch);
     KvCache *cache = kv_open(spec, &geo, &e);
     assert_non_null(cache);
     GenOptions go = { .n_generate = N_GENERATE, .chunk = chunk };
@@ -55,8 +55,9 @@ static int agree(const Model *m, const char *spec, size_t batch, size_t plen, si
         worst = fmax(worst, d / scale);
     }
     if (!ok || worst > LOGIT_REL_TOL) {
-        printf("  DISAGREE: %s cache=%s batch=%zu prompt=%zu chunk=%zu tokens %s, max rel logit diff %.3g\n",
-               c->name, spec, batch, plen, chunk, ok ? "same" : "differ", worst);
+        printf("  DISAGREE: %s isa=%s attention=%s cache=%s batch=%zu prompt=%zu chunk=%zu tokens %s, max rel logit "
+               "diff %.3g\n", c->name, m->kern->isa, attend_algo_name(m->attend), spec, batch, plen, chunk,
+               ok ? "same" : "differ", worst);
         ok = 0;
     }
     kv_free(cache);
@@ -66,9 +67,12 @@ static int agree(const Model *m, const char *spec, size_t batch, size_t plen, si
     return ok;
 }
 
+/* The whole matrix, on every ISA this CPU runs and in every attention form. */
 static void test_cached_equals_uncached(void **state)
 {
     (void)state;
+    const Kernels *isa[4];
+    size_t n_isa = kernels_available(isa, 4);
     static const size_t layers[] = { 1, 4 };
     static const size_t kv_heads[] = { 4, 2 }; /* MHA (4 of 4), GQA (2 of 4) */
     static const size_t prompt_lens[] = { 1, 5, 64 };
@@ -81,17 +85,23 @@ static void test_cached_equals_uncached(void **state)
             Config c = test_config(layers[li], 4, kv_heads[hi]);
             Model m;
             test_model(&m, &c);
-            for (size_t pi = 0; pi < 3; pi++)
-                for (size_t bi = 0; bi < 2; bi++)
-                    for (size_t si = 0; si < 2; si++)
-                        for (size_t ci = 0; ci < 2; ci++) {
-                            runs++;
-                            failures += !agree(&m, specs[si], batches[bi], prompt_lens[pi], chunks[ci]);
-                        }
+            for (size_t k = 0; k < n_isa; k++)
+                for (int algo = ATTEND_NAIVE; algo <= ATTEND_FLASH; algo++) {
+                    m.kern = isa[k];
+                    m.attend = (AttendAlgo)algo;
+                    for (size_t pi = 0; pi < 3; pi++)
+                        for (size_t bi = 0; bi < 2; bi++)
+                            for (size_t si = 0; si < 2; si++)
+                                for (size_t ci = 0; ci < 2; ci++) {
+                                    runs++;
+                                    failures += !agree(&m, specs[si], batches[bi], prompt_lens[pi], chunks[ci]);
+                                }
+                }
             model_free(&m);
         }
-    printf("  %zu configurations, %zu disagreements\n", runs, failures);
-    assert_int_equal(runs, 96);
+    printf("  %zu configurations x %zu ISA paths x 3 attention forms = %zu runs, %zu disagreements\n", runs / n_isa / 3,
+           n_isa, runs, failures);
+    assert_int_equal(runs, 96 * n_isa * 3);
     assert_int_equal(failures, 0);
 }
 
@@ -106,7 +116,7 @@ static void test_split_prefill_same_cache(void **state)
     const size_t plen = 13;
     int prompt[13], out[1];
     test_tokens(prompt, plen, c.vocab, 3);
-    KvGeometry geo = { c.n_layers, 1, c.n_kv_heads, c.head_dim, c.max_seq_len };
+    KvGeometry geo = model_kv_geometry(&m, 1);
     Err e = { 0 };
     KvCache *whole = kv_open("contiguous", &geo, &e), *split = kv_open("contiguous", &geo, &e);
     GenOptions go_whole = { .n_generate = 1 }, go_split = { .n_generate = 1, .chunk = 5 };
@@ -146,7 +156,7 @@ static void test_wrong_rope_position_changes_output(void **state)
     size_t per_step = c.vocab;
     Log lr = { malloc(4 * per_step * sizeof(float)), per_step, 0 };
     Log lw = { malloc(4 * per_step * sizeof(float)), per_step, 0 };
-    KvGeometry geo = { c.n_layers, 1, c.n_kv_heads, c.head_dim, c.max_seq_len };
+    KvGeometry geo = model_kv_geometry(&m, 1);
     Err e = { 0 };
     GenOptions go = { .n_generate = 4 };
     KvCache *cache = kv_open("contiguous", &geo, &e);

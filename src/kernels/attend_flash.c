@@ -1,0 +1,93 @@
+/* attend_flash.c: attention in tiles with an online softmax (seed 000).
+ *
+ * The rows are consumed ATTEND_TILE at a time. For each tile, the scores are
+ * computed, the running max m of each head is raised if needed, what was
+ * accumulated so far is rescaled by exp(m_old - m_new), and the tile's rows
+ * are added in with weights exp(s - m_new). Nothing of size "all rows" is
+ * ever held, and each quantized row is decoded in registers by its codec
+ * where it is read: no f32 copy of the cache exists at any point. */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/attend_rows.h"
+
+typedef struct {
+    const void *k, *v;
+    Format k_fmt, v_fmt;
+} TileRow;
+
+/* Fold one tile of n rows into the running state of the group's heads.
+ *   s: scratch [G][ATTEND_TILE]; m, l: [G] running max and sum; acc: [G][hd] */
+static void fold_tile(const Kernels *k, const float *q, size_t G, size_t hd, const TileRow *rows, size_t n,
+                      float *s, float *m, float *l, float *acc, Counters *ctr)
+{
+    const float scale = 1.0f / sqrtf((float)hd);
+    float dots[ATTEND_MAX_GROUP];
+    for (size_t i = 0; i < n; i++) {
+        k->codec[rows[i].k_fmt].dot(dots, q, G, rows[i].k, hd);
+        for (size_t g = 0; g < G; g++)
+            s[g * ATTEND_TILE + i] = dots[g] * scale;
+    }
+    for (size_t g = 0; g < G; g++) {
+        float *sg = s + g * ATTEND_TILE, tile_max = -INFINITY;
+        for (size_t i = 0; i < n; i++)
+            tile_max = sg[i] > tile_max ? sg[i] : tile_max;
+        float m_new = tile_max > m[g] ? tile_max : m[g];
+        float correction = expf(m[g] - m_new); /* 0 on the first tile: m = -inf */
+        if (correction != 1.0f) {
+            float *ag = acc + g * hd;
+            for (size_t d = 0; d < hd; d++)
+                ag[d] *= correction;
+        }
+        l[g] = l[g] * correction + k->exp_sum(sg, n, m_new);
+        m[g] = m_new;
+    }
+    for (size_t i = 0; i < n; i++) {
+        for (size_t g = 0; g < G; g++)
+            dots[g] = s[g * ATTEND_TILE + i];
+        k->codec[rows[i].v_fmt].axpy(acc, dots, G, rows[i].v, hd);
+    }
+    if (ctr)
+        ctr->flops_softmax += (uint64_t)G * hd; /* the rescale */
+}
+
+void attend_flash(const Kernels *k, const AttnArgs *a, Counters *ctr)
+{
+    const size_t hd = a->head_dim, G = a->group;
+    float m[ATTEND_MAX_GROUP], l[ATTEND_MAX_GROUP];
+    TileRow tile[ATTEND_TILE];
+
+    for (size_t t = 0; t < a->n_q; t++) {
+        const size_t qpos = a->pos0 + t;
+        const float *q = a->q + t * a->q_stride; /* [G][hd] */
+        float *acc = a->out + t * a->out_stride; /* [G][hd], accumulates in place */
+        memset(acc, 0, G * hd * sizeof(float));
+        for (size_t g = 0; g < G; g++)
+            m[g] = -INFINITY, l[g] = 0.0f;
+
+        size_t n_tile = 0, seen = 0, lo, hi;
+        for (size_t b = 0; b < a->n_blocks; b++) {
+            const KvBlock *blk = &a->blocks[b];
+            attend_visible(a, blk, qpos, &lo, &hi);
+            for (size_t r = lo; r < hi; r++) {
+                tile[n_tile++] = (TileRow){ attend_row(blk->k, blk->k_stride, r),
+                                            attend_row(blk->v, blk->v_stride, r), blk->k_fmt, blk->v_fmt };
+                if (n_tile == ATTEND_TILE) {
+                    fold_tile(k, q, G, hd, tile, n_tile, a->scores, m, l, acc, ctr);
+                    n_tile = 0;
+                }
+            }
+            if (ctr)
+                ctr->kv_bytes_read += (hi - lo) * (format_row_bytes(blk->k_fmt, hd) + format_row_bytes(blk->v_fmt, hd));
+            seen += hi - lo;
+        }
+        if (n_tile)
+            fold_tile(k, q, G, hd, tile, n_tile, a->scores, m, l, acc, ctr);
+        for (size_t g = 0; g < G; g++) {
+            float inv = 1.0f / l[g];
+            for (size_t d = 0; d < hd; d++)
+                acc[g * hd + d] *= inv;
+        }
+        attend_count(ctr, G, seen, hd);
+    }
+}

@@ -1,0 +1,72 @@
+/* codec_isa.h: the per-ISA codec tables, and what the codec files share.
+ *
+ * codec_ref (codec.h) is the specification; each table here has the same
+ * operations, vectorized for one instruction set, in its own file built
+ * with that ISA's flags (codec_avx2.c, codec_avx512.c, codec_neon.c). Only
+ * run a table on a CPU that has its features:
+ *
+ *   codec_avx2     AVX2 + FMA + F16C
+ *   codec_avx512   AVX-512 F, BW, VL and DQ (plus the AVX2 set)
+ *   codec_neon     aarch64 Advanced SIMD (always present there)
+ *
+ * The SIMD tables decode in registers and agree with codec_ref exactly on
+ * dequantize and within the summation bounds of test_codec.c on dot and
+ * axpy. Their quantize is the reference one (a row is quantized once per
+ * token; it is not the hot path), except f16, which uses the hardware's
+ * conversion and gives the reference's bytes. */
+#ifndef KVSCOPE_KERNELS_CODEC_ISA_H
+#define KVSCOPE_KERNELS_CODEC_ISA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/codec.h"
+
+#if defined(__x86_64__)
+extern const FormatOps codec_avx2[FMT_COUNT];
+extern const FormatOps codec_avx512[FMT_COUNT];
+#endif
+#if defined(__aarch64__)
+extern const FormatOps codec_neon[FMT_COUNT];
+#endif
+
+/* --- block layouts (format.h tells the story) ---------------------------- */
+
+#define QK8_0 32 /* values per q8_0 block */
+#define QK4_0 32 /* values per q4_0 block */
+#define FP16_MAX 65504.0f /* largest finite fp16: quantizer scales clamp to it */
+
+/* llama.cpp's block_q8_0: value j = qs[j] * d. */
+typedef struct {
+    uint16_t d;        /* fp16 scale, absmax / 127 */
+    int8_t qs[QK8_0];
+} BlockQ8_0;
+_Static_assert(sizeof(BlockQ8_0) == 34, "q8_0 block: 2-byte scale + 32 int8");
+
+/* llama.cpp's block_q4_0: byte j = element j (low nibble) | element j+16
+ * (high nibble) << 4; value = (nibble - 8) * d. */
+typedef struct {
+    uint16_t d;            /* fp16 scale, max / -8 */
+    uint8_t qs[QK4_0 / 2];
+} BlockQ4_0;
+_Static_assert(sizeof(BlockQ4_0) == 18, "q4_0 block: 2-byte scale + 16 bytes of nibbles");
+
+/* int4 and fp4 rows: ceil(n/8) uint32 words, then the fp16 row scale. */
+static inline size_t codec_row_words(size_t n)
+{
+    return (n + 7) / 8;
+}
+
+/* E2M1 magnitudes by 3-bit index (fp4's nibble without its sign bit), as a
+ * list for initializers and set intrinsics. */
+#define FP4_MAGNITUDES 0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f
+
+/* The reference quantizers, which the SIMD tables name where they fall back
+ * to them. Same contract as FormatOps.quantize. */
+void codec_quantize_f32_ref(void *dst, const float *src, size_t n);
+void codec_quantize_q8_0_ref(void *dst, const float *src, size_t n);
+void codec_quantize_q4_0_ref(void *dst, const float *src, size_t n);
+void codec_quantize_int4_ref(void *dst, const float *src, size_t n);
+void codec_quantize_fp4_ref(void *dst, const float *src, size_t n);
+
+#endif

@@ -1,0 +1,406 @@
+/* codec_ref.c: the reference codecs, plain loops: the specification.
+ *
+ * How each format rounds (layouts in format.h). "Block" is 32 values for
+ * q8_0 and q4_0 and the whole row for int4 and fp4; a trailing partial block
+ * is quantized as if zero-padded.
+ *
+ *   f32   a copy.
+ *   f16   IEEE binary16, round to nearest even, subnormals kept.
+ *   q8_0  llama.cpp's quantize_row_q8_0_ref: d = absmax / 127, q =
+ *         roundf(x * (1/d)) (ties away from zero), d stored as fp16.
+ *         Error per value <= d/2, plus 127 * |d - fp16(d)|: the codes are
+ *         chosen against d, decoded against its fp16 rounding.
+ *   q4_0  llama.cpp's quantize_row_q4_0_ref: d = max / -8, where max is the
+ *         signed value of largest magnitude (the first, on ties), q =
+ *         min(15, trunc(x * (1/d) + 8.5)), stored q, value (q - 8) * d.
+ *         In units of d, x/d lies in [-8, 8] and rounds half up; values of
+ *         the sign opposite to max saturate at 7, so their error reaches d
+ *         (x/d in (7.5, 8]); every other value is within d/2. Plus
+ *         8 * |d - fp16(d)|, as for q8_0.
+ *   int4  s = fp16(absmax / 7); q = clamp(roundf(x / s), -8, 7). The codes
+ *         are chosen against the stored (fp16) scale, so every value is
+ *         within s/2 (|x/s| <= 7 * (1 + 2^-11) never reaches 7.5).
+ *   fp4   s = fp16(absmax / 6); |x/s| rounds to the nearest E2M1 magnitude
+ *         (0, 0.5, 1, 1.5, 2, 3, 4, 6), ties to the even code (0.25 -> 0,
+ *         0.75 -> 1, 1.25 -> 1, 1.75 -> 2, 2.5 -> 2, 3.5 -> 4, 5 -> 4),
+ *         sign bit from x < 0 (so -0.1 -> -0). The error
+ *         is half the gap around x/s: s/4 up to 2, s/2 up to 4, s beyond.
+ *         (Seed 000 also lists 0.25 and 0.75; E2M1 has no such values.)
+ *
+ * Zeros, tiny, huge, Inf and NaN: none of them crashes, divides by zero or
+ * converts an out-of-range float to an integer.
+ *   zeros   a block of zeros has scale 0 and decodes to zeros (q4_0 stores
+ *           d = -0.0 like llama.cpp and decodes to -0.0, which == 0).
+ *   tiny    a scale below fp16's normal range (q8_0: absmax < 127 * 2^-14,
+ *           about 0.0078) keeps fewer bits; below 2^-25 it rounds to 0 and
+ *           the block decodes to zeros (error <= absmax). llama.cpp alike.
+ *   huge    a scale beyond fp16's range (absmax above 65504 * 127 for q8_0,
+ *           * 8 for q4_0, * 7 for int4, * 6 for fp4) is clamped to 65504,
+ *           and values beyond the codes' reach saturate at the extreme code
+ *           (q8_0 +-127 steps; q4_0 8 on max's side, 7 on the other; int4
+ *           7 up, -8 down; fp4 +-6): the largest value a block can hold.
+ *   Inf     counts as a huge value: scale 65504, the Inf saturates at the
+ *           extreme code, the block's finite values round against that
+ *           scale (mostly to 0). No Inf or NaN comes back out.
+ *   NaN     poisons its block: any NaN makes the scale NaN (fp16 0x7e00)
+ *           and every code "zero" (q4_0: 8), so every value of the block (q8_0, q4_0) or
+ *           of the row (int4, fp4) decodes to NaN, and so do dot and axpy
+ *           results that use them. An honest signal, as in f32.
+ *   f16 keeps NaN (quiet), turns |x| >= 65520 into Inf and keeps Inf;
+ *   f32 keeps everything.
+ *
+ * dot accumulates in double, so that the reference is the oracle the SIMD
+ * versions (float lanes) are measured against; axpy rounds like plain C,
+ * w * v then +=. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/codec_isa.h"
+
+/* --- fp16 ---------------------------------------------------------------- */
+
+unsigned short fp16_from_f32(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    const uint32_t sign = (x >> 16) & 0x8000u;
+    const uint32_t a = x & 0x7fffffffu;
+    if (a > 0x7f800000u) /* NaN: quiet, keeping the payload's top bits */
+        return (unsigned short)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+    if (a >= 0x477ff000u) /* >= 65520 (65504 + half a step) or Inf */
+        return (unsigned short)(sign | 0x7c00u);
+    if (a >= 0x38800000u) { /* >= 2^-14: normal in fp16 */
+        uint32_t r = a - (112u << 23);       /* exponent bias 127 -> 15 */
+        r += 0xfffu + ((r >> 13) & 1u);      /* round the 13 dropped bits, ties to even */
+        return (unsigned short)(sign | (r >> 13)); /* a carry may bump the exponent: right */
+    }
+    /* subnormal in fp16: the value in units of 2^-24, ties to even */
+    const uint32_t e = a >> 23;
+    if (e < 102) /* below 2^-25: rounds to zero */
+        return (unsigned short)sign;
+    const uint32_t m = (a & 0x7fffffu) | 0x800000u;
+    const uint32_t shift = 126 - e; /* 14 .. 24 */
+    uint32_t h = m >> shift;
+    const uint32_t rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1u)))
+        h++; /* 1023 + 1 is the smallest normal: right again */
+    return (unsigned short)(sign | h);
+}
+
+float fp16_to_f32(unsigned short h)
+{
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    uint32_t x;
+    if (e == 31) /* Inf, or NaN made quiet (as F16C and NEON do) */
+        x = sign | 0x7f800000u | (m ? 0x400000u | (m << 13) : 0);
+    else if (e == 0) { /* zero or subnormal: m * 2^-24, exact in f32 */
+        float v = (float)m * 0x1p-24f;
+        return sign ? -v : v;
+    } else
+        x = sign | ((e + 112) << 23) | (m << 13);
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+static float load_fp16(const unsigned char *p)
+{
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return fp16_to_f32(h);
+}
+
+/* --- shared pieces of the quantizers ------------------------------------- */
+
+/* The block's largest |x| over x[0..m), and whether any x is NaN. */
+static float absmax(const float *x, size_t m, int *nan)
+{
+    float amax = 0.0f;
+    *nan = 0;
+    for (size_t j = 0; j < m; j++) {
+        if (isnan(x[j]))
+            *nan = 1;
+        else if (fabsf(x[j]) > amax)
+            amax = fabsf(x[j]);
+    }
+    return amax;
+}
+
+/* A scale the fp16 field can hold: |d| clamped to 65504, NaN if the block
+ * held a NaN. */
+static float fit_scale(float d, int nan)
+{
+    if (nan)
+        return NAN;
+    if (d > FP16_MAX)
+        return FP16_MAX;
+    if (d < -FP16_MAX)
+        return -FP16_MAX;
+    return d;
+}
+
+/* 1/d, or 0 where that is not finite: d == 0 (a block of zeros), or a d so
+ * small (absmax below about 1e-36) that 1/d overflows; fp16(d) is 0 then
+ * anyway, so the codes do not matter, only that they stay defined. */
+static float inverse(float d)
+{
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    return isfinite(id) ? id : 0.0f;
+}
+
+/* v clamped to [lo, hi]; NaN goes to lo (never reached: NaN blocks are
+ * caught first, but a float-to-int conversion must never see one). */
+static float clampf(float v, float lo, float hi)
+{
+    return v >= lo ? (v <= hi ? v : hi) : lo;
+}
+
+/* --- f32, f16 ------------------------------------------------------------ */
+
+void codec_quantize_f32_ref(void *dst, const float *src, size_t n)
+{
+    memcpy(dst, src, n * sizeof(float));
+}
+
+static float at_f32(const unsigned char *row, size_t n, size_t i)
+{
+    (void)n;
+    float v;
+    memcpy(&v, row + i * sizeof v, sizeof v);
+    return v;
+}
+
+static void quantize_f16(void *dst, const float *src, size_t n)
+{
+    unsigned char *p = dst;
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h = fp16_from_f32(src[i]);
+        memcpy(p + 2 * i, &h, sizeof h);
+    }
+}
+
+static float at_f16(const unsigned char *row, size_t n, size_t i)
+{
+    (void)n;
+    return load_fp16(row + 2 * i);
+}
+
+/* --- q8_0 ---------------------------------------------------------------- */
+
+void codec_quantize_q8_0_ref(void *dst, const float *src, size_t n)
+{
+    unsigned char *p = dst;
+    for (size_t b = 0; b * QK8_0 < n; b++) {
+        const float *x = src + b * QK8_0;
+        const size_t m = n - b * QK8_0 < QK8_0 ? n - b * QK8_0 : QK8_0; /* values present */
+        int nan;
+        const float amax = absmax(x, m, &nan);
+        const float d = fit_scale(amax / 127.0f, nan);
+        const float id = inverse(d);
+        BlockQ8_0 blk;
+        blk.d = fp16_from_f32(d);
+        for (size_t j = 0; j < QK8_0; j++) {
+            float v = j < m ? x[j] * id : 0.0f;
+            blk.qs[j] = nan ? 0 : (int8_t)clampf(roundf(v), -127.0f, 127.0f);
+        }
+        memcpy(p + b * sizeof blk, &blk, sizeof blk);
+    }
+}
+
+static float at_q8_0(const unsigned char *row, size_t n, size_t i)
+{
+    (void)n;
+    const unsigned char *blk = row + (i / QK8_0) * sizeof(BlockQ8_0);
+    int8_t q;
+    memcpy(&q, blk + offsetof(BlockQ8_0, qs) + i % QK8_0, 1);
+    return (float)q * load_fp16(blk);
+}
+
+/* --- q4_0 ---------------------------------------------------------------- */
+
+void codec_quantize_q4_0_ref(void *dst, const float *src, size_t n)
+{
+    unsigned char *p = dst;
+    for (size_t b = 0; b * QK4_0 < n; b++) {
+        const float *x = src + b * QK4_0;
+        const size_t m = n - b * QK4_0 < QK4_0 ? n - b * QK4_0 : QK4_0;
+        float amax = 0.0f, max = 0.0f; /* max: the signed value of largest |x| */
+        int nan = 0;
+        for (size_t j = 0; j < m; j++) {
+            if (isnan(x[j]))
+                nan = 1;
+            else if (fabsf(x[j]) > amax) {
+                amax = fabsf(x[j]);
+                max = x[j];
+            }
+        }
+        const float d = fit_scale(max / -8.0f, nan);
+        const float id = inverse(d);
+        BlockQ4_0 blk;
+        blk.d = fp16_from_f32(d);
+        for (size_t j = 0; j < QK4_0 / 2; j++) {
+            unsigned q[2];
+            for (size_t h = 0; h < 2; h++) { /* h = 0: element j, h = 1: element j + 16 */
+                size_t k = j + h * QK4_0 / 2;
+                float v = (k < m ? x[k] : 0.0f) * id + 8.5f;
+                /* llama.cpp: MIN(15, (int8_t)v); v >= 0 unless the scale was
+                 * clamped, so trunc is floor; clamp first to stay defined */
+                q[h] = nan ? 8u : (unsigned)clampf(v, 0.0f, 15.0f);
+            }
+            blk.qs[j] = (uint8_t)(q[0] | q[1] << 4);
+        }
+        memcpy(p + b * sizeof blk, &blk, sizeof blk);
+    }
+}
+
+static float at_q4_0(const unsigned char *row, size_t n, size_t i)
+{
+    (void)n;
+    const unsigned char *blk = row + (i / QK4_0) * sizeof(BlockQ4_0);
+    const size_t j = i % QK4_0;
+    const unsigned byte = blk[offsetof(BlockQ4_0, qs) + j % (QK4_0 / 2)];
+    const int q = (int)(j < QK4_0 / 2 ? byte & 0xfu : byte >> 4) - 8;
+    return (float)q * load_fp16(blk);
+}
+
+/* --- int4, fp4: per-row scale after the words ----------------------------- */
+
+/* The row's stored scale, as fp16 and as the float the decoder sees. */
+static float row_scale(unsigned char *p, size_t n, float s)
+{
+    uint16_t h = fp16_from_f32(s);
+    memcpy(p + 4 * codec_row_words(n), &h, sizeof h);
+    return fp16_to_f32(h);
+}
+
+/* Nibble i of the row's words. */
+static unsigned nibble(const unsigned char *row, size_t i)
+{
+    uint32_t w;
+    memcpy(&w, row + 4 * (i / 8), sizeof w);
+    return (w >> (4 * (i % 8))) & 0xfu;
+}
+
+/* Pack one nibble per element, element i into word i/8 at bits 4*(i%8). */
+static void put_nibbles(unsigned char *p, const unsigned char *nib, size_t n)
+{
+    for (size_t w = 0; w < codec_row_words(n); w++) {
+        uint32_t word = 0;
+        for (size_t k = 0; k < 8 && w * 8 + k < n; k++)
+            word |= (uint32_t)nib[w * 8 + k] << (4 * k);
+        memcpy(p + 4 * w, &word, sizeof word);
+    }
+}
+
+void codec_quantize_int4_ref(void *dst, const float *src, size_t n)
+{
+    unsigned char *p = dst, nib[64];
+    int nan;
+    const float amax = absmax(src, n, &nan);
+    const float s = row_scale(p, n, fit_scale(amax / 7.0f, nan));
+    for (size_t i0 = 0; i0 < n; i0 += sizeof nib) { /* nib: a slice of the row at a time */
+        size_t m = n - i0 < sizeof nib ? n - i0 : sizeof nib;
+        for (size_t k = 0; k < m; k++) {
+            float q = (nan || s == 0.0f) ? 0.0f : clampf(roundf(src[i0 + k] / s), -8.0f, 7.0f);
+            nib[k] = (unsigned char)((int)q & 0xf); /* two's complement nibble */
+        }
+        put_nibbles(p + 4 * (i0 / 8), nib, m);
+    }
+}
+
+static float at_int4(const unsigned char *row, size_t n, size_t i)
+{
+    const int q = (int)(nibble(row, i) ^ 8u) - 8; /* sign-extend the nibble */
+    return (float)q * load_fp16(row + 4 * codec_row_words(n));
+}
+
+/* |u| to the nearest E2M1 magnitude index, ties to the even index. */
+static unsigned fp4_index(float a)
+{
+    return (unsigned)(a > 0.25f) + (a >= 0.75f) + (a > 1.25f) + (a >= 1.75f) + (a > 2.5f) + (a >= 3.5f) +
+           (a > 5.0f);
+}
+
+void codec_quantize_fp4_ref(void *dst, const float *src, size_t n)
+{
+    unsigned char *p = dst, nib[64];
+    int nan;
+    const float amax = absmax(src, n, &nan);
+    const float s = row_scale(p, n, fit_scale(amax / 6.0f, nan));
+    for (size_t i0 = 0; i0 < n; i0 += sizeof nib) {
+        size_t m = n - i0 < sizeof nib ? n - i0 : sizeof nib;
+        for (size_t k = 0; k < m; k++) {
+            const float x = src[i0 + k];
+            unsigned idx = (nan || s == 0.0f) ? 0 : fp4_index(fabsf(x / s));
+            nib[k] = (unsigned char)((x < 0.0f ? 8u : 0u) | idx);
+        }
+        put_nibbles(p + 4 * (i0 / 8), nib, m);
+    }
+}
+
+static float at_fp4(const unsigned char *row, size_t n, size_t i)
+{
+    static const float mag[8] = { FP4_MAGNITUDES };
+    const unsigned c = nibble(row, i);
+    const float v = mag[c & 7u] * load_fp16(row + 4 * codec_row_words(n));
+    return c & 8u ? -v : v;
+}
+
+/* --- the row operations, from one value accessor per format -------------- */
+
+typedef float (*AtFn)(const unsigned char *row, size_t n, size_t i);
+
+static void dequantize_with(AtFn at, float *dst, const void *row, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = at(row, n, i);
+}
+
+static void dot_with(AtFn at, float *out, const float *q, size_t G, const void *row, size_t n)
+{
+    for (size_t g = 0; g < G; g++) {
+        double sum = 0.0;
+        for (size_t i = 0; i < n; i++)
+            sum += (double)q[g * n + i] * at(row, n, i);
+        out[g] = (float)sum;
+    }
+}
+
+static void axpy_with(AtFn at, float *acc, const float *w, size_t G, const void *row, size_t n)
+{
+    for (size_t g = 0; g < G; g++)
+        for (size_t i = 0; i < n; i++)
+            acc[g * n + i] += w[g] * at(row, n, i);
+}
+
+#define REF_OPS(fmt)                                                                            \
+    static void dequantize_##fmt(float *dst, const void *row, size_t n)                         \
+    {                                                                                           \
+        dequantize_with(at_##fmt, dst, row, n);                                                 \
+    }                                                                                           \
+    static void dot_##fmt(float *out, const float *q, size_t G, const void *row, size_t n)      \
+    {                                                                                           \
+        dot_with(at_##fmt, out, q, G, row, n);                                                  \
+    }                                                                                           \
+    static void axpy_##fmt(float *acc, const float *w, size_t G, const void *row, size_t n)     \
+    {                                                                                           \
+        axpy_with(at_##fmt, acc, w, G, row, n);                                                 \
+    }
+
+REF_OPS(f32)
+REF_OPS(f16)
+REF_OPS(q8_0)
+REF_OPS(q4_0)
+REF_OPS(int4)
+REF_OPS(fp4)
+
+const FormatOps codec_ref[FMT_COUNT] = {
+    [FMT_F32] = { FMT_F32, codec_quantize_f32_ref, dequantize_f32, dot_f32, axpy_f32 },
+    [FMT_F16] = { FMT_F16, quantize_f16, dequantize_f16, dot_f16, axpy_f16 },
+    [FMT_Q8_0] = { FMT_Q8_0, codec_quantize_q8_0_ref, dequantize_q8_0, dot_q8_0, axpy_q8_0 },
+    [FMT_Q4_0] = { FMT_Q4_0, codec_quantize_q4_0_ref, dequantize_q4_0, dot_q4_0, axpy_q4_0 },
+    [FMT_INT4] = { FMT_INT4, codec_quantize_int4_ref, dequantize_int4, dot_int4, axpy_int4 },
+    [FMT_FP4] = { FMT_FP4, codec_quantize_fp4_ref, dequantize_fp4, dot_fp4, axpy_fp4 },
+};

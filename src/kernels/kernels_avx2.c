@@ -1,0 +1,117 @@
+/* kernels_avx2.c: matmul, exp and SwiGLU for AVX2 + FMA (8 floats a lane).
+ * Same contracts as the reference kernels in kernels.h; built with -mavx2
+ * -mfma -mf16c and only called when the CPU has them. */
+#include <immintrin.h>
+#include <math.h>
+
+#include "kernels/kernels_isa.h"
+
+static inline float hsum8(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* exp(x) for x in [-87.3, 88.3]: x = n ln2 + r, |r| <= ln2/2; exp(r) by a
+ * degree-6 polynomial (Cephes' expf coefficients); 2^n built in the exponent
+ * bits. About 2 ulp; inputs below the range give exp(-87.3), not 0. */
+static inline __m256 exp8(__m256 x)
+{
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+/* Four W rows at a time: each x chunk loaded once serves four outputs. */
+void matmul_avx2(float *y, const float *x, const float *w, size_t n, size_t in, size_t out, uint64_t *flops,
+                 Counters *ctr)
+{
+    size_t o = 0;
+    for (; o + 4 <= out; o += 4) {
+        const float *w0 = w + o * in, *w1 = w0 + in, *w2 = w1 + in, *w3 = w2 + in;
+        for (size_t r = 0; r < n; r++) {
+            const float *xr = x + r * in;
+            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+            size_t i = 0;
+            for (; i + 8 <= in; i += 8) {
+                __m256 xv = _mm256_loadu_ps(xr + i);
+                a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w0 + i), xv, a0);
+                a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w1 + i), xv, a1);
+                a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w2 + i), xv, a2);
+                a3 = _mm256_fmadd_ps(_mm256_loadu_ps(w3 + i), xv, a3);
+            }
+            float s0 = hsum8(a0), s1 = hsum8(a1), s2 = hsum8(a2), s3 = hsum8(a3);
+            for (; i < in; i++) {
+                s0 += w0[i] * xr[i];
+                s1 += w1[i] * xr[i];
+                s2 += w2[i] * xr[i];
+                s3 += w3[i] * xr[i];
+            }
+            float *yr = y + r * out + o;
+            yr[0] = s0, yr[1] = s1, yr[2] = s2, yr[3] = s3;
+        }
+    }
+    for (; o < out; o++) {
+        const float *wr = w + o * in;
+        for (size_t r = 0; r < n; r++) {
+            const float *xr = x + r * in;
+            __m256 a = _mm256_setzero_ps();
+            size_t i = 0;
+            for (; i + 8 <= in; i += 8)
+                a = _mm256_fmadd_ps(_mm256_loadu_ps(wr + i), _mm256_loadu_ps(xr + i), a);
+            float s = hsum8(a);
+            for (; i < in; i++)
+                s += wr[i] * xr[i];
+            y[r * out + o] = s;
+        }
+    }
+    if (flops)
+        *flops += 2 * (uint64_t)n * out * in;
+    if (ctr)
+        ctr->weight_bytes_read += (uint64_t)out * in * sizeof(float);
+}
+
+float exp_sum_avx2(float *x, size_t n, float max)
+{
+    __m256 m = _mm256_set1_ps(max), acc = _mm256_setzero_ps();
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
+        _mm256_storeu_ps(x + i, e);
+        acc = _mm256_add_ps(acc, e);
+    }
+    float sum = hsum8(acc);
+    for (; i < n; i++) {
+        x[i] = expf(x[i] - max);
+        sum += x[i];
+    }
+    return sum;
+}
+
+void swiglu_avx2(float *out, const float *gate, const float *up, size_t n, Counters *ctr)
+{
+    const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 g = _mm256_loadu_ps(gate + i);
+        __m256 silu = _mm256_div_ps(g, _mm256_add_ps(one, exp8(_mm256_sub_ps(zero, g))));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(silu, _mm256_loadu_ps(up + i)));
+    }
+    for (; i < n; i++)
+        out[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+    if (ctr)
+        ctr->flops_ffn += 5 * (uint64_t)n;
+}

@@ -1,0 +1,97 @@
+/* kernels_avx512.c: matmul, exp and SwiGLU for AVX-512F (16 floats a lane).
+ * Same contracts as the reference kernels in kernels.h; built with the
+ * AVX-512 flags and only called when the CPU has them. Tails use masks. */
+#include <immintrin.h>
+
+#include "kernels/kernels_isa.h"
+
+/* exp as in kernels_avx2.c's exp8, sixteen at a time. */
+static inline __m512 exp16(__m512 x)
+{
+    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.3f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+}
+
+static inline __mmask16 tail_mask(size_t left)
+{
+    return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+}
+
+void matmul_avx512(float *y, const float *x, const float *w, size_t n, size_t in, size_t out, uint64_t *flops,
+                   Counters *ctr)
+{
+    size_t o = 0;
+    for (; o + 4 <= out; o += 4) {
+        const float *w0 = w + o * in, *w1 = w0 + in, *w2 = w1 + in, *w3 = w2 + in;
+        for (size_t r = 0; r < n; r++) {
+            const float *xr = x + r * in;
+            __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+            for (size_t i = 0; i < in; i += 16) {
+                __mmask16 k = tail_mask(in - i);
+                __m512 xv = _mm512_maskz_loadu_ps(k, xr + i);
+                a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, w0 + i), xv, a0);
+                a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, w1 + i), xv, a1);
+                a2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, w2 + i), xv, a2);
+                a3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, w3 + i), xv, a3);
+            }
+            float *yr = y + r * out + o;
+            yr[0] = _mm512_reduce_add_ps(a0);
+            yr[1] = _mm512_reduce_add_ps(a1);
+            yr[2] = _mm512_reduce_add_ps(a2);
+            yr[3] = _mm512_reduce_add_ps(a3);
+        }
+    }
+    for (; o < out; o++) {
+        const float *wr = w + o * in;
+        for (size_t r = 0; r < n; r++) {
+            const float *xr = x + r * in;
+            __m512 a = _mm512_setzero_ps();
+            for (size_t i = 0; i < in; i += 16) {
+                __mmask16 k = tail_mask(in - i);
+                a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, wr + i), _mm512_maskz_loadu_ps(k, xr + i), a);
+            }
+            y[r * out + o] = _mm512_reduce_add_ps(a);
+        }
+    }
+    if (flops)
+        *flops += 2 * (uint64_t)n * out * in;
+    if (ctr)
+        ctr->weight_bytes_read += (uint64_t)out * in * sizeof(float);
+}
+
+float exp_sum_avx512(float *x, size_t n, float max)
+{
+    __m512 m = _mm512_set1_ps(max), acc = _mm512_setzero_ps();
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 k = tail_mask(n - i);
+        __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), m));
+        _mm512_mask_storeu_ps(x + i, k, e);
+        acc = _mm512_mask_add_ps(acc, k, acc, e);
+    }
+    return _mm512_reduce_add_ps(acc);
+}
+
+void swiglu_avx512(float *out, const float *gate, const float *up, size_t n, Counters *ctr)
+{
+    const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 k = tail_mask(n - i);
+        __m512 g = _mm512_maskz_loadu_ps(k, gate + i);
+        __m512 silu = _mm512_div_ps(g, _mm512_add_ps(one, exp16(_mm512_sub_ps(zero, g))));
+        _mm512_mask_storeu_ps(out + i, k, _mm512_mul_ps(silu, _mm512_maskz_loadu_ps(k, up + i)));
+    }
+    if (ctr)
+        ctr->flops_ffn += 5 * (uint64_t)n;
+}
