@@ -40,7 +40,7 @@ TEST_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 # tree is warning-free under a second compiler
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-.PHONY: all bin run test unit-tests cli-tests sanitize deps clean
+.PHONY: all bin run test unit-tests cli-tests sanitize cross-test deps clean
 
 # deps first, then a fresh make, so pkg-config is asked after any install
 all: deps
@@ -89,9 +89,23 @@ sanitize:
 	$(MAKE) --no-print-directory BUILD=$(BUILD)/san CC=clang CFLAGS="$(SAN_FLAGS)" \
 		LDFLAGS="-fsanitize=address,undefined" unit-tests cli-tests
 
+# The NEON kernels, on this x86 machine: the ISA tests cross-built for
+# AArch64 (a small stand-in for cmocka in tests/cross) and run under qemu.
+CROSS_CC  := aarch64-linux-gnu-gcc
+CROSS_SRC := $(filter-out %_avx2.c %_avx512.c,$(wildcard src/kernels/*.c)) src/util/err.c src/stats/counters.c
+CROSS_TESTS := test_kernels test_attend test_codec
+cross-test:
+	@mkdir -p $(BUILD)/cross
+	@set -e; for t in $(CROSS_TESTS); do \
+		echo "  CC  tests/unit/$$t.c (aarch64)"; \
+		$(CROSS_CC) -std=c11 -O2 $(WARN) -D_DEFAULT_SOURCE -Itests/cross -Isrc -Itests/unit -static \
+			-o $(BUILD)/cross/$$t tests/unit/$$t.c $(CROSS_SRC) -lm; \
+		echo "== $$t (neon, qemu-aarch64)"; qemu-aarch64 $(BUILD)/cross/$$t; done
+
 test: deps
 	$(MAKE) --no-print-directory unit-tests cli-tests
 	$(MAKE) --no-print-directory sanitize
+	$(MAKE) --no-print-directory cross-test
 	@echo "make test: all passed"
 
 deps:
