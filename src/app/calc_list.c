@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "app/calc_report.h"
+#include "app/calc_text.h"
 #include "model/config.h"
 #include "model/memory.h"
 

@@ -5,6 +5,7 @@
  * the formulas with the config's numbers substituted. */
 #include "app/calc_report.h"
 
+#include <jansson.h>
 #include <stdio.h>
 
 #include "app/calc_text.h"
