@@ -189,18 +189,24 @@ int cmd_example(int argc, char **argv)
            EXAMPLE_TOKENS);
 
     Walk w = { .m = &m, .cache = cache, .prompt = prompt };
-    memcpy(w.tokens, prompt, sizeof prompt);
     GenOptions go = { .n_generate = EXAMPLE_TOKENS, .keep_probs = 1 };
     int out[EXAMPLE_TOKENS], out_u[EXAMPLE_TOKENS];
-    /* the walk needs each token as soon as it is chosen, so generate one
-     * pass at a time would duplicate generate(); instead, run once to learn
-     * the tokens, then replay with the walk printing (deterministic) */
-    int rc = generate(&m, cache, prompt, 1, 3, &go, out, NULL, NULL, &e);
-    if (rc == 0) {
-        memcpy(w.tokens + 3, out, sizeof out);
-        kv_reset(cache);
-        rc = generate(&m, cache, prompt, 1, 3, &go, out, on_step, &w, &e);
+    Generator *gen;
+    int rc = gen_init(&gen, &m, cache, prompt, 1, 3, &go, &e);
+    StepReport rep;
+    while (rc == 0 && (rc = gen_step(gen, &rep, &e)) == 1) {
+        size_t len;
+        const int *seq = gen_sequence(gen, 0, &len); /* the walk shows the token just chosen */
+        memcpy(w.tokens, seq, len * sizeof(int));
+        on_step(&w, &rep);
+        rc = 0;
     }
+    if (rc == 0) {
+        size_t len;
+        const int *seq = gen_sequence(gen, 0, &len);
+        memcpy(out, seq + 3, sizeof out);
+    }
+    gen_free(gen);
     size_t rows_u[16] = { 0 };
     GenOptions gu = { .n_generate = EXAMPLE_TOKENS };
     if (rc == 0)

@@ -7,5 +7,6 @@ int cmd_run(int argc, char **argv);
 int cmd_example(int argc, char **argv);
 int cmd_calc(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif

@@ -16,6 +16,7 @@ static const Command commands[] = {
     { "example", cmd_example, "the source document's worked example, step by step" },
     { "calc", cmd_calc, "KV cache memory of a model config (per token, per layer, total)" },
     { "dump", cmd_dump, "weights, cache and logits as .npy files, to check in NumPy" },
+    { "bench", cmd_bench, "this machine's read bandwidth, then attention and matvec against it" },
 };
 
 static void usage(FILE *f)
@@ -49,7 +50,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(cmd, commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "kvscope: unknown command '%s' (commands: run, example, calc, dump; see `kvscope --help`)\n",
+    fprintf(stderr, "kvscope: unknown command '%s' (commands: run, example, calc, dump, bench; see `kvscope --help`)\n",
             cmd);
     return EXIT_USAGE;
 }

@@ -3,6 +3,9 @@
  * versions everywhere: they are a rounding error of a step's time. */
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "kernels/codec_isa.h"
 #include "kernels/kernels_isa.h"
@@ -35,7 +38,9 @@ size_t kernels_available(const Kernels **out, size_t cap)
         out[n++] = &table_ref;
 #if defined(__x86_64__)
     __builtin_cpu_init();
-    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    unsigned a, b, c, d; /* F16C from CPUID leaf 1, ECX: not every compiler knows its feature name */
+    int f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
     int avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
     if (avx2 && n < cap)

@@ -7,6 +7,25 @@
 
 #include "model/sample.h"
 
+struct Generator {
+    const Model *m;
+    KvCache *cache;
+    GenOptions o;
+    size_t n_seqs, prompt_len, chunk;
+    size_t stride;    /* seq holds [n_seqs][stride] tokens */
+    int *seq;         /* prompt, then the tokens generated */
+    int *input;       /* [n_seqs][max_new] the tokens of one pass */
+    int *sampled;     /* [n_seqs] */
+    float *logits;    /* [n_seqs][vocab] */
+    void *sample_scratch;
+    gsl_rng *rng;     /* sampling only */
+    ForwardState fs;
+    size_t step;      /* passes run */
+    size_t cached;    /* positions already in the cache */
+    size_t len;       /* tokens known per sequence */
+    size_t generated; /* tokens chosen per sequence */
+};
+
 size_t generate_positions(size_t prompt_len, size_t n_generate)
 {
     return prompt_len + n_generate - 1;
@@ -19,66 +38,26 @@ static double now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-typedef struct {
-    const Model *m;
-    KvCache *cache;
-    const GenOptions *o;
-    size_t n_seqs, stride; /* seq holds [n_seqs][stride] tokens */
-    int *seq, *input, *sampled;
-    float *logits;
-    void *sample_scratch;
-    gsl_rng *rng;
-    ForwardState fs;
-} Run;
-
-/* One forward pass over tokens [pos0, pos0 + n_new) of every sequence; if
- * `choose`, pick each sequence's next token into r->sampled. */
-static int run_pass(Run *r, size_t step, Phase phase, size_t pos0, size_t n_new, int choose, StepFn fn,
-                    void *user, Err *e)
+void gen_free(Generator *g)
 {
-    const size_t vocab = r->m->cfg.vocab;
-    for (size_t b = 0; b < r->n_seqs; b++)
-        memcpy(r->input + b * n_new, r->seq + b * r->stride + pos0, n_new * sizeof(int));
-
-    StepReport rep = { .step = step, .phase = phase, .n_new = n_new, .pos0 = pos0, .context = pos0 + n_new };
-    double t0 = now_seconds();
-    if (model_forward(r->m, &r->fs, r->cache, r->input, r->n_seqs, n_new, pos0, r->logits, &rep.ctr, e) < 0)
-        return -1;
-    if (choose)
-        for (size_t b = 0; b < r->n_seqs; b++) {
-            const float *lg = r->logits + b * vocab;
-            r->sampled[b] = r->o->temperature > 0
-                                ? sample_topk(lg, vocab, r->o->temperature, r->o->top_k, r->rng, r->sample_scratch)
-                                : sample_greedy(lg, vocab);
-        }
-    rep.ctr.seconds = now_seconds() - t0;
-    if (r->cache) {
-        rep.ctr.cache_bytes_used = kv_bytes_used(r->cache);
-        rep.ctr.cache_bytes_reserved = kv_bytes_reserved(r->cache);
-    }
-    rep.sampled = choose ? r->sampled : NULL;
-    rep.logits = r->logits;
-    rep.state = &r->fs;
-    int stop = fn ? fn(user, &rep) : 0;
-    return stop ? err_set(e, ERR_RUNTIME, "stopped") : 0;
+    if (!g)
+        return;
+    free(g->seq);
+    free(g->input);
+    free(g->sampled);
+    free(g->logits);
+    free(g->sample_scratch);
+    if (g->rng)
+        gsl_rng_free(g->rng);
+    forward_state_free(&g->fs);
+    free(g);
 }
 
-static void run_free(Run *r)
-{
-    free(r->seq);
-    free(r->input);
-    free(r->sampled);
-    free(r->logits);
-    free(r->sample_scratch);
-    if (r->rng)
-        gsl_rng_free(r->rng);
-    forward_state_free(&r->fs);
-}
-
-int generate(const Model *m, KvCache *cache, const int *prompt, size_t n_seqs, size_t prompt_len,
-             const GenOptions *o, int *out, StepFn fn, void *user, Err *e)
+int gen_init(Generator **out, const Model *m, KvCache *cache, const int *prompt, size_t n_seqs, size_t prompt_len,
+             const GenOptions *o, Err *e)
 {
     const Config *c = &m->cfg;
+    *out = NULL;
     if (n_seqs == 0 || prompt_len == 0 || o->n_generate == 0)
         return err_set(e, ERR_USAGE, "generation needs at least one prompt token and one token to generate");
     size_t need = generate_positions(prompt_len, o->n_generate);
@@ -90,49 +69,117 @@ int generate(const Model *m, KvCache *cache, const int *prompt, size_t n_seqs, s
     if (cache && cache->geo.n_seqs != n_seqs)
         return err_set(e, ERR_RUNTIME, "cache holds %zu sequences, batch is %zu", cache->geo.n_seqs, n_seqs);
 
-    const size_t chunk = (o->chunk == 0 || o->chunk > prompt_len) ? prompt_len : o->chunk;
-    const size_t max_new = cache ? chunk : need; /* uncached passes grow to the whole sequence */
-    Run r = { .m = m, .cache = cache, .o = o, .n_seqs = n_seqs, .stride = need + 1 };
-    r.seq = malloc(n_seqs * r.stride * sizeof(int));
-    r.input = malloc(n_seqs * max_new * sizeof(int));
-    r.sampled = malloc(n_seqs * sizeof(int));
-    r.logits = malloc(n_seqs * c->vocab * sizeof(float));
-    r.sample_scratch = malloc(sample_scratch_bytes(c->vocab));
+    Generator *g = calloc(1, sizeof *g);
+    if (!g)
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    g->m = m, g->cache = cache, g->o = *o, g->n_seqs = n_seqs, g->prompt_len = prompt_len;
+    g->chunk = (o->chunk == 0 || o->chunk > prompt_len) ? prompt_len : o->chunk;
+    g->stride = need + 1;
+    g->len = prompt_len;
+    const size_t max_new = cache ? g->chunk : need; /* uncached passes grow to the whole sequence */
+    g->seq = malloc(n_seqs * g->stride * sizeof(int));
+    g->input = malloc(n_seqs * max_new * sizeof(int));
+    g->sampled = malloc(n_seqs * sizeof(int));
+    g->logits = malloc(n_seqs * c->vocab * sizeof(float));
+    g->sample_scratch = malloc(sample_scratch_bytes(c->vocab));
     if (o->temperature > 0) {
-        r.rng = gsl_rng_alloc(gsl_rng_mt19937);
-        if (r.rng)
-            gsl_rng_set(r.rng, (unsigned long)o->sample_seed);
+        g->rng = gsl_rng_alloc(gsl_rng_mt19937);
+        if (g->rng)
+            gsl_rng_set(g->rng, (unsigned long)o->sample_seed);
     }
-    if (!r.seq || !r.input || !r.sampled || !r.logits || !r.sample_scratch || (o->temperature > 0 && !r.rng)) {
-        run_free(&r);
+    if (!g->seq || !g->input || !g->sampled || !g->logits || !g->sample_scratch || (o->temperature > 0 && !g->rng)) {
+        gen_free(g);
         return err_set(e, ERR_RUNTIME, "out of memory for generation buffers");
     }
-    if (forward_state_init(&r.fs, c, n_seqs * max_new, o->keep_probs, e) < 0) {
-        run_free(&r);
+    if (forward_state_init(&g->fs, c, n_seqs * max_new, o->keep_probs, e) < 0) {
+        gen_free(g);
         return -1;
     }
     for (size_t b = 0; b < n_seqs; b++)
-        memcpy(r.seq + b * r.stride, prompt + b * prompt_len, prompt_len * sizeof(int));
+        memcpy(g->seq + b * g->stride, prompt + b * prompt_len, prompt_len * sizeof(int));
+    *out = g;
+    return 0;
+}
 
-    int rc = 0;
-    size_t step = 0, len = prompt_len; /* len: tokens known per sequence */
-    for (size_t g = 0; g < o->n_generate && rc == 0; g++) {
-        if (!cache) {
-            rc = run_pass(&r, step++, g == 0 ? PHASE_PREFILL : PHASE_DECODE, 0, len, 1, fn, user, e);
-        } else if (g == 0) {
-            for (size_t pos = 0; pos < prompt_len && rc == 0; pos += chunk) {
-                size_t n = prompt_len - pos < chunk ? prompt_len - pos : chunk;
-                rc = run_pass(&r, step++, PHASE_PREFILL, pos, n, pos + n == prompt_len, fn, user, e);
-            }
-        } else {
-            rc = run_pass(&r, step++, PHASE_DECODE, len - 1, 1, 1, fn, user, e);
-        }
-        for (size_t b = 0; b < n_seqs && rc == 0; b++) {
-            r.seq[b * r.stride + len] = r.sampled[b];
-            out[b * o->n_generate + g] = r.sampled[b];
-        }
-        len++;
+int gen_step(Generator *g, StepReport *rep, Err *e)
+{
+    if (g->generated == g->o.n_generate)
+        return 0;
+    /* which tokens this pass runs: a prefill chunk, one decode token, or
+     * (uncached) the whole sequence from position 0 */
+    size_t pos0, n_new;
+    Phase phase = g->generated == 0 ? PHASE_PREFILL : PHASE_DECODE;
+    if (!g->cache) {
+        pos0 = 0, n_new = g->len;
+    } else if (g->cached < g->prompt_len) {
+        pos0 = g->cached;
+        n_new = g->prompt_len - pos0 < g->chunk ? g->prompt_len - pos0 : g->chunk;
+    } else {
+        pos0 = g->len - 1, n_new = 1;
     }
-    run_free(&r);
-    return rc;
+    const int choose = pos0 + n_new == g->len;
+    const size_t vocab = g->m->cfg.vocab;
+    for (size_t b = 0; b < g->n_seqs; b++)
+        memcpy(g->input + b * n_new, g->seq + b * g->stride + pos0, n_new * sizeof(int));
+
+    memset(rep, 0, sizeof *rep);
+    rep->step = g->step++, rep->phase = phase, rep->n_new = n_new, rep->pos0 = pos0, rep->context = pos0 + n_new;
+    double t0 = now_seconds();
+    if (model_forward(g->m, &g->fs, g->cache, g->input, g->n_seqs, n_new, pos0, g->logits, &rep->ctr, e) < 0)
+        return -1;
+    if (choose)
+        for (size_t b = 0; b < g->n_seqs; b++) {
+            const float *lg = g->logits + b * vocab;
+            g->sampled[b] = g->o.temperature > 0 ? sample_topk(lg, vocab, g->o.temperature, g->o.top_k, g->rng,
+                                                               g->sample_scratch)
+                                                 : sample_greedy(lg, vocab);
+        }
+    rep->ctr.seconds = now_seconds() - t0;
+    if (g->cache) {
+        g->cached = pos0 + n_new;
+        rep->ctr.cache_bytes_used = kv_bytes_used(g->cache);
+        rep->ctr.cache_bytes_reserved = kv_bytes_reserved(g->cache);
+    }
+    if (choose) {
+        for (size_t b = 0; b < g->n_seqs; b++)
+            g->seq[b * g->stride + g->len] = g->sampled[b];
+        g->len++;
+        g->generated++;
+    }
+    rep->sampled = choose ? g->sampled : NULL;
+    rep->logits = g->logits;
+    rep->state = &g->fs;
+    return 1;
+}
+
+const int *gen_sequence(const Generator *g, size_t seq, size_t *len)
+{
+    *len = g->len;
+    return g->seq + seq * g->stride;
+}
+
+size_t gen_generated(const Generator *g)
+{
+    return g->generated;
+}
+
+int generate(const Model *m, KvCache *cache, const int *prompt, size_t n_seqs, size_t prompt_len,
+             const GenOptions *o, int *out, StepFn fn, void *user, Err *e)
+{
+    Generator *g;
+    if (gen_init(&g, m, cache, prompt, n_seqs, prompt_len, o, e) < 0)
+        return -1;
+    StepReport rep;
+    int rc;
+    while ((rc = gen_step(g, &rep, e)) == 1) {
+        if (rep.sampled)
+            for (size_t b = 0; b < n_seqs; b++)
+                out[b * o->n_generate + gen_generated(g) - 1] = rep.sampled[b];
+        if (fn && fn(user, &rep)) {
+            rc = err_set(e, ERR_RUNTIME, "stopped");
+            break;
+        }
+    }
+    gen_free(g);
+    return rc < 0 ? -1 : 0;
 }

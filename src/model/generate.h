@@ -42,6 +42,24 @@ typedef struct {
 /* Called after every pass; a non-zero return stops generation (returned). */
 typedef int (*StepFn)(void *user, const StepReport *r);
 
+/* A generation that advances one forward pass at a time (the interactive
+ * view steps it; generate() runs it to the end). */
+typedef struct Generator Generator;
+
+/* Same contract as generate(); *out receives a generator the caller frees
+ * with gen_free. The cache (NULL = uncached) must outlive it. */
+int gen_init(Generator **out, const Model *m, KvCache *cache, const int *prompt, size_t n_seqs, size_t prompt_len,
+             const GenOptions *o, Err *e);
+/* Run the next pass and describe it in *rep (its pointers stay valid until
+ * the next call). Returns 1 after a pass, 0 when all tokens are generated
+ * (rep untouched), -1 on error. */
+int gen_step(Generator *g, StepReport *rep, Err *e);
+/* Tokens of sequence seq so far (prompt, then generated); *len is set. */
+const int *gen_sequence(const Generator *g, size_t seq, size_t *len);
+/* Tokens generated per sequence so far. */
+size_t gen_generated(const Generator *g);
+void gen_free(Generator *g);
+
 /* Generate o->n_generate tokens for each of n_seqs prompts of prompt_len.
  *   prompt: [n_seqs][prompt_len]; out: [n_seqs][n_generate]
  *   cache:  NULL for the uncached path; otherwise an empty cache whose
