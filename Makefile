@@ -11,7 +11,7 @@ CFLAGS   += -std=c11 $(WARN) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 
 # the library: every layer below app/ (tests and lesson exercises link it)
-LIB_DIRS := util stats kernels kv model
+LIB_DIRS := util stats kernels kv model sim
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c))
 
 # per-ISA kernel files carry their own flags; the rest of the program is
@@ -26,7 +26,7 @@ else
 endif
 ISA_FLAGS_avx2   := -mavx2 -mfma -mf16c
 ISA_FLAGS_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf16c
-APP_SRC  := $(wildcard src/app/*.c)
+APP_SRC  := $(wildcard src/app/*.c src/ui/*.c)
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
 APP_OBJ  := $(APP_SRC:src/%.c=$(BUILD)/obj/%.o)
 LIB      := $(BUILD)/libkvscope.a

@@ -137,10 +137,10 @@ static void attention_block(const BenchReport *rep, size_t ai, int cold)
     printf("\n%s, %s: %s\n", attend_algo_name(bench_algos[ai]), cold ? "cold" : "warm", algo_story[ai]);
     printf("%-17s%-11s", "", "");
     for (size_t gi = 0; gi < BENCH_N_GROUPS; gi++)
-        printf("  ----------- G = %zu -----------", bench_groups[gi]);
+        printf("  ------------ G = %zu ------------", bench_groups[gi]);
     printf("\n%7s  %-6s %12s ", "context", "format", "bytes/step");
     for (size_t gi = 0; gi < BENCH_N_GROUPS; gi++)
-        printf("  %10s %6s %5s %6s", "time/step", "GB/s", "% bw", "vs f32");
+        printf("  %10s %6s %5s  %6s", "time/step", "GB/s", "% bw", "vs f32");
     printf("  %6s\n", "G4/G1");
     for (size_t ci = 0; ci < rep->n_contexts; ci++)
         for (int f = 0; f < FMT_COUNT; f++) {
@@ -154,7 +154,7 @@ static void attention_block(const BenchReport *rep, size_t ai, int cold)
             for (size_t gi = 0; gi < BENCH_N_GROUPS; gi++) {
                 const BenchResult *r = bench_attn_at(rep, ci, (Format)f, gi, ai, cold);
                 wrong |= is_wrong(r);
-                printf("  %10s %6.2f %4.0f%% %5.2fx", fmt_time(t, sizeof t, r->seconds), gbps(r), pct_bw(rep, r),
+                printf("  %10s %6.2f %4.0f%%  %5.2fx", fmt_time(t, sizeof t, r->seconds), gbps(r), pct_bw(rep, r),
                        vs_f32(rep, ci, (Format)f, gi, ai, cold));
             }
             printf("  %5.2fx%s\n", g4_over_g1(rep, ci, (Format)f, ai, cold), wrong ? "  WRONG" : "");
@@ -227,5 +227,5 @@ void bench_report_matvec(BenchReport *rep, size_t rows, size_t cols, size_t n_co
     }
     if (openblas_missing)
         printf("OpenBLAS: not installed (%s)\n", openblas_missing);
-    printf("ours is: that row's time over %s's, so 2.00x means kvscope is twice as fast\n", mv[0].name);
+    printf("ours is: that row's time over %s's (2.00x: kvscope is twice as fast)\n", mv[0].name);
 }

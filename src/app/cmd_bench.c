@@ -231,7 +231,7 @@ static int run_matvec(const Kernels *k, const BenchOpts *o, BenchReport *rep, co
     int have_ob = bench_openblas_open(&ob, why, sizeof why) == 0;
     char ours[48], ob_name[160];
     snprintf(ours, sizeof ours, "kvscope %s", k->isa);
-    snprintf(ob_name, sizeof ob_name, "OpenBLAS %s", ob.config);
+    snprintf(ob_name, sizeof ob_name, "OpenBLAS (%s)", ob.config);
     Impl impl[4];
     size_t n = 0;
     impl[n++] = (Impl){ bench_matvec_kernels, k, ours, strcmp(k->isa, "ref") ? "kvscope" : "kvscope-ref" };

@@ -208,10 +208,15 @@ int bench_openblas_open(BenchOpenblas *ob, char *why, size_t cap)
     *(void **)&set_threads = dlsym(ob->handle, "openblas_set_num_threads");
     if (set_threads)
         set_threads(1); /* one core, as every other figure */
-    char *(*get_config)(void) = NULL;
+    /* "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ..." -> "0.3.21", and the core it chose */
+    char *(*get_config)(void) = NULL, *(*get_core)(void) = NULL;
     *(void **)&get_config = dlsym(ob->handle, "openblas_get_config");
-    if (get_config && get_config())
-        snprintf(ob->config, sizeof ob->config, "%s", get_config());
+    *(void **)&get_core = dlsym(ob->handle, "openblas_get_corename");
+    char version[32] = "";
+    if (get_config && get_config() && sscanf(get_config(), "OpenBLAS %31s", version) != 1)
+        version[0] = '\0';
+    snprintf(ob->config, sizeof ob->config, "%s%s%s%s", version, *version ? " " : "",
+             get_core && get_core() ? get_core() : "", set_threads ? ", 1 thread" : "");
     return 0;
 }
 

@@ -135,7 +135,7 @@ typedef struct {
     void *handle;
     void (*sgemv)(int order, int trans, int m, int n, float alpha, const float *a, int lda, const float *x,
                   int incx, float beta, float *y, int incy);
-    char config[128]; /* openblas_get_config(), or "" */
+    char config[128]; /* version, core and threads, e.g. "0.3.21 Zen, 1 thread" */
 } BenchOpenblas;
 
 /* dlopen libopenblas.so.0 and find cblas_sgemv; set one thread. Returns 0,

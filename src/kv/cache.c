@@ -35,6 +35,17 @@ size_t kv_row_pair_bytes(const KvGeometry *g, Format k_fmt, Format v_fmt)
     return g->n_kv_heads * (format_row_bytes(k_fmt, g->head_dim) + format_row_bytes(v_fmt, g->head_dim));
 }
 
+void kv_cells_prefix(const KvCache *c, size_t len, KvCell *out, size_t n)
+{
+    int lossy = c->k_fmt != FMT_F32 || c->v_fmt != FMT_F32;
+    for (size_t i = 0; i < n; i++)
+        out[i] = (KvCell){
+            .state = (unsigned char)(i < len ? (lossy ? CELL_LOSSY : CELL_EXACT) : CELL_EMPTY),
+            .k_fmt = (unsigned char)c->k_fmt, .v_fmt = (unsigned char)c->v_fmt,
+            .page_start = i == 0,
+        };
+}
+
 void kv_encode_rows(void *dst, size_t dst_stride, const float *src, size_t n, size_t h, const KvGeometry *g,
                     const FormatOps *ops)
 {

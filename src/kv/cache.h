@@ -32,6 +32,21 @@ typedef struct {
 
 typedef struct KvCache KvCache;
 
+/* The state of one position's slot, for the views' cache map. */
+typedef enum {
+    CELL_EMPTY = 0, /* reserved or not yet reached */
+    CELL_EXACT,     /* holds K and V in f32 */
+    CELL_LOSSY,     /* holds K and V, at least one in a lossy format */
+    CELL_EVICTED,   /* held once, dropped by a policy */
+    CELL_SHARED,    /* held in memory shared with another sequence */
+} CellState;
+
+typedef struct {
+    unsigned char state;      /* CellState */
+    unsigned char k_fmt, v_fmt; /* Format, when held */
+    unsigned char page_start; /* 1 when a page (or block of storage) starts here */
+} KvCell;
+
 typedef struct {
     const char *name;
     /* Store n rows for (layer, seq) at positions pos .. pos+n-1. */
@@ -43,6 +58,8 @@ typedef struct {
     size_t (*bytes_used)(const KvCache *c);
     size_t (*bytes_reserved)(const KvCache *c);
     void (*reset)(KvCache *c); /* empty every sequence, keep the memory */
+    /* Describe positions 0 .. n-1 of (layer, seq) into out[0 .. n). */
+    void (*cells)(const KvCache *c, size_t layer, size_t seq, KvCell *out, size_t n);
     void (*destroy)(KvCache *c);
 } KvCacheOps;
 
@@ -89,5 +106,13 @@ static inline size_t kv_length(const KvCache *c, size_t layer, size_t seq)
 static inline size_t kv_bytes_used(const KvCache *c) { return c->ops->bytes_used(c); }
 static inline size_t kv_bytes_reserved(const KvCache *c) { return c->ops->bytes_reserved(c); }
 static inline void kv_reset(KvCache *c) { c->ops->reset(c); }
+static inline void kv_cells(const KvCache *c, size_t layer, size_t seq, KvCell *out, size_t n)
+{
+    c->ops->cells(c, layer, seq, out, n);
+}
+
+/* The cells of a cache that holds positions 0 .. len-1 of a sequence in one
+ * run of storage: held, then empty (contiguous and dynamic use it). */
+void kv_cells_prefix(const KvCache *c, size_t len, KvCell *out, size_t n);
 
 #endif

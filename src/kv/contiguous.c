@@ -106,6 +106,11 @@ static void contiguous_destroy(KvCache *base)
     free(c);
 }
 
+static void contiguous_cells(const KvCache *base, size_t layer, size_t seq, KvCell *out, size_t n)
+{
+    kv_cells_prefix(base, contiguous_length(base, layer, seq), out, n);
+}
+
 static const KvCacheOps contiguous_ops = {
     .name = "contiguous",
     .append = contiguous_append,
@@ -115,6 +120,7 @@ static const KvCacheOps contiguous_ops = {
     .bytes_used = contiguous_bytes_used,
     .bytes_reserved = contiguous_bytes_reserved,
     .reset = contiguous_reset,
+    .cells = contiguous_cells,
     .destroy = contiguous_destroy,
 };
 

@@ -125,6 +125,11 @@ static void dynamic_destroy(KvCache *base)
     free(d);
 }
 
+static void dynamic_cells(const KvCache *base, size_t layer, size_t seq, KvCell *out, size_t n)
+{
+    kv_cells_prefix(base, dynamic_length(base, layer, seq), out, n);
+}
+
 static const KvCacheOps dynamic_ops = {
     .name = "dynamic",
     .append = dynamic_append,
@@ -134,6 +139,7 @@ static const KvCacheOps dynamic_ops = {
     .bytes_used = dynamic_bytes_used,
     .bytes_reserved = dynamic_bytes_used, /* it holds exactly what it uses */
     .reset = dynamic_reset,
+    .cells = dynamic_cells,
     .destroy = dynamic_destroy,
 };
 

@@ -1,0 +1,57 @@
+# test_bench.sh: `kvscope bench` in its quick form: it runs, says what it
+# measured, and refuses bad input in one line. Timings are never checked:
+# the machine may be shared.
+
+expect_ok "bench --help says what is measured" 'read bandwidth' $KV bench --help
+expect_ok "bench is listed in kvscope --help" '^  bench ' $KV --help
+
+run "bench --quick" $KV bench --quick
+if [ "$status" -eq 0 ]; then ok "bench --quick exits 0"; else bad "bench --quick exits 0" "exit $status" \
+    "stderr: $(head -c 300 "$err")"; fi
+grep -Eq '^read bandwidth: [0-9]+\.[0-9]+ GB/s' "$out" && ok "bench --quick prints the bandwidth line" ||
+    bad "bench --quick prints the bandwidth line" "stdout: $(head -c 300 "$out")"
+missing=""
+for f in f32 f16 q8_0 q4_0 int4 fp4; do
+    grep -Eq "^ +[0-9]+  $f " "$out" || missing="$missing $f"
+done
+[ -z "$missing" ] && ok "bench --quick has a row for every format" ||
+    bad "bench --quick has a row for every format" "missing:$missing"
+missing=""
+for form in flash naive materialize; do
+    for cache in cold warm; do
+        grep -q "^$form, $cache:" "$out" || missing="$missing $form/$cache"
+    done
+done
+[ -z "$missing" ] && ok "bench --quick has every form, cold and warm" ||
+    bad "bench --quick has every form, cold and warm" "missing:$missing"
+grep -q '^== 3. matvec' "$out" && grep -Eq '^GSL CBLAS' "$out" &&
+    grep -Eq '^OpenBLAS' "$out" && ok "bench --quick compares the matvec with GSL and OpenBLAS (or says it is absent)" ||
+    bad "bench --quick compares the matvec with GSL and OpenBLAS (or says it is absent)" \
+        "stdout: $(sed -n '/== 3/,$p' "$out" | head -c 400)"
+grep -q 'WRONG' "$out" && bad "bench --quick: no result differs from the reference" "$(grep WRONG "$out" | head -3)" ||
+    ok "bench --quick: no result differs from the reference"
+[ "$(grep -c '^kvscope bench: ' "$err")" -ge 3 ] && ok "bench --quick reports progress on stderr" ||
+    bad "bench --quick reports progress on stderr" "stderr: $(head -c 300 "$err")"
+
+run "bench tsv" $KV bench --quick --format tsv --contexts 64,128 --reps 1
+head -n 1 "$out" | grep -q '^section	isa	impl	form	group	cache	size	format	seconds	bytes' &&
+    ok "bench tsv has its header row" || bad "bench tsv has its header row" "first line: $(head -n 1 "$out")"
+# one bandwidth row; 2 contexts x 6 formats x 2 groups x 3 forms x 2 caches; 3 or 4 matvec rows
+rows=$(tail -n +2 "$out" | wc -l)
+bw=$(grep -c '^bandwidth	' "$out")
+attn=$(grep -c '^attention	' "$out")
+cols=$(awk -F'\t' '{ print NF }' "$out" | sort -u | tr '\n' ' ')
+if [ "$status" -eq 0 ] && [ "$bw" -eq 1 ] && [ "$attn" -eq 144 ] && [ "$rows" -ge 148 ] && [ "$cols" = "17 " ]
+then ok "bench tsv: one row per measurement, every row 17 columns"
+else bad "bench tsv: one row per measurement, every row 17 columns" \
+    "exit $status, bandwidth rows $bw, attention rows $attn, rows $rows, column counts: $cols"; fi
+
+expect_fail "bench: unknown isa" 2 "unknown ISA 'sse9'" $KV bench --quick --isa sse9
+expect_fail "bench: --reps 0" 2 "--reps: must be at least 1, got 0" $KV bench --quick --reps 0
+expect_fail "bench: bad contexts list" 2 "--contexts: 'x' is not a whole number" $KV bench --quick --contexts 1024,x
+expect_fail "bench: contexts list ending in a comma" 2 "ends with a comma" $KV bench --quick --contexts 1024,
+expect_fail "bench: empty contexts entry" 2 "not a comma-separated list" $KV bench --quick --contexts 1,,2
+expect_fail "bench: zero context" 2 "--contexts: must be at least 1" $KV bench --quick --contexts 0
+expect_fail "bench: json is not offered" 2 "table or tsv" $KV bench --quick --format json
+expect_fail "bench: unknown option" 2 "unknown or incomplete option '--fast'" $KV bench --fast
+expect_fail "bench: stray argument" 2 "unexpected argument 'now'" $KV bench now
