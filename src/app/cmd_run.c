@@ -23,6 +23,7 @@ typedef struct {
     GenOptions go;
     const char *cache_spec;
     AttendAlgo attend;
+    unsigned bugs;
     int no_cache, compare;
     OutFormat fmt;
 } RunOpts;
@@ -50,6 +51,9 @@ static void help(void)
            "  --attention FORM    flash (default: tiles of 64, online softmax, dequantization\n"
            "                      fused), naive (all scores, then softmax), or materialize\n"
            "                      (naive over an f32 view of the cache, its traffic counted)\n"
+           "  --bug NAME          commit one of the document's pitfalls in the cached run, on\n"
+           "                      purpose (repeatable): rope-position, mask-in-decode,\n"
+           "                      rope-on-v, ignore-append; --compare then shows the damage\n"
            "  --no-cache          recompute everything at every step\n"
            "  --compare           run cached and uncached; report whether the tokens are\n"
            "                      identical, the largest logit difference, and the ratios\n\n"
@@ -72,7 +76,7 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
         { "temperature", required_argument, 0, 0 }, { "top-k", required_argument, 0, 0 },
         { "sample-seed", required_argument, 0, 0 }, { "cache", required_argument, 0, 0 },
         { "no-cache", no_argument, 0, 0 },      { "compare", no_argument, 0, 0 },
-        { "attention", required_argument, 0, 0 },
+        { "attention", required_argument, 0, 0 }, { "bug", required_argument, 0, 0 },
         { "format", required_argument, 0, 0 },  { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
     };
@@ -113,6 +117,11 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
         else if (strcmp(name, "attention") == 0) {
             if (attend_algo_parse(optarg, &o->attend) < 0)
                 rc = err_set(e, ERR_USAGE, "--attention: '%s' is not one of flash, naive, materialize", optarg);
+        } else if (strcmp(name, "bug") == 0) {
+            Bug b;
+            if (bug_parse(optarg, &b) < 0)
+                rc = err_set(e, ERR_USAGE, "--bug: '%s' is not one of %s", optarg, bug_names);
+            o->bugs |= b;
         } else if (strcmp(name, "no-cache") == 0)
             o->no_cache = 1;
         else if (strcmp(name, "compare") == 0)
@@ -253,6 +262,7 @@ int cmd_run(int argc, char **argv)
         return cli_fail(&e);
     }
     m.attend = o.attend;
+    m.bugs = o.bugs;
     KvGeometry geo = model_kv_geometry(&m, batch);
     /* open the cache before printing anything, so a bad spec is one clean line */
     KvCache *cache = o.no_cache ? NULL : kv_open(o.cache_spec, &geo, &e);
@@ -336,8 +346,10 @@ int cmd_run(int argc, char **argv)
                                           "tolerance_rel", LOGIT_REL_TOL, "projected_ratio", proj_ratio,
                                           "flop_ratio", flop_ratio, "time_ratio", time_ratio));
         }
-        int exact = cache && cache->k_fmt == FMT_F32 && cache->v_fmt == FMT_F32;
-        if (!exact && o.fmt == OUT_TABLE)
+        int exact = cache && cache->k_fmt == FMT_F32 && cache->v_fmt == FMT_F32 && !o.bugs;
+        if (o.bugs && o.fmt == OUT_TABLE)
+            printf("(a pitfall is on: the cached run is wrong on purpose; the uncached run is the reference)\n");
+        else if (!exact && o.fmt == OUT_TABLE)
             printf("(a lossy cache: these differences are its quantization error, not a fault)\n");
         if (exact && (!same || rel_d > LOGIT_REL_TOL)) {
             if (root)

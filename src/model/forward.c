@@ -57,13 +57,13 @@ void forward_state_free(ForwardState *s)
  * uncached, one block over the K/V rows just computed (rows of a sequence are
  * token-major [n_new][kv_dim], so a head's rows are kv_dim floats apart). */
 static int gather_blocks(const Model *m, ForwardState *s, const KvCache *cache, size_t layer, size_t seq,
-                         size_t h, size_t n_new, Err *e)
+                         size_t h, size_t n_new, size_t pos0, Err *e)
 {
     const size_t hd = m->cfg.head_dim, kv_dim = config_kv_dim(&m->cfg);
-    if (!cache) {
+    if (!cache || (m->bugs & BUG_IGNORE_APPEND)) {
         size_t first = seq * n_new;
         s->blocks[0] = (KvBlock){
-            .pos = 0, .n = n_new,
+            .pos = pos0, .n = n_new,
             .k = s->k + first * kv_dim + h * hd, .v = s->v + first * kv_dim + h * hd,
             .k_stride = kv_dim * sizeof(float), .v_stride = kv_dim * sizeof(float),
             .k_fmt = FMT_F32, .v_fmt = FMT_F32,
@@ -99,7 +99,7 @@ static int attention(const Model *m, ForwardState *s, KvCache *cache, size_t lay
                                ctr, e) < 0)
             return -1;
         for (size_t h = 0; h < c->n_kv_heads; h++) {
-            int nb = gather_blocks(m, s, cache, layer, b, h, n_new, e);
+            int nb = gather_blocks(m, s, cache, layer, b, h, n_new, pos0, e);
             if (nb < 0)
                 return -1;
             float *probs = (s->probs && b == 0)
@@ -108,7 +108,8 @@ static int attention(const Model *m, ForwardState *s, KvCache *cache, size_t lay
             AttnArgs a = {
                 .q = s->q + first * q_dim + h * group * hd, .q_stride = q_dim,
                 .out = s->att + first * q_dim + h * group * hd, .out_stride = q_dim,
-                .n_q = n_new, .group = group, .head_dim = hd, .pos0 = pos0, .window = c->sliding_window,
+                .n_q = n_new, .group = group, .head_dim = hd, .window = c->sliding_window,
+                .pos0 = (cache && (m->bugs & BUG_MASK_IN_DECODE) && n_new == 1) ? 0 : pos0,
                 .blocks = s->blocks, .n_blocks = (size_t)nb,
                 .scores = s->scores, .view = s->view, .view_blocks = s->view_blocks,
                 .probs = probs, .probs_q_stride = c->max_seq_len, .probs_g_stride = s->max_q * c->max_seq_len,
@@ -153,10 +154,13 @@ int model_forward(const Model *m, ForwardState *s, KvCache *cache, const int *to
         K->matmul(s->k, s->xb, w->wk, rows, d, kv_dim, &ctr->flops_k, ctr);
         K->matmul(s->v, s->xb, w->wv, rows, d, kv_dim, &ctr->flops_v, ctr);
         const int wrong_pos = (m->bugs & BUG_ROPE_POSITION) && cache && pos0 > 0;
+        const int rotate_v = (m->bugs & BUG_ROPE_ON_V) && cache;
         for (size_t r = 0; r < rows; r++) {
-            size_t pos = wrong_pos ? r % n_new : pos0 + r % n_new; /* V is never rotated */
+            size_t pos = wrong_pos ? r % n_new : pos0 + r % n_new;
             K->rope(s->q + r * q_dim, c->n_heads, c->head_dim, pos, c->rope_theta, ctr);
             K->rope(s->k + r * kv_dim, c->n_kv_heads, c->head_dim, pos, c->rope_theta, ctr);
+            if (rotate_v) /* correct code never rotates V */
+                K->rope(s->v + r * kv_dim, c->n_kv_heads, c->head_dim, pos, c->rope_theta, ctr);
         }
         if (attention(m, s, cache, l, n_seqs, n_new, pos0, ctr, e) < 0)
             return err_wrap(e, "layer %zu", l);

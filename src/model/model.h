@@ -26,12 +26,21 @@ typedef struct {
     float *w_down;    /* [d_model][ffn_dim] */
 } LayerWeights;
 
-/* The source document's pitfalls, committed on purpose so a learner can see
- * what each one breaks. Off unless a caller sets Model.bugs. */
+/* The source document's four pitfalls, committed on purpose so a learner
+ * can see what each one breaks. They act on the cached path only: the
+ * uncached run stays the correct reference. Off unless Model.bugs sets them. */
 typedef enum {
     BUG_NONE = 0,
-    BUG_ROPE_POSITION = 1u << 0, /* decode tokens rotated as if at position 0 */
+    BUG_ROPE_POSITION = 1u << 0,  /* 1: decode tokens rotated as if at position 0 */
+    BUG_MASK_IN_DECODE = 1u << 1, /* 2: the decode query masked as if it were row 0: it sees position 0 only */
+    BUG_ROPE_ON_V = 1u << 2,      /* 3: V rotated by RoPE before it is cached */
+    BUG_IGNORE_APPEND = 1u << 3,  /* 4: attention over the new tokens only, the cached history ignored */
 } Bug;
+
+/* Parse a bug name (rope-position, mask-in-decode, rope-on-v, ignore-append). */
+int bug_parse(const char *name, Bug *out);
+const char *bug_name(Bug b);
+extern const char bug_names[];
 
 typedef struct {
     Config cfg;

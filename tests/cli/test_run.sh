@@ -64,3 +64,5 @@ tmp_ini=$(mktemp --suffix=.ini)
 printf 'd_model = 16\nthis is not a key value line\n' >"$tmp_ini"
 expect_fail "malformed ini line" 2 "line 2: malformed line" $KV run --model "$tmp_ini"
 rm -f "$tmp_ini"
+expect_ok "run --bug --compare reports the damage, exit 0" "a pitfall is on" $KV run --bug rope-on-v --tokens 4 --compare
+expect_fail "unknown bug" 2 "--bug: .nope. is not one of" $KV run --bug nope

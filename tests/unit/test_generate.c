@@ -212,6 +212,47 @@ static void test_sliding_window(void **state)
     model_free(&windowed);
 }
 
+/* Each of the document's four pitfalls, switched on, breaks the invariant:
+ * the cached logits leave the uncached reference, which none of them touch. */
+static void test_pitfalls_break_equivalence(void **state)
+{
+    (void)state;
+    static const Bug bugs[] = { BUG_ROPE_POSITION, BUG_MASK_IN_DECODE, BUG_ROPE_ON_V, BUG_IGNORE_APPEND };
+    Config c = test_config(2, 4, 2);
+    Model m;
+    test_model(&m, &c);
+    int prompt[6], ref_tokens[5], out[5];
+    test_tokens(prompt, 6, c.vocab, 5);
+    size_t per_step = c.vocab;
+    Log ref = { malloc(5 * per_step * sizeof(float)), per_step, 0 };
+    Err e = { 0 };
+    GenOptions go = { .n_generate = 5 };
+    m.bugs = BUG_ROPE_POSITION | BUG_MASK_IN_DECODE | BUG_ROPE_ON_V | BUG_IGNORE_APPEND;
+    assert_int_equal(generate(&m, NULL, prompt, 1, 6, &go, ref_tokens, log_logits, &ref, &e), 0);
+    m.bugs = BUG_NONE;
+    Log clean = { malloc(5 * per_step * sizeof(float)), per_step, 0 };
+    assert_int_equal(generate(&m, NULL, prompt, 1, 6, &go, out, log_logits, &clean, &e), 0);
+    assert_memory_equal(ref.logits, clean.logits, 5 * per_step * sizeof(float)); /* uncached: bugs do nothing */
+    for (size_t i = 0; i < 4; i++) {
+        Log lb = { malloc(5 * per_step * sizeof(float)), per_step, 0 };
+        KvGeometry geo = model_kv_geometry(&m, 1);
+        KvCache *cache = kv_open("contiguous", &geo, &e);
+        m.bugs = bugs[i];
+        assert_int_equal(generate(&m, cache, prompt, 1, 6, &go, out, log_logits, &lb, &e), 0);
+        m.bugs = BUG_NONE;
+        double d = 0;
+        for (size_t k = 0; k < 5 * per_step; k++)
+            d = fmax(d, fabs((double)lb.logits[k] - ref.logits[k]));
+        printf("  %-15s max |logit - reference| %.3g\n", bug_name(bugs[i]), d);
+        assert_true(d > 1e-3);
+        kv_free(cache);
+        free(lb.logits);
+    }
+    free(ref.logits);
+    free(clean.logits);
+    model_free(&m);
+}
+
 static void test_same_seed_same_bits(void **state)
 {
     (void)state;
@@ -255,6 +296,7 @@ int main(void)
         cmocka_unit_test(test_split_prefill_same_cache),
         cmocka_unit_test(test_wrong_rope_position_changes_output),
         cmocka_unit_test(test_sliding_window),
+        cmocka_unit_test(test_pitfalls_break_equivalence),
         cmocka_unit_test(test_same_seed_same_bits),
         cmocka_unit_test(test_too_long_is_refused),
     };
