@@ -309,6 +309,8 @@ int cmd_run(int argc, char **argv)
     json_t *totals = root ? json_object() : NULL;
     if (run_cached)
         report_totals(stdout, o.fmt, "cached", &cc.total, totals);
+    if (run_cached)
+        report_pages(stdout, o.fmt, cache, root);
     if (run_uncached)
         report_totals(stdout, o.fmt, "uncached", &cu.total, totals);
     if (root)

@@ -90,3 +90,31 @@ void report_totals(FILE *f, OutFormat fmt, const char *run, const Counters *t, j
                 cli_bytes(reserved, sizeof reserved, (double)t->cache_bytes_reserved), t->allocations,
                 cli_bytes(copied, sizeof copied, (double)t->bytes_copied));
 }
+
+void report_pages(FILE *f, OutFormat fmt, const KvCache *cache, json_t *root)
+{
+    KvStats st;
+    kv_stats(cache, &st);
+    if (!st.page_rows)
+        return;
+    if (fmt == OUT_JSON && root) {
+        json_object_set_new(root, "pages",
+                            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "page_rows",
+                                      (json_int_t)st.page_rows, "total", (json_int_t)st.pages_total, "used",
+                                      (json_int_t)st.pages_used, "free", (json_int_t)st.pages_free, "cached",
+                                      (json_int_t)st.pages_cached, "shared", (json_int_t)st.pages_shared,
+                                      "waste_rows", (json_int_t)st.waste_rows, "prefix_hits",
+                                      (json_int_t)st.prefix_hits, "cow_copies", (json_int_t)st.cow_copies,
+                                      "evictions", (json_int_t)st.evictions));
+        return;
+    }
+    if (fmt != OUT_TABLE)
+        return;
+    fprintf(f, "pages: %zu used of %zu (%zu rows each), %zu free, %zu cached; %zu shared, %zu prefix hits, "
+               "%zu copied on write; %zu empty slots in last pages\n",
+            st.pages_used, st.pages_total, st.page_rows, st.pages_free, st.pages_cached, st.pages_shared,
+            st.prefix_hits, st.cow_copies, st.waste_rows);
+    if (st.prefix_hits)
+        fprintf(f, "prefix sharing: only full pages are shared; %zu page(s) mapped instead of written\n",
+                st.prefix_hits);
+}

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "app/cli.h"
+#include "kv/cache.h"
 #include "model/generate.h"
 
 /* One pass as printed: the report plus which run it belongs to. */
@@ -22,5 +23,7 @@ void report_step(FILE *f, OutFormat fmt, const StepRow *row, json_t *steps_json)
 /* The summary of one run; json goes into obj when fmt is OUT_JSON. */
 void report_totals(FILE *f, OutFormat fmt, const char *run, const Counters *t, json_t *obj);
 json_t *report_counters_json(const Counters *c);
+/* The page pool of a paged cache (nothing for other layouts). */
+void report_pages(FILE *f, OutFormat fmt, const KvCache *cache, json_t *root);
 
 #endif

@@ -15,6 +15,8 @@ static const Layout layouts[] = {
     { "contiguous", "contiguous[:max=ROWS]   pre-allocated to max_seq_len (or ROWS); overflow is an error",
       contiguous_open },
     { "dynamic", "dynamic                 grows by reallocating and copying at every append", dynamic_open },
+    { "paged", "paged[:page=16,pages=N] a pool of N pages of 16 rows, block tables, prefix sharing,\n"
+               "                          copy on write (N: enough for every sequence by default)", paged_open },
 };
 
 static const char modifiers_help[] =
@@ -33,6 +35,13 @@ void kv_spec_help(char *buf, size_t cap)
 size_t kv_row_pair_bytes(const KvGeometry *g, Format k_fmt, Format v_fmt)
 {
     return g->n_kv_heads * (format_row_bytes(k_fmt, g->head_dim) + format_row_bytes(v_fmt, g->head_dim));
+}
+
+void kv_stats(const KvCache *c, KvStats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (c->ops->stats)
+        c->ops->stats(c, out);
 }
 
 void kv_cells_prefix(const KvCache *c, size_t len, KvCell *out, size_t n)

@@ -32,6 +32,21 @@ typedef struct {
 
 typedef struct KvCache KvCache;
 
+/* What a cache can say about its memory beyond bytes: zeros for a layout
+ * without pages. Shared pages are counted once in pages_used. */
+typedef struct {
+    size_t page_rows;     /* rows per page; 0 when not paged */
+    size_t pages_total;   /* the pool */
+    size_t pages_used;    /* referenced by at least one sequence */
+    size_t pages_free;    /* never used or given back clean */
+    size_t pages_cached;  /* given back but still holding a hashed full page (reusable, LRU) */
+    size_t pages_shared;  /* referenced by more than one sequence */
+    size_t waste_rows;    /* reserved but empty slots (the tail of each sequence's last page) */
+    size_t prefix_hits;   /* pages mapped from the prefix hash instead of written */
+    size_t cow_copies;    /* shared pages copied before a write */
+    size_t evictions;     /* cached pages reclaimed for new data */
+} KvStats;
+
 /* The state of one position's slot, for the views' cache map. */
 typedef enum {
     CELL_EMPTY = 0, /* reserved or not yet reached */
@@ -49,6 +64,11 @@ typedef struct {
 
 typedef struct {
     const char *name;
+    /* Optional (NULL = nothing to do): positions pos .. pos+n-1 of seq, whose
+     * token ids are tokens[0..n), are about to be appended in every layer.
+     * A paged cache maps pages here, sharing a full page whose tokens (and
+     * prefix) it already holds, and copies a shared page before a write. */
+    int (*reserve)(KvCache *c, size_t seq, size_t pos, const int *tokens, size_t n, Counters *ctr, Err *e);
     /* Store n rows for (layer, seq) at positions pos .. pos+n-1. */
     int (*append)(KvCache *c, size_t layer, size_t seq, size_t pos, size_t n,
                   const float *k, const float *v, Counters *ctr, Err *e);
@@ -58,6 +78,16 @@ typedef struct {
     size_t (*bytes_used)(const KvCache *c);
     size_t (*bytes_reserved)(const KvCache *c);
     void (*reset)(KvCache *c); /* empty every sequence, keep the memory */
+    /* Make dst (an empty sequence) hold what src holds: a paged cache shares
+     * the pages (copy on write), others copy the rows (counted). */
+    int (*fork)(KvCache *c, size_t src, size_t dst, Counters *ctr, Err *e);
+    /* Empty one sequence, giving its memory back. */
+    void (*drop)(KvCache *c, size_t seq);
+    /* Optional (NULL = no pages): fill *out. */
+    void (*stats)(const KvCache *c, KvStats *out);
+    /* Optional: the physical page of each logical page of seq into phys
+     * (at most cap); returns the number of logical pages. */
+    size_t (*page_table)(const KvCache *c, size_t seq, size_t *phys, size_t cap);
     /* Describe positions 0 .. n-1 of (layer, seq) into out[0 .. n). */
     void (*cells)(const KvCache *c, size_t layer, size_t seq, KvCell *out, size_t n);
     void (*destroy)(KvCache *c);
@@ -86,6 +116,17 @@ void kv_spec_help(char *buf, size_t cap);
  * memory): the building block of every closed-form memory figure. */
 size_t kv_row_pair_bytes(const KvGeometry *g, Format k_fmt, Format v_fmt);
 
+static inline int kv_reserve(KvCache *c, size_t seq, size_t pos, const int *tokens, size_t n, Counters *ctr,
+                             Err *e)
+{
+    return c->ops->reserve ? c->ops->reserve(c, seq, pos, tokens, n, ctr, e) : 0;
+}
+static inline int kv_fork(KvCache *c, size_t src, size_t dst, Counters *ctr, Err *e)
+{
+    return c->ops->fork(c, src, dst, ctr, e);
+}
+static inline void kv_drop(KvCache *c, size_t seq) { c->ops->drop(c, seq); }
+void kv_stats(const KvCache *c, KvStats *out);
 static inline int kv_append(KvCache *c, size_t layer, size_t seq, size_t pos, size_t n,
                             const float *k, const float *v, Counters *ctr, Err *e)
 {

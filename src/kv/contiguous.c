@@ -97,6 +97,36 @@ static void contiguous_reset(KvCache *base)
     memset(c->len, 0, base->geo.n_layers * base->geo.n_seqs * sizeof *c->len);
 }
 
+/* Copy every layer's rows of src into the empty dst. */
+static int contiguous_fork(KvCache *base, size_t src, size_t dst, Counters *ctr, Err *e)
+{
+    Contiguous *c = (Contiguous *)base;
+    const KvGeometry *g = &base->geo;
+    for (size_t l = 0; l < g->n_layers; l++)
+        if (c->len[slot(c, l, dst)] != 0)
+            return err_set(e, ERR_RUNTIME, "fork: sequence %zu is not empty", dst);
+    for (size_t l = 0; l < g->n_layers; l++) {
+        size_t n = c->len[slot(c, l, src)];
+        for (size_t h = 0; h < g->n_kv_heads; h++) {
+            memcpy(c->k + row_index(c, l, dst, h, 0) * c->k_row, c->k + row_index(c, l, src, h, 0) * c->k_row,
+                   n * c->k_row);
+            memcpy(c->v + row_index(c, l, dst, h, 0) * c->v_row, c->v + row_index(c, l, src, h, 0) * c->v_row,
+                   n * c->v_row);
+        }
+        c->len[slot(c, l, dst)] = n;
+        if (ctr)
+            ctr->bytes_copied += n * g->n_kv_heads * (c->k_row + c->v_row);
+    }
+    return 0;
+}
+
+static void contiguous_drop(KvCache *base, size_t seq)
+{
+    Contiguous *c = (Contiguous *)base;
+    for (size_t l = 0; l < base->geo.n_layers; l++)
+        c->len[slot(c, l, seq)] = 0;
+}
+
 static void contiguous_destroy(KvCache *base)
 {
     Contiguous *c = (Contiguous *)base;
@@ -121,6 +151,8 @@ static const KvCacheOps contiguous_ops = {
     .bytes_reserved = contiguous_bytes_reserved,
     .reset = contiguous_reset,
     .cells = contiguous_cells,
+    .fork = contiguous_fork,
+    .drop = contiguous_drop,
     .destroy = contiguous_destroy,
 };
 

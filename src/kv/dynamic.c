@@ -106,14 +106,56 @@ static size_t dynamic_bytes_used(const KvCache *base)
     return rows * base->geo.n_kv_heads * (d->k_row + d->v_row);
 }
 
+static void slot_free(Slot *s)
+{
+    free(s->k);
+    free(s->v);
+    *s = (Slot){ 0 };
+}
+
+/* Copy every layer's rows of src into fresh buffers for the empty dst. */
+static int dynamic_fork(KvCache *base, size_t src, size_t dst, Counters *ctr, Err *e)
+{
+    Dynamic *d = (Dynamic *)base;
+    const KvGeometry *g = &base->geo;
+    for (size_t l = 0; l < g->n_layers; l++)
+        if (slot_of(d, l, dst)->len != 0)
+            return err_set(e, ERR_RUNTIME, "fork: sequence %zu is not empty", dst);
+    for (size_t l = 0; l < g->n_layers; l++) {
+        const Slot *from = slot_of(d, l, src);
+        Slot *to = slot_of(d, l, dst);
+        if (!from->len)
+            continue;
+        size_t kb = g->n_kv_heads * from->len * d->k_row, vb = g->n_kv_heads * from->len * d->v_row;
+        to->k = malloc(kb);
+        to->v = malloc(vb);
+        if (!to->k || !to->v) {
+            slot_free(to);
+            return err_set(e, ERR_RUNTIME, "dynamic cache: out of memory forking a sequence");
+        }
+        memcpy(to->k, from->k, kb);
+        memcpy(to->v, from->v, vb);
+        to->len = from->len;
+        if (ctr) {
+            ctr->allocations += 2;
+            ctr->bytes_copied += kb + vb;
+        }
+    }
+    return 0;
+}
+
+static void dynamic_drop(KvCache *base, size_t seq)
+{
+    Dynamic *d = (Dynamic *)base;
+    for (size_t l = 0; l < base->geo.n_layers; l++)
+        slot_free(slot_of(d, l, seq));
+}
+
 static void dynamic_reset(KvCache *base)
 {
     Dynamic *d = (Dynamic *)base;
-    for (size_t i = 0; i < base->geo.n_layers * base->geo.n_seqs; i++) {
-        free(d->slots[i].k);
-        free(d->slots[i].v);
-        d->slots[i] = (Slot){ 0 };
-    }
+    for (size_t i = 0; i < base->geo.n_layers * base->geo.n_seqs; i++)
+        slot_free(&d->slots[i]);
 }
 
 static void dynamic_destroy(KvCache *base)
@@ -140,6 +182,8 @@ static const KvCacheOps dynamic_ops = {
     .bytes_reserved = dynamic_bytes_used, /* it holds exactly what it uses */
     .reset = dynamic_reset,
     .cells = dynamic_cells,
+    .fork = dynamic_fork,
+    .drop = dynamic_drop,
     .destroy = dynamic_destroy,
 };
 

@@ -144,6 +144,9 @@ int model_forward(const Model *m, ForwardState *s, KvCache *cache, const int *to
         memcpy(s->x + r * d, m->embed + (size_t)tokens[r] * d, d * sizeof(float));
     }
     ctr->tokens_projected += rows;
+    for (size_t b = 0; cache && b < n_seqs; b++) /* let a paged cache map pages before the layers write */
+        if (kv_reserve(cache, b, pos0, tokens + b * n_new, n_new, ctr, e) < 0)
+            return -1;
 
     for (size_t l = 0; l < c->n_layers; l++) {
         const LayerWeights *w = model_layer(m, l);
