@@ -15,6 +15,8 @@ static const Layout layouts[] = {
     { "contiguous", "contiguous[:max=ROWS]   pre-allocated to max_seq_len (or ROWS); overflow is an error",
       contiguous_open },
     { "dynamic", "dynamic                 grows by reallocating and copying at every append", dynamic_open },
+    { "ring", "ring:window=W[,sinks=S,pass=P] the last W positions (plus the first S, kept\n"
+              "                          for good) in a ring of W + P - 1 slots; passes of <= P tokens", ring_open },
     { "paged", "paged[:page=16,pages=N] a pool of N pages of 16 rows, block tables, prefix sharing,\n"
                "                          copy on write (N: enough for every sequence by default)", paged_open },
 };

@@ -83,6 +83,9 @@ typedef struct {
     int (*fork)(KvCache *c, size_t src, size_t dst, Counters *ctr, Err *e);
     /* Empty one sequence, giving its memory back. */
     void (*drop)(KvCache *c, size_t seq);
+    /* Optional (NULL = any): the most tokens one pass may append to a
+     * sequence (a ring holds its window plus one pass). */
+    size_t (*max_pass)(const KvCache *c);
     /* Optional (NULL = no pages): fill *out. */
     void (*stats)(const KvCache *c, KvStats *out);
     /* Optional: the physical page of each logical page of seq into phys
@@ -127,6 +130,7 @@ static inline int kv_fork(KvCache *c, size_t src, size_t dst, Counters *ctr, Err
 }
 static inline void kv_drop(KvCache *c, size_t seq) { c->ops->drop(c, seq); }
 void kv_stats(const KvCache *c, KvStats *out);
+static inline size_t kv_max_pass(const KvCache *c) { return c->ops->max_pass ? c->ops->max_pass(c) : 0; }
 static inline int kv_append(KvCache *c, size_t layer, size_t seq, size_t pos, size_t n,
                             const float *k, const float *v, Counters *ctr, Err *e)
 {

@@ -74,6 +74,9 @@ int gen_init(Generator **out, const Model *m, KvCache *cache, const int *prompt,
         return err_set(e, ERR_RUNTIME, "out of memory");
     g->m = m, g->cache = cache, g->o = *o, g->n_seqs = n_seqs, g->prompt_len = prompt_len;
     g->chunk = (o->chunk == 0 || o->chunk > prompt_len) ? prompt_len : o->chunk;
+    size_t max_pass = cache ? kv_max_pass(cache) : 0;
+    if (max_pass && g->chunk > max_pass) /* a ring holds its window plus one pass: prefill in pieces that fit */
+        g->chunk = max_pass;
     g->stride = need + 1;
     g->len = prompt_len;
     const size_t max_new = cache ? g->chunk : need; /* uncached passes grow to the whole sequence */
