@@ -17,6 +17,8 @@ static const Layout layouts[] = {
     { "dynamic", "dynamic                 grows by reallocating and copying at every append", dynamic_open },
     { "ring", "ring:window=W[,sinks=S,pass=P] the last W positions (plus the first S, kept\n"
               "                          for good) in a ring of W + P - 1 slots; passes of <= P tokens", ring_open },
+    { "mixed", "mixed[:hot=32,group=16,cold=q4_0,warm=q8_0,warm_rows=R] recent rows f16; past hot,\n"
+               "                          the oldest group is quantized (to warm when warm_rows is set)", mixed_open },
     { "paged", "paged[:page=16,pages=N] a pool of N pages of 16 rows, block tables, prefix sharing,\n"
                "                          copy on write (N: enough for every sequence by default)", paged_open },
 };
@@ -94,6 +96,7 @@ KvCache *kv_open(const char *text, const KvGeometry *geo, Err *e)
             snprintf(c->spec, sizeof c->spec, "%s", text);
             c->k_fmt = st.k_fmt;
             c->v_fmt = st.v_fmt;
+            c->lossy |= st.k_fmt != FMT_F32 || st.v_fmt != FMT_F32;
         }
         return c;
     }

@@ -101,7 +101,8 @@ struct KvCache {
     const KvCacheOps *ops;
     KvGeometry geo;
     char spec[128]; /* the spec string that made it, for reports */
-    Format k_fmt, v_fmt; /* how its rows are stored */
+    Format k_fmt, v_fmt; /* how its rows are stored (a layout may mix formats) */
+    int lossy;           /* may return rows other than those appended: quantized, aged or dropped */
 };
 
 /* Build a cache from a spec string such as "contiguous", "dynamic" or

@@ -247,6 +247,7 @@ KvCache *ring_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st,
     }
     r->base.ops = &ring_ops;
     r->base.geo = *geo;
+    r->base.lossy = 1; /* exact only when the model's own window hides what it drops */
     r->st = *st;
     r->window = window, r->sinks = sinks, r->pass = pass, r->slots = window + pass - 1;
     r->k_row = kv_k_row_bytes(geo, st), r->v_row = kv_v_row_bytes(geo, st);
