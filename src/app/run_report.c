@@ -99,13 +99,16 @@ void report_pages(FILE *f, OutFormat fmt, const KvCache *cache, json_t *root)
         return;
     if (fmt == OUT_JSON && root) {
         json_object_set_new(root, "pages",
-                            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "page_rows",
+                            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I}",
+                                      "page_rows",
                                       (json_int_t)st.page_rows, "total", (json_int_t)st.pages_total, "used",
                                       (json_int_t)st.pages_used, "free", (json_int_t)st.pages_free, "cached",
                                       (json_int_t)st.pages_cached, "shared", (json_int_t)st.pages_shared,
                                       "waste_rows", (json_int_t)st.waste_rows, "prefix_hits",
                                       (json_int_t)st.prefix_hits, "cow_copies", (json_int_t)st.cow_copies,
-                                      "evictions", (json_int_t)st.evictions));
+                                      "evictions", (json_int_t)st.evictions, "sparse_on", st.sparse_on,
+                                      "pages_dropped", (json_int_t)st.pages_dropped, "bytes_saved",
+                                      (json_int_t)st.bytes_saved));
         return;
     }
     if (fmt != OUT_TABLE)
@@ -117,4 +120,9 @@ void report_pages(FILE *f, OutFormat fmt, const KvCache *cache, json_t *root)
     if (st.prefix_hits)
         fprintf(f, "prefix sharing: only full pages are shared; %zu page(s) mapped instead of written\n",
                 st.prefix_hits);
+    if (st.pages_dropped) {
+        char saved[32];
+        fprintf(f, "block-sparse: %s; %zu pages attended, %zu dropped, %s saved\n", st.sparse_on ? "on" : "off",
+                st.pages_active, st.pages_dropped, cli_bytes(saved, sizeof saved, (double)st.bytes_saved));
+    }
 }

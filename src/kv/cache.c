@@ -24,7 +24,9 @@ static const Layout layouts[] = {
 };
 
 static const char modifiers_help[] =
-    "  +quant:k=FMT,v=FMT      store K and V in a format each (f32, f16, q8_0, q4_0, int4, fp4)\n";
+    "  +quant:k=FMT,v=FMT      store K and V in a format each (f32, f16, q8_0, q4_0, int4, fp4)\n"
+    "  +sparse:threshold=T,keep=R  (paged) past T tokens keep the most recent fraction R of the\n"
+    "                          pages and give the others back (seed 001's block-sparse mode)\n";
 
 void kv_spec_help(char *buf, size_t cap)
 {
@@ -66,17 +68,24 @@ void kv_encode_rows(void *dst, size_t dst_stride, const float *src, size_t n, si
         ops->quantize((char *)dst + t * dst_stride, src + (t * g->n_kv_heads + h) * g->head_dim, g->head_dim);
 }
 
-/* The modifiers after the layout: only "quant" for now. */
-static int apply_modifiers(KvSpec *spec, KvStorage *st, Err *e)
+/* "+quant" applies to every layout; other modifiers are the layout's. */
+static int apply_quant(KvSpec *spec, KvStorage *st, Err *e)
 {
-    for (size_t i = 1; i < spec->n_parts; i++) {
-        KvSpecPart *p = &spec->part[i];
-        if (strcmp(p->name, "quant") != 0)
-            return err_set(e, ERR_USAGE, "unknown cache modifier '+%s' (accepted: +quant:k=FMT,v=FMT)", p->name);
-        if (spec_take_format(p, "k", &st->k_fmt, e) < 0 || spec_take_format(p, "v", &st->v_fmt, e) < 0 ||
-            spec_check_all_taken(p, "k=FMT, v=FMT", e) < 0)
-            return -1;
-    }
+    KvSpecPart *p = spec_modifier(spec, "quant");
+    if (!p)
+        return 0;
+    if (spec_take_format(p, "k", &st->k_fmt, e) < 0 || spec_take_format(p, "v", &st->v_fmt, e) < 0 ||
+        spec_check_all_taken(p, "k=FMT, v=FMT", e) < 0)
+        return -1;
+    return 0;
+}
+
+static int check_modifiers_used(const KvSpec *spec, Err *e)
+{
+    for (size_t i = 1; i < spec->n_parts; i++)
+        if (!spec->part[i].used)
+            return err_set(e, ERR_USAGE, "cache '%s' takes no modifier '+%s' (modifiers: +quant for every layout, "
+                           "+sparse for paged)", spec->part[0].name, spec->part[i].name);
     return 0;
 }
 
@@ -85,13 +94,17 @@ KvCache *kv_open(const char *text, const KvGeometry *geo, Err *e)
     KvSpec spec;
     if (spec_parse(text, &spec, e) < 0)
         return NULL;
-    KvStorage st = { FMT_F32, FMT_F32, geo->codec ? geo->codec : codec_ref };
-    if (apply_modifiers(&spec, &st, e) < 0)
+    KvStorage st = { FMT_F32, FMT_F32, geo->codec ? geo->codec : codec_ref, &spec };
+    if (apply_quant(&spec, &st, e) < 0)
         return NULL;
     for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
         if (strcmp(spec.part[0].name, layouts[i].name) != 0)
             continue;
         KvCache *c = layouts[i].open(&spec.part[0], geo, &st, e);
+        if (c && check_modifiers_used(&spec, e) < 0) {
+            kv_free(c);
+            return NULL;
+        }
         if (c) {
             snprintf(c->spec, sizeof c->spec, "%s", text);
             c->k_fmt = st.k_fmt;

@@ -45,6 +45,10 @@ typedef struct {
     size_t prefix_hits;   /* pages mapped from the prefix hash instead of written */
     size_t cow_copies;    /* shared pages copied before a write */
     size_t evictions;     /* cached pages reclaimed for new data */
+    int sparse_on;        /* block-sparse mode active (past its threshold) */
+    size_t pages_dropped; /* logical pages a policy gave back (block-sparse) */
+    size_t pages_active;  /* logical pages still attended, all sequences */
+    size_t bytes_saved;   /* memory those dropped pages would hold */
 } KvStats;
 
 /* The state of one position's slot, for the views' cache map. */

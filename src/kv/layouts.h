@@ -11,6 +11,7 @@
 typedef struct {
     Format k_fmt, v_fmt;
     const FormatOps *codec; /* [FMT_COUNT] */
+    KvSpec *spec;           /* the whole spec: a layout takes the modifiers meant for it (spec_modifier) */
 } KvStorage;
 
 /* Bytes of one K row and one V row of one head. */

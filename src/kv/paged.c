@@ -16,7 +16,12 @@
  * ("cached") until a new page is needed, least recently used first.
  *
  * Copy on write: fork maps the parent's pages into the child; the first
- * append into a shared page copies it first. */
+ * append into a shared page copies it first.
+ *
+ * Block-sparse (+sparse:threshold=T,keep=R, seed 001): once a sequence holds
+ * more than T positions, only the most recent ceil(R * pages) of its logical
+ * pages stay; the older ones are given back and attention no longer sees
+ * them. The check runs before each pass, so a pass always sees its own rows. */
 #include "kv/layouts.h"
 
 #include <stdint.h>
@@ -24,6 +29,7 @@
 #include <string.h>
 
 #define NONE SIZE_MAX
+#define DROPPED (SIZE_MAX - 1) /* a logical page the block-sparse policy gave back */
 
 typedef struct {
     KvCache base;
@@ -47,7 +53,11 @@ typedef struct {
     size_t *layer_len;    /* [n_layers][n_seqs] rows written (or shared) per layer */
     int *tokens;          /* [n_seqs][max_seq_len] */
     unsigned char *prefilled; /* [n_seqs][max_logical]: page mapped from the hash, rows already there */
-    KvStats st_counts;    /* prefix_hits, cow_copies, evictions */
+    size_t *first_active; /* [n_seqs] logical pages before it were dropped by the sparse policy */
+    int sparse;           /* +sparse given */
+    size_t threshold;
+    double keep;
+    KvStats st_counts;    /* prefix_hits, cow_copies, evictions, pages_dropped */
 } Paged;
 
 /* --- pool bookkeeping --------------------------------------------------- */
@@ -224,6 +234,22 @@ exhausted:
                    p->max_pages, p->page);
 }
 
+/* Keep the most recent ceil(keep * pages) logical pages of seq. */
+static void drop_old_pages(Paged *p, size_t seq)
+{
+    size_t *table = table_of(p, seq);
+    size_t pages = (p->reserved[seq] + p->page - 1) / p->page;
+    size_t kept = (size_t)((double)pages * p->keep + 0.999999);
+    if (kept == 0)
+        kept = 1;
+    for (size_t lp = p->first_active[seq]; lp + kept < pages; lp++) {
+        give_back(p, table[lp]);
+        table[lp] = DROPPED;
+        p->st_counts.pages_dropped++;
+        p->first_active[seq] = lp + 1;
+    }
+}
+
 static int paged_reserve(KvCache *base, size_t seq, size_t pos, const int *tokens, size_t n, Counters *ctr, Err *e)
 {
     Paged *p = (Paged *)base;
@@ -232,6 +258,8 @@ static int paged_reserve(KvCache *base, size_t seq, size_t pos, const int *token
     if (n > base->geo.max_seq_len - pos)
         return err_set(e, ERR_USAGE, "cache overflow: %zu rows held + %zu new > max_seq_len %zu", pos, n,
                        base->geo.max_seq_len);
+    if (p->sparse && pos > p->threshold)
+        drop_old_pages(p, seq);
     memcpy(p->tokens + seq * base->geo.max_seq_len + pos, tokens, n * sizeof(int));
     for (size_t q = pos; q < pos + n; q = (q / p->page + 1) * p->page)
         if (map_page(p, seq, q, pos + n, ctr, e) < 0)
@@ -281,12 +309,14 @@ static size_t paged_length(const KvCache *base, size_t layer, size_t seq)
 static size_t paged_n_blocks(const KvCache *base, size_t layer, size_t seq)
 {
     const Paged *p = (const Paged *)base;
-    return (paged_length(base, layer, seq) + p->page - 1) / p->page;
+    size_t pages = (paged_length(base, layer, seq) + p->page - 1) / p->page;
+    return pages > p->first_active[seq] ? pages - p->first_active[seq] : 0;
 }
 
 static void paged_block(const KvCache *base, size_t layer, size_t seq, size_t h, size_t i, KvBlock *out)
 {
     const Paged *p = (const Paged *)base;
+    i += p->first_active[seq]; /* the i-th page still attended */
     size_t len = paged_length(base, layer, seq), pg = table_of(p, seq)[i];
     size_t n = len - i * p->page < p->page ? len - i * p->page : p->page;
     *out = (KvBlock){
@@ -309,9 +339,14 @@ static void paged_stats(const KvCache *base, KvStats *out)
         out->pages_used += p->ref[pg] > 0;
         out->pages_shared += p->ref[pg] > 1;
     }
-    for (size_t s = 0; s < base->geo.n_seqs; s++)
+    for (size_t s = 0; s < base->geo.n_seqs; s++) {
         if (p->reserved[s] % p->page)
             out->waste_rows += p->page - p->reserved[s] % p->page;
+        size_t pages = (p->reserved[s] + p->page - 1) / p->page;
+        out->pages_active += pages - p->first_active[s];
+        out->sparse_on |= p->first_active[s] > 0;
+    }
+    out->bytes_saved = out->pages_dropped * p->page_bytes;
 }
 
 static size_t paged_bytes_used(const KvCache *base)
@@ -351,7 +386,12 @@ static void paged_cells(const KvCache *base, size_t layer, size_t seq, KvCell *o
     kv_cells_prefix(base, paged_length(base, layer, seq), out, n);
     for (size_t i = 0; i < n; i++) {
         out[i].page_start = i % p->page == 0;
-        if (out[i].state != CELL_EMPTY && p->ref[table_of(p, seq)[i / p->page]] > 1)
+        if (out[i].state == CELL_EMPTY)
+            continue;
+        size_t pg = table_of(p, seq)[i / p->page];
+        if (pg == DROPPED)
+            out[i].state = CELL_EVICTED;
+        else if (p->ref[pg] > 1)
             out[i].state = CELL_SHARED;
     }
 }
@@ -361,12 +401,13 @@ static void paged_drop(KvCache *base, size_t seq)
     Paged *p = (Paged *)base;
     size_t *table = table_of(p, seq);
     for (size_t i = 0; i < p->max_logical; i++) {
-        if (table[i] != NONE)
+        if (table[i] != NONE && table[i] != DROPPED)
             give_back(p, table[i]);
         table[i] = NONE;
         p->prefilled[seq * p->max_logical + i] = 0;
     }
     p->reserved[seq] = 0;
+    p->first_active[seq] = 0;
     for (size_t l = 0; l < base->geo.n_layers; l++)
         p->layer_len[l * base->geo.n_seqs + seq] = 0;
 }
@@ -382,8 +423,10 @@ static int paged_fork(KvCache *base, size_t src, size_t dst, Counters *ctr, Err 
     memcpy(p->prefilled + dst * p->max_logical, p->prefilled + src * p->max_logical, p->max_logical);
     memcpy(p->tokens + dst * g->max_seq_len, p->tokens + src * g->max_seq_len, p->reserved[src] * sizeof(int));
     for (size_t i = 0; i < p->max_logical && table_of(p, src)[i] != NONE; i++)
-        p->ref[table_of(p, src)[i]]++;
+        if (table_of(p, src)[i] != DROPPED)
+            p->ref[table_of(p, src)[i]]++;
     p->reserved[dst] = p->reserved[src];
+    p->first_active[dst] = p->first_active[src];
     for (size_t l = 0; l < g->n_layers; l++)
         p->layer_len[l * g->n_seqs + dst] = p->layer_len[l * g->n_seqs + src];
     return 0;
@@ -413,6 +456,7 @@ static void paged_destroy(KvCache *base)
     free(p->pool), free(p->ref), free(p->hash), free(p->page_tokens), free(p->bucket_next);
     free(p->lru_prev), free(p->lru_next), free(p->free_stack), free(p->buckets);
     free(p->table), free(p->reserved), free(p->layer_len), free(p->tokens), free(p->prefilled);
+    free(p->first_active);
     free(p);
 }
 
@@ -440,6 +484,17 @@ KvCache *paged_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st
     if (spec_take_size(opts, "page", &page, e) < 0 || spec_take_size(opts, "pages", &pages, e) < 0 ||
         spec_check_all_taken(opts, "page=ROWS, pages=N", e) < 0)
         return NULL;
+    size_t threshold = 8192;
+    double keep = 0.5;
+    KvSpecPart *sparse = spec_modifier(st->spec, "sparse");
+    if (sparse && (spec_take_size(sparse, "threshold", &threshold, e) < 0 ||
+                   spec_take_double(sparse, "keep", 0.0, 1.0, &keep, e) < 0 ||
+                   spec_check_all_taken(sparse, "threshold=T, keep=R", e) < 0))
+        return NULL;
+    if (sparse && keep == 0.0) {
+        err_set(e, ERR_USAGE, "cache 'sparse': keep must be above 0");
+        return NULL;
+    }
     size_t max_logical = (geo->max_seq_len + page - 1) / page;
     if (pages == 0) /* enough for every sequence to reach max_seq_len */
         pages = geo->n_seqs * max_logical;
@@ -452,6 +507,8 @@ KvCache *paged_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st
     p->base.geo = *geo;
     p->st = *st;
     p->page = page, p->max_pages = pages, p->max_logical = max_logical;
+    p->sparse = sparse != NULL, p->threshold = threshold, p->keep = keep;
+    p->base.lossy = p->sparse;
     p->k_row = kv_k_row_bytes(geo, st), p->v_row = kv_v_row_bytes(geo, st);
     p->page_bytes = geo->n_layers * geo->n_kv_heads * page * (p->k_row + p->v_row);
     p->n_buckets = 1;
@@ -472,8 +529,10 @@ KvCache *paged_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st
     p->layer_len = calloc(geo->n_layers * seqs, sizeof *p->layer_len);
     p->tokens = calloc(seqs * geo->max_seq_len, sizeof *p->tokens);
     p->prefilled = calloc(seqs * max_logical, 1);
+    p->first_active = calloc(seqs, sizeof *p->first_active);
     if (!p->pool || !p->ref || !p->hash || !p->page_tokens || !p->bucket_next || !p->lru_prev || !p->lru_next ||
-        !p->free_stack || !p->buckets || !p->table || !p->reserved || !p->layer_len || !p->tokens || !p->prefilled) {
+        !p->free_stack || !p->buckets || !p->table || !p->reserved || !p->layer_len || !p->tokens || !p->prefilled ||
+        !p->first_active) {
         paged_destroy(&p->base);
         err_set(e, ERR_RUNTIME, "paged cache: out of memory for a pool of %zu pages of %zu bytes", pages,
                 p->page_bytes);

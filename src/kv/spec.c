@@ -83,6 +83,30 @@ int spec_take_size(KvSpecPart *p, const char *key, size_t *out, Err *e)
     return parse_size(v, what, out, e);
 }
 
+int spec_take_double(KvSpecPart *p, const char *key, double lo, double hi, double *out, Err *e)
+{
+    const char *v = take(p, key);
+    if (!v)
+        return 0;
+    char what[80];
+    snprintf(what, sizeof what, "cache '%s' option %s", p->name, key);
+    if (parse_double(v, what, out, e) < 0)
+        return -1;
+    if (*out < lo || *out > hi)
+        return err_set(e, ERR_USAGE, "%s: %s is outside [%g, %g]", what, v, lo, hi);
+    return 0;
+}
+
+KvSpecPart *spec_modifier(KvSpec *s, const char *name)
+{
+    for (size_t i = 1; i < s->n_parts; i++)
+        if (strcmp(s->part[i].name, name) == 0) {
+            s->part[i].used = 1;
+            return &s->part[i];
+        }
+    return NULL;
+}
+
 int spec_take_format(KvSpecPart *p, const char *key, Format *out, Err *e)
 {
     const char *v = take(p, key);

@@ -25,6 +25,7 @@ typedef struct {
         char value[64];
         int taken;
     } opt[SPEC_MAX_OPTS];
+    int used; /* a modifier someone applied */
 } KvSpecPart;
 
 typedef struct {
@@ -37,6 +38,12 @@ int spec_parse(const char *text, KvSpec *out, Err *e);
 /* Take option `key` of part p as a whole number >= 1; *out keeps its value
  * (the default) when the option is absent. */
 int spec_take_size(KvSpecPart *p, const char *key, size_t *out, Err *e);
+
+/* Take option `key` as a real number in [lo, hi]. */
+int spec_take_double(KvSpecPart *p, const char *key, double lo, double hi, double *out, Err *e);
+
+/* The modifier part named `name` (marked used), or NULL. */
+KvSpecPart *spec_modifier(KvSpec *s, const char *name);
 
 /* Take option `key` as a format name (f32, f16, q8_0, ...). */
 int spec_take_format(KvSpecPart *p, const char *key, Format *out, Err *e);

@@ -14,3 +14,8 @@ then ok "paged: an exhausted pool is one clear error"
 else bad "paged: an exhausted pool is one clear error" "exit $status" "$(cat "$err")"; fi
 expect_fail "paged: bad page size" 2 "option page: must be at least 1" $KV run --cache paged:page=0
 expect_fail "paged: unknown option" 2 "has no option 'size'" $KV run --cache paged:size=4
+expect_ok "block-sparse: drops old pages past the threshold" 'block-sparse: on; [0-9]+ pages attended, [0-9]+ dropped' \
+    $KV run --cache paged:page=8+sparse:threshold=32,keep=0.5 --prompt-len 60 --tokens 8
+expect_ok "block-sparse: quality loses attention mass" 'least mass kept 0\.' \
+    $KV run --cache paged:page=8+sparse:threshold=32,keep=0.5 --prompt-len 60 --tokens 8 --quality
+expect_fail "block-sparse only on paged" 2 "takes no modifier '\+sparse'" $KV run --cache contiguous+sparse:keep=0.5

@@ -206,6 +206,49 @@ static void test_cached_pages_are_reused(void **state)
     kv_free(c);
 }
 
+/* Block-sparse: past the threshold only the most recent half of the pages
+ * stay; the rest are given back and attention no longer sees them. */
+static void test_block_sparse(void **state)
+{
+    (void)state;
+    KvGeometry g = { .n_layers = 1, .n_seqs = 1, .n_kv_heads = 1, .head_dim = 4, .max_seq_len = 128 };
+    Err e = { 0 };
+    KvCache *c = kv_open("paged:page=4+sparse:threshold=16,keep=0.5", &g, &e);
+    assert_non_null(c);
+    assert_true(c->lossy);
+    float rows[4] = { 0 };
+    int tok = 1;
+    KvStats st;
+    for (size_t pos = 0; pos < 40; pos++) {
+        assert_int_equal(kv_reserve(c, 0, pos, &tok, 1, NULL, &e), 0);
+        assert_int_equal(kv_append(c, 0, 0, pos, 1, rows, rows, NULL, &e), 0);
+        kv_stats(c, &st);
+        if (pos < 17)
+            assert_int_equal(st.pages_dropped, 0);
+    }
+    kv_stats(c, &st);
+    /* the last check ran before position 39 was reserved: 39 positions = 10 pages, 5 kept */
+    assert_true(st.sparse_on);
+    assert_int_equal(st.pages_active, 5);
+    assert_int_equal(st.pages_dropped, 5);
+    assert_int_equal(st.pages_used, 5);
+    assert_int_equal(st.bytes_saved, 5 * 4 * 2 * 4 * sizeof(float));
+    assert_int_equal(kv_n_blocks(c, 0, 0), 5);
+    KvBlock b;
+    kv_block(c, 0, 0, 0, 0, &b);
+    assert_int_equal(b.pos, 20); /* the oldest page still attended */
+    KvCell cells[40];
+    kv_cells(c, 0, 0, cells, 40);
+    assert_int_equal(cells[19].state, CELL_EVICTED);
+    assert_int_equal(cells[20].state, CELL_EXACT);
+    kv_free(c);
+
+    assert_null(kv_open("contiguous+sparse:threshold=4", &g, &e));
+    assert_non_null(strstr(e.msg, "takes no modifier '+sparse'"));
+    assert_null(kv_open("paged+sparse:keep=2", &g, &e));
+    assert_non_null(strstr(e.msg, "outside [0, 1]"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,6 +257,7 @@ int main(void)
         cmocka_unit_test(test_fork_copy_on_write),
         cmocka_unit_test(test_pool_exhaustion_and_reset),
         cmocka_unit_test(test_cached_pages_are_reused),
+        cmocka_unit_test(test_block_sparse),
     };
     return cmocka_run_group_tests_name("paged", tests, NULL, NULL);
 }
