@@ -29,22 +29,32 @@ static inline __mmask16 tail_mask(size_t left)
     return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
 }
 
+/* Four W rows at a time, each x chunk loaded once for the four; the main
+ * loop is unmasked and a single masked step takes the tail. */
 void matmul_avx512(float *y, const float *x, const float *w, size_t n, size_t in, size_t out, uint64_t *flops,
                    Counters *ctr)
 {
+    const size_t main_len = in & ~(size_t)15;
+    const __mmask16 tail = tail_mask(in - main_len);
     size_t o = 0;
     for (; o + 4 <= out; o += 4) {
         const float *w0 = w + o * in, *w1 = w0 + in, *w2 = w1 + in, *w3 = w2 + in;
         for (size_t r = 0; r < n; r++) {
             const float *xr = x + r * in;
             __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-            for (size_t i = 0; i < in; i += 16) {
-                __mmask16 k = tail_mask(in - i);
-                __m512 xv = _mm512_maskz_loadu_ps(k, xr + i);
-                a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, w0 + i), xv, a0);
-                a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, w1 + i), xv, a1);
-                a2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, w2 + i), xv, a2);
-                a3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, w3 + i), xv, a3);
+            for (size_t i = 0; i < main_len; i += 16) {
+                __m512 xv = _mm512_loadu_ps(xr + i);
+                a0 = _mm512_fmadd_ps(_mm512_loadu_ps(w0 + i), xv, a0);
+                a1 = _mm512_fmadd_ps(_mm512_loadu_ps(w1 + i), xv, a1);
+                a2 = _mm512_fmadd_ps(_mm512_loadu_ps(w2 + i), xv, a2);
+                a3 = _mm512_fmadd_ps(_mm512_loadu_ps(w3 + i), xv, a3);
+            }
+            if (tail) {
+                __m512 xv = _mm512_maskz_loadu_ps(tail, xr + main_len);
+                a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, w0 + main_len), xv, a0);
+                a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, w1 + main_len), xv, a1);
+                a2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, w2 + main_len), xv, a2);
+                a3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, w3 + main_len), xv, a3);
             }
             float *yr = y + r * out + o;
             yr[0] = _mm512_reduce_add_ps(a0);
@@ -58,10 +68,11 @@ void matmul_avx512(float *y, const float *x, const float *w, size_t n, size_t in
         for (size_t r = 0; r < n; r++) {
             const float *xr = x + r * in;
             __m512 a = _mm512_setzero_ps();
-            for (size_t i = 0; i < in; i += 16) {
-                __mmask16 k = tail_mask(in - i);
-                a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, wr + i), _mm512_maskz_loadu_ps(k, xr + i), a);
-            }
+            for (size_t i = 0; i < main_len; i += 16)
+                a = _mm512_fmadd_ps(_mm512_loadu_ps(wr + i), _mm512_loadu_ps(xr + i), a);
+            if (tail)
+                a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, wr + main_len),
+                                    _mm512_maskz_loadu_ps(tail, xr + main_len), a);
             y[r * out + o] = _mm512_reduce_add_ps(a);
         }
     }
