@@ -40,7 +40,7 @@ TEST_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 # tree is warning-free under a second compiler
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-.PHONY: all bin run test unit-tests cli-tests sanitize cross-test deps clean
+.PHONY: all bin run test unit-tests cli-tests sanitize cross-test deps clean plots check-lessons
 
 # deps first, then a fresh make, so pkg-config is asked after any install
 all: deps
@@ -79,8 +79,18 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(LIB)
 run: all
 	@$(BIN)
 
+# every figure that can be made: data, gnuplot scripts and images (plots/README.md)
+plots: $(BIN)
+	$(BIN) plot --all --out $(BUILD)/plots
+
 unit-tests: $(TEST_BIN)
 	@set -e; for t in $(TEST_BIN); do echo "== $$t"; $$t; done
+
+# the course lint: every lesson's checks pass, every figure has a check beside
+# it, every quiz answer computes, every starter fails and every solution passes
+# (lessons/README.md); exercises link $(LIB), found beside $(BIN)
+check-lessons: $(BIN) $(LIB)
+	$(BIN) lesson lint
 
 cli-tests: $(BIN)
 	KVSCOPE_BIN=$(BIN) sh tests/cli/run.sh
@@ -103,7 +113,7 @@ cross-test:
 		echo "== $$t (neon, qemu-aarch64)"; qemu-aarch64 $(BUILD)/cross/$$t; done
 
 test: deps
-	$(MAKE) --no-print-directory unit-tests cli-tests
+	$(MAKE) --no-print-directory unit-tests cli-tests check-lessons
 	$(MAKE) --no-print-directory sanitize
 	$(MAKE) --no-print-directory cross-test
 	@echo "make test: all passed"

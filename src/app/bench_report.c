@@ -40,7 +40,8 @@ static double pct_bw(const BenchReport *rep, const BenchResult *r)
     return rep->bandwidth > 0 ? 100.0 * gbps(r) * 1e9 / rep->bandwidth : 0;
 }
 
-static const char TSV_HEADER[] = "section\tisa\timpl\tform\tgroup\tcache\tsize\tformat\tseconds\tbytes\tview_bytes\t"
+static const char TSV_HEADER[] = "section\tisa\timpl\tform\tgroup\tcache\tsize\tformat\tseconds\tseconds_min\tseconds_max\tbytes\t"
+                                 "view_bytes\t"
                                  "gb_per_s\tpct_bandwidth\tspeedup_vs_f32\tg4_over_g1\tours_speedup\tmax_rel_diff\n";
 
 /* One TSV row; a negative ratio prints as "-". */
@@ -48,9 +49,9 @@ static void tsv_row(const BenchReport *rep, const char *section, const char *imp
                     const char *cache, const char *size, const char *format, const BenchResult *r, double vs_f32,
                     double g4_g1, double ours)
 {
-    printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.9f\t%llu\t%llu\t%.3f\t%.1f\t", section, rep->isa, impl, form, group,
-           cache, size, format, r->seconds, (unsigned long long)r->bytes, (unsigned long long)r->view_bytes, gbps(r),
-           pct_bw(rep, r));
+    printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.9f\t%.9f\t%.9f\t%llu\t%llu\t%.3f\t%.1f\t", section, rep->isa, impl,
+           form, group, cache, size, format, r->seconds, r->seconds_min, r->seconds_max, (unsigned long long)r->bytes,
+           (unsigned long long)r->view_bytes, gbps(r), pct_bw(rep, r));
     const double ratios[3] = { vs_f32, g4_g1, ours };
     for (int i = 0; i < 3; i++)
         printf(ratios[i] < 0 ? "-\t" : "%.3f\t", ratios[i]);
@@ -64,8 +65,9 @@ void bench_report_start(BenchReport *rep)
         return;
     }
     char b1[32], b2[32];
-    printf("kvscope bench: kernels %s (this CPU runs: %s), one thread, every figure the median of %zu runs\n",
-           rep->isa, rep->isa_list, rep->reps);
+    printf("kvscope bench: kernels %s (this CPU runs: %s), one thread; %zu rounds, each measuring everything\n"
+           "once, the bandwidth first; every figure is the median of its %zu repetitions\n",
+           rep->isa, rep->isa_list, rep->reps, rep->reps);
     if (rep->llc)
         printf("last-level cache: %s (%s); cold data cycles through %s (%.1fx the LLC)\n",
                cli_bytes(b1, sizeof b1, (double)rep->llc), rep->llc_source,
@@ -78,15 +80,21 @@ void bench_report_start(BenchReport *rep)
     printf("GB/s is 10^9 bytes per second; %% bw is a figure's GB/s over the read bandwidth measured first\n");
 }
 
-void bench_report_bandwidth(BenchReport *rep, const BenchResult *r)
+void bench_report_bandwidth(BenchReport *rep, const BenchResult *r, const BenchResult *dot)
 {
     rep->bandwidth = r->seconds > 0 ? (double)r->bytes / r->seconds : 0;
-    if (is_wrong(r))
-        rep->wrong++;
+    rep->wrong += (size_t)is_wrong(r) + (size_t)is_wrong(dot);
     if (rep->out == OUT_TSV) {
-        char size[32];
+        char size[32], impl[64];
         snprintf(size, sizeof size, "%zu", rep->read_bytes);
-        tsv_row(rep, "bandwidth", "f32-dot", "-", "-", "cold", size, "f32", r, -1, -1, -1);
+        const char *how[2] = { rep->read_how, rep->dot_how };
+        const BenchResult *res[2] = { r, dot };
+        for (int i = 0; i < 2; i++) {
+            snprintf(impl, sizeof impl, "%s", how[i]);
+            for (char *c = impl; *c; c++)
+                *c = *c == ' ' ? '-' : *c;
+            tsv_row(rep, "bandwidth", impl, "-", "-", "cold", size, "f32", res[i], -1, -1, -1);
+        }
         return;
     }
     char b1[32], t1[32];
@@ -95,9 +103,14 @@ void bench_report_bandwidth(BenchReport *rep, const BenchResult *r)
     if (rep->llc)
         printf(" (%.1fx the LLC%s)", (double)r->bytes / (double)rep->llc,
                r->bytes < 8 * (uint64_t)rep->llc ? ", below 8x: partly cached" : "");
-    printf(", summed with the %s f32 dot: %s per read%s\n", rep->isa, fmt_time(t1, sizeof t1, r->seconds),
+    printf(", summed by the %s: %s per read%s\n", rep->read_how, fmt_time(t1, sizeof t1, r->seconds),
            is_wrong(r) ? "  WRONG SUM" : "");
     printf("read bandwidth: %.2f GB/s (every %% bw below is against this)\n", rep->bandwidth / 1e9);
+    if (rep->reps > 1 && r->seconds_min > 0)
+        printf("the median of %zu rounds; across them %.2f to %.2f GB/s (a shared machine's memory is shared too)\n",
+               rep->reps, (double)r->bytes / r->seconds_max / 1e9, (double)r->bytes / r->seconds_min / 1e9);
+    printf("the same read through the %s kernel (16 KiB rows, the query in L1): %.2f GB/s, %.0f%%%s\n",
+           rep->dot_how, gbps(dot), pct_bw(rep, dot), is_wrong(dot) ? "  WRONG SUM" : "");
 }
 
 /* The time ratio of a (ci, f, gi, ai, cold) cell to f32's; -1 when undefined. */
@@ -165,7 +178,7 @@ static void attention_block(const BenchReport *rep, size_t ai, int cold)
 static void attention_summary(const BenchReport *rep)
 {
     const size_t ci = rep->n_contexts - 1;
-    printf("\nsummary: flash, cold, context %zu, G = 1 (a long-context decode step from memory)\n", rep->contexts[ci]);
+    printf("\nsummary: flash, cold, context %zu, G = 1 (the longest context measured)\n", rep->contexts[ci]);
     printf("  %-6s %10s %7s %6s %16s\n", "format", "time/step", "GB/s", "% bw", "speedup over f32");
     for (int f = 0; f < FMT_COUNT; f++) {
         const BenchResult *r = bench_attn_at(rep, ci, (Format)f, 0, 0, 1);

@@ -16,6 +16,8 @@ extern const AttendAlgo bench_algos[BENCH_N_ALGOS]; /* flash first: the main fig
 typedef struct {
     OutFormat out;           /* OUT_TABLE or OUT_TSV */
     const char *isa;         /* the kernel table measured */
+    const char *read_how;    /* how the bandwidth was read: "avx512 loop" */
+    const char *dot_how;     /* how the comparison read was made: "avx512 f32 dot" */
     const char *isa_list;    /* every table this CPU runs, "ref, avx2, avx512" */
     size_t reps;
     int quick;
@@ -41,8 +43,9 @@ static inline BenchResult *bench_attn_at(const BenchReport *rep, size_t ci, Form
 
 /* What every table starts with (table) or the header row (tsv). */
 void bench_report_start(BenchReport *rep);
-/* Section 1; sets rep->bandwidth. */
-void bench_report_bandwidth(BenchReport *rep, const BenchResult *r);
+/* Section 1: the read (r, whose rate becomes rep->bandwidth) and the same
+ * read through the f32 dot kernel (dot). */
+void bench_report_bandwidth(BenchReport *rep, const BenchResult *r, const BenchResult *dot);
 /* Section 2, once every rep->attn entry is measured. */
 void bench_report_attention(BenchReport *rep);
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app/bench_blas.h"
 #include "app/bench_report.h"
 #include "app/commands.h"
 #include "util/parse.h"
@@ -15,8 +16,10 @@
 #define MAX_CONTEXTS 16
 #define MAX_CONTEXT ((size_t)1 << 26)
 #define MIB ((size_t)1 << 20)
+#define MAX_READ_MIB 4096 /* the read's sums stay exact well past it */
 #define ASSUMED_LLC (32 * MIB) /* when the system does not say */
 #define SEED 20240601u
+#define MAX_GROUP 4 /* the largest of bench_groups */
 
 typedef struct {
     const char *isa;
@@ -31,7 +34,9 @@ static void help(void)
     printf("usage: kvscope bench [OPTIONS]\n\n"
            "Measure, on one core and in one run:\n"
            "  1. this machine's read bandwidth: a float array at least 8x the last-level cache\n"
-           "     (LLC), summed with the kernels' f32 dot; every other figure is a percentage of it;\n"
+           "     (LLC), summed by the widest plain SIMD loop this CPU runs (whatever --isa says);\n"
+           "     every other figure is a percentage of it. The same read through the f32 dot\n"
+           "     kernel is shown beside it;\n"
            "  2. one decode step of attention (one KV head, head_dim %d, a query seeing every row)\n"
            "     for every cache format (f32, f16, q8_0, q4_0, int4, fp4), at each context, for\n"
            "     G = 1 and G = 4 query heads per KV head, in the flash, naive and materialize forms;\n"
@@ -47,19 +52,24 @@ static void help(void)
            "figures can pass 100%% where the data fits in cache. vs f32 is the f32 step's time over\n"
            "this format's (same context, form, G, cache): what the smaller format buys. G4/G1 is\n"
            "the G = 4 step's time over the G = 1 step's: near 1 when the group shares each K/V read.\n"
-           "Every figure is the median of --reps runs; every output is checked against the\n"
-           "reference kernels (max relative difference; beyond %.0e it is marked WRONG and the\n"
-           "exit status is 1). The machine may be shared: compare figures of one run.\n\n"
+           "The run makes --reps rounds, each measuring everything once (the bandwidth first);\n"
+           "every figure is the median of its rounds, so a slow spell of a shared machine touches\n"
+           "all figures alike (tsv adds the fastest and slowest round). Every output is checked\n"
+           "against the reference kernels (max relative difference; beyond %.0e it is marked\n"
+           "WRONG and the exit status is 1). Compare figures of one run, not of two.\n\n"
            "options:\n"
            "  --isa ISA           kernels: auto (default; KVSCOPE_ISA overrides), ref, avx2, avx512\n"
            "  --contexts LIST     context lengths, comma-separated (default 1024,8192,65536)\n"
-           "  --reps N            timed runs per figure, reporting the median (default 5)\n"
-           "  --bandwidth-mib N   the bandwidth buffer in MiB (default 512, or 8x the LLC if larger)\n"
+           "  --reps N            rounds: timed repetitions of every figure, which is their median\n"
+           "                      (default 5, at most 100)\n"
+           "  --bandwidth-mib N   the bandwidth buffer in MiB (default 512, or 8x the LLC if larger;\n"
+           "                      at most 4096)\n"
            "  --pool-mib N        the cold data in MiB (default 8x the LLC)\n"
-           "  --quick             tiny sizes, 3 runs: finishes in seconds (for tests; the figures\n"
+           "  --quick             tiny sizes, 3 rounds: finishes in seconds (for tests; the figures\n"
            "                      then say nothing about the machine)\n"
            "  --format F          table (default) or tsv (one row per measurement, a header row)\n\n"
-           "Progress goes to stderr, one line per section. A full run takes a minute or two.\n"
+           "Progress goes to stderr, one line per section of each round. A full run takes a minute\n"
+           "or two and holds about 1.5 GiB.\n"
            "example: kvscope bench --contexts 4096,32768 --reps 7\n",
            HEAD_DIM, BENCH_TOLERANCE);
 }
@@ -134,10 +144,12 @@ static int parse_options(int argc, char **argv, BenchOpts *o, Err *e)
     }
     if (optind < argc)
         return err_set(e, ERR_USAGE, "bench: unexpected argument '%s' (see `kvscope bench --help`)", argv[optind]);
-    if (o->reps > 1000)
-        return err_set(e, ERR_USAGE, "--reps: at most 1000, got %zu", o->reps);
-    if (o->read_mib > ((size_t)1 << 20) || o->pool_mib > ((size_t)1 << 20))
-        return err_set(e, ERR_USAGE, "--bandwidth-mib and --pool-mib: at most 1048576 (1 TiB)");
+    if (o->reps > BENCH_MAX_REPS)
+        return err_set(e, ERR_USAGE, "--reps: at most %d, got %zu", BENCH_MAX_REPS, o->reps);
+    if (o->read_mib > MAX_READ_MIB)
+        return err_set(e, ERR_USAGE, "--bandwidth-mib: at most %d, got %zu", MAX_READ_MIB, o->read_mib);
+    if (o->pool_mib > ((size_t)1 << 20))
+        return err_set(e, ERR_USAGE, "--pool-mib: at most 1048576 (1 TiB), got %zu", o->pool_mib);
     return 0;
 }
 
@@ -148,7 +160,7 @@ static void fill_defaults(BenchOpts *o, size_t llc)
     if (!o->reps)
         o->reps = o->quick ? 3 : 5;
     if (!o->read_mib)
-        o->read_mib = o->quick ? 16 : (llc8 > 512 ? llc8 : 512);
+        o->read_mib = o->quick ? 16 : llc8 > MAX_READ_MIB ? MAX_READ_MIB : llc8 > 512 ? llc8 : 512;
     if (!o->pool_mib)
         o->pool_mib = o->quick ? 4 : llc8;
     if (!o->n_contexts) {
@@ -160,56 +172,34 @@ static void fill_defaults(BenchOpts *o, size_t llc)
     o->matvec_n = o->quick ? 512 : 4096;
 }
 
-/* Fail (ERR_USAGE) when the largest section would not fit in memory. */
+/* Bytes of one format's K and V rows at context n (a BenchKv copy, near enough). */
+static size_t kv_copy_bytes(Format f, size_t n)
+{
+    return 2 * (n * format_row_bytes(f, HEAD_DIM) + 64);
+}
+
+/* Fail (ERR_USAGE) when everything the run holds at once would not fit. */
 static int check_memory(const BenchOpts *o, Err *e)
 {
-    size_t max_ctx = 0;
-    for (size_t i = 0; i < o->n_contexts; i++)
+    size_t max_ctx = 0, masters = 0, pool = 0;
+    for (size_t i = 0; i < o->n_contexts; i++) {
         max_ctx = o->contexts[i] > max_ctx ? o->contexts[i] : max_ctx;
-    const size_t copy = 2 * max_ctx * HEAD_DIM * sizeof(float); /* an f32 copy of K and V */
-    size_t attn = (o->pool_mib * MIB > copy ? o->pool_mib * MIB : 2 * copy) + copy + 2 * copy;
-    size_t mat = o->matvec_n * o->matvec_n * sizeof(float), mv = o->pool_mib * MIB > mat ? o->pool_mib * MIB : 2 * mat;
-    size_t need = o->read_mib * MIB;
-    need = attn > need ? attn : need;
-    need = mv + mat > need ? mv + mat : need;
+        for (int f = 0; f < FMT_COUNT; f++) {
+            size_t copy = kv_copy_bytes((Format)f, o->contexts[i]);
+            size_t need = bench_pool_bytes(copy, o->pool_mib * MIB);
+            masters += copy;
+            pool = need > pool ? need : pool;
+        }
+    }
+    const size_t scratch = (MAX_GROUP + 2 * HEAD_DIM) * max_ctx * sizeof(float);
+    const size_t mat = o->matvec_n * o->matvec_n * sizeof(float);
+    const size_t need = o->read_mib * MIB + masters + pool + scratch + bench_pool_bytes(mat, o->pool_mib * MIB);
     size_t have = sysmem_physical_bytes();
     if (have && need > have) {
         char b1[32], b2[32];
         return err_set(e, ERR_USAGE, "bench: these sizes need %s but this machine has %s (try smaller --contexts, "
                        "--pool-mib or --bandwidth-mib)", cli_bytes(b1, sizeof b1, (double)need),
                        cli_bytes(b2, sizeof b2, (double)have));
-    }
-    return 0;
-}
-
-static int run_attention(const Kernels *k, const BenchOpts *o, BenchReport *rep, const BenchTiming *t, Err *e)
-{
-    for (size_t ci = 0; ci < o->n_contexts; ci++) {
-        fprintf(stderr, "kvscope bench: 2/3 decode attention, context %zu (%zu of %zu)\n", o->contexts[ci], ci + 1,
-                o->n_contexts);
-        for (int f = 0; f < FMT_COUNT; f++) {
-            BenchKv kv;
-            if (bench_kv_init(&kv, (Format)f, o->contexts[ci], HEAD_DIM, o->pool_mib * MIB, SEED + ci, e) < 0)
-                return -1;
-            for (size_t gi = 0; gi < BENCH_N_GROUPS; gi++) {
-                BenchQuery bq;
-                if (bench_query_init(&bq, &kv, bench_groups[gi], SEED + 7 * gi, e) < 0) {
-                    bench_kv_free(&kv);
-                    return -1;
-                }
-                int rc = 0;
-                for (size_t ai = 0; ai < BENCH_N_ALGOS && rc == 0; ai++)
-                    for (int cold = 1; cold >= 0 && rc == 0; cold--)
-                        rc = bench_attend(k, &kv, &bq, bench_algos[ai], cold, t,
-                                          bench_attn_at(rep, ci, (Format)f, gi, ai, cold), e);
-                bench_query_free(&bq);
-                if (rc < 0) {
-                    bench_kv_free(&kv);
-                    return -1;
-                }
-            }
-            bench_kv_free(&kv);
-        }
     }
     return 0;
 }
@@ -221,41 +211,143 @@ typedef struct {
     const char *name, *id;
 } Impl;
 
-static int run_matvec(const Kernels *k, const BenchOpts *o, BenchReport *rep, const BenchTiming *t, Err *e)
+/* Everything a run holds: the data, made once, and every repetition. */
+typedef struct {
+    const BenchOpts *o;
+    const Kernels *k, *read_k;
+    BenchRead read;
+    BenchKv *kv;          /* [n_contexts][FMT_COUNT] */
+    BenchQuery *queries;  /* [n_contexts][FMT_COUNT][BENCH_N_GROUPS] */
+    BenchScratch scratch;
+    BenchPool pool;
+    BenchMatrix mat;
+    BenchOpenblas ob;
+    int have_ob;
+    char why[256], ours[48], ob_name[160];
+    Impl impl[4];
+    size_t n_impl, n_attn;
+    BenchResult *rounds;  /* [2 + n_attn + n_impl][reps]: bandwidth (loop, dot), attention, matvec */
+} Bench;
+
+static void run_free(Bench *b)
 {
-    fprintf(stderr, "kvscope bench: 3/3 matvec %zu x %zu\n", o->matvec_n, o->matvec_n);
+    const size_t n_kv = b->o->n_contexts * FMT_COUNT;
+    bench_read_free(&b->read);
+    for (size_t i = 0; b->kv && i < n_kv; i++)
+        bench_kv_free(&b->kv[i]);
+    for (size_t i = 0; b->queries && i < n_kv * BENCH_N_GROUPS; i++)
+        bench_query_free(&b->queries[i]);
+    free(b->kv);
+    free(b->queries);
+    bench_scratch_free(&b->scratch);
+    bench_pool_free(&b->pool);
+    bench_matrix_free(&b->mat);
+    if (b->have_ob)
+        bench_openblas_close(&b->ob);
+    free(b->rounds);
+}
+
+static int run_prepare(Bench *b, Err *e)
+{
+    const BenchOpts *o = b->o;
+    const size_t n_kv = o->n_contexts * FMT_COUNT;
+    size_t max_ctx = 0, pool = 0;
+    fprintf(stderr, "kvscope bench: preparing the data and the reference results\n");
+    b->kv = calloc(n_kv, sizeof *b->kv);
+    b->queries = calloc(n_kv * BENCH_N_GROUPS, sizeof *b->queries);
+    if (!b->kv || !b->queries)
+        return err_set(e, ERR_RUNTIME, "bench: out of memory");
+    for (size_t ci = 0; ci < o->n_contexts; ci++)
+        max_ctx = o->contexts[ci] > max_ctx ? o->contexts[ci] : max_ctx;
+    if (bench_read_init(&b->read, o->read_mib * MIB, e) < 0 ||
+        bench_scratch_init(&b->scratch, max_ctx, MAX_GROUP, HEAD_DIM, e) < 0)
+        return -1;
+    for (size_t ci = 0; ci < o->n_contexts; ci++)
+        for (int f = 0; f < FMT_COUNT; f++) {
+            BenchKv *kv = &b->kv[ci * FMT_COUNT + (size_t)f];
+            if (bench_kv_init(kv, (Format)f, o->contexts[ci], HEAD_DIM, SEED + ci, e) < 0)
+                return -1;
+            size_t need = bench_pool_bytes(kv->copy_bytes, o->pool_mib * MIB);
+            pool = need > pool ? need : pool;
+            for (size_t gi = 0; gi < BENCH_N_GROUPS; gi++)
+                if (bench_query_init(&b->queries[(ci * FMT_COUNT + (size_t)f) * BENCH_N_GROUPS + gi], kv,
+                                     bench_groups[gi], &b->scratch, SEED + 7 * gi, e) < 0)
+                    return -1;
+        }
+    if (bench_pool_init(&b->pool, pool, o->pool_mib * MIB, e) < 0 ||
+        bench_matrix_init(&b->mat, o->matvec_n, o->matvec_n, o->pool_mib * MIB, SEED, e) < 0)
+        return -1;
+
+    /* the matvecs: ours on the chosen ISA first (the others are compared with it) */
     Err none = { 0 };
     const Kernels *ref = kernels_select("ref", &none);
-    BenchOpenblas ob;
-    char why[256] = "";
-    int have_ob = bench_openblas_open(&ob, why, sizeof why) == 0;
-    char ours[48], ob_name[160];
-    snprintf(ours, sizeof ours, "kvscope %s", k->isa);
-    snprintf(ob_name, sizeof ob_name, "OpenBLAS (%s)", ob.config);
-    Impl impl[4];
-    size_t n = 0;
-    impl[n++] = (Impl){ bench_matvec_kernels, k, ours, strcmp(k->isa, "ref") ? "kvscope" : "kvscope-ref" };
-    if (strcmp(k->isa, "ref") != 0)
-        impl[n++] = (Impl){ bench_matvec_kernels, ref, "kvscope ref", "kvscope-ref" };
-    impl[n++] = (Impl){ bench_matvec_gsl, NULL, "GSL CBLAS (libgslcblas)", "gsl-cblas" };
-    if (have_ob)
-        impl[n++] = (Impl){ bench_matvec_openblas, &ob, ob_name, "openblas" };
-    else
-        fprintf(stderr, "kvscope bench: OpenBLAS: not installed (%s)\n", why);
+    b->have_ob = bench_openblas_open(&b->ob, b->why, sizeof b->why) == 0;
+    snprintf(b->ours, sizeof b->ours, "kvscope %s", b->k->isa);
+    snprintf(b->ob_name, sizeof b->ob_name, "OpenBLAS (%s)", b->ob.config);
+    b->impl[b->n_impl++] = (Impl){ bench_matvec_kernels, b->k, b->ours, strcmp(b->k->isa, "ref") ? "kvscope" : "kvscope-ref" };
+    if (strcmp(b->k->isa, "ref") != 0)
+        b->impl[b->n_impl++] = (Impl){ bench_matvec_kernels, ref, "kvscope ref", "kvscope-ref" };
+    b->impl[b->n_impl++] = (Impl){ bench_matvec_gsl, NULL, "GSL CBLAS (libgslcblas)", "gsl-cblas" };
+    if (b->have_ob)
+        b->impl[b->n_impl++] = (Impl){ bench_matvec_openblas, &b->ob, b->ob_name, "openblas" };
 
-    BenchMatrix m;
-    BenchMatvecRow rows[4];
-    int rc = bench_matrix_init(&m, o->matvec_n, o->matvec_n, o->pool_mib * MIB, SEED, e);
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        rows[i] = (BenchMatvecRow){ .name = impl[i].name, .id = impl[i].id };
-        rc = bench_matvec(impl[i].fn, impl[i].ctx, &m, t, &rows[i].r, e);
+    b->n_attn = n_kv * BENCH_N_GROUPS * BENCH_N_ALGOS * 2;
+    b->rounds = calloc((2 + b->n_attn + b->n_impl) * o->reps, sizeof *b->rounds);
+    if (!b->rounds)
+        return err_set(e, ERR_RUNTIME, "bench: out of memory");
+    return 0;
+}
+
+/* One round: one repetition of every measurement, the bandwidth first. */
+static int run_round(Bench *b, BenchReport *rep, size_t round, Err *e)
+{
+    const BenchOpts *o = b->o;
+    const size_t R = o->reps;
+    const double warm_min = o->quick ? 0.002 : 0.02;
+    fprintf(stderr, "kvscope bench: round %zu of %zu: read bandwidth\n", round + 1, R);
+    bench_read(b->read_k, &b->read, &b->rounds[round]);
+    bench_read_dot(b->read_k, &b->read, &b->rounds[R + round]);
+    for (size_t ci = 0; ci < o->n_contexts; ci++) {
+        fprintf(stderr, "kvscope bench: round %zu of %zu: decode attention, context %zu\n", round + 1, R,
+                o->contexts[ci]);
+        for (int f = 0; f < FMT_COUNT; f++) {
+            if (bench_pool_fill(&b->pool, &b->kv[ci * FMT_COUNT + (size_t)f], e) < 0)
+                return -1;
+            for (size_t gi = 0; gi < BENCH_N_GROUPS; gi++) {
+                BenchQuery *bq = &b->queries[(ci * FMT_COUNT + (size_t)f) * BENCH_N_GROUPS + gi];
+                for (size_t ai = 0; ai < BENCH_N_ALGOS; ai++)
+                    for (int cold = 1; cold >= 0; cold--) {
+                        size_t m = (size_t)(bench_attn_at(rep, ci, (Format)f, gi, ai, cold) - rep->attn);
+                        bench_attend(b->k, &b->pool, bq, &b->scratch, bench_algos[ai], cold, warm_min,
+                                     &b->rounds[(2 + m) * R + round]);
+                    }
+            }
+        }
     }
-    if (rc == 0)
-        bench_report_matvec(rep, m.rows, m.cols, m.n_copies, rows, n, have_ob ? NULL : why);
-    bench_matrix_free(&m);
-    if (have_ob)
-        bench_openblas_close(&ob);
-    return rc;
+    fprintf(stderr, "kvscope bench: round %zu of %zu: matvec %zu x %zu\n", round + 1, R, o->matvec_n, o->matvec_n);
+    for (size_t i = 0; i < b->n_impl; i++)
+        bench_matvec(b->impl[i].fn, b->impl[i].ctx, &b->mat, &b->rounds[(2 + b->n_attn + i) * R + round]);
+    return 0;
+}
+
+/* Medians of the rounds, then the report. */
+static void run_print(Bench *b, BenchReport *rep)
+{
+    const size_t R = b->o->reps;
+    BenchResult bw, dot;
+    bench_summarize(&bw, b->rounds, R);
+    bench_summarize(&dot, &b->rounds[R], R);
+    bench_report_bandwidth(rep, &bw, &dot);
+    for (size_t m = 0; m < b->n_attn; m++)
+        bench_summarize(&rep->attn[m], &b->rounds[(2 + m) * R], R);
+    bench_report_attention(rep);
+    BenchMatvecRow rows[4];
+    for (size_t i = 0; i < b->n_impl; i++) {
+        rows[i] = (BenchMatvecRow){ .name = b->impl[i].name, .id = b->impl[i].id };
+        bench_summarize(&rows[i].r, &b->rounds[(2 + b->n_attn + i) * R], R);
+    }
+    bench_report_matvec(rep, b->mat.rows, b->mat.cols, b->mat.n_copies, rows, b->n_impl,
+                        b->have_ob ? NULL : b->why);
 }
 
 int cmd_bench(int argc, char **argv)
@@ -269,8 +361,9 @@ int cmd_bench(int argc, char **argv)
     }
     if (pr < 0)
         return cli_fail(&e);
-    const Kernels *k = kernels_select(o.isa, &e);
-    if (!k)
+    Bench b = { .o = &o };
+    b.k = kernels_select(o.isa, &e);
+    if (!b.k)
         return cli_fail(&e);
     const char *llc_source;
     size_t llc = bench_llc_bytes(&llc_source);
@@ -283,32 +376,25 @@ int cmd_bench(int argc, char **argv)
     size_t n_have = kernels_available(have, 4);
     for (size_t i = 0; i < n_have; i++)
         snprintf(isa_list + strlen(isa_list), sizeof isa_list - strlen(isa_list), "%s%s", i ? ", " : "", have[i]->isa);
-    const BenchTiming t = { .reps = o.reps, .min_rep_seconds = o.quick ? 0.002 : 0.02 };
-    BenchReport rep = { .out = o.fmt, .isa = k->isa, .isa_list = isa_list, .reps = o.reps, .quick = o.quick,
-                        .llc = llc, .llc_source = llc_source, .read_bytes = o.read_mib * MIB,
-                        .pool_bytes = o.pool_mib * MIB, .head_dim = HEAD_DIM, .contexts = o.contexts,
-                        .n_contexts = o.n_contexts };
+    b.read_k = have[n_have - 1]; /* the bandwidth is the machine's: the best table reads it */
+    char read_how[48], dot_how[48];
+    BenchReport rep = { .out = o.fmt, .isa = b.k->isa, .isa_list = isa_list,
+                        .read_how = bench_read_how(b.read_k, 0, read_how, sizeof read_how),
+                        .dot_how = bench_read_how(b.read_k, 1, dot_how, sizeof dot_how),
+                        .reps = o.reps, .quick = o.quick, .llc = llc, .llc_source = llc_source,
+                        .read_bytes = o.read_mib * MIB, .pool_bytes = o.pool_mib * MIB, .head_dim = HEAD_DIM,
+                        .contexts = o.contexts, .n_contexts = o.n_contexts };
     rep.attn = calloc(o.n_contexts * FMT_COUNT * BENCH_N_GROUPS * BENCH_N_ALGOS * 2, sizeof *rep.attn);
-    if (!rep.attn) {
-        err_set(&e, ERR_RUNTIME, "bench: out of memory");
-        return cli_fail(&e);
-    }
-    bench_report_start(&rep);
-
-    int rc = 0;
-    fprintf(stderr, "kvscope bench: 1/3 read bandwidth, %zu MiB x %zu\n", o.read_mib, o.reps);
-    BenchResult bw;
-    rc = bench_read(k, o.read_mib * MIB, &t, &bw, &e);
+    int rc = rep.attn ? run_prepare(&b, &e) : err_set(&e, ERR_RUNTIME, "bench: out of memory");
+    if (rc == 0 && !b.have_ob)
+        fprintf(stderr, "kvscope bench: OpenBLAS: not installed (%s)\n", b.why);
+    for (size_t round = 0; round < o.reps && rc == 0; round++)
+        rc = run_round(&b, &rep, round, &e);
     if (rc == 0) {
-        bench_report_bandwidth(&rep, &bw);
-        fflush(stdout);
-        rc = run_attention(k, &o, &rep, &t, &e);
+        bench_report_start(&rep);
+        run_print(&b, &rep);
     }
-    if (rc == 0) {
-        bench_report_attention(&rep);
-        fflush(stdout);
-        rc = run_matvec(k, &o, &rep, &t, &e);
-    }
+    run_free(&b);
     free(rep.attn);
     if (rc < 0)
         return cli_fail(&e);

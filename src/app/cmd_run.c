@@ -9,6 +9,8 @@
 
 #include "app/cli.h"
 #include "app/commands.h"
+#include "app/run_beam.h"
+#include "app/run_quality.h"
 #include "app/run_report.h"
 #include "kv/cache.h"
 #include "model/generate.h"
@@ -24,8 +26,11 @@ typedef struct {
     const char *cache_spec;
     AttendAlgo attend;
     unsigned bugs;
-    int no_cache, compare;
+    int no_cache, compare, quality;
     OutFormat fmt;
+    size_t beams, src_len; /* encoder-decoder beam search (run_beam.c); 0 = not given */
+    double alpha;
+    int tokens_given, alpha_given;
 } RunOpts;
 
 static void help(void)
@@ -55,14 +60,18 @@ static void help(void)
            "                      purpose (repeatable): rope-position, mask-in-decode,\n"
            "                      rope-on-v, ignore-append; --compare then shows the damage\n"
            "  --no-cache          recompute everything at every step\n"
+           "  --quality           measure the cache against an exact shadow run fed the same\n"
+           "                      tokens: attention error and attention mass kept per layer,\n"
+           "                      logit error, and where greedy tokens first differ\n"
            "  --compare           run cached and uncached; report whether the tokens are\n"
            "                      identical, the largest logit difference, and the ratios\n\n"
+           "encoder-decoder (beam search; the model's architecture = encdec):\n%s\n"
            "output:\n"
            "  --format F          table (default), tsv (one row per pass) or json\n\n"
            "Counters are measured where the work happens. FLOPs count a multiply-add as 2;\n"
            "softmax is counted as 5 FLOPs per score (an estimate, labelled so).\n"
            "example: kvscope run --model small --prompt-len 10 --tokens 50 --compare\n",
-           cli_model_help, cli_prompt_help, caches);
+           cli_model_help, cli_prompt_help, caches, run_beam_help);
 }
 
 static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
@@ -76,8 +85,11 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
         { "temperature", required_argument, 0, 0 }, { "top-k", required_argument, 0, 0 },
         { "sample-seed", required_argument, 0, 0 }, { "cache", required_argument, 0, 0 },
         { "no-cache", no_argument, 0, 0 },      { "compare", no_argument, 0, 0 },
+        { "quality", no_argument, 0, 0 },
         { "attention", required_argument, 0, 0 }, { "bug", required_argument, 0, 0 },
         { "format", required_argument, 0, 0 },  { "help", no_argument, 0, 'h' },
+        { "beams", required_argument, 0, 0 },   { "src-len", required_argument, 0, 0 },
+        { "alpha", required_argument, 0, 0 },
         { 0, 0, 0, 0 },
     };
     opterr = 0;
@@ -98,8 +110,15 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
         if (taken)
             continue;
         int rc = 0;
-        if (strcmp(name, "tokens") == 0)
+        if (strcmp(name, "tokens") == 0) {
             rc = parse_size(optarg, "--tokens", &o->go.n_generate, e);
+            o->tokens_given = 1;
+        } else if (strcmp(name, "beams") == 0)
+            rc = parse_size(optarg, "--beams", &o->beams, e);
+        else if (strcmp(name, "src-len") == 0)
+            rc = parse_size(optarg, "--src-len", &o->src_len, e);
+        else if (strcmp(name, "alpha") == 0)
+            rc = parse_double(optarg, "--alpha", &o->alpha, e), o->alpha_given = 1;
         else if (strcmp(name, "chunk") == 0)
             rc = parse_size(optarg, "--chunk", &o->go.chunk, e);
         else if (strcmp(name, "temperature") == 0) {
@@ -124,6 +143,8 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
             o->bugs |= b;
         } else if (strcmp(name, "no-cache") == 0)
             o->no_cache = 1;
+        else if (strcmp(name, "quality") == 0)
+            o->quality = 1;
         else if (strcmp(name, "compare") == 0)
             o->compare = 1;
         else if (strcmp(name, "format") == 0)
@@ -135,6 +156,10 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
         return err_set(e, ERR_USAGE, "run: unexpected argument '%s' (see `kvscope run --help`)", argv[optind]);
     if (o->no_cache && o->compare)
         return err_set(e, ERR_USAGE, "run: --no-cache and --compare exclude each other");
+    if (o->quality && (o->no_cache || o->compare))
+        return err_set(e, ERR_USAGE, "run: --quality measures a cache; it excludes --no-cache and --compare");
+    if (o->quality && o->po.batch > 1)
+        return err_set(e, ERR_USAGE, "run: --quality measures one sequence; drop --batch");
     return 0;
 }
 
@@ -228,7 +253,7 @@ static size_t activation_bytes(const Config *c, size_t rows)
 int cmd_run(int argc, char **argv)
 {
     RunOpts o = { .mo.model = "tiny", .go.n_generate = 16, .go.sample_seed = 1, .cache_spec = "contiguous",
-                  .attend = ATTEND_FLASH };
+                  .attend = ATTEND_FLASH, .alpha = 1.0 };
     Err e = { 0 };
     int pr = parse_options(argc, argv, &o, &e);
     if (pr == 1) {
@@ -241,6 +266,14 @@ int cmd_run(int argc, char **argv)
     Config cfg;
     if (cli_load_config(&o.mo, &cfg, &e) < 0)
         return cli_fail(&e);
+    if (cfg.architecture == ARCH_ENCDEC || o.beams || o.src_len || o.alpha_given) { /* beam search: run_beam.c */
+        BeamRunArgs ba = { .mo = &o.mo, .po = &o.po, .beams = o.beams, .src_len = o.src_len,
+                           .tokens = o.tokens_given ? o.go.n_generate : 0, .alpha = o.alpha,
+                           .cache_spec = o.cache_spec, .attend = o.attend, .no_cache = o.no_cache,
+                           .compare = o.compare, .fmt = o.fmt, .chunk = o.go.chunk, .top_k = o.go.top_k,
+                           .temperature = o.go.temperature, .bugs = o.bugs };
+        return run_beam(&ba, &cfg);
+    }
     int *prompt = NULL;
     size_t batch, plen;
     if (cli_make_prompt(&o.po, &cfg, &prompt, &batch, &plen, &e) < 0)
@@ -293,6 +326,12 @@ int cmd_run(int argc, char **argv)
         json_object_set_new(root, "attention", json_string(attend_algo_name(m.attend)));
         json_object_set_new(root, "cache", json_string(o.no_cache ? "none" : o.cache_spec));
         json_object_set_new(root, "steps", cc.steps);
+    }
+    if (o.quality) {
+        if (o.fmt == OUT_TABLE)
+            print_header(&m, &o, o.cache_spec, batch, plen);
+        rc = run_quality(&m, cache, prompt, plen, &o.go, o.fmt);
+        goto done;
     }
     if (o.fmt == OUT_TABLE)
         print_header(&m, &o, o.no_cache ? "none (recompute every step)" : o.cache_spec, batch, plen);

@@ -7,6 +7,9 @@ int cmd_run(int argc, char **argv);
 int cmd_example(int argc, char **argv);
 int cmd_calc(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_lesson(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_view(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 
 #endif

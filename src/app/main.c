@@ -12,18 +12,22 @@ typedef struct {
 } Command;
 
 static const Command commands[] = {
+    { "view", cmd_view, "the interactive view (the default): step, rewind, play, compare caches" },
     { "run", cmd_run, "generate with and without a KV cache; per-step table and summary" },
     { "example", cmd_example, "the source document's worked example, step by step" },
     { "calc", cmd_calc, "KV cache memory of a model config (per token, per layer, total)" },
     { "dump", cmd_dump, "weights, cache and logits as .npy files, to check in NumPy" },
+    { "lesson", cmd_lesson, "lessons whose every figure kvscope recomputes; quizzes; C exercises" },
     { "bench", cmd_bench, "this machine's read bandwidth, then attention and matvec against it" },
+    { "plot", cmd_plot, "the figures that teach the KV cache: data, gnuplot scripts, images" },
 };
 
 static void usage(FILE *f)
 {
     fprintf(f, "kvscope %s: see what a transformer's KV cache does, step by step.\n\n"
                "usage: kvscope [COMMAND] [OPTIONS]\n\n"
-               "With no command, kvscope shows the worked example (`kvscope example`).\n\n"
+               "With no command (or only options), kvscope opens the interactive view on the\n"
+               "worked example (`kvscope view`); it needs a terminal.\n\n"
                "commands:\n",
             KVSCOPE_VERSION);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
@@ -35,8 +39,8 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        char *args[] = { "example", NULL };
-        return cmd_example(1, args);
+        char *args[] = { "view", NULL };
+        return cmd_view(1, args);
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
@@ -47,10 +51,12 @@ int main(int argc, char **argv)
         printf("kvscope %s\n", KVSCOPE_VERSION);
         return EXIT_OK;
     }
+    if (cmd[0] == '-' && cmd[1] == '-') /* `kvscope --model small ...`: the view with options */
+        return cmd_view(argc, argv);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(cmd, commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "kvscope: unknown command '%s' (commands: run, example, calc, dump, bench; see `kvscope --help`)\n",
+    fprintf(stderr, "kvscope: unknown command '%s' (commands: view, run, example, calc, dump, bench; see `kvscope --help`)\n",
             cmd);
     return EXIT_USAGE;
 }

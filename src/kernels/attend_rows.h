@@ -5,10 +5,16 @@
 #include "kernels/kernels.h"
 
 /* Rows [*lo, *hi) of blk visible to a query at position qpos: positions
- * <= qpos and, with a window W, > qpos - W. Visibility is a run of
- * positions, so within a block it is a run of rows. */
+ * <= qpos and, with a window W, > qpos - W; every row when the attention is
+ * bidirectional. Visibility is a run of positions, so within a block it is a
+ * run of rows. */
 static inline void attend_visible(const AttnArgs *a, const KvBlock *blk, size_t qpos, size_t *lo, size_t *hi)
 {
+    if (a->bidirectional) {
+        *lo = 0;
+        *hi = blk->n;
+        return;
+    }
     size_t first = (a->window && qpos + 1 > a->window) ? qpos + 1 - a->window : 0;
     size_t l = first > blk->pos ? first - blk->pos : 0;
     size_t h = qpos + 1 > blk->pos ? qpos + 1 - blk->pos : 0;

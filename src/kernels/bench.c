@@ -1,7 +1,5 @@
 /* bench.c: the clock, the cache size, read bandwidth and matrix-vector
  * products (bench_attend.c times attention). */
-#include <dlfcn.h>
-#include <gsl/gsl_cblas.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -88,48 +86,105 @@ size_t bench_llc_bytes(const char **source)
     return 0;
 }
 
+void bench_summarize(BenchResult *out, const BenchResult *rounds, size_t n)
+{
+    double times[BENCH_MAX_REPS];
+    *out = n ? rounds[0] : (BenchResult){ 0 };
+    if (n == 0)
+        return;
+    size_t m = 0; /* the first BENCH_MAX_REPS count */
+    out->seconds_min = out->seconds_max = rounds[0].seconds;
+    for (size_t i = 0; i < n; i++) {
+        const BenchResult *r = &rounds[i];
+        if (m < sizeof times / sizeof times[0])
+            times[m++] = r->seconds;
+        out->seconds_min = fmin(out->seconds_min, r->seconds);
+        out->seconds_max = fmax(out->seconds_max, r->seconds);
+        if (!(r->max_rel_diff <= out->max_rel_diff))
+            out->max_rel_diff = r->max_rel_diff;
+    }
+    out->seconds = bench_median(times, m);
+}
+
 /* --- 1. read bandwidth ---------------------------------------------------- */
 
-int bench_read(const Kernels *k, size_t bytes, const BenchTiming *t, BenchResult *r, Err *e)
+void bench_read_free(BenchRead *b)
 {
-    size_t chunks = bytes / (READ_CHUNK * sizeof(float));
-    if (chunks == 0)
-        chunks = 1;
-    const size_t n = chunks * READ_CHUNK;
-    float *buf = bench_alloc(n * sizeof(float), "the read-bandwidth buffer", e); /* [chunks][READ_CHUNK] */
-    float *ones = bench_alloc(READ_CHUNK * sizeof(float), "the read vector", e);  /* [READ_CHUNK] */
-    double *times = bench_alloc(t->reps * sizeof(double), "timings", e);
-    int rc = -1;
-    if (!buf || !ones || !times)
-        goto done;
-    for (size_t i = 0; i < READ_CHUNK; i++)
-        ones[i] = 1.0f;
-    for (size_t i = 0; i < n; i++) /* small integers: every partial sum is exact */
-        buf[i] = (float)(i % 4);
+    free(b->buf);
+    free(b->ones);
+    memset(b, 0, sizeof *b);
+}
 
+int bench_read_init(BenchRead *b, size_t bytes, Err *e)
+{
+    memset(b, 0, sizeof *b);
+    size_t chunks = bytes / (READ_CHUNK * sizeof(float));
+    b->n = (chunks ? chunks : 1) * READ_CHUNK;
+    b->buf = bench_alloc(b->n * sizeof(float), "the read-bandwidth buffer", e);
+    b->ones = bench_alloc(READ_CHUNK * sizeof(float), "the read vector", e);
+    if (!b->buf || !b->ones) {
+        bench_read_free(b);
+        return -1;
+    }
+    for (size_t i = 0; i < READ_CHUNK; i++)
+        b->ones[i] = 1.0f;
+    /* Small integers whose sign alternates every 64 floats, so that each
+     * SIMD lane's partial sum stays small (exact in float): block pairs
+     * add (1 + v) and -v for v = i % 4, 64 per pair, n / 2 in all. */
+    for (size_t i = 0; i < b->n; i++)
+        b->buf[i] = (i / 64) % 2 ? -(float)(i % 4) : (float)(1 + i % 4);
+    return 0;
+}
+
+typedef double (*SumFn)(const float *p, size_t n);
+
+/* The plain loop for k's ISA, or NULL. */
+static SumFn plain_sum(const Kernels *k)
+{
+#if defined(__x86_64__)
+    if (strcmp(k->isa, "avx512") == 0)
+        return bench_sum_avx512;
+    if (strcmp(k->isa, "avx2") == 0)
+        return bench_sum_avx2;
+#endif
+    (void)k;
+    return NULL;
+}
+
+const char *bench_read_how(const Kernels *k, int dot, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s %s", k->isa, !dot && plain_sum(k) ? "loop" : "f32 dot");
+    return buf;
+}
+
+static void read_with(const Kernels *k, SumFn plain, const BenchRead *b, BenchResult *r)
+{
     const FormatOps *f32 = &k->codec[FMT_F32];
     double sum = 0;
-    for (size_t rep = 0; rep < t->reps; rep++) {
-        sum = 0;
-        double t0 = bench_now();
-        for (size_t c = 0; c < chunks; c++) {
+    double t0 = bench_now();
+    if (plain)
+        sum = plain(b->buf, b->n);
+    else
+        for (size_t c = 0; c < b->n; c += READ_CHUNK) {
             float s;
-            f32->dot(&s, ones, 1, buf + c * READ_CHUNK, READ_CHUNK);
+            f32->dot(&s, b->ones, 1, b->buf + c, READ_CHUNK);
             sum += s;
         }
-        times[rep] = bench_now() - t0;
-    }
-    const double want = 1.5 * (double)n; /* 0, 1, 2, 3 repeating; READ_CHUNK is a multiple of 4 */
-    *r = (BenchResult){ .seconds = bench_median(times, t->reps), .bytes = (uint64_t)n * sizeof(float),
-                        .ops_per_rep = 1, .max_rel_diff = (sum - want) / want };
-    if (r->max_rel_diff < 0)
-        r->max_rel_diff = -r->max_rel_diff;
-    rc = 0;
-done:
-    free(buf);
-    free(ones);
-    free(times);
-    return rc;
+    const double seconds = bench_now() - t0;
+    const double want = 0.5 * (double)b->n; /* see bench_read_init; n is a multiple of 128 */
+    *r = (BenchResult){ .seconds = seconds, .seconds_min = seconds, .seconds_max = seconds,
+                        .bytes = (uint64_t)b->n * sizeof(float), .ops_per_rep = 1,
+                        .max_rel_diff = fabs(sum - want) / want };
+}
+
+void bench_read(const Kernels *k, const BenchRead *b, BenchResult *r)
+{
+    read_with(k, plain_sum(k), b, r);
+}
+
+void bench_read_dot(const Kernels *k, const BenchRead *b, BenchResult *r)
+{
+    read_with(k, NULL, b, r);
 }
 
 /* --- 3. matrix-vector product --------------------------------------------- */
@@ -183,79 +238,22 @@ void bench_matvec_kernels(const void *ctx, float *y, const float *w, const float
     k->matmul(y, x, w, 1, cols, rows, NULL, NULL);
 }
 
-void bench_matvec_gsl(const void *ctx, float *y, const float *w, const float *x, size_t rows, size_t cols)
+void bench_matvec(BenchMatvecFn fn, const void *ctx, BenchMatrix *m, BenchResult *r)
 {
-    (void)ctx;
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)rows, (int)cols, 1.0f, w, (int)cols, x, 1, 0.0f, y, 1);
-}
-
-int bench_openblas_open(BenchOpenblas *ob, char *why, size_t cap)
-{
-    memset(ob, 0, sizeof *ob);
-    ob->handle = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
-    if (!ob->handle) {
-        const char *msg = dlerror();
-        snprintf(why, cap, "%s", msg ? msg : "libopenblas.so.0 not found");
-        return -1;
-    }
-    *(void **)&ob->sgemv = dlsym(ob->handle, "cblas_sgemv");
-    if (!ob->sgemv) {
-        snprintf(why, cap, "libopenblas.so.0 has no cblas_sgemv");
-        bench_openblas_close(ob);
-        return -1;
-    }
-    void (*set_threads)(int) = NULL;
-    *(void **)&set_threads = dlsym(ob->handle, "openblas_set_num_threads");
-    if (set_threads)
-        set_threads(1); /* one core, as every other figure */
-    /* "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ..." -> "0.3.21", and the core it chose */
-    char *(*get_config)(void) = NULL, *(*get_core)(void) = NULL;
-    *(void **)&get_config = dlsym(ob->handle, "openblas_get_config");
-    *(void **)&get_core = dlsym(ob->handle, "openblas_get_corename");
-    char version[32] = "";
-    if (get_config && get_config() && sscanf(get_config(), "OpenBLAS %31s", version) != 1)
-        version[0] = '\0';
-    snprintf(ob->config, sizeof ob->config, "%s%s%s%s", version, *version ? " " : "",
-             get_core && get_core() ? get_core() : "", set_threads ? ", 1 thread" : "");
-    return 0;
-}
-
-void bench_openblas_close(BenchOpenblas *ob)
-{
-    if (ob->handle)
-        dlclose(ob->handle);
-    memset(ob, 0, sizeof *ob);
-}
-
-void bench_matvec_openblas(const void *ctx, float *y, const float *w, const float *x, size_t rows, size_t cols)
-{
-    const BenchOpenblas *ob = ctx;
-    /* CBLAS's enum values, the same in every CBLAS: RowMajor 101, NoTrans 111 */
-    ob->sgemv(101, 111, (int)rows, (int)cols, 1.0f, w, (int)cols, x, 1, 0.0f, y, 1);
-}
-
-int bench_matvec(BenchMatvecFn fn, const void *ctx, BenchMatrix *m, const BenchTiming *t, BenchResult *r, Err *e)
-{
-    double *times = bench_alloc(t->reps * sizeof(double), "timings", e);
-    if (!times)
-        return -1;
     const size_t copy = m->rows * m->cols;
-    for (size_t rep = 0; rep < t->reps; rep++) {
-        double t0 = bench_now();
-        for (size_t c = 0; c < m->n_copies; c++) {
-            fn(ctx, m->y, m->pool + m->next * copy, m->x, m->rows, m->cols);
-            m->next = (m->next + 1) % m->n_copies;
-        }
-        times[rep] = (bench_now() - t0) / (double)m->n_copies;
+    double t0 = bench_now();
+    for (size_t c = 0; c < m->n_copies; c++) {
+        fn(ctx, m->y, m->pool + m->next * copy, m->x, m->rows, m->cols);
+        m->next = (m->next + 1) % m->n_copies;
     }
+    const double seconds = (bench_now() - t0) / (double)m->n_copies;
     double d = 0, scale = 0;
     for (size_t o = 0; o < m->rows; o++) {
         double a = fabs(m->y[o] - m->ref[o]);
         d = a > d || a != a ? a : d;
         scale = fmax(scale, fabs(m->ref[o]));
     }
-    *r = (BenchResult){ .seconds = bench_median(times, t->reps), .bytes = (uint64_t)copy * sizeof(float),
-                        .ops_per_rep = m->n_copies, .max_rel_diff = scale > 0 ? d / scale : d };
-    free(times);
-    return 0;
+    *r = (BenchResult){ .seconds = seconds, .seconds_min = seconds, .seconds_max = seconds,
+                        .bytes = (uint64_t)copy * sizeof(float), .ops_per_rep = m->n_copies,
+                        .max_rel_diff = scale > 0 ? d / scale : d };
 }

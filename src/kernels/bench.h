@@ -1,19 +1,22 @@
 /* bench.h: timing the kernels against this machine's memory (`kvscope bench`).
  *
  * Three measurements, all on the calling thread:
- *   1. read bandwidth: a buffer far larger than the last-level cache, read
- *      with the f32 dot of a kernel table (a SIMD read on the SIMD tables);
+ *   1. read bandwidth: a buffer far larger than the last-level cache, summed
+ *      by the widest plain SIMD loop the CPU runs (and, to compare, by the
+ *      f32 dot kernel);
  *   2. decode attention over one KV head, per format and form, cold (each
  *      step reads the next of many identical copies of K/V, so it comes
  *      from memory) or warm (the same copy every step);
- *   3. a matrix-vector product by the kernels, GSL's CBLAS and OpenBLAS
- *      (loaded at run time when installed), cold the same way.
- * Every figure is the median of BenchTiming.reps repetitions, and every
- * result is checked against a reference, so a broken kernel cannot look
- * fast. Nothing here prints: the caller reports.
+ *   3. a matrix-vector product by the kernels (or any BenchMatvecFn: the
+ *      app adds GSL's CBLAS and OpenBLAS, app/bench_blas.h), cold the same way.
+ * Each function here times one repetition; the caller spreads repetitions
+ * over its run and takes their median (bench_summarize). Every result is
+ * checked against a reference, so a broken kernel cannot look fast.
+ * Nothing here prints: the caller reports.
  *
- * Buffers are 64-byte aligned; functions that allocate fail with
- * ERR_RUNTIME when memory runs out and leave nothing allocated. */
+ * Buffers are 64-byte aligned. A function that allocates fails with
+ * ERR_RUNTIME when memory runs out; its _free is safe after a failure and
+ * on a zeroed struct. */
 #ifndef KVSCOPE_KERNELS_BENCH_H
 #define KVSCOPE_KERNELS_BENCH_H
 
@@ -37,73 +40,122 @@ double bench_median(double *v, size_t n);
  * first: under some hypervisors sysconf reports the whole host's cache. */
 size_t bench_llc_bytes(const char **source);
 
+/* One timed repetition of a measurement, or (bench_summarize) all of them. */
 typedef struct {
-    size_t reps;            /* timed repetitions; every figure is their median (>= 1) */
-    double min_rep_seconds; /* warm runs repeat a step until one repetition lasts this long */
-} BenchTiming;
-
-typedef struct {
-    double seconds;       /* median time of one operation (one step, one matvec, one full read) */
-    uint64_t bytes;       /* bytes one operation reads from its data (attention: kv_bytes_read) */
-    uint64_t view_bytes;  /* attention, materialize form: f32 view bytes written and read back */
-    size_t ops_per_rep;   /* operations timed in each repetition */
-    double max_rel_diff;  /* against the reference; -1 when there was nothing to check */
+    double seconds;       /* time of one operation (one step, one matvec, one full read); summarized: median */
+    double seconds_min;   /* summarized: the fastest repetition's (else = seconds) */
+    double seconds_max;   /* summarized: the slowest repetition's */
+    uint64_t bytes;       /* bytes one operation reads from its data (attention: Counters.kv_bytes_read) */
+    uint64_t view_bytes;  /* attention, materialize form: Counters.view_bytes, the f32 view written and read */
+    size_t ops_per_rep;   /* operations timed in the repetition */
+    double max_rel_diff;  /* max |out - ref| / max |ref|; summarized: the worst (NaN stays NaN) */
 } BenchResult;
+
+/* The most repetitions bench_summarize takes the median of. */
+#define BENCH_MAX_REPS 100
+
+/* rounds[0..n) (n <= BENCH_MAX_REPS) -> *out: the median time, the fastest and slowest, the
+ * worst difference; bytes from rounds[0]. Repetitions are meant to be
+ * spread over a run (one per round), so that a slow spell of a shared
+ * machine touches every figure alike instead of a few. */
+void bench_summarize(BenchResult *out, const BenchResult *rounds, size_t n);
 
 /* --- 1. read bandwidth ---------------------------------------------------- */
 
-/* Read `bytes` (rounded down to whole 16 KiB chunks, at least one) of a
- * float array with k->codec[FMT_F32].dot against a 16 KiB vector that stays
- * in L1, t->reps times; r->seconds is the median time of one full read. The
- * sum is checked against the known total. */
-int bench_read(const Kernels *k, size_t bytes, const BenchTiming *t, BenchResult *r, Err *e);
+typedef struct {
+    float *buf;  /* [n]: small integers, sums exact up to 2^31 values (bench_read_init) */
+    size_t n;    /* a whole number of 16 KiB chunks */
+    float *ones; /* [4096]: the other operand, 16 KiB that stay in L1 */
+} BenchRead;
+
+/* A buffer of `bytes` (rounded down to 16 KiB chunks, at least one; at
+ * most 8 GiB, where the sums stop being exact), every page touched. Free with bench_read_free (also after a failure). */
+int bench_read_init(BenchRead *b, size_t bytes, Err *e);
+void bench_read_free(BenchRead *b);
+
+/* Read the whole buffer once and sum it with the plain loop of k's ISA
+ * (AVX-512 or AVX2 loads into independent accumulators: what one core can
+ * read), or with k's f32 dot where there is no such loop (ref, NEON).
+ * r->max_rel_diff checks the sum against the known total. */
+void bench_read(const Kernels *k, const BenchRead *b, BenchResult *r);
+/* The same read through k->codec[FMT_F32].dot, 16 KiB at a time against a
+ * vector that stays in L1: how close the dot kernel comes to the loop. */
+void bench_read_dot(const Kernels *k, const BenchRead *b, BenchResult *r);
+/* How they read: dot = 0 for bench_read ("avx512 loop", or "ref f32 dot"),
+ * 1 for bench_read_dot ("avx512 f32 dot"). */
+const char *bench_read_how(const Kernels *k, int dot, char *buf, size_t cap);
 
 /* --- 2. decode attention ---------------------------------------------------- */
 
-/* One format's K and V rows for one context, in n_copies identical copies.
- * A cold step reads the copy after the last one read, so with a pool many
- * times the last-level cache each step's rows come from memory. */
+/* One format's K and V rows for one context: seeded pseudo-random values
+ * (about N(0, 1)) quantized with the reference codec, in one copy. */
 typedef struct {
     Format fmt;
     size_t context, head_dim;
-    size_t row_bytes;    /* format_row_bytes(fmt, head_dim) */
-    size_t copy_bytes;   /* one copy: context K rows, then context V rows (64-byte aligned) */
-    size_t n_copies;     /* >= 2 */
-    unsigned char *pool; /* [n_copies][copy_bytes] */
-    KvBlock *blocks;     /* [n_copies]: copy c as one block at positions 0 .. context-1 */
-    size_t next;         /* the copy the next cold step reads */
+    size_t row_bytes;      /* format_row_bytes(fmt, head_dim) */
+    size_t copy_bytes;     /* context K rows, then (64-byte aligned) context V rows */
+    unsigned char *master; /* [copy_bytes] */
 } BenchKv;
 
-/* Fill kv: seeded pseudo-random K/V values (about N(0, 1)) quantized with
- * the reference codec, copied until the copies total at least pool_bytes
- * (and at least 2 copies). Free with bench_kv_free (also after a failure). */
-int bench_kv_init(BenchKv *kv, Format fmt, size_t context, size_t head_dim, size_t pool_bytes, uint64_t seed,
-                  Err *e);
+int bench_kv_init(BenchKv *kv, Format fmt, size_t context, size_t head_dim, uint64_t seed, Err *e);
 void bench_kv_free(BenchKv *kv);
+/* kv's rows as one block at positions 0 .. context-1, stored at base (the
+ * master or a copy of it). */
+KvBlock bench_kv_block(const BenchKv *kv, const void *base);
+
+/* Memory for copies of one BenchKv at a time. A cold step reads the copy
+ * after the last one read, so with copies totalling many times the
+ * last-level cache each step's rows come from memory. */
+typedef struct {
+    unsigned char *mem;  /* [cap] */
+    size_t cap;
+    size_t target;       /* bytes the copies should total */
+    KvBlock *blocks;     /* [n_copies] */
+    size_t blocks_cap;
+    size_t n_copies;     /* >= 2 */
+    size_t next;         /* the copy the next cold step reads */
+} BenchPool;
+
+/* Bytes the copies of a copy_bytes-sized BenchKv take: enough copies to
+ * total `target`, and at least 2. */
+size_t bench_pool_bytes(size_t copy_bytes, size_t target);
+/* cap: the largest bench_pool_bytes the pool will be filled with. */
+int bench_pool_init(BenchPool *p, size_t cap, size_t target, Err *e);
+void bench_pool_free(BenchPool *p);
+/* Copy kv's master into the pool as many times as bench_pool_bytes says;
+ * the first cold step then reads copy 0, written longest ago. */
+int bench_pool_fill(BenchPool *p, const BenchKv *kv, Err *e);
+
+/* Scratch every form needs, sized for the largest context and group. */
+typedef struct {
+    float *scores; /* [max_group][max_context] */
+    float *view;   /* [2][max_context][head_dim]: the materialized f32 view */
+    KvBlock view_block;
+} BenchScratch;
+
+int bench_scratch_init(BenchScratch *s, size_t max_context, size_t max_group, size_t head_dim, Err *e);
+void bench_scratch_free(BenchScratch *s);
 
 /* One decode step's queries for a GQA group (group query heads sharing the
- * KV head), the scratch every form needs, and the reference output: the
- * ref kernels' naive form on the same rows. */
+ * KV head) and the reference output: the ref kernels' naive form over kv's
+ * master, a query at position context-1 seeing every row. */
 typedef struct {
-    size_t group;
-    float *q;      /* [group][head_dim] */
-    float *out;    /* [group][head_dim] */
-    float *ref;    /* [group][head_dim] */
-    float *scores; /* [group][context] */
-    float *view;   /* [2][context][head_dim]: the materialized f32 view */
-    KvBlock view_block;
+    size_t group, head_dim;
+    float *q;   /* [group][head_dim] */
+    float *out; /* [group][head_dim] */
+    float *ref; /* [group][head_dim] */
 } BenchQuery;
 
-int bench_query_init(BenchQuery *bq, const BenchKv *kv, size_t group, uint64_t seed, Err *e);
+int bench_query_init(BenchQuery *bq, const BenchKv *kv, size_t group, BenchScratch *s, uint64_t seed, Err *e);
 void bench_query_free(BenchQuery *bq);
 
-/* Time one decode step (a query at position context-1 seeing every row)
- * with kernels k in form algo. Cold: a repetition is one pass over every
- * copy; warm: one copy, already read once, repeated for t->min_rep_seconds.
- * r->bytes and r->view_bytes are the Counters the kernel filled for one
- * step; r->max_rel_diff compares the last output with bq->ref. */
-int bench_attend(const Kernels *k, BenchKv *kv, BenchQuery *bq, AttendAlgo algo, int cold, const BenchTiming *t,
-                 BenchResult *r, Err *e);
+/* Time one decode step with kernels k in form algo over the pool (filled
+ * with the BenchKv bq was made for). Cold: one pass over every copy; warm:
+ * the copy read last, read once more untimed, then repeated until
+ * min_seconds have passed. r->bytes and r->view_bytes are the Counters the
+ * kernel filled for one step; r->max_rel_diff compares with bq->ref. */
+void bench_attend(const Kernels *k, BenchPool *p, BenchQuery *bq, BenchScratch *s, AttendAlgo algo, int cold,
+                  double min_seconds, BenchResult *r);
 
 /* --- 3. matrix-vector product --------------------------------------------- */
 
@@ -127,26 +179,8 @@ typedef void (*BenchMatvecFn)(const void *ctx, float *y, const float *w, const f
 
 /* ctx: a const Kernels *; its matmul with n = 1. */
 void bench_matvec_kernels(const void *ctx, float *y, const float *w, const float *x, size_t rows, size_t cols);
-/* ctx unused: GSL's CBLAS cblas_sgemv (libgslcblas). */
-void bench_matvec_gsl(const void *ctx, float *y, const float *w, const float *x, size_t rows, size_t cols);
-
-/* OpenBLAS, opened at run time so that it stays optional. */
-typedef struct {
-    void *handle;
-    void (*sgemv)(int order, int trans, int m, int n, float alpha, const float *a, int lda, const float *x,
-                  int incx, float beta, float *y, int incy);
-    char config[128]; /* version, core and threads, e.g. "0.3.21 Zen, 1 thread" */
-} BenchOpenblas;
-
-/* dlopen libopenblas.so.0 and find cblas_sgemv; set one thread. Returns 0,
- * or -1 with the loader's reason in why (OpenBLAS is then not usable). */
-int bench_openblas_open(BenchOpenblas *ob, char *why, size_t cap);
-void bench_openblas_close(BenchOpenblas *ob);
-/* ctx: a const BenchOpenblas * that opened. */
-void bench_matvec_openblas(const void *ctx, float *y, const float *w, const float *x, size_t rows, size_t cols);
-
-/* Time fn cold: a repetition is one pass over every copy of W. r->bytes is
- * the bytes of W; r->max_rel_diff compares y with m->ref. */
-int bench_matvec(BenchMatvecFn fn, const void *ctx, BenchMatrix *m, const BenchTiming *t, BenchResult *r, Err *e);
+/* Time fn cold: one pass over every copy of W. r->bytes is the bytes of W;
+ * r->max_rel_diff compares y with m->ref. */
+void bench_matvec(BenchMatvecFn fn, const void *ctx, BenchMatrix *m, BenchResult *r);
 
 #endif

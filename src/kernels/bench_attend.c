@@ -3,20 +3,20 @@
 
 #include "kernels/bench_mem.h"
 
-void bench_kv_free(BenchKv *kv)
-{
-    free(kv->pool);
-    free(kv->blocks);
-    memset(kv, 0, sizeof *kv);
-}
-
 static size_t align64(size_t n)
 {
     return (n + 63) / 64 * 64;
 }
 
-int bench_kv_init(BenchKv *kv, Format fmt, size_t context, size_t head_dim, size_t pool_bytes, uint64_t seed,
-                  Err *e)
+/* --- the rows ------------------------------------------------------------- */
+
+void bench_kv_free(BenchKv *kv)
+{
+    free(kv->master);
+    memset(kv, 0, sizeof *kv);
+}
+
+int bench_kv_init(BenchKv *kv, Format fmt, size_t context, size_t head_dim, uint64_t seed, Err *e)
 {
     memset(kv, 0, sizeof *kv);
     kv->fmt = fmt;
@@ -25,32 +25,102 @@ int bench_kv_init(BenchKv *kv, Format fmt, size_t context, size_t head_dim, size
     kv->row_bytes = format_row_bytes(fmt, head_dim);
     const size_t half = align64(context * kv->row_bytes); /* K rows, then V rows at this offset */
     kv->copy_bytes = 2 * half;
-    kv->n_copies = (pool_bytes + kv->copy_bytes - 1) / kv->copy_bytes;
-    if (kv->n_copies < 2)
-        kv->n_copies = 2;
-    kv->pool = bench_alloc(kv->n_copies * kv->copy_bytes, "the K/V copies", e);
-    kv->blocks = bench_alloc(kv->n_copies * sizeof(KvBlock), "the K/V blocks", e);
+    kv->master = bench_alloc(kv->copy_bytes, "the K/V rows", e);
     float *row = bench_alloc(head_dim * sizeof(float), "a K/V row", e); /* [head_dim] */
-    if (!kv->pool || !kv->blocks || !row) {
+    if (!kv->master || !row) {
         free(row);
         bench_kv_free(kv);
         return -1;
     }
+    memset(kv->master, 0, kv->copy_bytes); /* the alignment gap too: copies are then fully defined */
     uint64_t state = seed;
     const FormatOps *codec = &codec_ref[fmt];
     for (size_t r = 0; r < 2 * context; r++) { /* K rows, then V rows */
         bench_gaussian(row, head_dim, &state);
-        unsigned char *dst = kv->pool + (r < context ? 0 : half) + (r % context) * kv->row_bytes;
-        codec->quantize(dst, row, head_dim);
+        codec->quantize(kv->master + (r < context ? 0 : half) + (r % context) * kv->row_bytes, row, head_dim);
     }
     free(row);
-    for (size_t c = 0; c < kv->n_copies; c++) {
-        unsigned char *base = kv->pool + c * kv->copy_bytes;
-        if (c > 0)
-            memcpy(base, kv->pool, kv->copy_bytes);
-        kv->blocks[c] = (KvBlock){ .pos = 0, .n = context, .k = base, .v = base + half,
-                                   .k_stride = kv->row_bytes, .v_stride = kv->row_bytes,
-                                   .k_fmt = fmt, .v_fmt = fmt };
+    return 0;
+}
+
+KvBlock bench_kv_block(const BenchKv *kv, const void *base)
+{
+    const unsigned char *p = base;
+    return (KvBlock){ .pos = 0, .n = kv->context, .k = p, .v = p + kv->copy_bytes / 2,
+                      .k_stride = kv->row_bytes, .v_stride = kv->row_bytes, .k_fmt = kv->fmt, .v_fmt = kv->fmt };
+}
+
+/* --- the copies ----------------------------------------------------------- */
+
+static size_t pool_copies(size_t copy_bytes, size_t target)
+{
+    size_t n = (target + copy_bytes - 1) / copy_bytes;
+    return n < 2 ? 2 : n;
+}
+
+size_t bench_pool_bytes(size_t copy_bytes, size_t target)
+{
+    return pool_copies(copy_bytes, target) * copy_bytes;
+}
+
+void bench_pool_free(BenchPool *p)
+{
+    free(p->mem);
+    free(p->blocks);
+    memset(p, 0, sizeof *p);
+}
+
+int bench_pool_init(BenchPool *p, size_t cap, size_t target, Err *e)
+{
+    memset(p, 0, sizeof *p);
+    p->mem = bench_alloc(cap, "the cold K/V copies", e);
+    if (!p->mem)
+        return -1;
+    p->cap = cap;
+    p->target = target;
+    return 0;
+}
+
+int bench_pool_fill(BenchPool *p, const BenchKv *kv, Err *e)
+{
+    const size_t n = pool_copies(kv->copy_bytes, p->target);
+    if (n * kv->copy_bytes > p->cap)
+        return err_set(e, ERR_RUNTIME, "bench: %zu copies of %zu bytes do not fit a pool of %zu", n, kv->copy_bytes,
+                       p->cap);
+    if (n > p->blocks_cap) {
+        KvBlock *b = realloc(p->blocks, n * sizeof *b);
+        if (!b)
+            return err_set(e, ERR_RUNTIME, "bench: cannot allocate %zu K/V blocks", n);
+        p->blocks = b;
+        p->blocks_cap = n;
+    }
+    for (size_t c = 0; c < n; c++) {
+        unsigned char *base = p->mem + c * kv->copy_bytes;
+        memcpy(base, kv->master, kv->copy_bytes);
+        p->blocks[c] = bench_kv_block(kv, base);
+    }
+    p->n_copies = n;
+    p->next = 0;
+    return 0;
+}
+
+/* --- queries and scratch ---------------------------------------------------- */
+
+void bench_scratch_free(BenchScratch *s)
+{
+    free(s->scores);
+    free(s->view);
+    memset(s, 0, sizeof *s);
+}
+
+int bench_scratch_init(BenchScratch *s, size_t max_context, size_t max_group, size_t head_dim, Err *e)
+{
+    memset(s, 0, sizeof *s);
+    s->scores = bench_alloc(max_group * max_context * sizeof(float), "the scores", e);
+    s->view = bench_alloc(2 * max_context * head_dim * sizeof(float), "the materialized view", e);
+    if (!s->scores || !s->view) {
+        bench_scratch_free(s);
+        return -1;
     }
     return 0;
 }
@@ -60,90 +130,75 @@ void bench_query_free(BenchQuery *bq)
     free(bq->q);
     free(bq->out);
     free(bq->ref);
-    free(bq->scores);
-    free(bq->view);
     memset(bq, 0, sizeof *bq);
 }
 
-/* One step's arguments: the query at position context-1, over copy c. */
-static AttnArgs step_args(const BenchKv *kv, BenchQuery *bq, size_t c, float *out)
+/* One step's arguments: the query at position context-1 over blk. */
+static AttnArgs step_args(const BenchQuery *bq, BenchScratch *s, const KvBlock *blk, float *out, size_t head_dim)
 {
-    const size_t hd = kv->head_dim;
-    return (AttnArgs){ .q = bq->q, .q_stride = bq->group * hd, .out = out, .out_stride = bq->group * hd,
-                       .n_q = 1, .group = bq->group, .head_dim = hd, .pos0 = kv->context - 1,
-                       .blocks = &kv->blocks[c], .n_blocks = 1, .scores = bq->scores,
-                       .view = bq->view, .view_blocks = &bq->view_block };
+    return (AttnArgs){ .q = bq->q, .q_stride = bq->group * head_dim, .out = out, .out_stride = bq->group * head_dim,
+                       .n_q = 1, .group = bq->group, .head_dim = head_dim, .pos0 = blk->n - 1, .blocks = blk,
+                       .n_blocks = 1, .scores = s->scores, .view = s->view, .view_blocks = &s->view_block };
 }
 
-int bench_query_init(BenchQuery *bq, const BenchKv *kv, size_t group, uint64_t seed, Err *e)
+int bench_query_init(BenchQuery *bq, const BenchKv *kv, size_t group, BenchScratch *s, uint64_t seed, Err *e)
 {
     memset(bq, 0, sizeof *bq);
     const size_t hd = kv->head_dim;
     if (group == 0 || group > ATTEND_MAX_GROUP)
         return err_set(e, ERR_USAGE, "bench: a group of %zu query heads (1 .. %d)", group, ATTEND_MAX_GROUP);
+    const Kernels *ref = kernels_select("ref", e);
+    if (!ref)
+        return -1;
     bq->group = group;
+    bq->head_dim = hd;
     bq->q = bench_alloc(group * hd * sizeof(float), "the queries", e);
     bq->out = bench_alloc(group * hd * sizeof(float), "the attention output", e);
     bq->ref = bench_alloc(group * hd * sizeof(float), "the reference output", e);
-    bq->scores = bench_alloc(group * kv->context * sizeof(float), "the scores", e);
-    bq->view = bench_alloc(2 * kv->context * hd * sizeof(float), "the materialized view", e);
-    if (!bq->q || !bq->out || !bq->ref || !bq->scores || !bq->view) {
+    if (!bq->q || !bq->out || !bq->ref) {
         bench_query_free(bq);
         return -1;
     }
     uint64_t state = seed;
     bench_gaussian(bq->q, group * hd, &state);
-    const Kernels *ref = kernels_select("ref", e);
-    if (!ref) {
-        bench_query_free(bq);
-        return -1;
-    }
-    AttnArgs a = step_args(kv, bq, 0, bq->ref);
+    const KvBlock blk = bench_kv_block(kv, kv->master);
+    AttnArgs a = step_args(bq, s, &blk, bq->ref, hd);
     attend(ref, ATTEND_NAIVE, &a, NULL);
     return 0;
 }
 
-int bench_attend(const Kernels *k, BenchKv *kv, BenchQuery *bq, AttendAlgo algo, int cold, const BenchTiming *t,
-                 BenchResult *r, Err *e)
+/* --- timing ----------------------------------------------------------------- */
+
+void bench_attend(const Kernels *k, BenchPool *p, BenchQuery *bq, BenchScratch *s, AttendAlgo algo, int cold,
+                  double min_seconds, BenchResult *r)
 {
-    double *times = bench_alloc(t->reps * sizeof(double), "timings", e);
-    if (!times)
-        return -1;
+    const size_t hd = bq->head_dim;
     Counters one = { 0 }, ctr = { 0 }; /* one step's counts; the timed steps' (not read) */
     size_t steps = 1;
+    double seconds;
     if (cold) {
-        AttnArgs a = step_args(kv, bq, kv->next, bq->out);
-        kv->next = (kv->next + 1) % kv->n_copies;
-        attend(k, algo, &a, &one);
-        steps = kv->n_copies;
-        for (size_t rep = 0; rep < t->reps; rep++) {
-            double t0 = bench_now();
-            for (size_t s = 0; s < steps; s++) {
-                a = step_args(kv, bq, kv->next, bq->out);
-                kv->next = (kv->next + 1) % kv->n_copies;
-                attend(k, algo, &a, &ctr);
-            }
-            times[rep] = (bench_now() - t0) / (double)steps;
+        steps = p->n_copies;
+        double t0 = bench_now();
+        for (size_t i = 0; i < steps; i++) {
+            AttnArgs a = step_args(bq, s, &p->blocks[p->next], bq->out, hd);
+            p->next = (p->next + 1) % p->n_copies;
+            attend(k, algo, &a, i == 0 ? &one : &ctr);
         }
+        seconds = (bench_now() - t0) / (double)steps;
     } else {
-        /* the copy read last: a cold pass that follows starts far from it */
-        const size_t c = (kv->next + kv->n_copies - 1) % kv->n_copies;
-        AttnArgs a = step_args(kv, bq, c, bq->out);
+        /* the copy read last: the cold pass that may follow starts far from it */
+        AttnArgs a = step_args(bq, s, &p->blocks[(p->next + p->n_copies - 1) % p->n_copies], bq->out, hd);
         double t0 = bench_now();
         attend(k, algo, &a, &one); /* brings the rows in, counts, and calibrates */
         double once = bench_now() - t0;
-        if (once < t->min_rep_seconds)
-            steps = (size_t)(t->min_rep_seconds / (once > 1e-7 ? once : 1e-7)) + 1;
-        for (size_t rep = 0; rep < t->reps; rep++) {
-            t0 = bench_now();
-            for (size_t s = 0; s < steps; s++)
-                attend(k, algo, &a, &ctr);
-            times[rep] = (bench_now() - t0) / (double)steps;
-        }
+        if (once < min_seconds)
+            steps = (size_t)(min_seconds / (once > 1e-7 ? once : 1e-7)) + 1;
+        t0 = bench_now();
+        for (size_t i = 0; i < steps; i++)
+            attend(k, algo, &a, &ctr);
+        seconds = (bench_now() - t0) / (double)steps;
     }
-    *r = (BenchResult){ .seconds = bench_median(times, t->reps), .bytes = one.kv_bytes_read,
-                        .view_bytes = one.view_bytes, .ops_per_rep = steps,
-                        .max_rel_diff = bench_rel_diff(bq->out, bq->ref, bq->group * kv->head_dim) };
-    free(times);
-    return 0;
+    *r = (BenchResult){ .seconds = seconds, .seconds_min = seconds, .seconds_max = seconds,
+                        .bytes = one.kv_bytes_read, .view_bytes = one.view_bytes, .ops_per_rep = steps,
+                        .max_rel_diff = bench_rel_diff(bq->out, bq->ref, bq->group * hd) };
 }

@@ -9,6 +9,12 @@
 
 #include "kernels/bench.h"
 
+/* The plain reads of bench_read, one per ISA file (bench_avx2.c,
+ * bench_avx512.c): the sum of p[0..n), n a multiple of 64, p 64-byte
+ * aligned. Call only where the CPU runs that ISA. */
+double bench_sum_avx2(const float *p, size_t n);
+double bench_sum_avx512(const float *p, size_t n);
+
 /* bytes (> 0), 64-byte aligned, uninitialized; NULL with e set on failure. */
 static inline void *bench_alloc(size_t bytes, const char *what, Err *e)
 {

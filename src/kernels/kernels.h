@@ -55,7 +55,7 @@ typedef struct {
  * query heads that share it, for n_q query tokens at positions pos0 .. pos0 +
  * n_q - 1. A query at position p sees the rows at positions j <= p (causal;
  * in decode that is every row), and with a sliding window W only those with
- * p - W < j. Each K and V row is read once per query token and serves the
+ * p - W < j; with `bidirectional` set, every query sees every row. Each K and V row is read once per query token and serves the
  * whole group. */
 typedef struct {
     const float *q;   /* query t, head g: q[t * q_stride + g * head_dim .. +head_dim] (RoPE applied) */
@@ -65,6 +65,9 @@ typedef struct {
     size_t n_q, group, head_dim;
     size_t pos0;
     size_t window;         /* sliding window W; 0 = none */
+    int bidirectional;     /* 1: every row is visible to every query, whatever the positions (an
+                              encoder's self-attention, cross-attention); pos0 and window are then
+                              ignored. 0 (the default): causal, as above */
     const KvBlock *blocks; /* the rows, in position order */
     size_t n_blocks;
     float *scores;    /* scratch: group * (rows in blocks) floats */

@@ -12,7 +12,7 @@
 #include "kernels/kernels.h"
 #include "util/parse.h"
 
-typedef enum { K_SIZE, K_SIZE0, K_DOUBLE, K_U64, K_STR, K_BOOL, K_ATTN } KeyType;
+typedef enum { K_SIZE, K_SIZE0, K_DOUBLE, K_U64, K_STR, K_BOOL, K_ATTN, K_ARCH, K_TOKEN } KeyType;
 
 typedef struct {
     const char *key;
@@ -32,6 +32,9 @@ static const KeyDef keys[] = {
     KEY(shared_layers, K_BOOL), KEY(attention, K_ATTN),
     KEY(kv_lora_rank, K_SIZE0), KEY(qk_rope_dim, K_SIZE0),
     KEY(qk_nope_dim, K_SIZE0), KEY(v_head_dim, K_SIZE0),
+    KEY(architecture, K_ARCH), KEY(encoder_layers, K_SIZE0),
+    KEY(src_len, K_SIZE0),     KEY(bos_token, K_TOKEN),
+    KEY(eos_token, K_TOKEN),
 };
 #undef KEY
 
@@ -43,6 +46,9 @@ void config_defaults(Config *c)
     c->norm_eps = 1e-5;
     c->seed = 42;
     c->attention = ATTN_GQA;
+    c->architecture = ARCH_DECODER;
+    c->bos_token = 0;
+    c->eos_token = -1;
 }
 
 static void key_names(char *buf, size_t cap)
@@ -102,6 +108,28 @@ int config_set(Config *c, const char *key, const char *value, Err *e)
         else
             return err_set(e, ERR_USAGE, "attention: '%s' is not one of gqa, mha, mla", value);
         return 0;
+    case K_ARCH:
+        if (strcmp(value, "decoder") == 0)
+            c->architecture = ARCH_DECODER;
+        else if (strcmp(value, "encdec") == 0)
+            c->architecture = ARCH_ENCDEC;
+        else
+            return err_set(e, ERR_USAGE, "architecture: '%s' is not one of decoder, encdec", value);
+        return 0;
+    case K_TOKEN: {
+        size_t v;
+        if (strcmp(value, "none") == 0) {
+            *(int *)field = -1;
+            return 0;
+        }
+        if (parse_size0(value, key, &v, e) < 0)
+            return err_wrap(e, "%s: a token id or none", key);
+        if (v > ((size_t)1 << 24))
+            return err_set(e, ERR_USAGE, "%s: token id %zu is beyond kvscope's limit of %zu", key, v,
+                           (size_t)1 << 24);
+        *(int *)field = (int)v;
+        return 0;
+    }
     }
     return err_set(e, ERR_RUNTIME, "config key '%s' has no type", key);
 }
@@ -230,6 +258,35 @@ int config_load(Config *c, const char *name, Err *e)
 
 /* --- validation --------------------------------------------------------- */
 
+/* The keys of an encoder-decoder, and their absence in a decoder-only model. */
+static int config_validate_encdec(const Config *c, Err *e)
+{
+    if (c->architecture == ARCH_DECODER) {
+        if (c->encoder_layers || c->src_len)
+            return err_set(e, ERR_USAGE, "model '%s' is decoder-only: encoder_layers and src_len apply to "
+                           "architecture = encdec", c->name);
+        return 0;
+    }
+    if (c->encoder_layers == 0 || c->src_len == 0)
+        return err_set(e, ERR_USAGE, "model '%s': an encoder-decoder needs encoder_layers and src_len (at least 1)",
+                       c->name);
+    if (c->encoder_layers > 4096 || c->src_len > ((size_t)1 << 24))
+        return err_set(e, ERR_USAGE, "model '%s': encoder_layers = %zu, src_len = %zu is beyond kvscope's limits "
+                       "(4096, %zu)", c->name, c->encoder_layers, c->src_len, (size_t)1 << 24);
+    if (c->attention != ATTN_GQA || c->shared_layers)
+        return err_set(e, ERR_USAGE, "model '%s': an encoder-decoder runs GQA/MHA attention with its own weights "
+                       "per layer (no MLA, no shared_layers)", c->name);
+    if (c->bos_token < 0 || (size_t)c->bos_token >= c->vocab)
+        return err_set(e, ERR_USAGE, "model '%s': bos_token %d is outside the vocabulary 0..%zu", c->name,
+                       c->bos_token, c->vocab - 1);
+    if (c->eos_token >= 0 && (size_t)c->eos_token >= c->vocab)
+        return err_set(e, ERR_USAGE, "model '%s': eos_token %d is outside the vocabulary 0..%zu", c->name,
+                       c->eos_token, c->vocab - 1);
+    if (c->eos_token == c->bos_token)
+        return err_set(e, ERR_USAGE, "model '%s': eos_token and bos_token are both %d", c->name, c->bos_token);
+    return 0;
+}
+
 size_t config_q_dim(const Config *c) { return c->n_heads * c->head_dim; }
 size_t config_kv_dim(const Config *c) { return c->n_kv_heads * c->head_dim; }
 
@@ -262,5 +319,5 @@ int config_validate(const Config *c, Err *e)
         return err_set(e, ERR_USAGE, "model '%s': norm_eps must be in (0, 1]", c->name);
     if (c->attention == ATTN_MLA && (c->kv_lora_rank == 0 || c->qk_rope_dim == 0))
         return err_set(e, ERR_USAGE, "model '%s': MLA needs kv_lora_rank and qk_rope_dim", c->name);
-    return 0;
+    return config_validate_encdec(c, e);
 }

@@ -15,6 +15,12 @@ typedef enum {
     ATTN_MLA,     /* multi-head latent attention (DeepSeek-V2 style) */
 } AttnKind;
 
+typedef enum {
+    ARCH_DECODER = 0, /* decoder-only: one causal stack over the prompt and what it generates */
+    ARCH_ENCDEC,      /* encoder-decoder (seed 003): a bidirectional encoder over a source, a decoder
+                         with causal self-attention plus cross-attention to the encoder's output */
+} Arch;
+
 typedef struct {
     char name[64];
     char weights[64]; /* "synthetic", or a file in data/weights/ */
@@ -39,6 +45,14 @@ typedef struct {
     size_t qk_rope_dim;   /* MLA shared RoPE key width (64) */
     size_t qk_nope_dim;   /* MLA per-head non-RoPE key width */
     size_t v_head_dim;    /* MLA per-head value width */
+
+    /* encoder-decoder only (architecture = encdec); max_seq_len is then the
+     * decoder's (target) length, src_len the encoder's (source) length */
+    Arch architecture;
+    size_t encoder_layers; /* encoder depth; the decoder has n_layers */
+    size_t src_len;        /* source tokens the encoder reads */
+    int bos_token;         /* the token every target starts from */
+    int eos_token;         /* the token that ends a hypothesis; -1 = none ("none" in an .ini) */
 } Config;
 
 /* Defaults for keys an .ini may leave out (weights, theta, eps, window...). */

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/sublayers.h"
+
 int forward_state_init(ForwardState *s, const Config *c, size_t max_rows, int keep_probs, Err *e)
 {
     memset(s, 0, sizeof *s);
@@ -26,9 +28,10 @@ int forward_state_init(ForwardState *s, const Config *c, size_t max_rows, int ke
     if (keep_probs) {
         s->max_q = max_rows;
         s->probs = calloc(c->n_layers * c->n_heads * max_rows * c->max_seq_len, sizeof(float));
+        s->att_layers = calloc(c->n_layers * max_rows * config_q_dim(c), sizeof(float));
     }
     if (!s->x || !s->xb || !s->q || !s->k || !s->v || !s->att || !s->hb || !s->hb2 || !s->scores || !s->view ||
-        !s->blocks || !s->view_blocks || (keep_probs && !s->probs)) {
+        !s->blocks || !s->view_blocks || (keep_probs && (!s->probs || !s->att_layers))) {
         forward_state_free(s);
         return err_set(e, ERR_RUNTIME, "out of memory for activations of %zu tokens", max_rows);
     }
@@ -50,18 +53,35 @@ void forward_state_free(ForwardState *s)
     free(s->blocks);
     free(s->view_blocks);
     free(s->probs);
+    free(s->att_layers);
     memset(s, 0, sizeof *s);
 }
 
-/* The blocks attention reads for (layer, seq, kv head h): the cache's, or,
- * uncached, one block over the K/V rows just computed (rows of a sequence are
- * token-major [n_new][kv_dim], so a head's rows are kv_dim floats apart). */
-static int gather_blocks(const Model *m, ForwardState *s, const KvCache *cache, size_t layer, size_t seq,
+int forward_blocks_reserve(ForwardState *s, size_t n, Err *e)
+{
+    if (n <= s->blocks_cap)
+        return 0;
+    KvBlock *grown = realloc(s->blocks, n * sizeof *grown);
+    if (grown)
+        s->blocks = grown;
+    KvBlock *grown_view = grown ? realloc(s->view_blocks, n * sizeof *grown_view) : NULL;
+    if (!grown_view)
+        return err_set(e, ERR_RUNTIME, "out of memory for %zu cache blocks", n);
+    s->view_blocks = grown_view;
+    s->blocks_cap = n;
+    return 0;
+}
+
+/* The blocks attention reads for (layer, cache sequence seq, kv head h) of
+ * row group b: the cache's, or, uncached, one block over the K/V rows just
+ * computed (rows of a group are token-major [n_new][kv_dim], so a head's
+ * rows are kv_dim floats apart). */
+static int gather_blocks(const Model *m, ForwardState *s, const KvCache *cache, size_t layer, size_t seq, size_t b,
                          size_t h, size_t n_new, size_t pos0, Err *e)
 {
     const size_t hd = m->cfg.head_dim, kv_dim = config_kv_dim(&m->cfg);
     if (!cache || (m->bugs & BUG_IGNORE_APPEND)) {
-        size_t first = seq * n_new;
+        size_t first = b * n_new;
         s->blocks[0] = (KvBlock){
             .pos = pos0, .n = n_new,
             .k = s->k + first * kv_dim + h * hd, .v = s->v + first * kv_dim + h * hd,
@@ -71,35 +91,27 @@ static int gather_blocks(const Model *m, ForwardState *s, const KvCache *cache, 
         return 1;
     }
     size_t n = kv_n_blocks(cache, layer, seq);
-    if (n > s->blocks_cap) {
-        KvBlock *grown = realloc(s->blocks, n * sizeof *grown);
-        if (grown)
-            s->blocks = grown;
-        KvBlock *grown_view = grown ? realloc(s->view_blocks, n * sizeof *grown_view) : NULL;
-        if (!grown_view)
-            return err_set(e, ERR_RUNTIME, "out of memory for %zu cache blocks", n);
-        s->view_blocks = grown_view;
-        s->blocks_cap = n;
-    }
+    if (forward_blocks_reserve(s, n, e) < 0)
+        return -1;
     for (size_t i = 0; i < n; i++)
         kv_block(cache, layer, seq, h, i, &s->blocks[i]);
     return (int)n;
 }
 
-/* Self-attention of one layer for every sequence: append, then attend. */
-static int attention(const Model *m, ForwardState *s, KvCache *cache, size_t layer, size_t n_seqs,
-                     size_t n_new, size_t pos0, Counters *ctr, Err *e)
+/* Self-attention of one layer for every group: append, then attend. */
+static int attention(const Model *m, ForwardState *s, size_t layer, const AttnPass *p, Counters *ctr, Err *e)
 {
     const Config *c = &m->cfg;
     const size_t hd = c->head_dim, q_dim = config_q_dim(c), kv_dim = config_kv_dim(c);
-    const size_t group = c->n_heads / c->n_kv_heads;
-    for (size_t b = 0; b < n_seqs; b++) {
-        const size_t first = b * n_new;
-        if (cache && kv_append(cache, layer, b, pos0, n_new, s->k + first * kv_dim, s->v + first * kv_dim,
+    const size_t group = c->n_heads / c->n_kv_heads, n_new = p->n_new, pos0 = p->pos0;
+    KvCache *cache = p->cache;
+    for (size_t b = 0; b < p->n_seqs; b++) {
+        const size_t first = b * n_new, seq = p->slots ? p->slots[b] : b;
+        if (cache && kv_append(cache, layer, seq, pos0, n_new, s->k + first * kv_dim, s->v + first * kv_dim,
                                ctr, e) < 0)
             return -1;
         for (size_t h = 0; h < c->n_kv_heads; h++) {
-            int nb = gather_blocks(m, s, cache, layer, b, h, n_new, pos0, e);
+            int nb = gather_blocks(m, s, cache, layer, seq, b, h, n_new, pos0, e);
             if (nb < 0)
                 return -1;
             float *probs = (s->probs && b == 0)
@@ -110,6 +122,7 @@ static int attention(const Model *m, ForwardState *s, KvCache *cache, size_t lay
                 .out = s->att + first * q_dim + h * group * hd, .out_stride = q_dim,
                 .n_q = n_new, .group = group, .head_dim = hd, .window = c->sliding_window,
                 .pos0 = (cache && (m->bugs & BUG_MASK_IN_DECODE) && n_new == 1) ? 0 : pos0,
+                .bidirectional = p->bidirectional,
                 .blocks = s->blocks, .n_blocks = (size_t)nb,
                 .scores = s->scores, .view = s->view, .view_blocks = s->view_blocks,
                 .probs = probs, .probs_q_stride = c->max_seq_len, .probs_g_stride = s->max_q * c->max_seq_len,
@@ -120,15 +133,88 @@ static int attention(const Model *m, ForwardState *s, KvCache *cache, size_t lay
     return 0;
 }
 
+int sublayer_embed(const Model *m, ForwardState *s, const int *tokens, size_t rows, Counters *ctr, Err *e)
+{
+    const Config *c = &m->cfg;
+    const size_t d = c->d_model;
+    for (size_t r = 0; r < rows; r++) {
+        if (tokens[r] < 0 || (size_t)tokens[r] >= c->vocab)
+            return err_set(e, ERR_USAGE, "token id %d is outside the vocabulary 0..%zu", tokens[r],
+                           c->vocab - 1);
+        memcpy(s->x + r * d, m->embed + (size_t)tokens[r] * d, d * sizeof(float));
+    }
+    ctr->tokens_projected += rows;
+    return 0;
+}
+
+int sublayer_self_attention(const Model *m, ForwardState *s, const LayerWeights *w, size_t layer,
+                            const AttnPass *p, Counters *ctr, Err *e)
+{
+    const Config *c = &m->cfg;
+    const Kernels *K = m->kern;
+    const size_t d = c->d_model, q_dim = config_q_dim(c), kv_dim = config_kv_dim(c);
+    const size_t rows = p->n_seqs * p->n_new, n_new = p->n_new, pos0 = p->pos0;
+    KvCache *cache = p->cache;
+
+    K->rmsnorm(s->xb, s->x, w->attn_norm, rows, d, (float)c->norm_eps, ctr);
+    K->matmul(s->q, s->xb, w->wq, rows, d, q_dim, &ctr->flops_q, ctr);
+    K->matmul(s->k, s->xb, w->wk, rows, d, kv_dim, &ctr->flops_k, ctr);
+    K->matmul(s->v, s->xb, w->wv, rows, d, kv_dim, &ctr->flops_v, ctr);
+    const int wrong_pos = (m->bugs & BUG_ROPE_POSITION) && cache && pos0 > 0;
+    const int rotate_v = (m->bugs & BUG_ROPE_ON_V) && cache;
+    for (size_t r = 0; r < rows; r++) {
+        size_t pos = wrong_pos ? r % n_new : pos0 + r % n_new;
+        K->rope(s->q + r * q_dim, c->n_heads, c->head_dim, pos, c->rope_theta, ctr);
+        K->rope(s->k + r * kv_dim, c->n_kv_heads, c->head_dim, pos, c->rope_theta, ctr);
+        if (rotate_v) /* correct code never rotates V */
+            K->rope(s->v + r * kv_dim, c->n_kv_heads, c->head_dim, pos, c->rope_theta, ctr);
+    }
+    if (attention(m, s, layer, p, ctr, e) < 0)
+        return -1;
+    if (s->att_layers) /* sequence 0's rows come first */
+        memcpy(s->att_layers + layer * s->max_q * q_dim, s->att, n_new * q_dim * sizeof(float));
+    K->matmul(s->xb, s->att, w->wo, rows, q_dim, d, &ctr->flops_o, ctr);
+    for (size_t i = 0; i < rows * d; i++)
+        s->x[i] += s->xb[i];
+    ctr->flops_other += (uint64_t)rows * d; /* the residual add */
+    return 0;
+}
+
+void sublayer_ffn(const Model *m, ForwardState *s, const LayerWeights *w, size_t rows, Counters *ctr)
+{
+    const Config *c = &m->cfg;
+    const Kernels *K = m->kern;
+    const size_t d = c->d_model, f = c->ffn_dim;
+    K->rmsnorm(s->xb, s->x, w->ffn_norm, rows, d, (float)c->norm_eps, ctr);
+    K->matmul(s->hb, s->xb, w->w_gate, rows, d, f, &ctr->flops_ffn, ctr);
+    K->matmul(s->hb2, s->xb, w->w_up, rows, d, f, &ctr->flops_ffn, ctr);
+    K->swiglu(s->hb, s->hb, s->hb2, rows * f, ctr);
+    K->matmul(s->xb, s->hb, w->w_down, rows, f, d, &ctr->flops_ffn, ctr);
+    for (size_t i = 0; i < rows * d; i++)
+        s->x[i] += s->xb[i];
+    ctr->flops_other += (uint64_t)rows * d; /* the residual add */
+}
+
+void sublayer_logits(const Model *m, ForwardState *s, size_t n_seqs, size_t n_new, float *logits, Counters *ctr)
+{
+    const Config *c = &m->cfg;
+    const size_t d = c->d_model;
+    for (size_t b = 0; b < n_seqs; b++) {
+        const float *last = s->x + (b * n_new + n_new - 1) * d;
+        m->kern->rmsnorm(s->xb, last, m->final_norm, 1, d, (float)c->norm_eps, ctr);
+        m->kern->matmul(logits + b * c->vocab, s->xb, m->unembed, 1, d, c->vocab, &ctr->flops_other, ctr);
+    }
+}
+
 int model_forward(const Model *m, ForwardState *s, KvCache *cache, const int *tokens, size_t n_seqs,
                   size_t n_new, size_t pos0, float *logits, Counters *ctr, Err *e)
 {
     const Config *c = &m->cfg;
-    const Kernels *K = m->kern;
-    const size_t d = c->d_model, q_dim = config_q_dim(c), kv_dim = config_kv_dim(c), f = c->ffn_dim;
     const size_t rows = n_seqs * n_new;
-    const float eps = (float)c->norm_eps;
 
+    if (c->architecture != ARCH_DECODER)
+        return err_set(e, ERR_USAGE, "model '%s' is an encoder-decoder; `kvscope run --model %s --beams W` "
+                       "runs it", c->name, c->name);
     if (rows == 0 || rows > s->max_rows)
         return err_set(e, ERR_RUNTIME, "forward: %zu token rows, scratch holds %zu", rows, s->max_rows);
     if (!cache && pos0 != 0)
@@ -137,56 +223,21 @@ int model_forward(const Model *m, ForwardState *s, KvCache *cache, const int *to
         return err_set(e, ERR_USAGE, "position %zu is beyond max_seq_len %zu", pos0 + n_new - 1,
                        c->max_seq_len);
 
-    for (size_t r = 0; r < rows; r++) {
-        if (tokens[r] < 0 || (size_t)tokens[r] >= c->vocab)
-            return err_set(e, ERR_USAGE, "token id %d is outside the vocabulary 0..%zu", tokens[r],
-                           c->vocab - 1);
-        memcpy(s->x + r * d, m->embed + (size_t)tokens[r] * d, d * sizeof(float));
-    }
-    ctr->tokens_projected += rows;
+    if (sublayer_embed(m, s, tokens, rows, ctr, e) < 0)
+        return -1;
     for (size_t b = 0; cache && b < n_seqs; b++) /* let a paged cache map pages before the layers write */
         if (kv_reserve(cache, b, pos0, tokens + b * n_new, n_new, ctr, e) < 0)
             return -1;
 
+    const AttnPass pass = { .cache = cache, .n_seqs = n_seqs, .n_new = n_new, .pos0 = pos0 };
     for (size_t l = 0; l < c->n_layers; l++) {
         const LayerWeights *w = model_layer(m, l);
-
-        /* attention sublayer: x += Wo . attn(rope(Wq xn), rope(Wk xn), Wv xn) */
-        K->rmsnorm(s->xb, s->x, w->attn_norm, rows, d, eps, ctr);
-        K->matmul(s->q, s->xb, w->wq, rows, d, q_dim, &ctr->flops_q, ctr);
-        K->matmul(s->k, s->xb, w->wk, rows, d, kv_dim, &ctr->flops_k, ctr);
-        K->matmul(s->v, s->xb, w->wv, rows, d, kv_dim, &ctr->flops_v, ctr);
-        const int wrong_pos = (m->bugs & BUG_ROPE_POSITION) && cache && pos0 > 0;
-        const int rotate_v = (m->bugs & BUG_ROPE_ON_V) && cache;
-        for (size_t r = 0; r < rows; r++) {
-            size_t pos = wrong_pos ? r % n_new : pos0 + r % n_new;
-            K->rope(s->q + r * q_dim, c->n_heads, c->head_dim, pos, c->rope_theta, ctr);
-            K->rope(s->k + r * kv_dim, c->n_kv_heads, c->head_dim, pos, c->rope_theta, ctr);
-            if (rotate_v) /* correct code never rotates V */
-                K->rope(s->v + r * kv_dim, c->n_kv_heads, c->head_dim, pos, c->rope_theta, ctr);
-        }
-        if (attention(m, s, cache, l, n_seqs, n_new, pos0, ctr, e) < 0)
+        if (sublayer_self_attention(m, s, w, l, &pass, ctr, e) < 0)
             return err_wrap(e, "layer %zu", l);
-        K->matmul(s->xb, s->att, w->wo, rows, q_dim, d, &ctr->flops_o, ctr);
-        for (size_t i = 0; i < rows * d; i++)
-            s->x[i] += s->xb[i];
-
-        /* FFN sublayer: x += W_down . (silu(W_gate xn) * W_up xn) */
-        K->rmsnorm(s->xb, s->x, w->ffn_norm, rows, d, eps, ctr);
-        K->matmul(s->hb, s->xb, w->w_gate, rows, d, f, &ctr->flops_ffn, ctr);
-        K->matmul(s->hb2, s->xb, w->w_up, rows, d, f, &ctr->flops_ffn, ctr);
-        K->swiglu(s->hb, s->hb, s->hb2, rows * f, ctr);
-        K->matmul(s->xb, s->hb, w->w_down, rows, f, d, &ctr->flops_ffn, ctr);
-        for (size_t i = 0; i < rows * d; i++)
-            s->x[i] += s->xb[i];
-        ctr->flops_other += 2 * (uint64_t)rows * d; /* the two residual adds */
+        sublayer_ffn(m, s, w, rows, ctr);
     }
 
     /* logits of each sequence's last token only: the others are not needed */
-    for (size_t b = 0; b < n_seqs; b++) {
-        const float *last = s->x + (b * n_new + n_new - 1) * d;
-        K->rmsnorm(s->xb, last, m->final_norm, 1, d, eps, ctr);
-        K->matmul(logits + b * c->vocab, s->xb, m->unembed, 1, d, c->vocab, &ctr->flops_other, ctr);
-    }
+    sublayer_logits(m, s, n_seqs, n_new, logits, ctr);
     return 0;
 }

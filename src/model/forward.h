@@ -36,6 +36,9 @@ typedef struct {
      * probs[((l * n_heads + h) * max_q + t) * max_seq_len + j]. */
     float *probs;
     size_t max_q;
+    /* With probs: the attention output (before W_o) of sequence 0's queries,
+     * [n_layers][max_q][q_dim]. */
+    float *att_layers;
 } ForwardState;
 
 int forward_state_init(ForwardState *s, const Config *c, size_t max_rows, int keep_probs, Err *e);

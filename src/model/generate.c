@@ -145,7 +145,8 @@ int gen_step(Generator *g, StepReport *rep, Err *e)
     }
     if (choose) {
         for (size_t b = 0; b < g->n_seqs; b++)
-            g->seq[b * g->stride + g->len] = g->sampled[b];
+            g->seq[b * g->stride + g->len] =
+                g->o.force ? g->o.force[b * g->o.n_generate + g->generated] : g->sampled[b];
         g->len++;
         g->generated++;
     }

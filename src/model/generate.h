@@ -22,7 +22,10 @@ typedef struct {
     double temperature;  /* 0 = greedy */
     size_t top_k;        /* with temperature > 0: sample among the top k (0 = all) */
     uint64_t sample_seed;
-    int keep_probs;      /* record attention weights (ForwardState.probs) for reports */
+    int keep_probs;      /* record attention weights and outputs of sequence 0 (ForwardState) */
+    const int *force;    /* optional [n_seqs][n_generate]: feed these tokens instead of the ones chosen
+                            (teacher forcing; StepReport.sampled still says what was chosen). Read
+                            when each token is appended, so a caller may fill it as it goes. */
 } GenOptions;
 
 typedef enum { PHASE_PREFILL, PHASE_DECODE } Phase;

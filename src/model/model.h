@@ -26,6 +26,17 @@ typedef struct {
     float *w_down;    /* [d_model][ffn_dim] */
 } LayerWeights;
 
+/* The cross-attention sublayer of one decoder layer of an encoder-decoder:
+ * queries from the decoder's stream, keys and values from the encoder's
+ * output (no RoPE: the two sequences' positions are not comparable). */
+typedef struct {
+    float *norm; /* [d_model] */
+    float *wq;   /* [n_heads * head_dim][d_model] */
+    float *wk;   /* [n_kv_heads * head_dim][d_model], applied to the encoder output */
+    float *wv;   /* [n_kv_heads * head_dim][d_model], applied to the encoder output */
+    float *wo;   /* [d_model][n_heads * head_dim] */
+} CrossWeights;
+
 /* The source document's four pitfalls, committed on purpose so a learner
  * can see what each one breaks. They act on the cached path only: the
  * uncached run stays the correct reference. Off unless Model.bugs sets them. */
@@ -51,6 +62,10 @@ typedef struct {
     LayerWeights *layers; /* [n_layers], or [1] with shared_layers */
     float *final_norm;    /* [d_model] */
     float *unembed;       /* [vocab][d_model] */
+    /* encoder-decoder only (NULL otherwise): the decoder is `layers` plus `cross` */
+    LayerWeights *enc_layers; /* [encoder_layers]: bidirectional self-attention and FFN */
+    float *enc_norm;          /* [d_model], applied to the encoder's output */
+    CrossWeights *cross;      /* [n_layers] */
     float *arena;         /* every tensor above lives here */
     size_t arena_floats;
     char source[160];     /* "mt19937 seed 42" or "file worked-example.txt" */
@@ -58,7 +73,11 @@ typedef struct {
 
 /* Build a model from a validated config: synthetic weights from GSL's
  * mt19937 seeded with cfg->seed (Gaussian, sigma 1/sqrt(fan_in); norms 1),
- * or the tensors of data/weights/<cfg->weights>. Same seed, same bits.
+ * or the tensors of data/weights/<cfg->weights>. Same seed, same bits. An
+ * encoder-decoder draws the decoder-only tensors first, in the same order
+ * (so they equal a decoder-only model's of the same config), then the
+ * encoder's layers, its norm and the cross-attention weights; it takes
+ * synthetic weights only.
  * Fails with ERR_RUNTIME when memory runs out or the file is bad. */
 int model_init(Model *m, const Config *cfg, const Kernels *kern, Err *e);
 void model_free(Model *m);

@@ -14,10 +14,20 @@ static size_t layer_floats(const Config *c)
     return 2 * d + q * d + 2 * kv * d + d * q + 3 * f * d;
 }
 
+/* One decoder layer's cross-attention: its norm and four projections. */
+static size_t cross_floats(const Config *c)
+{
+    size_t d = c->d_model, q = config_q_dim(c), kv = config_kv_dim(c);
+    return d + q * d + 2 * kv * d + d * q;
+}
+
 size_t model_param_floats(const Config *c)
 {
     size_t stored_layers = c->shared_layers ? 1 : c->n_layers;
-    return 2 * c->vocab * c->d_model + c->d_model + stored_layers * layer_floats(c);
+    size_t n = 2 * c->vocab * c->d_model + c->d_model + stored_layers * layer_floats(c);
+    if (c->architecture == ARCH_ENCDEC)
+        n += c->encoder_layers * layer_floats(c) + c->d_model + c->n_layers * cross_floats(c);
+    return n;
 }
 
 KvGeometry model_kv_geometry(const Model *m, size_t n_seqs)
@@ -41,27 +51,44 @@ static float *take(float **cursor, size_t n)
     return p;
 }
 
+static void carve_layer(const Config *c, LayerWeights *w, float **cur)
+{
+    size_t d = c->d_model, q = config_q_dim(c), kv = config_kv_dim(c), f = c->ffn_dim;
+    w->attn_norm = take(cur, d);
+    w->wq = take(cur, q * d);
+    w->wk = take(cur, kv * d);
+    w->wv = take(cur, kv * d);
+    w->wo = take(cur, d * q);
+    w->ffn_norm = take(cur, d);
+    w->w_gate = take(cur, f * d);
+    w->w_up = take(cur, f * d);
+    w->w_down = take(cur, d * f);
+}
+
 static void carve(Model *m)
 {
     const Config *c = &m->cfg;
-    size_t d = c->d_model, q = config_q_dim(c), kv = config_kv_dim(c), f = c->ffn_dim;
+    size_t d = c->d_model, q = config_q_dim(c), kv = config_kv_dim(c);
     float *cur = m->arena;
     m->embed = take(&cur, c->vocab * d);
     size_t n = c->shared_layers ? 1 : c->n_layers;
-    for (size_t l = 0; l < n; l++) {
-        LayerWeights *w = &m->layers[l];
-        w->attn_norm = take(&cur, d);
-        w->wq = take(&cur, q * d);
-        w->wk = take(&cur, kv * d);
-        w->wv = take(&cur, kv * d);
-        w->wo = take(&cur, d * q);
-        w->ffn_norm = take(&cur, d);
-        w->w_gate = take(&cur, f * d);
-        w->w_up = take(&cur, f * d);
-        w->w_down = take(&cur, d * f);
-    }
+    for (size_t l = 0; l < n; l++)
+        carve_layer(c, &m->layers[l], &cur);
     m->final_norm = take(&cur, d);
     m->unembed = take(&cur, c->vocab * d);
+    if (c->architecture != ARCH_ENCDEC)
+        return;
+    for (size_t l = 0; l < c->encoder_layers; l++)
+        carve_layer(c, &m->enc_layers[l], &cur);
+    m->enc_norm = take(&cur, d);
+    for (size_t l = 0; l < c->n_layers; l++) {
+        CrossWeights *x = &m->cross[l];
+        x->norm = take(&cur, d);
+        x->wq = take(&cur, q * d);
+        x->wk = take(&cur, kv * d);
+        x->wv = take(&cur, kv * d);
+        x->wo = take(&cur, d * q);
+    }
 }
 
 static void fill_gaussian(gsl_rng *rng, float *x, size_t n, size_t fan_in)
@@ -77,28 +104,45 @@ static void fill_ones(float *x, size_t n)
         x[i] = 1.0f;
 }
 
+static void fill_layer(const Config *c, gsl_rng *rng, LayerWeights *w)
+{
+    size_t d = c->d_model, q = config_q_dim(c), kv = config_kv_dim(c), f = c->ffn_dim;
+    fill_ones(w->attn_norm, d);
+    fill_gaussian(rng, w->wq, q * d, d);
+    fill_gaussian(rng, w->wk, kv * d, d);
+    fill_gaussian(rng, w->wv, kv * d, d);
+    fill_gaussian(rng, w->wo, d * q, q);
+    fill_ones(w->ffn_norm, d);
+    fill_gaussian(rng, w->w_gate, f * d, d);
+    fill_gaussian(rng, w->w_up, f * d, d);
+    fill_gaussian(rng, w->w_down, d * f, f);
+}
+
 static void fill_synthetic(Model *m)
 {
     const Config *c = &m->cfg;
-    size_t d = c->d_model, q = config_q_dim(c), kv = config_kv_dim(c), f = c->ffn_dim;
+    size_t d = c->d_model, q = config_q_dim(c), kv = config_kv_dim(c);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, (unsigned long)c->seed);
     fill_gaussian(rng, m->embed, c->vocab * d, 1); /* embeddings: unit variance */
     size_t n = c->shared_layers ? 1 : c->n_layers;
-    for (size_t l = 0; l < n; l++) {
-        LayerWeights *w = &m->layers[l];
-        fill_ones(w->attn_norm, d);
-        fill_gaussian(rng, w->wq, q * d, d);
-        fill_gaussian(rng, w->wk, kv * d, d);
-        fill_gaussian(rng, w->wv, kv * d, d);
-        fill_gaussian(rng, w->wo, d * q, q);
-        fill_ones(w->ffn_norm, d);
-        fill_gaussian(rng, w->w_gate, f * d, d);
-        fill_gaussian(rng, w->w_up, f * d, d);
-        fill_gaussian(rng, w->w_down, d * f, f);
-    }
+    for (size_t l = 0; l < n; l++)
+        fill_layer(c, rng, &m->layers[l]);
     fill_ones(m->final_norm, d);
     fill_gaussian(rng, m->unembed, c->vocab * d, d);
+    if (c->architecture == ARCH_ENCDEC) { /* after the decoder-only tensors: those keep their bits */
+        for (size_t l = 0; l < c->encoder_layers; l++)
+            fill_layer(c, rng, &m->enc_layers[l]);
+        fill_ones(m->enc_norm, d);
+        for (size_t l = 0; l < c->n_layers; l++) {
+            CrossWeights *x = &m->cross[l];
+            fill_ones(x->norm, d);
+            fill_gaussian(rng, x->wq, q * d, d);
+            fill_gaussian(rng, x->wk, kv * d, d);
+            fill_gaussian(rng, x->wv, kv * d, d);
+            fill_gaussian(rng, x->wo, d * q, q);
+        }
+    }
     snprintf(m->source, sizeof m->source, "synthetic: gsl %s, seed %llu", gsl_rng_name(rng),
              (unsigned long long)c->seed);
     gsl_rng_free(rng);
@@ -114,10 +158,17 @@ int model_init(Model *m, const Config *cfg, const Kernels *kern, Err *e)
                        "model '%s' uses MLA attention, which the engine does not run yet; "
                        "`kvscope calc` reads its shape",
                        cfg->name);
+    const int encdec = cfg->architecture == ARCH_ENCDEC;
+    if (encdec && strcmp(cfg->weights, "synthetic") != 0)
+        return err_set(e, ERR_USAGE, "model '%s': an encoder-decoder takes synthetic weights only", cfg->name);
     m->arena_floats = model_param_floats(cfg);
     m->arena = malloc(m->arena_floats * sizeof(float));
     m->layers = calloc(cfg->shared_layers ? 1 : cfg->n_layers, sizeof *m->layers);
-    if (!m->arena || !m->layers) {
+    if (encdec) {
+        m->enc_layers = calloc(cfg->encoder_layers, sizeof *m->enc_layers);
+        m->cross = calloc(cfg->n_layers, sizeof *m->cross);
+    }
+    if (!m->arena || !m->layers || (encdec && (!m->enc_layers || !m->cross))) {
         model_free(m);
         return err_set(e, ERR_RUNTIME, "out of memory for %zu MB of weights",
                        m->arena_floats * sizeof(float) >> 20);
@@ -146,6 +197,11 @@ void model_free(Model *m)
 {
     free(m->arena);
     free(m->layers);
+    free(m->enc_layers);
+    free(m->cross);
     m->arena = NULL;
     m->layers = NULL;
+    m->enc_layers = NULL;
+    m->cross = NULL;
+    m->enc_norm = NULL;
 }

@@ -3,7 +3,8 @@
 
 expect_ok "kvscope --help lists the commands" '^  example ' $KV --help
 expect_ok "kvscope --version" '^kvscope [0-9]+\.[0-9]+' $KV --version
-expect_ok "kvscope with no command shows the worked example" 'Summary' $KV
+expect_fail "kvscope with no command opens the view: not on a pipe" 2 \
+    'the interactive view needs a terminal; for text output use kvscope run or kvscope example' $KV
 expect_ok "run --help explains --compare" '--compare' $KV run --help
 expect_ok "example --help" 'worked example' $KV example --help
 

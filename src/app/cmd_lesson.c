@@ -1,0 +1,410 @@
+/* cmd_lesson.c: `kvscope lesson`: the lessons, their self-checks, quizzes
+ * and exercises. The course is lessons/manifest.json (lesson_course.h);
+ * progress lives in the user's state directory (lesson_progress.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "app/cli.h"
+#include "app/commands.h"
+#include "app/lesson_course.h"
+#include "app/lesson_doc.h"
+#include "app/lesson_exec.h"
+#include "app/lesson_lint.h"
+#include "app/lesson_progress.h"
+#include "app/lesson_run.h"
+#include "app/lesson_value.h"
+
+static void help(void)
+{
+    printf("usage: kvscope lesson                       list the lessons, then resume at the first unfinished\n"
+           "       kvscope lesson list                  list the lessons with their done marks\n"
+           "       kvscope lesson show N                print lesson N (a number or an id)\n"
+           "       kvscope lesson check N [--file F]    run lesson N's checks, and build and check its exercise\n"
+           "       kvscope lesson quiz N                answer lesson N's questions in the terminal\n"
+           "       kvscope lesson lint                  the course lint, for authors (`make check-lessons`)\n"
+           "\n"
+           "Every figure a lesson states is recomputed by kvscope: a check block beside it names the command\n"
+           "and the number it must print, and `lesson check` runs them all. A failing check prints the\n"
+           "expected and the actual figure, a hint, and the command to re-run.\n"
+           "\n"
+           "Exercises are C files written against kvscope's library (build/libkvscope.a, headers in src/).\n"
+           "Copy the starter the lesson names, fill in its TODOs, and check it with --file; without --file,\n"
+           "check builds the starter in lessons/exercises/ (edit it in place if you prefer).\n"
+           "\n"
+           "A quiz reads one answer per line from standard input: a number (15,150 and 15150 both work) or\n"
+           "a choice (its name or letter); `hint` shows the hint, an empty line skips. The right answer is\n"
+           "computed by running kvscope when you answer, and the command is shown.\n"
+           "\n"
+           "Progress is kept in $XDG_STATE_HOME/kvscope/progress (default ~/.local/state/kvscope/progress),\n"
+           "never in the repository. KVSCOPE_LESSONS names another course directory.\n"
+           "example: kvscope lesson check 1\n");
+}
+
+/* --- list and show --------------------------------------------------------- */
+
+static const Lesson *first_unfinished(const Course *c, const Progress *p)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        const ProgressEntry *x = progress_get(p, c->lessons[i].id);
+        if (c->lessons[i].file && !(x && x->done))
+            return &c->lessons[i];
+    }
+    return NULL;
+}
+
+static void print_list(const Course *c, const Progress *p)
+{
+    size_t written = 0, done = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        const ProgressEntry *x = progress_get(p, c->lessons[i].id);
+        written += c->lessons[i].file != NULL;
+        done += c->lessons[i].file && x && x->done;
+    }
+    printf("kvscope lessons: %zu written, %zu done; %zu waiting for parts of the engine still to come\n\n",
+           written, done, c->n - written);
+    for (size_t i = 0; i < c->n; i++) {
+        const Lesson *l = &c->lessons[i];
+        const ProgressEntry *x = progress_get(p, l->id);
+        if (!l->file) {
+            printf("  [-] %2zu  %-20s %s\n               waiting for %s\n", l->number, l->id, l->title,
+                   l->waiting_for);
+            continue;
+        }
+        char extra[64] = "";
+        if (x && x->quiz_total)
+            snprintf(extra, sizeof extra, "  (quiz %d/%d)", x->quiz_right, x->quiz_total);
+        printf("  [%c] %2zu  %-20s %s%s%s\n", x && x->done ? 'x' : ' ', l->number, l->id, l->title,
+               l->ex.present ? " + exercise" : "", extra);
+    }
+    printf("\n[x] done: its checks (and exercise) passed.  `kvscope lesson show N` reads one.\n");
+}
+
+static void print_footer(const Course *c, const Lesson *l)
+{
+    printf("----\n");
+    printf("check it:   kvscope lesson check %zu\n", l->number);
+    if (l->n_quiz)
+        printf("quiz:       kvscope lesson quiz %zu   (%zu question%s)\n", l->number, l->n_quiz,
+               l->n_quiz == 1 ? "" : "s");
+    if (l->ex.present) {
+        char starter[PATH_MAX], shown[PATH_MAX];
+        course_path(c, l->ex.starter, starter, sizeof starter);
+        exec_display_path(starter, shown, sizeof shown);
+        const char *base = strrchr(l->ex.starter, '/');
+        base = base ? base + 1 : l->ex.starter;
+        printf("exercise:   %s\n            cp %s my_%s\n            (fill in the TODOs, then)\n"
+               "            kvscope lesson check %zu --file my_%s\n",
+               l->ex.title, shown, base, l->number, base);
+    }
+}
+
+static int not_written(const Lesson *l)
+{
+    Err e;
+    err_set(&e, ERR_RUNTIME, "lesson %zu (%s) is not written yet: it waits for %s", l->number, l->id,
+            l->waiting_for);
+    return cli_fail(&e);
+}
+
+static int show(const Course *c, const Lesson *l)
+{
+    if (!l->file)
+        return not_written(l);
+    char path[PATH_MAX + 64];
+    course_path(c, l->file, path, sizeof path);
+    LessonDoc d;
+    Err e = { 0 };
+    if (doc_load(path, &d, &e) < 0)
+        return err_wrap(&e, "lessons/%s", l->file), cli_fail(&e);
+    doc_render(stdout, &d);
+    doc_free(&d);
+    print_footer(c, l);
+    return EXIT_OK;
+}
+
+/* --- check ------------------------------------------------------------------ */
+
+static void indent(const char *text, const char *pad, size_t max_lines)
+{
+    size_t n = 0;
+    const char *p = text;
+    while (*p && n < max_lines) {
+        const char *nl = strchr(p, '\n');
+        int len = nl ? (int)(nl - p) : (int)strlen(p);
+        printf("%s%.*s\n", pad, len, p);
+        p += len + (nl ? 1 : 0);
+        n++;
+    }
+    if (*p)
+        printf("%s...\n", pad);
+}
+
+static int check(const Course *c, const Lesson *l, const char *file)
+{
+    if (!l->file)
+        return not_written(l);
+    char path[PATH_MAX + 64];
+    course_path(c, l->file, path, sizeof path);
+    LessonDoc d;
+    Err e = { 0 };
+    if (doc_load(path, &d, &e) < 0)
+        return err_wrap(&e, "lessons/%s", l->file), cli_fail(&e);
+    char rerun[PATH_MAX + 64];
+    snprintf(rerun, sizeof rerun, "kvscope lesson check %zu%s%s", l->number, file ? " --file " : "",
+             file ? file : "");
+
+    printf("lesson %zu, %s: %s\n", l->number, l->id, l->title);
+    size_t checks = 0, passed = 0;
+    for (size_t i = 0; i < d.n; i++) {
+        if (d.blocks[i].kind != BLK_CHECK)
+            continue;
+        const CheckSpec *ck = &d.blocks[i].check;
+        checks++;
+        CheckOutcome o;
+        if (run_check(ck, &o, &e) < 0) {
+            doc_free(&d);
+            return cli_fail(&e);
+        }
+        if (o.pass) {
+            passed++;
+            printf("  ok    %-34s %s\n", ck->id, o.actual_text);
+            continue;
+        }
+        printf("  FAIL  %s\n", ck->id);
+        printf("        expected: %s%s%s\n", ck->expect, *ck->tol ? " within " : "", ck->tol);
+        if (o.have_value)
+            printf("        actual:   %s\n", o.actual_text);
+        else
+            printf("        actual:   no value: %s\n", o.problem);
+        printf("        hint:     %s\n", ck->hint);
+        printf("        command:  %s\n", ck->run);
+        printf("                  (then %s)\n", ck->value);
+    }
+    doc_free(&d);
+
+    int ex_ok = 1;
+    if (l->ex.present) {
+        ExerciseOutcome o;
+        if (run_exercise(c, &l->ex, file, &o, &e) < 0)
+            return cli_fail(&e);
+        char starter[PATH_MAX], shown[PATH_MAX];
+        course_path(c, l->ex.starter, starter, sizeof starter);
+        exec_display_path(starter, shown, sizeof shown);
+        printf("exercise %s: %s (%s)\n", l->ex.id, l->ex.title, file ? file : shown);
+        ex_ok = o.compiled && o.passed;
+        if (!o.compiled) {
+            printf("  FAIL  it does not compile:\n");
+            indent(o.output ? o.output : "", "        ", 40);
+        } else if (!o.passed) {
+            printf("  FAIL  the checker compared it with the reference behaviour:\n");
+            indent(o.output ? o.output : "", "        ", 40);
+        } else {
+            indent(o.output ? o.output : "", "  ok    ", 40);
+        }
+        if (!ex_ok) {
+            printf("        hint:     %s\n", l->ex.hint);
+            printf("        build it by hand: %s\n", o.build_cmd);
+        }
+        exercise_outcome_free(&o);
+    }
+
+    int all = passed == checks && ex_ok;
+    printf("lesson %zu: %zu of %zu checks pass%s", l->number, passed, checks,
+           l->ex.present ? (ex_ok ? ", exercise passes" : ", exercise fails") : "");
+    if (!all) {
+        printf("\nre-run: %s\n", rerun);
+        return EXIT_RUNTIME;
+    }
+    Progress p;
+    progress_load(&p);
+    progress_mark_done(&p, l->id);
+    if (progress_save(&p, &e) < 0) {
+        printf("\n");
+        fflush(stdout);
+        return cli_fail(&e);
+    }
+    printf("; done.\n");
+    if (l->ex.present && !file)
+        printf("(you checked the starter in lessons/exercises/ itself)\n");
+    return EXIT_OK;
+}
+
+/* --- quiz ------------------------------------------------------------------- */
+
+/* Read one line of stdin into buf (without its newline); 0 at EOF. */
+static int read_answer(char *buf, size_t cap)
+{
+    fflush(stdout);
+    if (!fgets(buf, (int)cap, stdin))
+        return 0;
+    buf[strcspn(buf, "\r\n")] = '\0';
+    if (!isatty(0)) /* piped: show what was answered, so the transcript reads well */
+        printf("%s\n", buf);
+    return 1;
+}
+
+static int quiz(const Lesson *l)
+{
+    if (!l->file)
+        return not_written(l);
+    if (!l->n_quiz) {
+        Err e;
+        err_set(&e, ERR_RUNTIME, "lesson %zu (%s) has no quiz; `kvscope lesson check %zu` runs its checks",
+                l->number, l->id, l->number);
+        return cli_fail(&e);
+    }
+    printf("Quiz on lesson %zu, %s: %zu question%s. Answer with a number or a choice;\n"
+           "`hint` shows a hint, an empty line skips. kvscope computes each answer when you give yours.\n",
+           l->number, l->title, l->n_quiz, l->n_quiz == 1 ? "" : "s");
+    int right = 0, eof = 0;
+    for (size_t i = 0; i < l->n_quiz && !eof; i++) {
+        const QuizQuestion *q = &l->quiz[i];
+        printf("\n%zu. %s\n", i + 1, q->ask);
+        for (size_t k = 0; k < q->n_choices; k++)
+            printf("   %c) %s\n", (int)('a' + k), q->choices[k]);
+        char line[256];
+        int hinted = 0;
+        for (;;) {
+            printf("answer%s%s%s> ", *q->unit ? " (" : "", q->unit, *q->unit ? ")" : "");
+            if (!read_answer(line, sizeof line)) {
+                eof = 1;
+                printf("\n(no more answers)\n");
+                break;
+            }
+            const char *t = line;
+            while (*t == ' ')
+                t++;
+            if (strcmp(t, "hint") == 0 || strcmp(t, "?") == 0) {
+                printf("hint: %s%s\n", q->hint, hinted ? " (that is the only hint)" : "");
+                hinted = 1;
+                continue;
+            }
+            break;
+        }
+        if (eof)
+            break;
+        double v;
+        int choice;
+        char how[1024];
+        Err e = { 0 };
+        if (run_quiz_answer(q, &v, &choice, how, sizeof how, &e) < 0)
+            return cli_fail(&e);
+        char expected[128];
+        if (choice >= 0)
+            snprintf(expected, sizeof expected, "%c) %s", 'a' + choice, q->choices[choice]);
+        else
+            lv_format_answer(expected, sizeof expected, v);
+        const char *t = line;
+        while (*t == ' ')
+            t++;
+        if (!*t)
+            printf("skipped: the answer is %s\n", expected);
+        else if (quiz_answer_matches(q, t, v, choice)) {
+            printf("right: %s\n", expected);
+            right++;
+        } else {
+            printf("wrong: the answer is %s (you said %s)\n", expected, t);
+            if (!hinted)
+                printf("hint: %s\n", q->hint);
+        }
+        printf("computed by: %s\n", how);
+    }
+    printf("\n%d of %zu right.\n", right, l->n_quiz);
+    Progress p;
+    progress_load(&p);
+    progress_record_quiz(&p, l->id, right, (int)l->n_quiz);
+    Err e = { 0 };
+    if (progress_save(&p, &e) < 0)
+        return cli_fail(&e);
+    return EXIT_OK;
+}
+
+/* --- the command ----------------------------------------------------------- */
+
+int cmd_lesson(int argc, char **argv)
+{
+    const char *sub = argc > 1 ? argv[1] : NULL;
+    if (sub && (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0 || strcmp(sub, "help") == 0)) {
+        help();
+        return EXIT_OK;
+    }
+    static const char *const subs[] = { "list", "show", "check", "quiz", "lint" };
+    int which = -1;
+    for (int i = 0; sub && i < 5; i++)
+        if (strcmp(sub, subs[i]) == 0)
+            which = i;
+    if (sub && which < 0)
+        return cli_usage("lesson", "unknown lesson command '%s' (list, show, check, quiz, lint)", sub);
+
+    /* arguments: N for show/check/quiz; --file F for check */
+    const char *key = NULL, *file = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            help();
+            return EXIT_OK;
+        }
+        if (strcmp(argv[i], "--file") == 0) {
+            if (which != 2)
+                return cli_usage("lesson", "--file goes with `lesson check`");
+            if (i + 1 >= argc)
+                return cli_usage("lesson", "'--file' needs a value");
+            file = argv[++i];
+        } else if (strncmp(argv[i], "--file=", 7) == 0 && which == 2) {
+            file = argv[i] + 7;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return cli_usage("lesson", "unknown option '%s'", argv[i]);
+        } else if (!key && which >= 1 && which <= 3) {
+            key = argv[i];
+        } else {
+            return cli_usage("lesson", "unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (which >= 1 && which <= 3 && !key)
+        return cli_usage("lesson", "`lesson %s` needs a lesson number or id", sub);
+
+    Course c;
+    Err e = { 0 };
+    if (course_load(&c, &e) < 0)
+        return cli_fail(&e);
+    int rc = EXIT_OK;
+    const Lesson *l = NULL;
+    if (key && !(l = course_find(&c, key, &e))) {
+        rc = cli_fail(&e);
+        goto done;
+    }
+    Progress p;
+    switch (which) {
+    case -1: /* list, then resume */
+        progress_load(&p);
+        print_list(&c, &p);
+        l = first_unfinished(&c, &p);
+        if (!l) {
+            printf("\nEvery written lesson is done. More come as the engine grows.\n");
+            break;
+        }
+        printf("\nResuming at lesson %zu, %s:\n\n", l->number, l->id);
+        rc = show(&c, l);
+        break;
+    case 0:
+        progress_load(&p);
+        print_list(&c, &p);
+        break;
+    case 1:
+        rc = show(&c, l);
+        break;
+    case 2:
+        rc = check(&c, l, file);
+        break;
+    case 3:
+        rc = quiz(l);
+        break;
+    case 4:
+        rc = lesson_lint(&c, stdout) ? EXIT_RUNTIME : EXIT_OK;
+        break;
+    }
+done:
+    course_free(&c);
+    return rc;
+}

@@ -1,0 +1,291 @@
+/* cmd_plot.c: `kvscope plot`: write each figure's data (the engine), copy
+ * its gnuplot script beside it and, when gnuplot is installed, draw it. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "app/commands.h"
+#include "app/plot.h"
+#include "util/parse.h"
+
+#define DEFAULT_OUT "kvscope-plots"
+#define DEFAULT_SEED 1
+
+const PlotFigure plot_figures[] = {
+    { 1, "projection", "projection work vs tokens generated, cached vs uncached (log-log, GSL-fitted slopes)",
+      NULL, 0, plot_projection },
+    { 2, "attention-flops", "total attention FLOPs vs tokens generated: quadratic vs cubic", NULL, 0,
+      plot_attention_flops },
+    { 3, "step-time", "measured time per step vs position, cached vs uncached", NULL, 1, plot_step_time },
+    { 4, "memory", "KV cache memory vs context for the model configs and every format; MHA, GQA, MQA, MLA", NULL,
+      0, plot_memory },
+    { 5, "bandwidth", "decode attention GB/s per format against this machine's read bandwidth", NULL, 1,
+      plot_bandwidth },
+    { 6, "quant-error", "quantization error per format: attention output error, element error histogram", NULL, 0,
+      plot_quant_error },
+    { 7, "paged", "paged cache: internal waste vs page size, pages saved by prefix sharing",
+      "the paged layout (src/kv: page pool, free list, block table, prefix hashing)", 0, NULL },
+    { 8, "eviction", "eviction quality: attention mass kept and output error vs memory budget",
+      "the eviction policies (src/kv: window with sinks, block-sparse, heavy hitters) and the structured "
+      "workloads (src/sim)", 0, NULL },
+    { 9, "beam", "beam search memory vs beam width, with and without copy-on-write",
+      "beam search (src/model) and cache fork with copy-on-write pages (src/kv)", 0, NULL },
+    { 10, "mla", "MLA vs GQA vs MHA bytes per token, and decompress vs absorbed FLOPs",
+      "MLA attention in the engine (src/model: decompress and absorbed paths; the bytes exist, see figure 4)", 0,
+      NULL },
+};
+const size_t plot_n_figures = sizeof plot_figures / sizeof plot_figures[0];
+
+typedef struct {
+    const char *out;
+    const char *term; /* NULL: png and svg */
+    uint64_t seed;
+    int all, list, quick;
+    const char *model;
+    size_t tokens;
+    int want[sizeof plot_figures / sizeof plot_figures[0]];
+    size_t n_want;
+} PlotOpts;
+
+static void names(char *buf, size_t cap)
+{
+    size_t used = 0;
+    for (size_t i = 0; i < plot_n_figures && used < cap; i++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", plot_figures[i].name);
+}
+
+static void help(void)
+{
+    printf("usage: kvscope plot [NAME ...|--all] [OPTIONS]\n\n"
+           "Write the figures that teach the KV cache. For each: the data the engine computes\n"
+           "(DIR/NAME.tsv: a header row, tab-separated; some figures add NAME.*.tsv), the\n"
+           "strings it prints (NAME.labels.gp: title, caption, fitted slopes), a copy of its\n"
+           "gnuplot script (plots/NAME.gp) and, when gnuplot is installed, the pictures\n"
+           "NAME.png and NAME.svg. Redraw one by hand in DIR with\n"
+           "    gnuplot -c NAME.gp NAME.tsv NAME.png png      (or svg, or dumb with - as output)\n\n"
+           "NAME is a figure's name or number (see --list); --all makes every figure whose\n"
+           "engine parts exist.\n\n"
+           "options:\n"
+           "  --all               every figure that can be made\n"
+           "  --list              the figures, and what the waiting ones wait for\n"
+           "  --out DIR           where to write (default %s; created if missing)\n"
+           "  --term T            png, svg or dumb (draw in this terminal); default png and svg\n"
+           "  --seed S            seed of the prompts and synthetic K/V values (default %d);\n"
+           "                      the same seed writes byte-identical data files, except the\n"
+           "                      measured figures (step-time, bandwidth), which hold timings\n"
+           "  --model NAME        figures 1-3: the model (defaults: tiny for 1-2, small for 3)\n"
+           "  --tokens N          figures 1-3: tokens generated (defaults 256 and 160)\n"
+           "  --quick             smaller measured figures (for tests: they then mean little)\n\n"
+           "Without gnuplot the data and scripts are still written; install it with\n"
+           "sudo apt-get install gnuplot-nox. `make plots` writes every figure to build/plots.\n"
+           "example: kvscope plot projection memory --term dumb\n",
+           DEFAULT_OUT, DEFAULT_SEED);
+}
+
+static void list(void)
+{
+    printf("  #  name             status\n");
+    for (size_t i = 0; i < plot_n_figures; i++) {
+        const PlotFigure *f = &plot_figures[i];
+        printf(" %2d  %-16s %s: %s\n", f->number, f->name, f->waiting ? "waiting" : "ready  ", f->title);
+        if (f->waiting)
+            printf("      %-16s waits for %s\n", "", f->waiting);
+    }
+}
+
+/* A figure by name or number; -1 when there is none. */
+static int find_figure(const char *arg)
+{
+    for (size_t i = 0; i < plot_n_figures; i++) {
+        char num[8];
+        snprintf(num, sizeof num, "%d", plot_figures[i].number);
+        if (strcmp(arg, plot_figures[i].name) == 0 || strcmp(arg, num) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+static int parse_options(int argc, char **argv, PlotOpts *o, Err *e)
+{
+    static const struct option longopts[] = {
+        { "all", no_argument, 0, 0 },         { "list", no_argument, 0, 0 },
+        { "out", required_argument, 0, 0 },   { "term", required_argument, 0, 0 },
+        { "seed", required_argument, 0, 0 },  { "quick", no_argument, 0, 0 },
+        { "model", required_argument, 0, 0 }, { "tokens", required_argument, 0, 0 },
+        { "help", no_argument, 0, 'h' },      { 0, 0, 0, 0 },
+    };
+    opterr = 0;
+    optind = 1;
+    int c, idx;
+    while ((c = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
+        if (c == 'h')
+            return 1;
+        if (c == '?')
+            return err_set(e, ERR_USAGE, "plot: unknown or incomplete option '%s' (see `kvscope plot --help`)",
+                           argv[optind - 1]);
+        const char *name = longopts[idx].name;
+        int rc = 0;
+        if (strcmp(name, "all") == 0)
+            o->all = 1;
+        else if (strcmp(name, "list") == 0)
+            o->list = 1;
+        else if (strcmp(name, "quick") == 0)
+            o->quick = 1;
+        else if (strcmp(name, "out") == 0)
+            o->out = optarg;
+        else if (strcmp(name, "model") == 0)
+            o->model = optarg;
+        else if (strcmp(name, "tokens") == 0)
+            rc = parse_size(optarg, "--tokens", &o->tokens, e);
+        else if (strcmp(name, "seed") == 0) {
+            unsigned long long v;
+            rc = parse_u64(optarg, "--seed", &v, e);
+            o->seed = v;
+        } else if (strcmp(name, "term") == 0) {
+            if (strcmp(optarg, "png") && strcmp(optarg, "svg") && strcmp(optarg, "dumb"))
+                rc = err_set(e, ERR_USAGE, "--term: '%s' is not one of png, svg, dumb", optarg);
+            o->term = optarg;
+        }
+        if (rc < 0)
+            return -1;
+    }
+    char all[256];
+    names(all, sizeof all);
+    for (int i = optind; i < argc; i++) {
+        int fig = find_figure(argv[i]);
+        if (fig < 0)
+            return err_set(e, ERR_USAGE, "plot: unknown figure '%s' (figures: %s; see `kvscope plot --list`)",
+                           argv[i], all);
+        if (plot_figures[fig].waiting && !o->list)
+            return err_set(e, ERR_USAGE, "plot: figure %d '%s' is waiting for %s", plot_figures[fig].number,
+                           plot_figures[fig].name, plot_figures[fig].waiting);
+        if (!o->want[fig])
+            o->n_want++;
+        o->want[fig] = 1;
+    }
+    if (o->list)
+        return 0;
+    if (o->all && o->n_want)
+        return err_set(e, ERR_USAGE, "plot: name figures or give --all, not both");
+    if (!o->all && !o->n_want)
+        return err_set(e, ERR_USAGE, "plot: name the figures to make, or --all (see `kvscope plot --list`)");
+    if (o->all)
+        for (size_t i = 0; i < plot_n_figures; i++)
+            if (!plot_figures[i].waiting && !o->want[i]) {
+                o->want[i] = 1;
+                o->n_want++;
+            }
+    return 0;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Draw figure f in every term asked for; the names drawn go into drawn. */
+static int render(const PlotCtx *ctx, const PlotFigure *f, const char *term, char *drawn, size_t cap, Err *e)
+{
+    static const char *const both[] = { "png", "svg" };
+    const char *const *terms = term ? &term : both;
+    size_t n = term ? 1 : 2;
+    drawn[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        char out[128], said[2048];
+        int dumb = strcmp(terms[i], "dumb") == 0;
+        snprintf(out, sizeof out, dumb ? "-" : "%s.%s", f->name, terms[i]);
+        if (plot_render(ctx, f->name, terms[i], out, said, sizeof said, e) < 0)
+            return -1;
+        if (said[0]) {
+            /* gnuplot drew it but warned: pass the warning on, in one line */
+            said[strcspn(said, "\n")] = '\0';
+            fprintf(stderr, "kvscope: gnuplot warned on %s.gp (%s): %s\n", f->name, terms[i], said);
+        }
+        if (!dumb)
+            snprintf(drawn + strlen(drawn), cap - strlen(drawn), " %s", out);
+    }
+    return 0;
+}
+
+int cmd_plot(int argc, char **argv)
+{
+    PlotOpts o = { .out = DEFAULT_OUT, .seed = DEFAULT_SEED };
+    Err e = { 0 };
+    int pr = parse_options(argc, argv, &o, &e);
+    if (pr == 1) {
+        help();
+        return EXIT_OK;
+    }
+    if (pr < 0)
+        return cli_fail(&e);
+    if (o.list) {
+        list();
+        return EXIT_OK;
+    }
+    PlotCtx ctx = { .out_dir = o.out, .seed = o.seed, .quick = o.quick, .model = o.model, .tokens = o.tokens };
+    if (!(ctx.kern = kernels_select(NULL, &e)))
+        return cli_fail(&e);
+    /* a bad --model or --tokens is a usage error before anything is written */
+    for (size_t i = 0; i < plot_n_figures; i++)
+        if (o.want[i] && plot_figures[i].number <= 3) {
+            if (plot_gen_check(&ctx, &e) < 0)
+                return cli_fail(&e);
+            break;
+        }
+    if (plot_prepare_dir(o.out, &e) < 0)
+        return cli_fail(&e);
+    plot_machine(ctx.machine, sizeof ctx.machine);
+    int have = plot_have_gnuplot();
+
+    printf("kvscope plot: %zu figure%s into %s/ (seed %" PRIu64 "%s; %s)\n", o.n_want, o.n_want == 1 ? "" : "s",
+           o.out, o.seed, o.quick ? ", quick" : "",
+           have ? "gnuplot found" : "gnuplot not found: data and scripts only");
+    double t_all = now();
+    const PlotFigure *last = NULL;
+    for (size_t i = 0; i < plot_n_figures; i++) {
+        if (!o.want[i])
+            continue;
+        const PlotFigure *f = &plot_figures[i];
+        double t0 = now();
+        PlotNote note = { "" };
+        if (f->make(&ctx, &note, &e) < 0 || plot_copy_script(&ctx, f->name, &e) < 0) {
+            fflush(stdout);
+            return cli_fail(&e);
+        }
+        char drawn[256] = "";
+        if (have && render(&ctx, f, o.term, drawn, sizeof drawn, &e) < 0) {
+            fflush(stdout);
+            return cli_fail(&e);
+        }
+        printf("%2d %-16s %s\n   %-16s %s.tsv%s ->%s (%.1f s)\n", f->number, f->name, note.note, "", f->name,
+               f->measured ? " (measured: timings)" : "", have ? (drawn[0] ? drawn : " terminal") : " (not drawn)",
+               now() - t0);
+        last = f;
+    }
+    int waiting = 0;
+    for (size_t i = 0; i < plot_n_figures; i++)
+        waiting += plot_figures[i].waiting != NULL;
+    if (o.all && waiting) {
+        printf("waiting (see --list):");
+        for (size_t i = 0; i < plot_n_figures; i++)
+            if (plot_figures[i].waiting)
+                printf(" %d %s", plot_figures[i].number, plot_figures[i].name);
+        printf("\n");
+    }
+    printf("done in %.1f s. ", now() - t_all);
+    const char *t = o.term ? o.term : "png";
+    if (have && strcmp(t, "dumb") == 0)
+        printf("Redraw by hand: cd %s && gnuplot -c %s.gp %s.tsv - dumb\n", o.out, last->name, last->name);
+    else if (have)
+        printf("Redraw by hand: cd %s && gnuplot -c %s.gp %s.tsv %s.%s %s\n", o.out, last->name, last->name,
+               last->name, t, t);
+    else
+        printf("To draw the figures, install gnuplot: sudo apt-get install gnuplot-nox, then run this again\n"
+               "(or, in %s: gnuplot -c NAME.gp NAME.tsv NAME.png png)\n", o.out);
+    return EXIT_OK;
+}

@@ -1,0 +1,333 @@
+/* cmd_view.c: `kvscope view` (and `kvscope` with no command): the
+ * interactive view, or its headless twin for tests. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/cli.h"
+#include "app/commands.h"
+#include "kv/cache.h"
+#include "sim/session.h"
+#include "ui/headless.h"
+#include "ui/keys.h"
+#include "ui/tty.h"
+#include "ui/view.h"
+#include "util/parse.h"
+
+/* The worked example: seed 002's 3-token prompt and 4 generated tokens. */
+#define EXAMPLE_MODEL "worked-example"
+#define EXAMPLE_TOKENS 4
+/* The view keeps every step of a model in memory and replays it to go
+ * back: it loads models up to this size (a real model's shape runs with
+ * --shared). */
+#define VIEW_MAX_MODEL_BYTES ((size_t)1 << 30)
+
+typedef struct {
+    ModelOpts mo;
+    PromptOpts po;
+    GenOptions go;
+    const char *cache_spec;
+    AttendAlgo attend;
+    UncachedMode uncached;
+    const char *screen;
+    int model_given;
+    int no_color, ascii;
+    int headless, measure;
+    int w, h;
+    const char *keys;
+    FramePrint frames;
+} ViewOpts;
+
+static void help(void)
+{
+    char caches[1024];
+    kv_spec_help(caches, sizeof caches);
+    printf("usage: kvscope [view] [OPTIONS]\n\n"
+           "The interactive view: step through the source document's worked example, or any\n"
+           "model and cache, one forward pass at a time, and watch the cache fill, the\n"
+           "attention weights and the counters move, with and without a cache. Without\n"
+           "--model it opens on the worked example; with one, on the simulation.\n\n"
+           "keys: Space/Right step, Left back (replay), p play/pause, + - speed, Tab panel,\n"
+           "[ ] layer, { } head, c cache, m model, r reset, 1 2 3 screen, ? help, q quit.\n\n"
+           "model (the simulation and compare screens; default tiny):\n%s\n"
+           "prompt:\n"
+           "  --prompt IDS        token ids, e.g. 0,1,2\n"
+           "  --prompt-len N      N random token ids instead (default 8)\n"
+           "  --prompt-seed S     seed of those random ids (default 1; gsl mt19937)\n\n"
+           "generation:\n"
+           "  --tokens N          tokens to generate (default 32)\n"
+           "  --chunk C           prefill the prompt in chunks of C tokens\n"
+           "  --temperature T     sample at temperature T (default 0: greedy)\n"
+           "  --top-k K           with --temperature, sample among the K likeliest\n"
+           "  --sample-seed S     seed of the sampler (default 1)\n\n"
+           "cache and attention:\n"
+           "  --cache SPEC        the cache (default contiguous); accepted:\n%s"
+           "  --attention FORM    naive (default: the heatmaps need its weights), flash or\n"
+           "                      materialize\n"
+           "  --uncached HOW      the uncached equivalent of each pass: auto (default:\n"
+           "                      measured for models small enough), measured (a real\n"
+           "                      uncached pass beside each), formula (rows and projection\n"
+           "                      FLOPs from the closed form, labelled so)\n\n"
+           "display:\n"
+           "  --screen S          start on example, sim or compare\n"
+           "  --no-color          no colours (also when NO_COLOR is set): glyphs and words\n"
+           "                      carry every meaning anyway\n"
+           "  --ascii             ASCII glyphs only, for terminals without UTF-8\n\n"
+           "for testing (no terminal needed):\n"
+           "  --headless          render frames as text instead of opening the terminal\n"
+           "  --size WxH          the headless frame size (default 100x30)\n"
+           "  --keys SCRIPT       keys to send: characters, and <space> <left> <right>\n"
+           "                      <up> <down> <tab> <btab> <enter> <esc> <f1> <c-c>\n"
+           "                      <tick> <tick:N> (play-mode timer) <resize:WxH> <lt>;\n"
+           "                      e.g. \"<space> <right> p <tick:3> q\"\n"
+           "  --frames WHICH      all (default: the frame after every key), last or none\n"
+           "  --measure           time building and emitting frames at --size (ncurses,\n"
+           "                      into /dev/null) and play mode on the simulation\n\n"
+           "The smallest terminal it lays out is %dx%d. Headless frames show '-' for wall\n"
+           "times, so they are the same on every run.\n",
+           cli_model_help, caches, VIEW_MIN_W, VIEW_MIN_H);
+}
+
+static int parse_size_wh(const char *s, int *w, int *h, Err *e)
+{
+    int used = 0;
+    if (sscanf(s, "%dx%d%n", w, h, &used) != 2 || s[used] != '\0' || *w < 1 || *h < 1 || *w > 1000 || *h > 1000)
+        return err_set(e, ERR_USAGE, "--size: '%s' is not WxH (from 1x1 to 1000x1000), e.g. 100x30", s);
+    return 0;
+}
+
+static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
+{
+    static const struct option longopts[] = {
+        { "model", required_argument, 0, 0 },       { "set", required_argument, 0, 0 },
+        { "isa", required_argument, 0, 0 },         { "shared", no_argument, 0, 0 },
+        { "prompt", required_argument, 0, 0 },      { "prompt-len", required_argument, 0, 0 },
+        { "prompt-seed", required_argument, 0, 0 }, { "tokens", required_argument, 0, 0 },
+        { "chunk", required_argument, 0, 0 },       { "temperature", required_argument, 0, 0 },
+        { "top-k", required_argument, 0, 0 },       { "sample-seed", required_argument, 0, 0 },
+        { "cache", required_argument, 0, 0 },       { "attention", required_argument, 0, 0 },
+        { "uncached", required_argument, 0, 0 },    { "screen", required_argument, 0, 0 },
+        { "no-color", no_argument, 0, 0 },          { "ascii", no_argument, 0, 0 },
+        { "headless", no_argument, 0, 0 },          { "size", required_argument, 0, 0 },
+        { "keys", required_argument, 0, 0 },        { "frames", required_argument, 0, 0 },
+        { "measure", no_argument, 0, 0 },           { "help", no_argument, 0, 'h' },
+        { 0, 0, 0, 0 },
+    };
+    opterr = 0;
+    optind = 1;
+    int c, idx;
+    while ((c = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
+        if (c == 'h')
+            return 1;
+        if (c == '?')
+            return err_set(e, ERR_USAGE, "view: unknown or incomplete option '%s' (see `kvscope view --help`)",
+                           argv[optind - 1]);
+        const char *name = longopts[idx].name;
+        if (strcmp(name, "model") == 0)
+            o->model_given = 1;
+        int taken = cli_model_option(&o->mo, name, optarg, e);
+        if (taken == 0 && strcmp(name, "batch") != 0)
+            taken = cli_prompt_option(&o->po, name, optarg, e);
+        if (taken < 0)
+            return -1;
+        if (taken)
+            continue;
+        int rc = 0;
+        if (strcmp(name, "tokens") == 0)
+            rc = parse_size(optarg, "--tokens", &o->go.n_generate, e);
+        else if (strcmp(name, "chunk") == 0)
+            rc = parse_size(optarg, "--chunk", &o->go.chunk, e);
+        else if (strcmp(name, "temperature") == 0) {
+            rc = parse_double(optarg, "--temperature", &o->go.temperature, e);
+            if (rc == 0 && o->go.temperature < 0)
+                rc = err_set(e, ERR_USAGE, "--temperature: must be 0 (greedy) or more, got %s", optarg);
+        } else if (strcmp(name, "top-k") == 0)
+            rc = parse_size(optarg, "--top-k", &o->go.top_k, e);
+        else if (strcmp(name, "sample-seed") == 0) {
+            unsigned long long v;
+            rc = parse_u64(optarg, "--sample-seed", &v, e);
+            o->go.sample_seed = v;
+        } else if (strcmp(name, "cache") == 0)
+            o->cache_spec = optarg;
+        else if (strcmp(name, "attention") == 0) {
+            if (attend_algo_parse(optarg, &o->attend) < 0)
+                rc = err_set(e, ERR_USAGE, "--attention: '%s' is not one of flash, naive, materialize", optarg);
+        } else if (strcmp(name, "uncached") == 0) {
+            if (strcmp(optarg, "auto") == 0)
+                o->uncached = UNCACHED_AUTO;
+            else if (strcmp(optarg, "measured") == 0)
+                o->uncached = UNCACHED_MEASURED;
+            else if (strcmp(optarg, "formula") == 0)
+                o->uncached = UNCACHED_FORMULA;
+            else
+                rc = err_set(e, ERR_USAGE, "--uncached: '%s' is not one of auto, measured, formula", optarg);
+        } else if (strcmp(name, "screen") == 0) {
+            if (strcmp(optarg, "example") && strcmp(optarg, "sim") && strcmp(optarg, "compare"))
+                rc = err_set(e, ERR_USAGE, "--screen: '%s' is not one of example, sim, compare", optarg);
+            o->screen = optarg;
+        } else if (strcmp(name, "no-color") == 0)
+            o->no_color = 1;
+        else if (strcmp(name, "ascii") == 0)
+            o->ascii = 1;
+        else if (strcmp(name, "headless") == 0)
+            o->headless = 1;
+        else if (strcmp(name, "measure") == 0)
+            o->measure = 1;
+        else if (strcmp(name, "size") == 0)
+            rc = parse_size_wh(optarg, &o->w, &o->h, e);
+        else if (strcmp(name, "keys") == 0)
+            o->keys = optarg;
+        else if (strcmp(name, "frames") == 0) {
+            if (strcmp(optarg, "all") == 0)
+                o->frames = FRAMES_ALL;
+            else if (strcmp(optarg, "last") == 0)
+                o->frames = FRAMES_LAST;
+            else if (strcmp(optarg, "none") == 0)
+                o->frames = FRAMES_NONE;
+            else
+                rc = err_set(e, ERR_USAGE, "--frames: '%s' is not one of all, last, none", optarg);
+        }
+        if (rc < 0)
+            return -1;
+    }
+    if (optind < argc)
+        return err_set(e, ERR_USAGE, "view: unexpected argument '%s' (see `kvscope view --help`)", argv[optind]);
+    if (o->keys && !o->headless)
+        return err_set(e, ERR_USAGE, "view: --keys needs --headless");
+    if (o->po.batch > 1)
+        return err_set(e, ERR_USAGE, "view: the view shows one sequence; --batch is for `kvscope run`");
+    return 0;
+}
+
+/* --- what the view asks of the app layer -------------------------------- */
+
+static int load_model(void *ctx, const char *name, Config *cfg, const Kernels **kern, Err *e)
+{
+    const ViewOpts *o = ctx;
+    ModelOpts mo = o->mo;
+    mo.model = name;
+    if (strcmp(name, EXAMPLE_MODEL) == 0)
+        mo.n_sets = 0, mo.shared = 0; /* the example's shape is the document's */
+    if (cli_load_config(&mo, cfg, e) < 0)
+        return -1;
+    size_t bytes = model_param_floats(cfg) * sizeof(float);
+    if (bytes > VIEW_MAX_MODEL_BYTES) {
+        char have[32];
+        return err_set(e, ERR_USAGE,
+                       "model '%s' holds %s of weights; the view loads models up to 1 GiB (start it with "
+                       "--shared to run its shape on one set of layer weights)",
+                       cfg->name, cli_bytes(have, sizeof have, (double)bytes));
+    }
+    char what[128];
+    snprintf(what, sizeof what, "model '%s'", cfg->name);
+    if (cli_check_memory(bytes, what, e) < 0)
+        return -1;
+    *kern = kernels_select(mo.isa, e);
+    return *kern ? 0 : -1;
+}
+
+static int make_prompt(void *ctx, const Config *cfg, int **ids, size_t *len, Err *e)
+{
+    const ViewOpts *o = ctx;
+    size_t batch;
+    return cli_make_prompt(&o->po, cfg, ids, &batch, len, e);
+}
+
+static int open_session(ViewOpts *o, const char *model, const int *fixed, size_t fixed_len, size_t n_generate,
+                        const char *cache, Session **out, Err *e)
+{
+    Config cfg;
+    const Kernels *kern;
+    int *prompt = NULL;
+    size_t plen = fixed_len;
+    if (load_model(o, model, &cfg, &kern, e) < 0)
+        return -1;
+    if (!fixed && make_prompt(o, &cfg, &prompt, &plen, e) < 0)
+        return -1;
+    SessionSpec sp = {
+        .cfg = cfg, .kern = kern, .attend = o->attend, .cache_spec = cache, .prompt = fixed ? fixed : prompt,
+        .prompt_len = plen, .go = o->go, .uncached = o->uncached,
+    };
+    sp.go.n_generate = n_generate;
+    if (fixed) { /* the worked example: greedy, naive, every uncached pass measured */
+        sp.attend = ATTEND_NAIVE;
+        sp.uncached = UNCACHED_MEASURED;
+        sp.go = (GenOptions){ .n_generate = n_generate };
+    }
+    int rc = session_init(out, &sp, e);
+    free(prompt);
+    return rc;
+}
+
+static void print_measure(const Measure *m)
+{
+    printf("view timing at %dx%d (means; measured, not asserted):\n", m->w, m->h);
+    static const char *const names[3] = { "example", "simulation", "compare" };
+    for (int s = 0; s < 3; s++)
+        printf("  build a frame, %-12s %9.3f ms\n", names[s], m->build_ms[s]);
+    printf("  emit a frame (ncurses)      %9.3f ms       (into /dev/null, every frame different)\n", m->emit_ms);
+    printf("  play mode, simulation       %9.0f steps/s  (%zu passes, each: step + build + emit)\n",
+           m->play_steps_s, m->play_steps);
+}
+
+int cmd_view(int argc, char **argv)
+{
+    ViewOpts o = { .mo.model = "tiny", .go.n_generate = 32, .go.sample_seed = 1, .cache_spec = "contiguous",
+                   .attend = ATTEND_NAIVE, .w = 100, .h = 30 };
+    Err e = { 0 };
+    int pr = parse_options(argc, argv, &o, &e);
+    if (pr == 1) {
+        help();
+        return EXIT_OK;
+    }
+    if (pr < 0)
+        return cli_fail(&e);
+    /* no terminal: say so before loading anything */
+    if (!o.headless && !o.measure && tty_check(&e) < 0)
+        return cli_fail(&e);
+    ScriptKey *keys = NULL;
+    size_t n_keys = 0;
+    if (o.keys && keys_parse_script(o.keys, &keys, &n_keys, &e) < 0)
+        return cli_fail(&e);
+
+    Session *ex = NULL, *sim = NULL;
+    static const int example_prompt[3] = { 0, 1, 2 };
+    if (open_session(&o, EXAMPLE_MODEL, example_prompt, 3, EXAMPLE_TOKENS, "contiguous", &ex, &e) < 0 ||
+        open_session(&o, o.mo.model, NULL, 0, o.go.n_generate, o.cache_spec, &sim, &e) < 0) {
+        session_free(ex);
+        free(keys);
+        return cli_fail(&e);
+    }
+    ScreenId start = o.model_given ? SCR_SIM : SCR_EXAMPLE;
+    if (o.screen)
+        start = strcmp(o.screen, "example") == 0 ? SCR_EXAMPLE : strcmp(o.screen, "sim") == 0 ? SCR_SIM
+                                                                                             : SCR_COMPARE;
+    ViewHooks hooks = { load_model, make_prompt, &o };
+    View v;
+    view_init(&v, ex, sim, SCR_EXAMPLE, &hooks);
+    const char *no_color = getenv("NO_COLOR");
+    v.color = !o.no_color && !(no_color && *no_color);
+    v.ascii = o.ascii;
+    (void)view_key(&v, '1' + (int)start); /* through the key, so compare starts as a user would start it */
+    v.status[0] = '\0';
+
+    int rc = EXIT_OK;
+    if (o.measure) {
+        Measure m;
+        if (tty_measure(&v, o.w, o.h, 200, &m, &e) < 0)
+            rc = cli_fail(&e);
+        else
+            print_measure(&m);
+    } else if (o.headless) {
+        v.hide_times = 1;
+        if (headless_run(&v, o.w, o.h, keys, n_keys, o.frames, stdout, &e) < 0)
+            rc = cli_fail(&e);
+    } else {
+        int t = tty_run(&v, &e);
+        rc = t < 0 ? cli_fail(&e) : t;
+    }
+    view_free(&v);
+    free(keys);
+    return rc;
+}

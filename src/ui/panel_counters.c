@@ -1,0 +1,130 @@
+/* panel_counters.c: what the newest pass cost, what the run has cost, and
+ * what the same run would have cost without a cache. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kv/cache.h"
+#include "ui/fmt.h"
+#include "ui/panels.h"
+
+#define LABEL_W 17
+#define RATIO_W 8
+
+typedef enum { V_COUNT, V_NONE, V_TIME } Kind;
+
+typedef struct {
+    const char *label;
+    int optional;        /* dropped first when rows run short */
+    Kind kind;
+    int has_step, has_unc;
+    uint64_t step, run, unc;
+    double step_s, run_s, unc_s; /* V_TIME */
+    int ratio;
+} Row;
+
+/* Slots a policy has evicted, over every layer (sequence 0). */
+static uint64_t evicted_slots(const Session *s)
+{
+    const KvCache *c = session_cache(s);
+    size_t P = session_positions(s);
+    KvCell *cells = calloc(P, sizeof *cells);
+    uint64_t n = 0;
+    if (!cells)
+        return 0;
+    for (size_t l = 0; l < c->geo.n_layers; l++) {
+        kv_cells(c, l, 0, cells, P);
+        for (size_t j = 0; j < P; j++)
+            n += cells[j].state == CELL_EVICTED;
+    }
+    free(cells);
+    return n;
+}
+
+static void value(Frame *f, Rect r, int x_end, int y, int role, const Row *row, int which, int width, int hide)
+{
+    char buf[48];
+    if (row->kind == V_TIME) {
+        double s = which == 0 ? row->step_s : which == 1 ? row->run_s : row->unc_s;
+        fmt_ms(buf, sizeof buf, s, hide);
+    } else if (row->kind == V_NONE) {
+        snprintf(buf, sizeof buf, "-");
+    } else {
+        fmt_count(buf, sizeof buf, which == 0 ? row->step : which == 1 ? row->run : row->unc, width);
+    }
+    frame_print_right(f, r, x_end, y, role, "%s", buf);
+}
+
+void panel_counters(Frame *f, Rect r, const View *v, const Session *s, int focused)
+{
+    const size_t n = session_steps(s);
+    const StepRecord *last = n ? session_record(s, n - 1) : NULL;
+    Counters run, unc, step = { 0 };
+    int formula;
+    session_totals(s, &run, &unc, &formula);
+    if (last)
+        step = last->ctr;
+    const int measured = session_uncached_measured(s);
+    char title[128];
+    snprintf(title, sizeof title, "counters; uncached: %s", measured ? "measured" : "formula (rows, projections)");
+    frame_rule(f, r, 0, title, focused);
+
+    const Row rows[] = {
+        { "tokens projected", 0, V_COUNT, 1, 1, step.tokens_projected, run.tokens_projected, unc.tokens_projected,
+          0, 0, 0, 1 },
+        { "FLOPs", 0, V_COUNT, 1, measured, counters_total_flops(&step),
+          counters_total_flops(&run), counters_total_flops(&unc), 0, 0, 0, measured },
+        { "  projections", 0, V_COUNT, 1, 1, counters_proj_flops(&step), counters_proj_flops(&run),
+          counters_proj_flops(&unc), 0, 0, 0, 1 },
+        { "  attention", 0, V_COUNT, 1, measured, counters_attn_flops(&step), counters_attn_flops(&run),
+          counters_attn_flops(&unc), 0, 0, 0, measured },
+        { "  FFN", 1, V_COUNT, 1, measured, step.flops_ffn, run.flops_ffn, unc.flops_ffn, 0, 0, 0, measured },
+        { "weights read B", 0, V_COUNT, 1, measured, step.weight_bytes_read, run.weight_bytes_read,
+          unc.weight_bytes_read, 0, 0, 0, 0 },
+        { "K/V read B", 0, V_COUNT, 1, measured, step.kv_bytes_read, run.kv_bytes_read, unc.kv_bytes_read, 0, 0, 0,
+          0 },
+        { "K/V written B", 0, V_COUNT, 1, 0, step.kv_bytes_written, run.kv_bytes_written, 0, 0, 0, 0, 0 },
+        { "cache used B", 0, V_COUNT, 0, 0, 0, run.cache_bytes_used, 0, 0, 0, 0, 0 },
+        { "cache reserved B", 0, V_COUNT, 0, 0, 0, run.cache_bytes_reserved, 0, 0, 0, 0, 0 },
+        { "allocations", 1, V_COUNT, 1, 0, step.allocations, run.allocations, 0, 0, 0, 0, 0 },
+        { "copied B", 1, V_COUNT, 1, 0, step.bytes_copied, run.bytes_copied, 0, 0, 0, 0, 0 },
+        { "evicted slots", 1, V_COUNT, 0, 0, 0, evicted_slots(s), 0, 0, 0, 0, 0 },
+        { "time", 0, V_TIME, 1, measured, 0, 0, 0, step.seconds, run.seconds, unc.seconds, 0 },
+    };
+    const int n_rows = (int)(sizeof rows / sizeof rows[0]);
+    int drop = n_rows - (r.h - 2); /* rows that do not fit: optional ones go first */
+
+    int ratio_w = r.w >= LABEL_W + 3 * 9 + RATIO_W ? RATIO_W : 0;
+    int val_w = (r.w - LABEL_W - ratio_w) / 3;
+    if (val_w > 14)
+        val_w = 14;
+    int x1 = LABEL_W + val_w, x2 = x1 + val_w, x3 = x2 + val_w, x4 = x3 + ratio_w;
+    frame_print_right(f, r, x1, 1, ROLE_HEAD, "this pass");
+    frame_print_right(f, r, x2, 1, ROLE_HEAD, "run");
+    frame_print_right(f, r, x3, 1, ROLE_HEAD, "uncached");
+    if (ratio_w)
+        frame_print_right(f, r, x4, 1, ROLE_HEAD, "ratio");
+    int y = 2;
+    for (int i = 0; i < n_rows && y < r.h; i++) {
+        if (rows[i].optional && drop > 0) {
+            drop--;
+            continue;
+        }
+        const Row *row = &rows[i];
+        frame_text(f, r, 0, y, ROLE_NORMAL, row->label);
+        if (row->has_step)
+            value(f, r, x1, y, ROLE_NORMAL, row, 0, val_w - 1, v->hide_times);
+        value(f, r, x2, y, ROLE_NORMAL, row, 1, val_w - 1, v->hide_times);
+        if (row->has_unc)
+            value(f, r, x3, y, ROLE_UNCACHED, row, 2, val_w - 1, v->hide_times);
+        else
+            frame_print_right(f, r, x3, y, ROLE_DIM, "-");
+        if (ratio_w && row->ratio && row->has_unc) {
+            char buf[24];
+            double a = row->kind == V_TIME ? row->unc_s : (double)row->unc;
+            double b = row->kind == V_TIME ? row->run_s : (double)row->run;
+            frame_print_right(f, r, x4, y, ROLE_NORMAL, "%s", fmt_ratio(buf, sizeof buf, a, b));
+        }
+        y++;
+    }
+}

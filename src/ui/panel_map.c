@@ -1,0 +1,137 @@
+/* panel_map.c: the cache map, layers x positions. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kv/cache.h"
+#include "ui/panels.h"
+
+#define LABEL_W 5
+
+Glyph panel_cell_glyph(int state, int k_fmt, int v_fmt, int *role)
+{
+    switch (state) {
+    case CELL_EXACT:
+        *role = ROLE_EXACT;
+        return G_SLOT_EXACT;
+    case CELL_LOSSY:
+        if ((k_fmt == FMT_F16 || k_fmt == FMT_F32) && (v_fmt == FMT_F16 || v_fmt == FMT_F32)) {
+            *role = ROLE_EXACT; /* half precision: lossy, but not quantized */
+            return G_SLOT_F16;
+        }
+        *role = ROLE_LOSSY;
+        return G_SLOT_LOSSY;
+    case CELL_EVICTED:
+        *role = ROLE_EVICTED;
+        return G_SLOT_EVICTED;
+    case CELL_SHARED:
+        *role = ROLE_SHARED;
+        return G_SLOT_SHARED;
+    default:
+        *role = ROLE_DIM;
+        return G_SLOT_EMPTY;
+    }
+}
+
+/* Which state a column standing for several positions shows: held beats
+ * evicted beats empty, so a bucket with any row in it reads as held. */
+static int rank(int state)
+{
+    static const int r[] = { [CELL_EMPTY] = 0, [CELL_EVICTED] = 1, [CELL_EXACT] = 2, [CELL_LOSSY] = 3,
+                             [CELL_SHARED] = 4 };
+    return state >= 0 && state <= CELL_SHARED ? r[state] : 0;
+}
+
+void panel_map(Frame *f, Rect r, const View *v, const Session *s, const char *title, int focused)
+{
+    const KvCache *cache = session_cache(s);
+    const Config *c = &session_model(s)->cfg;
+    const size_t P = session_positions(s);
+    const int cols = r.w - LABEL_W;
+    if (cols < 1 || r.h < 2)
+        return;
+    const size_t per = (P + (size_t)cols - 1) / (size_t)cols; /* positions per column */
+    /* with room to spare a position takes up to 3 columns: 2 glyphs and a gap */
+    const int cw = per == 1 ? ((size_t)cols >= 3 * P ? 3 : (size_t)cols >= 2 * P ? 2 : 1) : 1;
+    KvCell *cells = calloc(P, sizeof *cells);
+    if (!cells)
+        return;
+
+    /* pages, or blocks of storage (a page start past 0) for other layouts */
+    KvStats st;
+    kv_stats(cache, &st);
+    kv_cells(cache, 0, 0, cells, P);
+    size_t blocks = 1;
+    for (size_t j = 1; j < P; j++)
+        blocks += cells[j].page_start;
+    char paging[48], full[256], scale[48] = "";
+    if (st.page_rows)
+        snprintf(paging, sizeof paging, "paged, %zu rows a page", st.page_rows);
+    else if (blocks > 1)
+        snprintf(paging, sizeof paging, "not paged, stored in blocks");
+    else
+        snprintf(paging, sizeof paging, "not paged");
+    if (per > 1)
+        snprintf(scale, sizeof scale, ", 1 column = %zu positions", per);
+    snprintf(full, sizeof full, "%s: layers \u00d7 positions 0-%zu%s, %s", title, P - 1, scale, paging);
+    if (text_width(full) + 3 > r.w) /* too long: the name and how it is stored */
+        snprintf(full, sizeof full, "%s (%s)", title, st.page_rows ? "paged" : "not paged");
+    frame_rule(f, r, 0, full, focused);
+
+    const StepRecord *last = session_steps(s) ? session_record(s, session_steps(s) - 1) : NULL;
+    const int rows = r.h - 2;
+    size_t first = 0;
+    if ((size_t)rows < c->n_layers && v->layer >= (size_t)rows)
+        first = v->layer - (size_t)rows + 1;
+    for (int y = 0; y < rows && first + (size_t)y < c->n_layers; y++) {
+        size_t l = first + (size_t)y;
+        int sel = l == v->layer;
+        if (sel)
+            frame_put_glyph(f, r, 0, 1 + y, G_PLAY, ROLE_FOCUS);
+        frame_print(f, r, 1, 1 + y, sel ? ROLE_FOCUS : ROLE_DIM, "L%zu", l);
+        kv_cells(cache, l, 0, cells, P);
+        for (int x = 0; x < cols && (size_t)x * per < P; x++) {
+            size_t lo = (size_t)x * per, hi = lo + per < P ? lo + per : P;
+            int best = CELL_EMPTY, is_new = 0;
+            KvCell shown = { 0 };
+            for (size_t j = lo; j < hi; j++) {
+                if (rank(cells[j].state) > rank(best)) {
+                    best = cells[j].state;
+                    shown = cells[j];
+                }
+                if (last && j >= last->pos0 && j < last->pos0 + last->n_new)
+                    is_new = 1;
+            }
+            int role;
+            Glyph g = panel_cell_glyph(best, shown.k_fmt, shown.v_fmt, &role);
+            for (int k = 0; k < (cw > 1 ? cw - 1 : 1); k++)
+                frame_put_glyph(f, r, LABEL_W + x * cw + k, 1 + y, g,
+                                is_new && best != CELL_EMPTY ? ROLE_NEW : role);
+        }
+    }
+    /* the axis: this pass's slots, page starts, and where the run ends */
+    int ay = 1 + (rows < (int)c->n_layers ? rows : (int)c->n_layers);
+    frame_text(f, r, 0, ay, ROLE_DIM, "pos");
+    kv_cells(cache, 0, 0, cells, P);
+    int used = 0;
+    for (int x = 0; x < cols && (size_t)x * per < P; x++, used++) {
+        size_t lo = (size_t)x * per, hi = lo + per < P ? lo + per : P;
+        int is_new = 0, page = 0;
+        for (size_t j = lo; j < hi; j++) {
+            is_new |= last && j >= last->pos0 && j < last->pos0 + last->n_new;
+            page |= j > 0 && cells[j].page_start;
+        }
+        if (is_new)
+            frame_put_glyph(f, r, LABEL_W + x * cw, ay, G_NEW, ROLE_NEW);
+        else if (page)
+            frame_put_glyph(f, r, LABEL_W + x * cw, ay, G_PAGE, ROLE_DIM);
+    }
+    used *= cw;
+    if (last && LABEL_W + used + 2 < r.w) {
+        char note[64];
+        snprintf(note, sizeof note, "%s %zu", last->n_new > 1 ? "new rows from" : "new row at", last->pos0);
+        if (LABEL_W + used + 2 + (int)strlen(note) + 4 <= r.w)
+            frame_text(f, r, LABEL_W + used + 2, ay, ROLE_NEW, note);
+    }
+    free(cells);
+}

@@ -1,0 +1,26 @@
+/* panel_what.c: one line saying what the newest pass did, and why it cost
+ * what it did. Steps are numbered from 0, as in the source document. */
+#include <stdio.h>
+
+#include "ui/panels.h"
+
+void panel_what(Frame *f, Rect r, const Session *s)
+{
+    const size_t n = session_steps(s);
+    const Config *c = &session_model(s)->cfg;
+    if (n == 0) {
+        frame_print(f, r, 0, 0, ROLE_NORMAL, "Nothing has run yet, the cache is empty: Space runs the prefill (%zu "
+                    "tokens).", session_prompt_len(s));
+        return;
+    }
+    const StepRecord *rec = session_record(s, n - 1);
+    char chose[32] = "";
+    if (rec->token >= 0)
+        snprintf(chose, sizeof chose, "; chose %d", rec->token);
+    if (rec->phase == PHASE_PREFILL)
+        frame_print(f, r, 0, 0, ROLE_NORMAL, "Step %zu prefill: positions %zu-%zu projected at once, K,V stored "
+                    "in %zu layers%s", rec->step, rec->pos0, rec->pos0 + rec->n_new - 1, c->n_layers, chose);
+    else
+        frame_print(f, r, 0, 0, ROLE_NORMAL, "Step %zu decode: 1 row projected (uncached: %zu), %zu cached rows "
+                    "read%s", rec->step, rec->context, rec->context, chose);
+}

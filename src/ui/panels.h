@@ -1,0 +1,35 @@
+/* panels.h: the pieces the simulation and compare screens are made of.
+ * Each draws one session into a Rect (its title rule in the first row) and
+ * never outside it. */
+#ifndef KVSCOPE_UI_PANELS_H
+#define KVSCOPE_UI_PANELS_H
+
+#include "sim/session.h"
+#include "ui/frame.h"
+#include "ui/view.h"
+
+/* Cache map: layers x positions, each slot's state by glyph; an axis row
+ * marks this pass's slots and page starts. */
+void panel_map(Frame *f, Rect r, const View *v, const Session *s, const char *title, int focused);
+/* Counters of this pass, the run so far and its uncached equivalent. */
+void panel_counters(Frame *f, Rect r, const View *v, const Session *s, int focused);
+/* Attention weights of (v->layer, v->head): query positions x key positions. */
+void panel_heat(Frame *f, Rect r, const View *v, const Session *s, int focused);
+/* Per-pass FLOPs, cached and uncached, on one scale. */
+void panel_spark(Frame *f, Rect r, const View *v, const Session *s, int focused);
+/* The prompt and the tokens generated, the newest marked. */
+void panel_tokens(Frame *f, Rect r, const View *v, const Session *s, int focused);
+
+/* The glyph and role of a slot: its state (CellState) and, when held, its
+ * formats: f32, f16, or quantized (any other format). */
+Glyph panel_cell_glyph(int state, int k_fmt, int v_fmt, int *role);
+/* The page table and pool of a paged cache (nothing for another layout). */
+void panel_pages(Frame *f, Rect r, const Session *s, int focused);
+/* Rows panel_pages needs: 0 when the cache has no pages. */
+int panel_pages_height(const Session *s);
+/* The shade and role of an attention weight. */
+Glyph panel_heat_glyph(float w, int *role);
+/* What the newest pass did, in one line (shared by sim and compare). */
+void panel_what(Frame *f, Rect r, const Session *s);
+
+#endif

@@ -1,0 +1,63 @@
+/* scr_sim.c: the simulation screen: any model and cache, stepped.
+ *
+ *   what the newest pass did
+ *   cache map (layers x positions)                      [full width]
+ *   counters             | attention heatmap
+ *                        | FLOPs per pass (sparkline)
+ *   tokens                                              [full width] */
+#include <stdio.h>
+
+#include "ui/panels.h"
+#include "ui/screens.h"
+
+enum { P_MAP, P_COUNTERS, P_HEAT, P_SPARK, P_TOKENS, P_COUNT };
+static const char *const panel_names[P_COUNT] = { "cache map", "counters", "attention", "cost per pass",
+                                                  "tokens" };
+
+/* Rows the counters panel needs to show all but its optional rows. */
+#define COUNTERS_H 14
+#define SPARK_H 3
+
+static void draw(Frame *f, Rect b, const View *v)
+{
+    const Session *s = v->sim;
+    const Config *c = &session_model(s)->cfg;
+    const int focus = v->focus[SCR_SIM];
+    const int tok_h = b.h >= 28 ? 3 : 2;
+    const int spark_wide = b.h >= 28; /* tall: the sparkline gets the full width */
+    int map_max = b.h - 1 - tok_h - COUNTERS_H - (spark_wide ? SPARK_H : 0);
+    if (map_max < 3)
+        map_max = 3;
+    int map_h = 2 + (int)c->n_layers < map_max ? 2 + (int)c->n_layers : map_max;
+    int mid_h = b.h - 1 - map_h - tok_h - (spark_wide ? SPARK_H : 0);
+    int cw = b.w * 55 / 100;
+    if (cw < 54)
+        cw = 54;
+    if (cw > 66)
+        cw = 66;
+
+    panel_what(f, rect_sub(b, 0, 0, b.w, 1), s);
+    char title[128];
+    snprintf(title, sizeof title, "cache %s", session_cache_spec(s));
+    panel_map(f, rect_sub(b, 0, 1, b.w, map_h), v, s, title, focus == P_MAP);
+    Rect mid = rect_sub(b, 0, 1 + map_h, b.w, mid_h);
+    panel_counters(f, rect_sub(mid, 0, 0, cw, mid.h), v, s, focus == P_COUNTERS);
+    Rect right = rect_sub(mid, cw + 1, 0, mid.w - cw - 1, mid.h);
+    if (spark_wide) {
+        panel_heat(f, right, v, s, focus == P_HEAT);
+        panel_spark(f, rect_sub(b, 0, b.h - tok_h - SPARK_H, b.w, SPARK_H), v, s, focus == P_SPARK);
+    } else {
+        panel_heat(f, rect_sub(right, 0, 0, right.w, right.h - SPARK_H), v, s, focus == P_HEAT);
+        panel_spark(f, rect_sub(right, 0, right.h - SPARK_H, right.w, SPARK_H), v, s, focus == P_SPARK);
+    }
+    panel_tokens(f, rect_sub(b, 0, b.h - tok_h, b.w, tok_h), v, s, focus == P_TOKENS);
+}
+
+static unsigned key(View *v, int k)
+{
+    (void)v;
+    (void)k;
+    return KR_NONE;
+}
+
+const Screen screen_sim = { "simulation", P_COUNT, panel_names, draw, key };

@@ -1,0 +1,39 @@
+/* screens.h: what each screen and overlay exports to the view's loop.
+ *
+ * A screen draws its body (the rows between the title bar and the footer)
+ * from the view's state, and takes the keys that only it knows; the keys
+ * every screen shares (step, back, play, choose, help, quit) are the view's.
+ * Panels are numbered 0 .. n_panels-1 for focus (Tab / Shift-Tab). */
+#ifndef KVSCOPE_UI_SCREENS_H
+#define KVSCOPE_UI_SCREENS_H
+
+#include "ui/frame.h"
+#include "ui/view.h"
+
+typedef struct {
+    const char *name;      /* in the title bar */
+    int n_panels;
+    const char *const *panel_names;
+    void (*draw)(Frame *f, Rect body, const View *v);
+    /* screen-specific keys; KR_NONE when the key is not the screen's */
+    unsigned (*key)(View *v, int key);
+} Screen;
+
+extern const Screen screen_example; /* scr_example.c */
+extern const Screen screen_sim;     /* scr_sim.c */
+extern const Screen screen_compare; /* scr_compare.c */
+
+/* Overlays, drawn over a screen. */
+void help_draw(Frame *f, const View *v);       /* help.c */
+void chooser_draw(Frame *f, const View *v);    /* chooser.c */
+unsigned chooser_key(View *v, int key);
+/* Fill the chooser with caches (for the session on screen, or compare side)
+ * or models; returns 0, or -1 with the reason in the status line. */
+int chooser_open(View *v, ChooseKind kind);
+void small_draw(Frame *f, const View *v);      /* too small to lay out */
+
+/* Switch the cache (of the session on screen, or compare's `side`) or the
+ * model to `item`; 0, or -1 with the reason in the status. */
+int view_apply_choice(View *v, ChooseKind kind, int side, const char *item);  /* view.c */
+
+#endif

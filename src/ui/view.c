@@ -1,0 +1,419 @@
+#include "ui/view.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ui/keys.h"
+#include "ui/screens.h"
+
+static const Screen *const screens[SCR_COUNT] = { &screen_example, &screen_sim, &screen_compare };
+
+/* Play speeds in steps per second; 0 = as fast as the engine goes. */
+static const int speeds[] = { 1, 2, 5, 10, 30, 60, 0 };
+#define N_SPEEDS ((int)(sizeof speeds / sizeof speeds[0]))
+#define DEFAULT_SPEED 3
+
+/* The second cache compare starts with: the same layout, 4-bit K and V. */
+#define COMPARE_B_DEFAULT "contiguous+quant:k=q4_0,v=q4_0"
+
+void view_init(View *v, Session *ex, Session *sim, ScreenId screen, const ViewHooks *hooks)
+{
+    memset(v, 0, sizeof *v);
+    v->ex = ex;
+    v->sim = sim;
+    v->screen = screen;
+    v->speed = DEFAULT_SPEED;
+    v->color = 1;
+    v->w = VIEW_MIN_W;
+    v->h = VIEW_MIN_H;
+    if (hooks)
+        v->hooks = *hooks;
+    snprintf(v->cmp_spec[0], sizeof v->cmp_spec[0], "%s", session_cache_spec(sim));
+    snprintf(v->cmp_spec[1], sizeof v->cmp_spec[1], "%s", COMPARE_B_DEFAULT);
+}
+
+static void free_compare(View *v)
+{
+    for (int i = 0; i < 3; i++) {
+        session_free(v->cmp[i]);
+        v->cmp[i] = NULL;
+    }
+}
+
+void view_free(View *v)
+{
+    free_compare(v);
+    session_free(v->ex);
+    session_free(v->sim);
+    v->ex = v->sim = NULL;
+}
+
+void view_status(View *v, int warn, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v->status, sizeof v->status, fmt, ap);
+    va_end(ap);
+    v->status_warn = warn;
+}
+
+/* Build the compare screen's sessions from the simulation's model and
+ * prompt, at the simulation's pass. A cache spec the model refuses falls
+ * back to contiguous, and the footer says why. */
+static int ensure_compare(View *v)
+{
+    if (v->cmp[0])
+        return 0;
+    SessionSpec sp;
+    session_spec(v->sim, &sp);
+    sp.uncached = UNCACHED_FORMULA; /* compare measures quality, not the uncached cost */
+    Err e = { 0 };
+    for (int i = 0; i < 3; i++) {
+        sp.cache_spec = i < 2 ? v->cmp_spec[i] : "contiguous";
+        if (session_init(&v->cmp[i], &sp, &e) < 0 && i < 2) {
+            view_status(v, 1, "cache %c: %s; using contiguous", 'A' + i, e.msg);
+            snprintf(v->cmp_spec[i], sizeof v->cmp_spec[i], "contiguous");
+            sp.cache_spec = "contiguous";
+            (void)session_init(&v->cmp[i], &sp, &e);
+        }
+        if (!v->cmp[i] || session_seek(v->cmp[i], session_steps(v->sim), &e) < 0) {
+            free_compare(v);
+            view_status(v, 1, "compare: %s", e.msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+size_t view_sessions(const View *v, Session **out)
+{
+    switch (v->screen) {
+    case SCR_EXAMPLE:
+        out[0] = v->ex;
+        return 1;
+    case SCR_SIM:
+        out[0] = v->sim;
+        return 1;
+    default:
+        if (!v->cmp[0])
+            return 0;
+        for (int i = 0; i < 3; i++)
+            out[i] = v->cmp[i];
+        return 3;
+    }
+}
+
+const char *view_speed_name(const View *v, char *buf, size_t cap)
+{
+    if (speeds[v->speed] == 0)
+        snprintf(buf, cap, "max");
+    else
+        snprintf(buf, cap, "%d steps/s", speeds[v->speed]);
+    return buf;
+}
+
+int view_tick_ms(const View *v)
+{
+    if (!v->playing)
+        return -1;
+    return speeds[v->speed] ? 1000 / speeds[v->speed] : 0;
+}
+
+/* Apply `op` to every session on screen. */
+typedef enum { OP_STEP, OP_BACK, OP_RESET } Op;
+
+static unsigned apply(View *v, Op op)
+{
+    Session *ss[3];
+    size_t n = view_sessions(v, ss);
+    Err e = { 0 };
+    int ended = 0, at_start = 0;
+    for (size_t i = 0; i < n; i++) {
+        int rc = op == OP_STEP ? session_step(ss[i], &e) : op == OP_BACK ? session_back(ss[i], &e)
+                                                                          : session_reset(ss[i], &e);
+        if (rc < 0) {
+            v->playing = 0;
+            view_status(v, 1, "%s", e.msg);
+            return KR_HANDLED | KR_CHANGED;
+        }
+        ended |= op == OP_STEP && rc == 0;
+        at_start |= op == OP_BACK && rc == 0;
+    }
+    if (n && ended) {
+        v->playing = 0;
+        size_t len;
+        (void)session_tokens(ss[0], &len);
+        view_status(v, 0, "generation complete: %zu passes, %zu tokens generated (r resets, Left goes back)",
+                    session_steps(ss[0]), len - session_prompt_len(ss[0]));
+    } else if (at_start) {
+        view_status(v, 0, "at the start: nothing has run yet");
+    }
+    return KR_HANDLED | KR_CHANGED;
+}
+
+unsigned view_tick(View *v)
+{
+    if (!v->playing)
+        return KR_HANDLED;
+    return apply(v, OP_STEP);
+}
+
+static int at_end(const View *v)
+{
+    Session *ss[3];
+    size_t n = view_sessions(v, ss);
+    return n && session_steps(ss[0]) == session_total_steps(ss[0]);
+}
+
+static void clamp_layer_head(View *v)
+{
+    Session *ss[3];
+    if (view_sessions(v, ss) == 0)
+        return;
+    const Config *c = &session_model(ss[0])->cfg;
+    if (v->layer >= c->n_layers)
+        v->layer = c->n_layers - 1;
+    if (v->head >= c->n_heads)
+        v->head = c->n_heads - 1;
+}
+
+static unsigned switch_screen(View *v, ScreenId s)
+{
+    v->screen = s;
+    v->playing = 0;
+    if (s == SCR_COMPARE)
+        (void)ensure_compare(v);
+    clamp_layer_head(v);
+    return KR_HANDLED | KR_CHANGED;
+}
+
+/* The keys every screen shares. */
+static unsigned global_key(View *v, int key)
+{
+    const Screen *scr = screens[v->screen];
+    switch (key) {
+    case 'q':
+        return KR_HANDLED | KR_QUIT;
+    case '?':
+    case VK_F1:
+        v->help = 1;
+        return KR_HANDLED | KR_CHANGED;
+    case '1':
+    case '2':
+    case '3':
+        return switch_screen(v, (ScreenId)(key - '1'));
+    case ' ':
+    case VK_RIGHT:
+        return apply(v, OP_STEP);
+    case VK_LEFT:
+        return apply(v, OP_BACK);
+    case 'r':
+        v->playing = 0;
+        return apply(v, OP_RESET);
+    case 'p':
+        if (!v->playing && at_end(v))
+            (void)apply(v, OP_RESET); /* play at the end plays again from the start */
+        v->playing = !v->playing;
+        return KR_HANDLED | KR_CHANGED;
+    case '+':
+    case '=':
+        if (v->speed + 1 < N_SPEEDS)
+            v->speed++;
+        return KR_HANDLED | KR_CHANGED;
+    case '-':
+    case '_':
+        if (v->speed > 0)
+            v->speed--;
+        return KR_HANDLED | KR_CHANGED;
+    case VK_TAB:
+        v->focus[v->screen] = (v->focus[v->screen] + 1) % scr->n_panels;
+        return KR_HANDLED | KR_CHANGED;
+    case VK_BTAB:
+        v->focus[v->screen] = (v->focus[v->screen] + scr->n_panels - 1) % scr->n_panels;
+        return KR_HANDLED | KR_CHANGED;
+    case '[':
+    case 'h':
+        if (v->layer > 0)
+            v->layer--;
+        return KR_HANDLED | KR_CHANGED;
+    case ']':
+    case 'l':
+        v->layer++;
+        clamp_layer_head(v);
+        return KR_HANDLED | KR_CHANGED;
+    case '{':
+        if (v->head > 0)
+            v->head--;
+        return KR_HANDLED | KR_CHANGED;
+    case '}':
+        v->head++;
+        clamp_layer_head(v);
+        return KR_HANDLED | KR_CHANGED;
+    case 'c':
+        v->playing = 0;
+        (void)chooser_open(v, CHOOSE_CACHE);
+        return KR_HANDLED | KR_CHANGED;
+    case 'm':
+        v->playing = 0;
+        (void)chooser_open(v, CHOOSE_MODEL);
+        return KR_HANDLED | KR_CHANGED;
+    default:
+        return KR_NONE;
+    }
+}
+
+unsigned view_key(View *v, int key)
+{
+    if (key == VK_CTRL_C)
+        return KR_HANDLED | KR_QUIT;
+    if (key == VK_RESIZE)
+        return KR_HANDLED | KR_CHANGED;
+    if (key == VK_TICK)
+        return view_tick(v);
+    unsigned had_status = v->status[0] ? KR_CHANGED : 0;
+    v->status[0] = '\0';
+    if (v->w < VIEW_MIN_W || v->h < VIEW_MIN_H)
+        return key == 'q' ? KR_HANDLED | KR_QUIT : had_status;
+    if (v->chooser.kind != CHOOSE_NONE)
+        return chooser_key(v, key) | had_status;
+    if (v->help) {
+        if (key == 'q')
+            return KR_HANDLED | KR_QUIT;
+        v->help = 0;
+        return KR_HANDLED | KR_CHANGED;
+    }
+    unsigned r = screens[v->screen]->key ? screens[v->screen]->key(v, key) : KR_NONE;
+    if (r == KR_NONE)
+        r = global_key(v, key);
+    if (r == KR_NONE)
+        view_status(v, 0, "that key does nothing here; ? shows the keys");
+    return r | had_status | KR_CHANGED;
+}
+
+/* --- frame ---------------------------------------------------------------- */
+
+static void draw_title(const View *v, Frame *f)
+{
+    Rect row = { 0, 0, f->w, 1 };
+    frame_fill(f, row, ' ', ROLE_TITLE);
+    int x = frame_text(f, row, 1, 0, ROLE_TITLE, "kvscope");
+    x += 2;
+    for (int s = 0; s < SCR_COUNT; s++) {
+        char tab[48];
+        int cur = (int)v->screen == s;
+        snprintf(tab, sizeof tab, "%c%d %s%c", cur ? '[' : ' ', s + 1, screens[s]->name, cur ? ']' : ' ');
+        x = frame_text(f, row, x, 0, cur ? ROLE_TAB : ROLE_TITLE, tab) + 1;
+    }
+    Session *ss[3];
+    char right[96], speed[32];
+    size_t n = view_sessions(v, ss);
+    int len = 0;
+    if (v->playing && view_tick_ms(v) > 0)
+        len = snprintf(right, sizeof right, "\u25b6 play %d/s", 1000 / view_tick_ms(v));
+    else if (v->playing)
+        len = snprintf(right, sizeof right, "\u25b6 play %s", view_speed_name(v, speed, sizeof speed));
+    else
+        len = snprintf(right, sizeof right, "\u2016 paused");
+    if (n)
+        snprintf(right + len, sizeof right - (size_t)len, "  %zu/%zu passes ", session_steps(ss[0]),
+                 session_total_steps(ss[0]));
+    int rx = f->w - text_width(right);
+    if (rx > x)
+        frame_text(f, row, rx, 0, ROLE_TITLE, right);
+}
+
+static void draw_footer(const View *v, Frame *f)
+{
+    Rect row = { 0, f->h - 1, f->w, 1 };
+    if (v->status[0]) {
+        /* a long message takes the row above too, broken at a space */
+        int role = v->status_warn ? ROLE_WARN : ROLE_NORMAL, fit = f->w - 2;
+        const char *msg = v->status;
+        if (text_width(msg) > fit) {
+            int cut = fit;
+            while (cut > 0 && msg[cut] != ' ')
+                cut--;
+            if (cut == 0)
+                cut = fit;
+            Rect above = { 0, f->h - 2, f->w, 1 };
+            frame_fill(f, above, ' ', ROLE_NORMAL);
+            frame_print(f, above, 1, 0, role, "%.*s", cut, msg);
+            msg += cut + (msg[cut] == ' ');
+        }
+        frame_text(f, row, 1, 0, role, msg);
+        return;
+    }
+    static const char *const hints[][2] = {
+        { "Spc/\u2192", "step" }, { "\u2190", "back" }, { "p", "play" }, { "+/-", "speed" }, { "c", "cache" },
+        { "m", "model" },         { "Tab", "panel" },   { "1-3", "screen" }, { "?", "help" }, { "q", "quit" },
+    };
+    const int n = (int)(sizeof hints / sizeof hints[0]);
+    int x = 1;
+    for (int i = 0; i < n; i++) {
+        int need = text_width(hints[i][0]) + 1 + text_width(hints[i][1]) + 2;
+        /* keep "? help" and "q quit" whatever else is dropped */
+        int reserve = i < n - 2 ? 15 : 0;
+        if (x + need + reserve > f->w)
+            continue;
+        x = frame_text(f, row, x, 0, ROLE_KEY, hints[i][0]) + 1;
+        x = frame_text(f, row, x, 0, ROLE_NORMAL, hints[i][1]) + 2;
+    }
+}
+
+void view_draw(const View *v, Frame *f)
+{
+    frame_clear(f);
+    if (f->w < VIEW_MIN_W || f->h < VIEW_MIN_H) {
+        small_draw(f, v);
+        return;
+    }
+    draw_title(v, f);
+    Rect body = { 0, 1, f->w, f->h - 2 };
+    screens[v->screen]->draw(f, body, v);
+    draw_footer(v, f);
+    if (v->help)
+        help_draw(f, v);
+    if (v->chooser.kind != CHOOSE_NONE)
+        chooser_draw(f, v);
+}
+
+int view_apply_choice(View *v, ChooseKind kind, int side, const char *item)
+{
+    Err e = { 0 };
+    if (kind == CHOOSE_CACHE) {
+        Session *target = v->screen == SCR_EXAMPLE ? v->ex : v->screen == SCR_SIM ? v->sim : v->cmp[side];
+        if (!target || session_set_cache(target, item, &e) < 0) {
+            view_status(v, 1, "cache '%s': %s", item, target ? e.msg : "no session");
+            return -1;
+        }
+        if (v->screen == SCR_COMPARE)
+            snprintf(v->cmp_spec[side], sizeof v->cmp_spec[0], "%s", item);
+        view_status(v, 0, "cache now %s, replayed to pass %zu", item, session_steps(target));
+        return 0;
+    }
+    /* a model: the simulation (and compare) switch to it, with a prompt made
+     * for it as the command line's options make one */
+    Config cfg;
+    const Kernels *kern;
+    int *prompt = NULL;
+    size_t plen;
+    if (!v->hooks.load_model || v->hooks.load_model(v->hooks.ctx, item, &cfg, &kern, &e) < 0 ||
+        v->hooks.make_prompt(v->hooks.ctx, &cfg, &prompt, &plen, &e) < 0 ||
+        session_set_model(v->sim, &cfg, kern, prompt, plen, &e) < 0) {
+        free(prompt);
+        view_status(v, 1, "%s", v->hooks.load_model ? e.msg : "models cannot be loaded here");
+        return -1;
+    }
+    free(prompt);
+    free_compare(v);
+    snprintf(v->cmp_spec[0], sizeof v->cmp_spec[0], "%s", session_cache_spec(v->sim));
+    if (v->screen == SCR_EXAMPLE)
+        v->screen = SCR_SIM;
+    if (v->screen == SCR_COMPARE)
+        (void)ensure_compare(v);
+    clamp_layer_head(v);
+    view_status(v, 0, "model now %s, at pass %zu", item, session_steps(v->sim));
+    return 0;
+}

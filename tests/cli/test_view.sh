@@ -1,0 +1,188 @@
+# test_view.sh: the interactive view, through its headless frames (the same
+# View the terminal loop drives, rendered to text): golden frames of the
+# worked example at every step, the simulation's counters against what
+# `kvscope run --format tsv` reports for the same run, the compare screen,
+# the terminal rules, and a few hundred random keys.
+# KVSCOPE_UPDATE_GOLDEN=1 rewrites the golden files instead of comparing.
+
+golden=tests/golden
+view_out=$(mktemp) view_ref=$(mktemp)
+
+# golden NAME FILE: compare FILE with tests/golden/NAME (or write it)
+golden() {
+    if [ "${KVSCOPE_UPDATE_GOLDEN:-}" = 1 ]; then
+        cp "$2" "$golden/$1" && ok "golden $1 (rewritten)"
+    elif cmp -s "$2" "$golden/$1"; then
+        ok "golden $1"
+    else
+        bad "golden $1" "frames differ from $golden/$1; first lines of the diff:" \
+            "$(diff "$golden/$1" "$2" | head -n 12)"
+    fi
+}
+
+expect_ok "view --help documents the headless frames" '--headless' $KV view --help
+expect_ok "view --help names the minimum size" 'smallest terminal it lays out is 80x24' $KV view --help
+
+# --- the worked example, every step -------------------------------------
+$KV view --headless --size 100x30 --keys '<space> <space> <space> <space>' >"$view_out" 2>&1
+golden view_example_100x30.txt "$view_out"
+$KV view --headless --size 80x24 --keys '<space> <space> <space> <space>' >"$view_out" 2>&1
+golden view_example_80x24.txt "$view_out"
+
+# the numbers on screen are the engine's: the cache rows and attention
+# weights of the last frame against `kvscope example`, the totals 6 and 18
+$KV example >"$view_ref"
+if python3 - "$view_out" "$view_ref" <<'EOF'
+import re, sys
+frames = open(sys.argv[1], encoding="utf-8").read().split("--- frame ")
+last = frames[-1]
+ref = open(sys.argv[2]).read()
+num = r"-?\d+\.\d+"
+# cache rows: "K[j] a b c d   V[j] a b c d" on screen; "K[j] [ a, b, c, d ]   V[j] [ ... ]" in example
+screen = {m.group(1): re.findall(num, m.group(2)) for m in re.finditer(r"K\[(\d)\]((?: +-?\d+\.\d+){4} +V\[\d\](?: +-?\d+\.\d+){4})", last)}
+text = {}
+for m in re.finditer(r"K\[(\d)\] \[([^\]]*)\]   V\[\d\] \[([^\]]*)\]", ref):
+    text[m.group(1)] = re.findall(num, m.group(2)) + re.findall(num, m.group(3))
+assert len(screen) == 6, screen
+for j, vals in screen.items():
+    assert vals == text[j], (j, vals, text[j])
+# attention weights of q5 (the last decode step)
+row = re.search(r"q5 +((?:\d\.\d{3} *){6})", last).group(1).split()
+want = re.search(r"q5 +((?:\d\.\d{3} *){6})", ref).group(1).split()
+assert row == want, (row, want)
+assert re.search(r"total +6 +18", last), "summary total"
+assert "6 vs 18 rows: 3.00x" in last
+EOF
+then ok "example frames show the engine's numbers (vs kvscope example)"
+else bad "example frames show the engine's numbers (vs kvscope example)"; fi
+
+# --- the simulation: counters equal `kvscope run --format tsv` ----------
+check_counters() { # NAME CACHE: 8 steps of tiny, every counter against run
+    name=$1 cache=$2
+    $KV view --headless --model tiny --isa ref --cache "$cache" --tokens 8 --size 100x30 --frames last \
+        --keys '<space> <space> <space> <space> <space> <space> <space> <space>' >"$view_out" 2>&1
+    $KV run --model tiny --isa ref --cache "$cache" --tokens 8 --attention naive --format tsv >"$view_ref"
+    $KV run --model tiny --isa ref --tokens 8 --attention naive --no-cache --format tsv >>"$view_ref"
+    if python3 - "$view_out" "$view_ref" <<'EOF'
+import sys
+frame = open(sys.argv[1], encoding="utf-8").read().split("\n")
+rows = [l.split("\t") for l in open(sys.argv[2]).read().splitlines() if not l.startswith("run\t")]
+head = "run step phase tokens_projected cache_len attn_q attn_k proj_flops attn_flops ffn_flops total_flops weight_bytes_read kv_bytes_read kv_bytes_written allocations bytes_copied cache_bytes_used cache_bytes_reserved seconds token".split()
+cached = [dict(zip(head, r)) for r in rows if r[0] == "cached"]
+uncached = [dict(zip(head, r)) for r in rows if r[0] == "uncached"]
+def total(rs, k): return sum(int(r[k]) for r in rs)
+# the counters panel: label in columns 0-16, then this pass, run, uncached (10 wide each)
+panel = {}
+for line in frame:
+    label = line[:17].strip()
+    if label:
+        panel[label] = [line[17:27].strip(), line[27:37].strip(), line[37:47].strip()]
+want = {
+    "tokens projected": "tokens_projected", "FLOPs": "total_flops", "projections": "proj_flops",
+    "attention": "attn_flops", "FFN": "ffn_flops", "weights read B": "weight_bytes_read",
+    "K/V read B": "kv_bytes_read", "K/V written B": "kv_bytes_written", "allocations": "allocations",
+    "copied B": "bytes_copied",
+}
+bad = []
+for label, key in want.items():
+    step, run, unc = panel[label]
+    if step != cached[-1][key]: bad.append((label, "this pass", step, cached[-1][key]))
+    if run != str(total(cached, key)): bad.append((label, "run", run, total(cached, key)))
+    if unc not in ("-", str(total(uncached, key))): bad.append((label, "uncached", unc, total(uncached, key)))
+for label, key in (("cache used B", "cache_bytes_used"), ("cache reserved B", "cache_bytes_reserved")):
+    if panel[label][1] != cached[-1][key]: bad.append((label, "run", panel[label][1], cached[-1][key]))
+# the uncached column is measured for tiny: rows and FLOPs are all there
+if panel["FLOPs"][2] != str(total(uncached, "total_flops")): bad.append(("FLOPs uncached",))
+# the tokens generated
+tok_line = [l for l in frame if "\u2502" in l and "[" in l][0]
+gen = tok_line.split("\u2502")[1].replace("[", "").replace("]", "").split()
+if gen != [r["token"] for r in cached]: bad.append(("tokens", gen))
+if bad:
+    print(bad)
+    sys.exit(1)
+EOF
+    then ok "simulation counters = run --format tsv ($name)"
+    else bad "simulation counters = run --format tsv ($name)"; fi
+}
+check_counters contiguous contiguous
+check_counters dynamic dynamic
+check_counters "q8_0/q4_0" "contiguous+quant:k=q8_0,v=q4_0"
+
+$KV view --headless --model tiny --isa ref --tokens 8 --size 100x30 --frames last \
+    --keys '<space> <space> <space> <space> <space>' >"$view_out" 2>&1
+golden view_sim_tiny_100x30.txt "$view_out"
+
+# the closed form, labelled so, when asked for
+expect_ok "simulation: --uncached formula is labelled" 'uncached: formula' \
+    $KV view --headless --model tiny --uncached formula --keys '<space> <space>' --frames last
+
+# --- compare, help, choosers ----------------------------------------------
+$KV view --headless --model tiny --isa ref --tokens 8 --size 100x30 --frames last \
+    --keys '3 <space> <space> <space> <space> <space> <space>' >"$view_out" 2>&1
+golden view_compare_tiny_100x30.txt "$view_out"
+expect_ok "compare: A is exact, the same tokens as the exact run" '= exact \(all 6\)' cat "$view_out"
+expect_ok "help overlay lists keys and the legend" 'legend \(meaning is never carried by colour alone\)' \
+    $KV view --headless --size 80x24 --keys '?' --frames last
+expect_ok "help closes on any key" 'Nothing has run yet' \
+    $KV view --headless --size 80x24 --keys '? x' --frames last
+expect_ok "c lists caches the engine accepts" 'contiguous\+quant:k=q4_0,v=q4_0' \
+    $KV view --headless --keys 'c' --frames last
+expect_ok "c then a choice switches the cache, replayed to the same step" 'cache now dynamic, replayed to pass 3' \
+    $KV view --headless --keys '<space> <space> <space> c <down> <enter>' --frames last
+expect_ok "m lists the models" 'worked-example' $KV view --headless --keys 'm' --frames last
+expect_ok "m then small: the simulation runs small" 'model now small' \
+    $KV view --headless --model tiny --keys 'm <up> <enter>' --frames last
+expect_ok "a model too large for the view says why" 'holds 10.86 GiB of weights' \
+    $KV view --headless --model tiny --keys 'm <home> <enter>' --frames last
+expect_ok "back at the start says so" 'at the start' $KV view --headless --keys '<left>' --frames last
+expect_ok "the end of generation says so" 'generation complete: 4 passes' \
+    $KV view --headless --keys '<space> <space> <space> <space> <space>' --frames last
+expect_ok "play: ticks step, p pauses" 'paused  3/4 passes' \
+    $KV view --headless --keys 'p <tick:3> p <tick:5>' --frames last
+expect_ok "layer and head keys move the heatmap" 'attention L1 H2' \
+    $KV view --headless --model tiny --keys '2 ] } } <space>' --frames last
+expect_ok "Tab moves the focus" '▸ counters' $KV view --headless --model tiny --keys '<tab>' --frames last
+
+# --- terminal rules ---------------------------------------------------------
+expect_ok "too small: says have and need" 'terminal too small: have 60x20, need 80x24' \
+    $KV view --headless --size 60x20 --frames last
+expect_ok "too small at 20x8: phrase by phrase" '^have 20x8,$' $KV view --headless --size 20x8 --frames last
+expect_ok "too small: q still quits" 'quit after 1 key' $KV view --headless --size 20x8 --keys 'q' --frames none
+expect_ok "resize down and back re-lays out" 'Step 0, prefill' \
+    $KV view --headless --keys '<resize:20x8> <resize:100x30> <space>' --frames last
+$KV view --headless --ascii --model tiny --keys '<space> <space> 3 <space> ?' >"$view_out" 2>&1
+if [ $? -eq 0 ] && ! LC_ALL=C grep -q '[^ -~]' "$view_out"; then ok "--ascii frames are pure ASCII"
+else bad "--ascii frames are pure ASCII" "$(LC_ALL=C grep -n '[^ -~]' "$view_out" | head -3)"; fi
+expect_fail "view on a pipe: needs a terminal" 2 'needs a terminal; for text output use kvscope run' $KV view
+expect_fail "kvscope --model on a pipe: the view, needs a terminal" 2 'needs a terminal' $KV --model small
+expect_fail "view: --keys needs --headless" 2 '--keys needs --headless' $KV view --keys q
+expect_fail "view: bad --size" 2 "--size: '10' is not WxH" $KV view --headless --size 10
+expect_fail "view: unknown key name" 2 'unknown key <bogus>' $KV view --headless --keys '<bogus>'
+expect_fail "view: bad --screen" 2 "--screen: 'foo' is not one of" $KV view --headless --screen foo
+expect_fail "view: bad cache" 2 "unknown cache 'magic'" $KV view --headless --cache magic
+expect_fail "view: --batch is for run" 2 'unknown or incomplete option' $KV view --headless --batch 2
+
+# --- a few hundred random keys, interleaved with resizes: no crash --------
+for seed in 1 2 3; do
+    keys=$(python3 - "$seed" <<'EOF'
+import random, sys
+r = random.Random(int(sys.argv[1]))
+pool = list("pqrcm123?[]{}hlxjk+-=_ \t") + ["<space>", "<left>", "<right>", "<up>", "<down>", "<tab>",
+        "<btab>", "<enter>", "<esc>", "<f1>", "<pgup>", "<pgdn>", "<home>", "<end>", "<tick>", "<lt>"]
+out = []
+for i in range(300):
+    if r.random() < 0.08:
+        out.append("<resize:%dx%d>" % (r.randint(1, 220), r.randint(1, 70)))
+    else:
+        k = r.choice(pool)
+        if k == "q" and i < 299: k = "<tick>"  # quit only at the end
+        out.append({" ": "<space>", "\t": "<tab>"}.get(k, k))
+print(" ".join(out + ["<resize:100x30>", "<esc>", "<esc>", "q"]))
+EOF
+)
+    run "random keys (seed $seed)" $KV view --headless --model tiny --tokens 12 --frames none --keys "$keys"
+    if [ "$status" -eq 0 ] && grep -q '^--- end: quit' "$out"; then ok "300 random keys and resizes (seed $seed)"
+    else bad "300 random keys and resizes (seed $seed)" "exit $status" "$(tail -c 300 "$err")"; fi
+done
+
+rm -f "$view_out" "$view_ref"

@@ -1,0 +1,109 @@
+# test_view_tmux.sh: the real binary in a real terminal (tmux): open, step,
+# back, play and pause, help, switch cache, resize down to 20x8 and back,
+# quit; the process exits 0 and the terminal is restored (stty settings
+# before and after are the same, the shell prompt is back). Then an unknown
+# TERM, a signal, and random keys with resizes. Runs on a private tmux
+# server, so it never touches the user's sessions.
+
+if ! command -v tmux >/dev/null 2>&1; then
+    bad "tmux is needed for the end-to-end view test (make deps installs it)"
+else
+    tsock="kvscope-test-$$"
+    tdir=$(mktemp -d)
+    T() { tmux -L "$tsock" -f /dev/null "$@"; }
+    # wait_for PATTERN [SECONDS]: until the pane shows PATTERN (grep -E)
+    wait_for() {
+        i=0
+        while [ "$i" -lt "$((${2:-5} * 20))" ]; do
+            T capture-pane -p -t v >"$tdir/pane" 2>/dev/null
+            grep -Eq -- "$1" "$tdir/pane" && return 0
+            sleep 0.05
+            i=$((i + 1))
+        done
+        return 1
+    }
+    # step NAME PATTERN KEYS...: send keys, expect PATTERN on screen
+    step() {
+        name=$1 pat=$2
+        shift 2
+        T send-keys -t v "$@"
+        if wait_for "$pat"; then ok "tmux: $name"
+        else bad "tmux: $name" "want /$pat/ on screen; the pane:" "$(cat "$tdir/pane")"; fi
+    }
+
+    T new-session -d -s v -x 120 -y 40 "env PS1='$ ' KVSCOPE_DATA=data sh"
+    T set-option -t v remain-on-exit on >/dev/null
+    wait_for '^\$' 5
+    T send-keys -t v "stty -a >$tdir/before; $KV; echo EXIT=\$?; stty -a >$tdir/after" Enter
+    if wait_for 'kvscope +\[1 example\]' 10; then ok "tmux: kvscope opens the view on the worked example"
+    else bad "tmux: kvscope opens the view on the worked example" "$(cat "$tdir/pane")"; fi
+    step "Space runs the prefill" '1/4 passes' Space
+    step "Right steps" 'Step 1, decode' Right
+    step "Left goes back (replay)" 'Step 0, prefill' Left
+    step "? shows help" 'help: keys and legend' '?'
+    step "any key closes help" 'summary: the document' x
+    step "2 opens the simulation" '\[2 simulation\]' 2
+    step "p plays" 'play 10/s' p
+    sleep 0.4
+    step "p pauses, some passes later" 'paused  [1-9][0-9]*/32 passes' p
+    step "c lists caches" 'choose a cache' c
+    step "a choice switches the cache" 'cache now dynamic' Down Enter
+    step "the new cache is on screen" 'cache dynamic' Space
+    T resize-window -t v -x 20 -y 8
+    if wait_for 'too small' && wait_for 'have 20x8,' && wait_for 'need 80x24'; then ok "tmux: resize to 20x8 says too small"
+    else bad "tmux: resize to 20x8 says too small" "$(cat "$tdir/pane")"; fi
+    T resize-window -t v -x 120 -y 40
+    step "resize back re-lays out" 'cache map|cache dynamic' Space
+    step "3 opens compare" 'against|vs the exact run' 3
+    step "q quits, the exit status is 0" 'EXIT=0' q
+    wait_for '^\$ *$' 5
+    if [ -s "$tdir/before" ] && cmp -s "$tdir/before" "$tdir/after"; then ok "tmux: terminal settings restored (stty -a)"
+    else bad "tmux: terminal settings restored (stty -a)" "$(diff "$tdir/before" "$tdir/after" | head -5)"; fi
+
+    # an unknown TERM: one clean line, exit 2
+    T send-keys -t v "clear; TERM=bogus-term $KV; echo EXIT=\$?" Enter
+    if wait_for 'EXIT=2' && grep -q "kvscope: unknown terminal type 'bogus-term'" "$tdir/pane"; then
+        ok "tmux: unknown TERM is a clean error"
+    else bad "tmux: unknown TERM is a clean error" "$(cat "$tdir/pane")"; fi
+
+    # a signal: the terminal comes back and the status says which
+    T send-keys -t v "clear; $KV view --model tiny; echo EXIT=\$?; stty -a >$tdir/after2" Enter
+    wait_for '\[2 simulation\]' 10
+    kpid=$(ps -o pid= --ppid "$(T list-panes -t v -F '#{pane_pid}')" | head -n 1)
+    [ -n "$kpid" ] && kill -TERM $kpid
+    if wait_for 'EXIT=143' 8 && cmp -s "$tdir/before" "$tdir/after2"; then ok "tmux: SIGTERM restores the terminal (exit 143)"
+    else bad "tmux: SIGTERM restores the terminal (exit 143)" "$(cat "$tdir/pane")"; fi
+
+    # random keys, interleaved with resizes: no crash, q still quits
+    T send-keys -t v "clear; $KV view --model tiny --tokens 24; echo EXIT=\$?" Enter
+    wait_for '\[2 simulation\]' 10
+    python3 - >"$tdir/keys" <<'EOF'
+import random
+r = random.Random(7)
+pool = list("prcm123?[]{}hlxjk+-=_") + ["Space", "Left", "Right", "Up", "Down", "Tab", "BTab", "Enter",
+        "Escape", "F1", "PPage", "NPage", "Home", "End"]
+for chunk in range(12):
+    print(" ".join(r.choice(pool) for _ in range(20)))
+    print("RESIZE %d %d" % (r.randint(10, 200), r.randint(5, 60)))
+EOF
+    while read -r line; do
+        case $line in
+        RESIZE*) set -- $line; T resize-window -t v -x "$2" -y "$3" ;;
+        *) # shellcheck disable=SC2086
+           T send-keys -t v -- $line ;;
+        esac
+        sleep 0.05
+    done <"$tdir/keys"
+    T resize-window -t v -x 120 -y 40
+    sleep 0.3
+    T send-keys -t v Escape
+    sleep 0.1
+    T send-keys -t v Escape
+    sleep 0.1
+    T send-keys -t v q
+    if wait_for 'EXIT=0' 10; then ok "tmux: 240 random keys and 12 resizes, then q: exit 0"
+    else bad "tmux: 240 random keys and 12 resizes, then q: exit 0" "$(cat "$tdir/pane")"; fi
+
+    T kill-server 2>/dev/null
+    rm -rf "$tdir"
+fi

@@ -1,0 +1,215 @@
+/* test_bench.c: the measuring library behind `kvscope bench` (kernels/bench.h).
+ *
+ * No timing is asserted (the machine may be shared); what is checked is that
+ * the figures rest on right results: (a) medians and summaries; (b) the read
+ * sums to its known total on every kernel table; (c) every table, format,
+ * form, group and cache state gives attention within BENCH_TOLERANCE of the
+ * reference, and the counters give the bytes the format implies; (d) a
+ * broken dot is caught; (e) the kernels' matvecs agree with the exact
+ * answer (GSL's and OpenBLAS's live in the app: tests/cli/test_bench.sh); (f)
+ * the cold pool holds identical copies, at least two, totalling the target. */
+#include "testutil.h"
+
+#include <string.h>
+
+#include "kernels/bench.h"
+
+#define HD 32 /* a small head: fast, and still whole SIMD vectors */
+
+static void test_median_and_summary(void **state)
+{
+    (void)state;
+    double odd[] = { 5, 1, 3 }, even[] = { 4, 1, 3, 2 };
+    assert_true(bench_median(odd, 3) == 3);
+    assert_true(bench_median(even, 4) == 2.5);
+    assert_true(bench_median(NULL, 0) == 0);
+
+    BenchResult r[3] = {
+        { .seconds = 2, .bytes = 100, .max_rel_diff = 1e-7 },
+        { .seconds = 1, .bytes = 100, .max_rel_diff = 3e-7 },
+        { .seconds = 9, .bytes = 100, .max_rel_diff = 2e-7 },
+    };
+    BenchResult s;
+    bench_summarize(&s, r, 3);
+    assert_true(s.seconds == 2 && s.seconds_min == 1 && s.seconds_max == 9);
+    assert_true(s.bytes == 100 && s.max_rel_diff == 3e-7);
+    r[2].max_rel_diff = NAN; /* a NaN output is the worst difference */
+    bench_summarize(&s, r, 3);
+    assert_true(isnan(s.max_rel_diff));
+}
+
+static void test_llc(void **state)
+{
+    (void)state;
+    const char *src = NULL;
+    size_t llc = bench_llc_bytes(&src);
+    assert_non_null(src);
+    printf("  last-level cache: %zu bytes (%s)\n", llc, src);
+    assert_true(llc == 0 ? strcmp(src, "unknown") == 0 : llc >= 4096);
+}
+
+static void test_read_sums(void **state)
+{
+    (void)state;
+    const Kernels *ks[4];
+    size_t n = kernels_available(ks, 4);
+    BenchRead b;
+    Err e = { 0 };
+    assert_int_equal(bench_read_init(&b, 1 << 20, &e), 0);
+    for (size_t i = 0; i < n; i++) {
+        BenchResult r, d;
+        char how[48];
+        bench_read(ks[i], &b, &r);
+        bench_read_dot(ks[i], &b, &d);
+        printf("  %s: read sum off by %g, dot sum off by %g\n", bench_read_how(ks[i], 0, how, sizeof how),
+               r.max_rel_diff, d.max_rel_diff);
+        assert_true(r.max_rel_diff == 0 && d.max_rel_diff == 0); /* small integers: exact */
+        assert_true(r.bytes == (1 << 20) && r.seconds > 0);
+    }
+    bench_read_free(&b);
+}
+
+/* Every table, format, form, group and cache state at a context that ends
+ * in a partial tile: within tolerance of the reference, bytes as counted. */
+static void test_attention_agrees(void **state)
+{
+    (void)state;
+    const Kernels *ks[4];
+    size_t n = kernels_available(ks, 4);
+    const size_t context = 100, groups[2] = { 1, 4 };
+    const AttendAlgo algos[3] = { ATTEND_FLASH, ATTEND_NAIVE, ATTEND_MATERIALIZE };
+    Err e = { 0 };
+    BenchScratch s;
+    BenchPool pool;
+    assert_int_equal(bench_scratch_init(&s, context, 4, HD, &e), 0);
+    assert_int_equal(bench_pool_init(&pool, 1 << 20, 1 << 18, &e), 0);
+    for (int f = 0; f < FMT_COUNT; f++) {
+        BenchKv kv;
+        assert_int_equal(bench_kv_init(&kv, (Format)f, context, HD, 7, &e), 0);
+        assert_int_equal(bench_pool_fill(&pool, &kv, &e), 0);
+        const uint64_t kv_bytes = 2 * context * format_row_bytes((Format)f, HD);
+        double worst = 0;
+        for (size_t gi = 0; gi < 2; gi++) {
+            BenchQuery bq;
+            assert_int_equal(bench_query_init(&bq, &kv, groups[gi], &s, 11, &e), 0);
+            for (size_t i = 0; i < n; i++)
+                for (int a = 0; a < 3; a++)
+                    for (int cold = 0; cold < 2; cold++) {
+                        BenchResult r;
+                        bench_attend(ks[i], &pool, &bq, &s, algos[a], cold, 0, &r);
+                        if (!(r.max_rel_diff <= BENCH_TOLERANCE))
+                            printf("  %s %s %s G=%zu %s: rel diff %g\n", ks[i]->isa, format_name((Format)f),
+                                   attend_algo_name(algos[a]), groups[gi], cold ? "cold" : "warm", r.max_rel_diff);
+                        assert_true(r.max_rel_diff <= BENCH_TOLERANCE);
+                        worst = fmax(worst, r.max_rel_diff);
+                        assert_true(r.bytes == kv_bytes);
+                        assert_true(r.view_bytes == (algos[a] == ATTEND_MATERIALIZE ? 4 * context * HD * 4 : 0));
+                        assert_true(r.ops_per_rep >= 1 && (!cold || r.ops_per_rep == pool.n_copies));
+                    }
+            bench_query_free(&bq);
+        }
+        printf("  %-5s worst rel diff over %zu tables, 3 forms, G 1 and 4, cold and warm: %.2g\n",
+               format_name((Format)f), n, worst);
+        bench_kv_free(&kv);
+    }
+    bench_pool_free(&pool);
+    bench_scratch_free(&s);
+}
+
+/* A dot that forgets the row: the check must call it wrong. */
+static void broken_dot(float *out, const float *q, size_t G, const void *row, size_t n)
+{
+    (void)q, (void)row, (void)n;
+    for (size_t g = 0; g < G; g++)
+        out[g] = 0.0f;
+}
+
+static void test_broken_kernel_caught(void **state)
+{
+    (void)state;
+    Err e = { 0 };
+    const Kernels *ref = kernels_select("ref", &e);
+    FormatOps codec[FMT_COUNT];
+    memcpy(codec, ref->codec, sizeof codec);
+    codec[FMT_F32].dot = broken_dot;
+    Kernels broken = *ref;
+    broken.codec = codec;
+
+    BenchScratch s;
+    BenchPool pool;
+    BenchKv kv;
+    BenchQuery bq;
+    assert_int_equal(bench_scratch_init(&s, 64, 1, HD, &e), 0);
+    assert_int_equal(bench_pool_init(&pool, 1 << 20, 1 << 16, &e), 0);
+    assert_int_equal(bench_kv_init(&kv, FMT_F32, 64, HD, 3, &e), 0);
+    assert_int_equal(bench_pool_fill(&pool, &kv, &e), 0);
+    assert_int_equal(bench_query_init(&bq, &kv, 1, &s, 5, &e), 0);
+    BenchResult r;
+    bench_attend(&broken, &pool, &bq, &s, ATTEND_FLASH, 1, 0, &r);
+    printf("  f32 with a dot that ignores the row: rel diff %g\n", r.max_rel_diff);
+    assert_true(r.max_rel_diff > BENCH_TOLERANCE);
+
+    BenchRead b;
+    assert_int_equal(bench_read_init(&b, 1 << 16, &e), 0);
+    bench_read_dot(&broken, &b, &r);
+    assert_true(r.max_rel_diff > BENCH_TOLERANCE);
+    bench_read_free(&b);
+    bench_query_free(&bq);
+    bench_kv_free(&kv);
+    bench_pool_free(&pool);
+    bench_scratch_free(&s);
+}
+
+static void test_matvec_agrees(void **state)
+{
+    (void)state;
+    Err e = { 0 };
+    BenchMatrix m;
+    assert_int_equal(bench_matrix_init(&m, 96, 200, 1, 9, &e), 0); /* odd sizes: tails */
+    assert_true(m.n_copies == 2);
+    const Kernels *ks[4];
+    size_t n = kernels_available(ks, 4);
+    BenchResult r;
+    for (size_t i = 0; i < n; i++) {
+        bench_matvec(bench_matvec_kernels, ks[i], &m, &r);
+        printf("  matvec %s: rel diff %.2g\n", ks[i]->isa, r.max_rel_diff);
+        assert_true(r.max_rel_diff <= 1e-5 && r.bytes == 96 * 200 * sizeof(float));
+    }
+    bench_matrix_free(&m);
+}
+
+static void test_pool_copies(void **state)
+{
+    (void)state;
+    Err e = { 0 };
+    BenchKv kv;
+    BenchPool pool;
+    assert_int_equal(bench_kv_init(&kv, FMT_Q4_0, 50, HD, 1, &e), 0);
+    const size_t target = 10 * kv.copy_bytes + 1;
+    assert_int_equal(bench_pool_bytes(kv.copy_bytes, target), 11 * kv.copy_bytes);
+    assert_int_equal(bench_pool_bytes(kv.copy_bytes, 1), 2 * kv.copy_bytes); /* never fewer than 2 */
+    assert_int_equal(bench_pool_init(&pool, 5 * kv.copy_bytes, target, &e), 0);
+    assert_int_equal(bench_pool_fill(&pool, &kv, &e), -1); /* 11 copies do not fit in 5 */
+    bench_pool_free(&pool);
+    assert_int_equal(bench_pool_init(&pool, 11 * kv.copy_bytes, target, &e), 0);
+    assert_int_equal(bench_pool_fill(&pool, &kv, &e), 0);
+    assert_int_equal(pool.n_copies, 11);
+    for (size_t c = 0; c < pool.n_copies; c++) {
+        assert_true(memcmp(pool.mem + c * kv.copy_bytes, kv.master, kv.copy_bytes) == 0);
+        assert_ptr_equal(pool.blocks[c].k, pool.mem + c * kv.copy_bytes);
+        assert_int_equal(pool.blocks[c].n, 50);
+    }
+    bench_pool_free(&pool);
+    bench_kv_free(&kv);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_median_and_summary), cmocka_unit_test(test_llc),
+        cmocka_unit_test(test_read_sums),          cmocka_unit_test(test_attention_agrees),
+        cmocka_unit_test(test_broken_kernel_caught), cmocka_unit_test(test_matvec_agrees),
+        cmocka_unit_test(test_pool_copies),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
