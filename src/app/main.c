@@ -56,7 +56,9 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(cmd, commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "kvscope: unknown command '%s' (commands: view, run, example, calc, dump, bench; see `kvscope --help`)\n",
-            cmd);
+    fprintf(stderr, "kvscope: unknown command '%s' (commands:", cmd);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(stderr, "%s %s", i ? "," : "", commands[i].name);
+    fprintf(stderr, "; see `kvscope --help`)\n");
     return EXIT_USAGE;
 }
