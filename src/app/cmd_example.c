@@ -182,17 +182,18 @@ int cmd_example(int argc, char **argv)
         model_free(&m);
         return cli_fail(&e);
     }
-    printf("The worked example of the source document (seed 002): model %s, d_model %zu, %zu layer(s),\n"
-           "%zu head(s), d_k %zu; weights: %s; cache: %s.\n"
-           "Prompt: tokens 0 1 2 (embeddings x0, x1, x2). Generating %d tokens takes %d forward passes.\n",
-           c->name, c->d_model, c->n_layers, c->n_heads, c->head_dim, m.source, cache_spec, EXAMPLE_TOKENS,
-           EXAMPLE_TOKENS);
-
     Walk w = { .m = &m, .cache = cache, .prompt = prompt };
     GenOptions go = { .n_generate = EXAMPLE_TOKENS, .keep_probs = 1 };
     int out[EXAMPLE_TOKENS], out_u[EXAMPLE_TOKENS];
     Generator *gen;
     int rc = gen_init(&gen, &m, cache, prompt, 1, 3, &go, &e);
+    if (rc == 0) /* only once the model is known to run: an error stays one line */
+        printf("The worked example of the source document (seed 002): model %s, d_model %zu, %zu layer(s),\n"
+               "%zu head(s), d_k %zu; weights: %s; cache: %s.\n"
+               "Prompt: tokens 0 1 2 (embeddings x0, x1, x2). Generating %d tokens takes %d forward passes.\n",
+               c->name, c->d_model, c->n_layers, c->n_heads, c->head_dim, m.source, cache_spec, EXAMPLE_TOKENS,
+               EXAMPLE_TOKENS);
+
     StepReport rep;
     while (rc == 0 && (rc = gen_step(gen, &rep, &e)) == 1) {
         size_t len;

@@ -120,8 +120,9 @@ void kv_free(KvCache *c);
 /* One line per accepted cache spec, for --help, into buf. */
 void kv_spec_help(char *buf, size_t cap);
 
-/* Bytes of one row of K plus one of V for one KV head (a geometry's unit of
- * memory): the building block of every closed-form memory figure. */
+/* Bytes of one position's K and V rows over all KV heads of one layer (a
+ * geometry's unit of memory): the building block of every closed-form
+ * memory figure. */
 size_t kv_row_pair_bytes(const KvGeometry *g, Format k_fmt, Format v_fmt);
 
 static inline int kv_reserve(KvCache *c, size_t seq, size_t pos, const int *tokens, size_t n, Counters *ctr,

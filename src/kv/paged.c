@@ -175,12 +175,18 @@ static size_t *table_of(const Paged *p, size_t seq)
     return p->table + seq * p->max_logical;
 }
 
-/* Copy the rows of every layer held in page `from` into `to`. */
-static void copy_page(Paged *p, size_t from, size_t to, Counters *ctr)
+/* Copy the first `rows` rows of every layer and head of page `from` into
+ * `to`: only what the page holds, not its empty tail. */
+static void copy_page(Paged *p, size_t from, size_t to, size_t rows, Counters *ctr)
 {
-    memcpy(p->pool + to * p->page_bytes, p->pool + from * p->page_bytes, p->page_bytes);
+    const KvGeometry *g = &p->base.geo;
+    for (size_t l = 0; l < g->n_layers; l++)
+        for (size_t h = 0; h < g->n_kv_heads; h++) {
+            memcpy(page_k(p, to, l, h), page_k(p, from, l, h), rows * p->k_row);
+            memcpy(page_v(p, to, l, h), page_v(p, from, l, h), rows * p->v_row);
+        }
     if (ctr)
-        ctr->bytes_copied += p->page_bytes;
+        ctr->bytes_copied += g->n_layers * g->n_kv_heads * rows * (p->k_row + p->v_row);
 }
 
 /* Map the page holding position pos of seq, for tokens[..] about to fill
@@ -209,8 +215,10 @@ static int map_page(Paged *p, size_t seq, size_t pos, size_t end, Counters *ctr,
             if (pg == NONE)
                 goto exhausted;
             table[lp] = pg;
-            memcpy(p->page_tokens + pg * p->page, toks + first, p->page * sizeof(int));
-            hash_insert(p, pg, h); /* written by this pass, layer by layer */
+            if (lp == 0 || prev) { /* name it only when its whole prefix is named too */
+                memcpy(p->page_tokens + pg * p->page, toks + first, p->page * sizeof(int));
+                hash_insert(p, pg, h); /* written by this pass, layer by layer */
+            }
             return 0;
         }
         size_t pg = take_page(p);
@@ -223,7 +231,7 @@ static int map_page(Paged *p, size_t seq, size_t pos, size_t end, Counters *ctr,
         size_t pg = take_page(p);
         if (pg == NONE)
             goto exhausted;
-        copy_page(p, table[lp], pg, ctr);
+        copy_page(p, table[lp], pg, p->reserved[seq] - first, ctr);
         p->ref[table[lp]]--;
         table[lp] = pg;
         p->st_counts.cow_copies++;

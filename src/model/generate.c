@@ -58,6 +58,9 @@ int gen_init(Generator **out, const Model *m, KvCache *cache, const int *prompt,
 {
     const Config *c = &m->cfg;
     *out = NULL;
+    if (c->architecture != ARCH_DECODER)
+        return err_set(e, ERR_USAGE, "model '%s' is an encoder-decoder: it generates by beam search (kvscope run "
+                       "--model %s --beams W)", c->name, c->name);
     if (n_seqs == 0 || prompt_len == 0 || o->n_generate == 0)
         return err_set(e, ERR_USAGE, "generation needs at least one prompt token and one token to generate");
     size_t need = generate_positions(prompt_len, o->n_generate);

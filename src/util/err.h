@@ -14,7 +14,7 @@ typedef enum {
 
 typedef struct {
     ErrKind kind;
-    char msg[320];
+    char msg[512];
 } Err;
 
 /* Fill e (if not NULL) with a printf-style message; always returns -1 so a
