@@ -29,7 +29,7 @@ s = d["steps"]
 assert max(x["pages_shared"] for x in s) > 0, "no shared page"
 assert sum(x["cow_copies"] for x in s) > 0, "no copy on write"
 assert sum(x["forks"] for x in s) > 0, "no fork"
-assert all(x["counters"]["bytes_copied"] == x["cow_copies"] * 131072 for x in s), "forks copied bytes"
+assert all(0 < x["counters"]["bytes_copied"] <= x["cow_copies"] * 131072 or x["cow_copies"] == x["counters"]["bytes_copied"] == 0 for x in s), "only copy-on-write pages copy, and never more than a page each"
 assert d["measured"]["cross_fills"] == 1 and d["measured"]["cross_refs_end"] == 0
 assert d["memory"]["seed_width_total"] == 11141120
 ' "$out"; then ok "encdec: paged steps show shared pages and copies (json)"
