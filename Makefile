@@ -6,8 +6,10 @@ BUILD    ?= build
 PKGS     := gsl ncursesw inih jansson
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CPPFLAGS += -Isrc -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
-CFLAGS   ?= -O2 -g
-CFLAGS   += -std=c11 $(WARN) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+# OPT is what a build may change (the sanitizer pass sets its own); the
+# standard, the warnings and the library flags always apply
+OPT      ?= -O2 -g
+override CFLAGS += $(OPT) -std=c11 $(WARN) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 
 # the library: every layer below app/ (tests and lesson exercises link it)
@@ -96,7 +98,7 @@ cli-tests: $(BIN)
 	KVSCOPE_BIN=$(BIN) sh tests/cli/run.sh
 
 sanitize:
-	$(MAKE) --no-print-directory BUILD=$(BUILD)/san CC=clang CFLAGS="$(SAN_FLAGS)" \
+	$(MAKE) --no-print-directory BUILD=$(BUILD)/san CC=clang OPT="$(SAN_FLAGS)" \
 		LDFLAGS="-fsanitize=address,undefined" unit-tests cli-tests
 
 # The NEON kernels, on this x86 machine: the ISA tests cross-built for

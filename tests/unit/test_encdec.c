@@ -249,7 +249,7 @@ static void test_greedy_is_width_one(void **state)
         Model m;
         test_model(&m, &c);
         int src[9], g_c[12], g_u[12];
-        size_t n_c, n_u;
+        size_t n_c = 0, n_u = 0;
         Err e = { 0 };
         test_tokens(src, c.src_len, c.vocab, (unsigned)seed + 10);
         KvGeometry geo = encdec_self_geometry(&m, 1);
