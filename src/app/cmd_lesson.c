@@ -151,6 +151,16 @@ static int check(const Course *c, const Lesson *l, const char *file)
     Err e = { 0 };
     if (doc_load(path, &d, &e) < 0)
         return err_wrap(&e, "lessons/%s", l->file), cli_fail(&e);
+    if (file && access(file, R_OK) != 0) {
+        doc_free(&d);
+        err_set(&e, ERR_USAGE, "cannot read '%s' (the exercise file to check)", file);
+        return cli_fail(&e);
+    }
+    if (file && !l->ex.present) {
+        doc_free(&d);
+        err_set(&e, ERR_USAGE, "lesson %zu has no exercise: --file has nothing to check", l->number);
+        return cli_fail(&e);
+    }
     char rerun[PATH_MAX + 64];
     snprintf(rerun, sizeof rerun, "kvscope lesson check %zu%s%s", l->number, file ? " --file " : "",
              file ? file : "");
@@ -201,7 +211,8 @@ static int check(const Course *c, const Lesson *l, const char *file)
             printf("  FAIL  the checker compared it with the reference behaviour:\n");
             indent(o.output ? o.output : "", "        ", 40);
         } else {
-            indent(o.output ? o.output : "", "  ok    ", 40);
+            printf("  ok    the checker compared it with the reference behaviour:\n");
+            indent(o.output ? o.output : "", "        ", 40);
         }
         if (!ex_ok) {
             printf("        hint:     %s\n", l->ex.hint);

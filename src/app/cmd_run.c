@@ -10,6 +10,7 @@
 #include "app/cli.h"
 #include "app/commands.h"
 #include "app/run_beam.h"
+#include "app/run_mla.h"
 #include "app/run_quality.h"
 #include "app/run_report.h"
 #include "kv/cache.h"
@@ -31,6 +32,8 @@ typedef struct {
     size_t beams, src_len; /* encoder-decoder beam search (run_beam.c); 0 = not given */
     double alpha;
     int tokens_given, alpha_given;
+    MlaPath mla; /* --mla (run_mla.c) */
+    int mla_given;
 } RunOpts;
 
 static void help(void)
@@ -59,6 +62,7 @@ static void help(void)
            "  --bug NAME          commit one of the document's pitfalls in the cached run, on\n"
            "                      purpose (repeatable): rope-position, mask-in-decode,\n"
            "                      rope-on-v, ignore-append; --compare then shows the damage\n"
+           "%s"
            "  --no-cache          recompute everything at every step\n"
            "  --quality           measure the cache against an exact shadow run fed the same\n"
            "                      tokens: attention error and attention mass kept per layer,\n"
@@ -71,7 +75,7 @@ static void help(void)
            "Counters are measured where the work happens. FLOPs count a multiply-add as 2;\n"
            "softmax is counted as 5 FLOPs per score (an estimate, labelled so).\n"
            "example: kvscope run --model small --prompt-len 10 --tokens 50 --compare\n",
-           cli_model_help, cli_prompt_help, caches, run_beam_help);
+           cli_model_help, cli_prompt_help, caches, run_mla_help, run_beam_help);
 }
 
 static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
@@ -89,7 +93,7 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
         { "attention", required_argument, 0, 0 }, { "bug", required_argument, 0, 0 },
         { "format", required_argument, 0, 0 },  { "help", no_argument, 0, 'h' },
         { "beams", required_argument, 0, 0 },   { "src-len", required_argument, 0, 0 },
-        { "alpha", required_argument, 0, 0 },
+        { "alpha", required_argument, 0, 0 },   { "mla", required_argument, 0, 0 },
         { 0, 0, 0, 0 },
     };
     opterr = 0;
@@ -149,6 +153,8 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
             o->compare = 1;
         else if (strcmp(name, "format") == 0)
             rc = cli_parse_format(optarg, &o->fmt, e);
+        else if (strcmp(name, "mla") == 0)
+            rc = run_mla_parse(optarg, &o->mla, e), o->mla_given = 1;
         if (rc < 0)
             return -1;
     }
@@ -172,6 +178,7 @@ typedef struct {
     json_t *steps;
     float *logits; /* [n_generate][n_seqs][vocab], the logits each token was chosen from */
     size_t n_logged;
+    RunMla mla;    /* MLA models: tile LRU and prefetch statistics (run_mla.c) */
 } Collector;
 
 static int on_step(void *user, const StepReport *r)
@@ -180,6 +187,7 @@ static int on_step(void *user, const StepReport *r)
     StepRow row = { .run = col->label, .rep = *r, .n_seqs = col->n_seqs, .sampled0 = r->sampled ? r->sampled[0] : -1 };
     report_step(stdout, col->fmt, &row, col->steps);
     counters_add(&col->total, &r->ctr);
+    run_mla_collect(&col->mla, r);
     if (r->sampled) {
         size_t n = col->n_seqs * col->vocab;
         memcpy(col->logits + col->n_logged++ * n, r->logits, n * sizeof(float));
@@ -224,7 +232,8 @@ static void print_header(const Model *m, const RunOpts *o, const char *cache_des
            "max_seq_len %zu\n",
            c->name, c->d_model, c->n_layers, c->shared_layers ? " (shared weights)" : "", c->n_heads,
            c->n_kv_heads, c->head_dim, c->ffn_dim, c->vocab, c->max_seq_len);
-    printf("weights: %s; kernels: %s; attention: %s\n", m->source, m->kern->isa, attend_algo_name(m->attend));
+    printf("weights: %s; kernels: %s; attention: %s\n", m->source, m->kern->isa,
+           run_mla_attention_name(m, attend_algo_name(m->attend)));
     printf("cache: %s; prompt: %zu tokens x %zu sequence(s) (%s); generate %zu; %s\n", cache_desc, plen, batch,
            o->po.ids ? "given" : "random ids, gsl mt19937",
            o->go.n_generate, o->go.temperature > 0 ? "sampling" : "greedy");
@@ -264,7 +273,7 @@ int cmd_run(int argc, char **argv)
         return cli_fail(&e);
 
     Config cfg;
-    if (cli_load_config(&o.mo, &cfg, &e) < 0)
+    if (cli_load_config(&o.mo, &cfg, &e) < 0 || run_mla_check(&cfg, o.mla_given, o.bugs, &e) < 0)
         return cli_fail(&e);
     if (cfg.architecture == ARCH_ENCDEC || o.beams || o.src_len || o.alpha_given) { /* beam search: run_beam.c */
         BeamRunArgs ba = { .mo = &o.mo, .po = &o.po, .beams = o.beams, .src_len = o.src_len,
@@ -285,8 +294,7 @@ int cmd_run(int argc, char **argv)
                 "max_seq_len %zu", plen, o.go.n_generate, need, cfg.name, cfg.max_seq_len);
         return cli_fail(&e);
     }
-    KvGeometry shape = { .n_layers = cfg.n_layers, .n_seqs = batch, .n_kv_heads = cfg.n_kv_heads,
-                         .head_dim = cfg.head_dim, .max_seq_len = cfg.max_seq_len };
+    KvGeometry shape = config_kv_geometry(&cfg, batch); /* an MLA model's is its latent row */
     size_t extra = cfg.n_layers * batch * cfg.max_seq_len * kv_row_pair_bytes(&shape, FMT_F32, FMT_F32) +
                    activation_bytes(&cfg, batch * (o.no_cache || o.compare ? need : plen));
     Model m;
@@ -296,6 +304,7 @@ int cmd_run(int argc, char **argv)
     }
     m.attend = o.attend;
     m.bugs = o.bugs;
+    m.mla_path = o.mla;
     KvGeometry geo = model_kv_geometry(&m, batch);
     /* open the cache before printing anything, so a bad spec is one clean line */
     KvCache *cache = o.no_cache ? NULL : kv_open(o.cache_spec, &geo, &e);
@@ -350,8 +359,12 @@ int cmd_run(int argc, char **argv)
         report_totals(stdout, o.fmt, "cached", &cc.total, totals);
     if (run_cached)
         report_pages(stdout, o.fmt, cache, root);
+    if (run_cached)
+        run_mla_report(stdout, o.fmt, "cached", &m, &cc.mla, cache, root);
     if (run_uncached)
         report_totals(stdout, o.fmt, "uncached", &cu.total, totals);
+    if (run_uncached)
+        run_mla_report(stdout, o.fmt, "uncached", &m, &cu.mla, NULL, root);
     if (root)
         json_object_set_new(root, "totals", totals);
     if (o.fmt == OUT_TABLE)

@@ -43,8 +43,9 @@ int exec_self_dir(char *out, size_t cap);
  * ./lessons. Fills dir (absolute) and returns 0, or -1 with e set. */
 int exec_find_course(char *dir, size_t cap, Err *e);
 
-/* `path` relative to the current directory when it is below or near it
- * ("lessons/exercises/window.c", "../lessons/..."); path itself otherwise. */
+/* `path` (absolute) relative to the current directory:
+ * "lessons/exercises/window.c", "../lessons/...". A path that is not
+ * absolute, or cannot be resolved, is copied as it is. */
 void exec_display_path(const char *path, char *out, size_t cap);
 
 /* Quote a word for /bin/sh ('...'), into out. */

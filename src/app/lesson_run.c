@@ -353,6 +353,8 @@ int run_exercise(const Course *c, const Exercise *x, const char *learner_file, E
         exec_result_free(&r);
         goto cleanup;
     }
+    char *warnings = r.out; /* the compiler's warnings, shown before the checker's verdict */
+    r.out = NULL;
     exec_result_free(&r);
 
     /* run it, with the data directory it needs for model configs */
@@ -368,10 +370,15 @@ int run_exercise(const Course *c, const Exercise *x, const char *learner_file, E
     rc = exec_shell(q_exe, env, &r, e);
     if (rc == 0) {
         o->passed = r.status == 0;
-        o->output = r.out;
-        r.out = NULL;
+        size_t nw = warnings ? strlen(warnings) : 0, nr = strlen(r.out);
+        o->output = malloc(nw + nr + 1);
+        if (o->output) {
+            memcpy(o->output, warnings ? warnings : "", nw);
+            memcpy(o->output + nw, r.out, nr + 1);
+        }
         exec_result_free(&r);
     }
+    free(warnings);
 cleanup:
     unlink(exe);
     rmdir(dir);

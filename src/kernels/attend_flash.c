@@ -5,33 +5,41 @@
  * accumulated so far is rescaled by exp(m_old - m_new), and the tile's rows
  * are added in with weights exp(s - m_new). Nothing of size "all rows" is
  * ever held, and each quantized row is decoded in registers by its codec
- * where it is read: no f32 copy of the cache exists at any point. */
+ * where it is read: no f32 copy of the cache exists at any point.
+ *
+ * A tile is one call of the format's tile operations per contiguous run of
+ * rows (a tile may span blocks: one run per block it touches): dot_rows for
+ * the scores of all G heads, axpy_rows for the weighted sum, so the queries
+ * and the accumulators stay in registers across the run's rows (codec.h).
+ * The softmax works on the tile's scores, G x 64, with the vectorised
+ * Kernels.exp_sum. */
 #include <math.h>
 #include <string.h>
 
 #include "kernels/attend_rows.h"
 
+/* A run of consecutive rows of one block, inside a tile. */
 typedef struct {
     const void *k, *v;
+    size_t k_stride, v_stride, n;
     Format k_fmt, v_fmt;
-} TileRow;
+} Run;
 
-/* Fold one tile of n rows into the running state of the group's heads.
+/* Fold one tile (runs[0..n_runs), n rows in all) into the running state of
+ * the group's heads.
  *   s: scratch [G][ATTEND_TILE]; m, l: [G] running max and sum; acc: [G][hd] */
-static void fold_tile(const Kernels *k, const float *q, size_t G, size_t hd, const TileRow *rows, size_t n,
+static void fold_tile(const Kernels *k, const float *q, size_t G, size_t hd, const Run *runs, size_t n_runs, size_t n,
                       float *s, float *m, float *l, float *acc, Counters *ctr)
 {
     const float scale = 1.0f / sqrtf((float)hd);
-    float dots[ATTEND_MAX_GROUP];
-    for (size_t i = 0; i < n; i++) {
-        k->codec[rows[i].k_fmt].dot(dots, q, G, rows[i].k, hd);
-        for (size_t g = 0; g < G; g++)
-            s[g * ATTEND_TILE + i] = dots[g] * scale;
-    }
+    for (size_t r = 0, off = 0; r < n_runs; off += runs[r].n, r++)
+        k->codec[runs[r].k_fmt].dot_rows(s + off, ATTEND_TILE, q, G, runs[r].k, runs[r].k_stride, runs[r].n, hd);
     for (size_t g = 0; g < G; g++) {
         float *sg = s + g * ATTEND_TILE, tile_max = -INFINITY;
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
+            sg[i] *= scale;
             tile_max = sg[i] > tile_max ? sg[i] : tile_max;
+        }
         float m_new = tile_max > m[g] ? tile_max : m[g];
         float correction = expf(m[g] - m_new); /* 0 on the first tile: m = -inf */
         if (correction != 1.0f) {
@@ -42,11 +50,8 @@ static void fold_tile(const Kernels *k, const float *q, size_t G, size_t hd, con
         l[g] = l[g] * correction + k->exp_sum(sg, n, m_new);
         m[g] = m_new;
     }
-    for (size_t i = 0; i < n; i++) {
-        for (size_t g = 0; g < G; g++)
-            dots[g] = s[g * ATTEND_TILE + i];
-        k->codec[rows[i].v_fmt].axpy(acc, dots, G, rows[i].v, hd);
-    }
+    for (size_t r = 0, off = 0; r < n_runs; off += runs[r].n, r++)
+        k->codec[runs[r].v_fmt].axpy_rows(acc, s + off, ATTEND_TILE, G, runs[r].v, runs[r].v_stride, runs[r].n, hd);
     if (ctr)
         ctr->flops_softmax += (uint64_t)G * hd; /* the rescale */
 }
@@ -55,7 +60,7 @@ void attend_flash(const Kernels *k, const AttnArgs *a, Counters *ctr)
 {
     const size_t hd = a->head_dim, G = a->group;
     float m[ATTEND_MAX_GROUP], l[ATTEND_MAX_GROUP];
-    TileRow tile[ATTEND_TILE];
+    Run runs[ATTEND_TILE]; /* a tile spans at most one run per row */
 
     for (size_t t = 0; t < a->n_q; t++) {
         const size_t qpos = a->pos0 + t;
@@ -65,16 +70,19 @@ void attend_flash(const Kernels *k, const AttnArgs *a, Counters *ctr)
         for (size_t g = 0; g < G; g++)
             m[g] = -INFINITY, l[g] = 0.0f;
 
-        size_t n_tile = 0, seen = 0, lo, hi;
+        size_t n_tile = 0, n_runs = 0, seen = 0, lo, hi;
         for (size_t b = 0; b < a->n_blocks; b++) {
             const KvBlock *blk = &a->blocks[b];
             attend_visible(a, blk, qpos, &lo, &hi);
-            for (size_t r = lo; r < hi; r++) {
-                tile[n_tile++] = (TileRow){ attend_row(blk->k, blk->k_stride, r),
-                                            attend_row(blk->v, blk->v_stride, r), blk->k_fmt, blk->v_fmt };
+            for (size_t r = lo; r < hi;) {
+                const size_t take = hi - r < ATTEND_TILE - n_tile ? hi - r : ATTEND_TILE - n_tile;
+                runs[n_runs++] = (Run){ attend_row(blk->k, blk->k_stride, r), attend_row(blk->v, blk->v_stride, r),
+                                        blk->k_stride, blk->v_stride, take, blk->k_fmt, blk->v_fmt };
+                n_tile += take;
+                r += take;
                 if (n_tile == ATTEND_TILE) {
-                    fold_tile(k, q, G, hd, tile, n_tile, a->scores, m, l, acc, ctr);
-                    n_tile = 0;
+                    fold_tile(k, q, G, hd, runs, n_runs, n_tile, a->scores, m, l, acc, ctr);
+                    n_tile = n_runs = 0;
                 }
             }
             if (ctr)
@@ -82,7 +90,7 @@ void attend_flash(const Kernels *k, const AttnArgs *a, Counters *ctr)
             seen += hi - lo;
         }
         if (n_tile)
-            fold_tile(k, q, G, hd, tile, n_tile, a->scores, m, l, acc, ctr);
+            fold_tile(k, q, G, hd, runs, n_runs, n_tile, a->scores, m, l, acc, ctr);
         for (size_t g = 0; g < G; g++) {
             float inv = 1.0f / l[g];
             for (size_t d = 0; d < hd; d++)

@@ -1,7 +1,8 @@
 /* attend_naive.c: attention the plain way, and over a materialized view.
  *
  * Naive: every score of the query, one softmax, then the weighted sum; each
- * row is decoded by its format's codec where it is read. Materialize: first
+ * row is decoded by its format's codec where it is read, a block's visible
+ * rows in one tile call. Materialize: first
  * decode every block into an f32 view (seed 004's merged f16 view, here f32),
  * then run naive over the view: the view's traffic is what it costs. */
 #include <math.h>
@@ -9,12 +10,13 @@
 
 #include "kernels/attend_rows.h"
 
-/* Naive attention over a->blocks (already f32 when materialized). */
+/* Naive attention over `blocks` (a->blocks, or the f32 view when
+ * materialized): one dot_rows and one axpy_rows per block, for the whole
+ * group and every visible row of the block (codec.h). */
 static void naive(const Kernels *k, const AttnArgs *a, const KvBlock *blocks, Counters *ctr, int count_kv)
 {
     const size_t hd = a->head_dim, G = a->group;
     const float scale = 1.0f / sqrtf((float)hd);
-    float dots[ATTEND_MAX_GROUP]; /* one row's scores for the group */
     AttnArgs view = *a;
     view.blocks = blocks;
 
@@ -28,13 +30,11 @@ static void naive(const Kernels *k, const AttnArgs *a, const KvBlock *blocks, Co
         size_t j = 0, lo, hi;
         for (size_t b = 0; b < a->n_blocks; b++) {
             const KvBlock *blk = &blocks[b];
-            const FormatOps *kf = &k->codec[blk->k_fmt];
             attend_visible(&view, blk, qpos, &lo, &hi);
-            for (size_t r = lo; r < hi; r++, j++) {
-                kf->dot(dots, q, G, attend_row(blk->k, blk->k_stride, r), hd);
-                for (size_t g = 0; g < G; g++)
-                    s[g * n + j] = dots[g] * scale;
-            }
+            if (hi > lo)
+                k->codec[blk->k_fmt].dot_rows(s + j, n, q, G, attend_row(blk->k, blk->k_stride, lo), blk->k_stride,
+                                              hi - lo, hd);
+            j += hi - lo;
             if (ctr && count_kv)
                 ctr->kv_bytes_read += (hi - lo) * format_row_bytes(blk->k_fmt, hd);
             else if (ctr)
@@ -43,8 +43,10 @@ static void naive(const Kernels *k, const AttnArgs *a, const KvBlock *blocks, Co
 
         for (size_t g = 0; g < G; g++) {
             float *sg = s + g * n, mx = -INFINITY;
-            for (size_t i = 0; i < n; i++)
+            for (size_t i = 0; i < n; i++) {
+                sg[i] *= scale;
                 mx = sg[i] > mx ? sg[i] : mx;
+            }
             float inv = 1.0f / k->exp_sum(sg, n, mx);
             for (size_t i = 0; i < n; i++)
                 sg[i] *= inv;
@@ -56,13 +58,11 @@ static void naive(const Kernels *k, const AttnArgs *a, const KvBlock *blocks, Co
         j = 0;
         for (size_t b = 0; b < a->n_blocks; b++) {
             const KvBlock *blk = &blocks[b];
-            const FormatOps *vf = &k->codec[blk->v_fmt];
             attend_visible(&view, blk, qpos, &lo, &hi);
-            for (size_t r = lo; r < hi; r++, j++) {
-                for (size_t g = 0; g < G; g++)
-                    dots[g] = s[g * n + j];
-                vf->axpy(out, dots, G, attend_row(blk->v, blk->v_stride, r), hd);
-            }
+            if (hi > lo)
+                k->codec[blk->v_fmt].axpy_rows(out, s + j, n, G, attend_row(blk->v, blk->v_stride, lo),
+                                               blk->v_stride, hi - lo, hd);
+            j += hi - lo;
             if (ctr && count_kv)
                 ctr->kv_bytes_read += (hi - lo) * format_row_bytes(blk->v_fmt, hd);
             else if (ctr)

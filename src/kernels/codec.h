@@ -1,9 +1,16 @@
 /* codec.h: what each stored-row format can do, per instruction set.
  *
- * A FormatOps table holds the four operations attention and caches need on
- * a row of n values stored in one format. The dot and axpy forms serve a
- * GQA group of G query heads from one decode of the row: the row is read and
+ * A FormatOps table holds the operations attention and caches need on rows
+ * of n values stored in one format. The dot and axpy forms serve a GQA
+ * group of G query heads from one decode of a row: the row is read and
  * dequantized once (in registers, on the SIMD paths) and used G times.
+ *
+ * Two sizes of the same operations: per row (dot, axpy) and per tile of
+ * rows (dot_rows, axpy_rows), which attention uses. A tile call keeps the
+ * queries' chunks (dot) or the accumulators (axpy) in registers across its
+ * rows instead of reloading them from L1 for every row, and is what lets
+ * decode attention run at memory speed. The per-row forms are the tile
+ * forms with one row.
  *
  * Layout of each format: format.h. How each rounds, and what it does with
  * zeros, huge values, Inf and NaN: codec_ref.c. The SIMD tables and their
@@ -13,8 +20,8 @@
  *
  * n is any length >= 1; a trailing partial block is zero-padded on quantize
  * and its padding ignored on read. A row may sit at any address; q, w, out
- * and acc must not overlap it. Speed: 64-byte-aligned q and acc buffers
- * help (a vector split across cache lines costs up to 2x in axpy). */
+ * and acc must not overlap the rows. Speed: 64-byte-aligned q and acc
+ * buffers help (a vector split across cache lines costs up to 2x). */
 #ifndef KVSCOPE_KERNELS_CODEC_H
 #define KVSCOPE_KERNELS_CODEC_H
 
@@ -32,6 +39,15 @@ typedef struct {
     void (*dot)(float *out, const float *q, size_t G, const void *row, size_t n);
     /* acc[g * n + i] += w[g] * decode(row)[i], for g < G, i < n */
     void (*axpy)(float *acc, const float *w, size_t G, const void *row, size_t n);
+    /* A tile of n_rows rows, row r at (const char *)rows + r * stride:
+     * out[g * ld + r] = sum_i q[g * n + i] * decode(row r)[i], g < G, r < n_rows
+     * (ld >= n_rows when G > 1: the scores of head g are a run of out) */
+    void (*dot_rows)(float *out, size_t ld, const float *q, size_t G, const void *rows, size_t stride,
+                     size_t n_rows, size_t n);
+    /* acc[g * n + i] += sum_r w[g * ld + r] * decode(row r)[i], g < G, i < n,
+     * the rows added in order r = 0, 1, ... (as n_rows axpy calls would) */
+    void (*axpy_rows)(float *acc, const float *w, size_t ld, size_t G, const void *rows, size_t stride,
+                      size_t n_rows, size_t n);
 } FormatOps;
 
 /* The reference codecs: plain loops, the specification. */

@@ -1,25 +1,28 @@
 /* codec_avx2.c: the codecs for AVX2 + FMA + F16C, 8 floats at a time.
  *
- * One loop skeleton per operation (dequantize_rows, dot_rows, axpy_rows)
- * walks the row in chunks of 8 values; each format contributes only a chunk
+ * One loop skeleton per operation (dequantize_rows, dot_tile, axpy_tile)
+ * walks the rows in chunks of 8 values; each format contributes only a chunk
  * decoder, chunk_<fmt>(row, i, m): values i .. i+7 in one register, lanes
  * from m on zeroed. The skeletons are always inlined with the decoder as a
  * constant, so every format gets its own loop with the decoder inlined: the
  * row is dequantized in registers, never into a temporary f32 row.
  *
- * GQA: dot and axpy decode each chunk once and use it for all G heads
- * before moving on. The loops are specialized for G = 1 .. 8, so that
- * dot's accumulators and axpy's broadcast weights live in registers (dot
- * with G = 1 keeps four accumulators, so one head is not bound by the FMA
- * latency; four heads share their final horizontal adds). A larger G keeps
- * them on the stack, still decoding once; beyond DOT_TILE heads the row is
- * decoded again per tile of heads (from L1: no extra memory traffic).
- *
- * Speed, measured on this project's machine (rows of 128 floats streamed
- * from DRAM): one head runs at 75-95% of the read bandwidth; with G heads
- * the row's bytes are G times the work, and per-row calls reload q (dot) or
- * acc (axpy) from L1, so G = 4 .. 8 is bound by the load / store ports,
- * not by DRAM. Misaligned acc costs up to 2x: give 64-byte-aligned buffers.
+ * Tiles (dot_rows, axpy_rows; the per-row dot and axpy are tiles of one
+ * row): every loop works on a block of accumulators that stays in
+ * registers, 8 of them (16 ymm registers in all), the block's sizes being
+ * constants so that GCC unrolls it fully.
+ *   dot   GB heads x RB rows (4 x 2, 3 x 2, 2 x 4, 1 x 8): a chunk of q is
+ *         loaded once for RB rows, a chunk of a row decoded once for GB
+ *         heads, and the GB * RB sums leave through one transposed
+ *         reduction (reduce8) instead of a horizontal add each.
+ *   axpy  GB heads x CB chunks of the output (4 x 2, 3 x 2, 2 x 4, 1 x 8):
+ *         loaded once, every row of the tile added in, stored once,
+ *         instead of a load and a store of the accumulators per row.
+ * More heads go in blocks of 4 (the rows are decoded again per block, from
+ * L1). Before the tiles, per-row calls reloaded q and the accumulators from
+ * L1 for every row: with 4 heads the load / store ports, not DRAM, bound
+ * decode attention (about a third of the read bandwidth, f32 flash).
+ * Misaligned acc costs up to 2x: give 64-byte-aligned buffers.
  *
  * Reads stay inside the row: q8_0 and q4_0 rows are whole blocks and int4,
  * fp4 rows whole words, so a decoder may read its whole chunk; f32 and f16
@@ -27,7 +30,8 @@
  *
  * Agrees with codec_ref: dequantize bit for bit (the same one multiply per
  * value), dot and axpy within float rounding (FMA, 8 lanes summed at the
- * end). quantize is the reference one except f16 (F16C, same bytes). */
+ * end; axpy_rows adds the rows in order, one FMA each). quantize is the
+ * reference one except f16 (F16C, same bytes). */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
@@ -35,11 +39,11 @@
 #include "kernels/codec_isa.h"
 
 #define W 8           /* floats per register */
-#define DOT_TILE 64   /* heads whose dot accumulators one pass holds */
 #define INLINE static inline __attribute__((always_inline))
-/* Unroll a loop over heads: with G a constant (dot_rows, axpy_rows), acc[]
- * and wv[] then live in registers; without it GCC -O2 keeps them in memory. */
-#define UNROLL_HEADS _Pragma("GCC unroll 8")
+/* Unroll a loop over heads, rows or chunks of a block: with the counts
+ * constants (every block size is), the accumulators then live in registers;
+ * without it GCC -O2 keeps them in memory. */
+#define UNROLL_16 _Pragma("GCC unroll 16")
 
 typedef struct {
     const unsigned char *p; /* the row's bytes */
@@ -70,19 +74,6 @@ INLINE float hsum(__m256 v)
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
-}
-
-/* out[g] = the sum of acc[g]'s lanes, g < G; four heads at a time share
- * their horizontal adds. */
-INLINE void reduce_heads(float *out, const __m256 *acc, size_t G)
-{
-    size_t g = 0;
-    for (; g + 4 <= G; g += 4) {
-        const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(acc[g], acc[g + 1]), _mm256_hadd_ps(acc[g + 2], acc[g + 3]));
-        _mm_storeu_ps(out + g, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
-    }
-    for (; g < G; g++)
-        out[g] = hsum(acc[g]);
 }
 
 INLINE float load_fp16(const unsigned char *p)
@@ -172,110 +163,198 @@ INLINE void dequantize_rows(ChunkFn chunk, float *dst, const Row *r, size_t n)
         _mm256_maskstore_ps(dst + i, lanes(n - i), chunk(r, i, n - i));
 }
 
-/* out[0] = q[0..n) . decode(row): four accumulators, four chunks a step. */
-INLINE void dot_one(ChunkFn chunk, float *out, const float *q, const Row *r, size_t n)
+/* Lane k of the result = the sum of a[k]'s lanes, k < 8: a transposed
+ * reduction, 7 adds for 8 sums. */
+INLINE __m256 reduce8(const __m256 *a)
 {
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    size_t i = 0;
-    for (; i + 4 * W <= n; i += 4 * W) {
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), chunk(r, i, W), a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + W), chunk(r, i + W, W), a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 2 * W), chunk(r, i + 2 * W, W), a2);
-        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 3 * W), chunk(r, i + 3 * W, W), a3);
-    }
-    for (; i + W <= n; i += W)
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), chunk(r, i, W), a0);
-    if (i < n)
-        a0 = _mm256_fmadd_ps(_mm256_maskload_ps(q + i, lanes(n - i)), chunk(r, i, n - i), a0);
-    out[0] = hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    __m256 x[8], s[4];
+    UNROLL_16
+    for (int k = 0; k < 8; k++) /* slot 2j takes a[j], slot 2j + 1 a[4 + j]: the hadds interleave them */
+        x[k] = a[k % 2 ? 4 + k / 2 : k / 2];
+    UNROLL_16
+    for (int k = 0; k < 4; k++) /* halves: [x0.lo + x0.hi, x1.lo + x1.hi] */
+        s[k] = _mm256_add_ps(_mm256_permute2f128_ps(x[2 * k], x[2 * k + 1], 0x20),
+                             _mm256_permute2f128_ps(x[2 * k], x[2 * k + 1], 0x31));
+    return _mm256_hadd_ps(_mm256_hadd_ps(s[0], s[1]), _mm256_hadd_ps(s[2], s[3]));
 }
 
-/* out[g] = q[g*n .. g*n+n) . decode(row) for g < G <= DOT_TILE: one decode
- * per chunk, G accumulators (registers when G is a small constant). */
-INLINE void dot_heads(ChunkFn chunk, float *out, const float *q, size_t G, const Row *r, size_t n)
+/* A block of GB heads x RB rows (GB * RB <= 8 accumulators, registers):
+ * out[g * ld + r] = q[g * n ..] . decode(row r), the rows at base + r *
+ * stride. Each chunk of q is loaded once for the RB rows, each chunk of a
+ * row decoded once for the GB heads. Fewer than 4 accumulators split the
+ * sum over NS chunks in flight, so one row is not bound by FMA latency. */
+INLINE void dot_block(ChunkFn chunk, const size_t GB, const size_t RB, const int per_row_scale, float *out, size_t ld,
+                      const float *q, const unsigned char *base, size_t stride, size_t n)
 {
-    __m256 acc[DOT_TILE];
-    UNROLL_HEADS
-    for (size_t g = 0; g < G; g++)
-        acc[g] = _mm256_setzero_ps();
+    const size_t NA = GB * RB, NS = NA >= 4 ? 1 : NA == 1 ? 4 : 2;
+    Row row[8];
+    __m256 acc[4][8], qv[4];
+    UNROLL_16
+    for (size_t r = 0; r < RB; r++)
+        row[r] = row_of(base + r * stride, n, per_row_scale);
+    UNROLL_16
+    for (size_t s = 0; s < NS; s++)
+        UNROLL_16
+        for (size_t k = 0; k < NA; k++)
+            acc[s][k] = _mm256_setzero_ps();
     size_t i = 0;
-    for (; i + W <= n; i += W) {
-        const __m256 v = chunk(r, i, W);
-        UNROLL_HEADS
-        for (size_t g = 0; g < G; g++)
-            acc[g] = _mm256_fmadd_ps(_mm256_loadu_ps(q + g * n + i), v, acc[g]);
-    }
-    if (i < n) {
-        const __m256i mk = lanes(n - i);
-        const __m256 v = chunk(r, i, n - i);
-        UNROLL_HEADS
-        for (size_t g = 0; g < G; g++)
-            acc[g] = _mm256_fmadd_ps(_mm256_maskload_ps(q + g * n + i, mk), v, acc[g]);
-    }
-    reduce_heads(out, acc, G);
-}
-
-INLINE void dot_rows(ChunkFn chunk, float *out, const float *q, size_t G, const Row *r, size_t n)
-{
-    switch (G) { /* a constant G per case: see UNROLL_HEADS */
-    case 0: return;
-    case 1: dot_one(chunk, out, q, r, n); return;
-    case 2: dot_heads(chunk, out, q, 2, r, n); return;
-    case 3: dot_heads(chunk, out, q, 3, r, n); return;
-    case 4: dot_heads(chunk, out, q, 4, r, n); return;
-    case 5: dot_heads(chunk, out, q, 5, r, n); return;
-    case 6: dot_heads(chunk, out, q, 6, r, n); return;
-    case 7: dot_heads(chunk, out, q, 7, r, n); return;
-    case 8: dot_heads(chunk, out, q, 8, r, n); return;
-    default:
-        for (size_t g0 = 0; g0 < G; g0 += DOT_TILE)
-            dot_heads(chunk, out + g0, q + g0 * n, G - g0 < DOT_TILE ? G - g0 : DOT_TILE, r, n);
-    }
-}
-
-/* acc[g*n + i] += w[g] * decode(row)[i] for g < G <= DOT_TILE: one decode
- * per chunk, the weights broadcast once (registers when G is a constant). */
-INLINE void axpy_heads(ChunkFn chunk, float *acc, const float *w, size_t G, const Row *r, size_t n)
-{
-    __m256 wv[DOT_TILE];
-    UNROLL_HEADS
-    for (size_t g = 0; g < G; g++)
-        wv[g] = _mm256_set1_ps(w[g]);
-    size_t i = 0;
-    for (; i + W <= n; i += W) {
-        const __m256 v = chunk(r, i, W);
-        UNROLL_HEADS
-        for (size_t g = 0; g < G; g++) {
-            float *a = acc + g * n + i;
-            _mm256_storeu_ps(a, _mm256_fmadd_ps(wv[g], v, _mm256_loadu_ps(a)));
+    for (; i + NS * W <= n; i += NS * W) {
+        UNROLL_16
+        for (size_t s = 0; s < NS; s++) {
+            UNROLL_16
+            for (size_t g = 0; g < GB; g++)
+                qv[g] = _mm256_loadu_ps(q + g * n + i + s * W);
+            UNROLL_16
+            for (size_t r = 0; r < RB; r++) {
+                const __m256 v = chunk(&row[r], i + s * W, W);
+                UNROLL_16
+                for (size_t g = 0; g < GB; g++)
+                    acc[s][g * RB + r] = _mm256_fmadd_ps(qv[g], v, acc[s][g * RB + r]);
+            }
         }
     }
-    if (i < n) {
-        const __m256i mk = lanes(n - i);
-        const __m256 v = chunk(r, i, n - i);
-        UNROLL_HEADS
-        for (size_t g = 0; g < G; g++) {
-            float *a = acc + g * n + i;
-            _mm256_maskstore_ps(a, mk, _mm256_fmadd_ps(wv[g], v, _mm256_maskload_ps(a, mk)));
+    for (; i < n; i += W) { /* what NS chunks at a time left, the last one partial */
+        const size_t m = n - i < W ? n - i : W;
+        UNROLL_16
+        for (size_t g = 0; g < GB; g++)
+            qv[g] = m == W ? _mm256_loadu_ps(q + g * n + i) : _mm256_maskload_ps(q + g * n + i, lanes(m));
+        UNROLL_16
+        for (size_t r = 0; r < RB; r++) {
+            const __m256 v = chunk(&row[r], i, m);
+            UNROLL_16
+            for (size_t g = 0; g < GB; g++)
+                acc[0][g * RB + r] = _mm256_fmadd_ps(qv[g], v, acc[0][g * RB + r]);
+        }
+    }
+    UNROLL_16
+    for (size_t s = 1; s < NS; s++)
+        UNROLL_16
+        for (size_t k = 0; k < NA; k++)
+            acc[0][k] = _mm256_add_ps(acc[0][k], acc[s][k]);
+    if (NA == 1) {
+        out[0] = hsum(acc[0][0]);
+        return;
+    }
+    UNROLL_16
+    for (size_t k = NA; k < 8; k++)
+        acc[0][k] = _mm256_setzero_ps();
+    float sums[8];
+    _mm256_storeu_ps(sums, reduce8(acc[0]));
+    UNROLL_16
+    for (size_t g = 0; g < GB; g++)
+        UNROLL_16
+        for (size_t r = 0; r < RB; r++)
+            out[g * ld + r] = sums[g * RB + r];
+}
+
+/* GB heads over all the rows: blocks of RB rows, then single rows. */
+INLINE void dot_heads(ChunkFn chunk, const size_t GB, const int per_row_scale, float *out, size_t ld, const float *q,
+                      const unsigned char *rows, size_t stride, size_t n_rows, size_t n)
+{
+    const size_t RB = GB == 1 ? 8 : GB == 2 ? 4 : 2;
+    size_t r = 0;
+    if (n_rows > 1)
+        for (; r + RB <= n_rows; r += RB)
+            dot_block(chunk, GB, RB, per_row_scale, out + r, ld, q, rows + r * stride, stride, n);
+    for (; r < n_rows; r++)
+        dot_block(chunk, GB, 1, per_row_scale, out + r, ld, q, rows + r * stride, stride, n);
+}
+
+/* The heads in blocks of 4, then what is left (1 .. 3). */
+INLINE void dot_tile(ChunkFn chunk, const int per_row_scale, float *out, size_t ld, const float *q, size_t G,
+                     const void *rows, size_t stride, size_t n_rows, size_t n)
+{
+    const unsigned char *p = rows;
+    for (size_t g = 0; g < G;) {
+        const size_t left = G - g;
+        float *o = out + g * ld;
+        const float *qg = q + g * n;
+        switch (left >= 4 ? 4 : left) { /* a constant GB per case: see UNROLL_16 */
+        case 4: dot_heads(chunk, 4, per_row_scale, o, ld, qg, p, stride, n_rows, n); g += 4; break;
+        case 3: dot_heads(chunk, 3, per_row_scale, o, ld, qg, p, stride, n_rows, n); g += 3; break;
+        case 2: dot_heads(chunk, 2, per_row_scale, o, ld, qg, p, stride, n_rows, n); g += 2; break;
+        default: dot_heads(chunk, 1, per_row_scale, o, ld, qg, p, stride, n_rows, n); g += 1; break;
         }
     }
 }
 
-INLINE void axpy_rows(ChunkFn chunk, float *acc, const float *w, size_t G, const Row *r, size_t n)
+/* GB heads x CB chunks of W values from value i0 on (GB * CB <= 8
+ * accumulators, registers): acc[g * n + i0 ..] += sum_r w[g * ld + r] *
+ * decode(row r)[i0 ..], the accumulators loaded once and stored once for all
+ * the rows. The last chunk has m lanes (m < W only when CB is 1). */
+INLINE void axpy_block(ChunkFn chunk, const size_t GB, const size_t CB, const int per_row_scale, float *acc,
+                       const float *w, size_t ld, const unsigned char *rows, size_t stride, size_t n_rows, size_t n,
+                       size_t i0, size_t m)
 {
-    switch (G) { /* a constant G per case: see UNROLL_HEADS */
-    case 0: return;
-    case 1: axpy_heads(chunk, acc, w, 1, r, n); return;
-    case 2: axpy_heads(chunk, acc, w, 2, r, n); return;
-    case 3: axpy_heads(chunk, acc, w, 3, r, n); return;
-    case 4: axpy_heads(chunk, acc, w, 4, r, n); return;
-    case 5: axpy_heads(chunk, acc, w, 5, r, n); return;
-    case 6: axpy_heads(chunk, acc, w, 6, r, n); return;
-    case 7: axpy_heads(chunk, acc, w, 7, r, n); return;
-    case 8: axpy_heads(chunk, acc, w, 8, r, n); return;
-    default:
-        for (size_t g0 = 0; g0 < G; g0 += DOT_TILE)
-            axpy_heads(chunk, acc + g0 * n, w + g0, G - g0 < DOT_TILE ? G - g0 : DOT_TILE, r, n);
+    __m256 a[8], wv[4];
+    const __m256i mk = lanes(m);
+    UNROLL_16
+    for (size_t g = 0; g < GB; g++)
+        UNROLL_16
+        for (size_t c = 0; c < CB; c++) {
+            float *p = acc + g * n + i0 + c * W;
+            a[g * CB + c] = c + 1 < CB || m == W ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, mk);
+        }
+    for (size_t r = 0; r < n_rows; r++) {
+        const Row row = row_of(rows + r * stride, n, per_row_scale);
+        UNROLL_16
+        for (size_t g = 0; g < GB; g++)
+            wv[g] = _mm256_set1_ps(w[g * ld + r]);
+        UNROLL_16
+        for (size_t c = 0; c < CB; c++) {
+            const __m256 v = chunk(&row, i0 + c * W, c + 1 < CB ? W : m);
+            UNROLL_16
+            for (size_t g = 0; g < GB; g++)
+                a[g * CB + c] = _mm256_fmadd_ps(wv[g], v, a[g * CB + c]);
+        }
+    }
+    UNROLL_16
+    for (size_t g = 0; g < GB; g++)
+        UNROLL_16
+        for (size_t c = 0; c < CB; c++) {
+            float *p = acc + g * n + i0 + c * W;
+            if (c + 1 < CB || m == W)
+                _mm256_storeu_ps(p, a[g * CB + c]);
+            else
+                _mm256_maskstore_ps(p, mk, a[g * CB + c]);
+        }
+}
+
+/* GB heads over the whole row length: blocks of CB = 8 / GB chunks, then
+ * of 4, 2 and 1 chunk (the last maybe partial), each a constant. */
+INLINE void axpy_heads(ChunkFn chunk, const size_t GB, const int per_row_scale, float *acc, const float *w, size_t ld,
+                       const unsigned char *rows, size_t stride, size_t n_rows, size_t n)
+{
+    const size_t CB = GB == 1 ? 8 : GB == 2 ? 4 : 2;
+    size_t i = 0;
+    for (; i + CB * W <= n; i += CB * W)
+        axpy_block(chunk, GB, CB, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, W);
+    if (CB > 4 && i + 4 * W <= n) {
+        axpy_block(chunk, GB, 4, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, W);
+        i += 4 * W;
+    }
+    if (CB > 2 && i + 2 * W <= n) {
+        axpy_block(chunk, GB, 2, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, W);
+        i += 2 * W;
+    }
+    for (; i < n; i += W)
+        axpy_block(chunk, GB, 1, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, n - i < W ? n - i : W);
+}
+
+INLINE void axpy_tile(ChunkFn chunk, const int per_row_scale, float *acc, const float *w, size_t ld, size_t G,
+                      const void *rows, size_t stride, size_t n_rows, size_t n)
+{
+    const unsigned char *p = rows;
+    for (size_t g = 0; g < G;) {
+        const size_t left = G - g;
+        float *a = acc + g * n;
+        const float *wg = w + g * ld;
+        switch (left >= 4 ? 4 : left) { /* a constant GB per case */
+        case 4: axpy_heads(chunk, 4, per_row_scale, a, wg, ld, p, stride, n_rows, n); g += 4; break;
+        case 3: axpy_heads(chunk, 3, per_row_scale, a, wg, ld, p, stride, n_rows, n); g += 3; break;
+        case 2: axpy_heads(chunk, 2, per_row_scale, a, wg, ld, p, stride, n_rows, n); g += 2; break;
+        default: axpy_heads(chunk, 1, per_row_scale, a, wg, ld, p, stride, n_rows, n); g += 1; break;
+        }
     }
 }
 
@@ -298,21 +377,30 @@ static void quantize_f16(void *dst, const float *src, size_t n)
 
 /* --- the table -------------------------------------------------------------- */
 
-#define ISA_OPS(fmt, per_row_scale)                                                             \
-    static void dequantize_##fmt(float *dst, const void *row, size_t n)                         \
-    {                                                                                           \
-        const Row r = row_of(row, n, per_row_scale);                                            \
-        dequantize_rows(chunk_##fmt, dst, &r, n);                                               \
-    }                                                                                           \
-    static void dot_##fmt(float *out, const float *q, size_t G, const void *row, size_t n)      \
-    {                                                                                           \
-        const Row r = row_of(row, n, per_row_scale);                                            \
-        dot_rows(chunk_##fmt, out, q, G, &r, n);                                                \
-    }                                                                                           \
-    static void axpy_##fmt(float *acc, const float *w, size_t G, const void *row, size_t n)     \
-    {                                                                                           \
-        const Row r = row_of(row, n, per_row_scale);                                            \
-        axpy_rows(chunk_##fmt, acc, w, G, &r, n);                                               \
+/* The per-row forms are tiles of one row (codec.h). */
+#define ISA_OPS(fmt, per_row_scale)                                                                         \
+    static void dequantize_##fmt(float *dst, const void *row, size_t n)                                     \
+    {                                                                                                       \
+        const Row r = row_of(row, n, per_row_scale);                                                        \
+        dequantize_rows(chunk_##fmt, dst, &r, n);                                                           \
+    }                                                                                                       \
+    static void dot_rows_##fmt(float *out, size_t ld, const float *q, size_t G, const void *rows,           \
+                               size_t stride, size_t n_rows, size_t n)                                      \
+    {                                                                                                       \
+        dot_tile(chunk_##fmt, per_row_scale, out, ld, q, G, rows, stride, n_rows, n);                       \
+    }                                                                                                       \
+    static void axpy_rows_##fmt(float *acc, const float *w, size_t ld, size_t G, const void *rows,          \
+                                size_t stride, size_t n_rows, size_t n)                                     \
+    {                                                                                                       \
+        axpy_tile(chunk_##fmt, per_row_scale, acc, w, ld, G, rows, stride, n_rows, n);                      \
+    }                                                                                                       \
+    static void dot_##fmt(float *out, const float *q, size_t G, const void *row, size_t n)                  \
+    {                                                                                                       \
+        dot_rows_##fmt(out, 1, q, G, row, 0, 1, n);                                                         \
+    }                                                                                                       \
+    static void axpy_##fmt(float *acc, const float *w, size_t G, const void *row, size_t n)                 \
+    {                                                                                                       \
+        axpy_rows_##fmt(acc, w, 1, G, row, 0, 1, n);                                                        \
     }
 
 ISA_OPS(f32, 0)
@@ -322,12 +410,11 @@ ISA_OPS(q4_0, 0)
 ISA_OPS(int4, 1)
 ISA_OPS(fp4, 1)
 
+#define ENTRY(F, fmt, quantize) [F] = { F, quantize, dequantize_##fmt, dot_##fmt, axpy_##fmt, dot_rows_##fmt, axpy_rows_##fmt }
+
+/* quantize: the reference, except f16 (F16C); f32's is a copy */
 const FormatOps codec_avx2[FMT_COUNT] = {
-    /* quantize: the reference, except f16 (F16C); f32's is a copy */
-    [FMT_F32] = { FMT_F32, codec_quantize_f32_ref, dequantize_f32, dot_f32, axpy_f32 },
-    [FMT_F16] = { FMT_F16, quantize_f16, dequantize_f16, dot_f16, axpy_f16 },
-    [FMT_Q8_0] = { FMT_Q8_0, codec_quantize_q8_0_ref, dequantize_q8_0, dot_q8_0, axpy_q8_0 },
-    [FMT_Q4_0] = { FMT_Q4_0, codec_quantize_q4_0_ref, dequantize_q4_0, dot_q4_0, axpy_q4_0 },
-    [FMT_INT4] = { FMT_INT4, codec_quantize_int4_ref, dequantize_int4, dot_int4, axpy_int4 },
-    [FMT_FP4] = { FMT_FP4, codec_quantize_fp4_ref, dequantize_fp4, dot_fp4, axpy_fp4 },
+    ENTRY(FMT_F32, f32, codec_quantize_f32_ref),   ENTRY(FMT_F16, f16, quantize_f16),
+    ENTRY(FMT_Q8_0, q8_0, codec_quantize_q8_0_ref), ENTRY(FMT_Q4_0, q4_0, codec_quantize_q4_0_ref),
+    ENTRY(FMT_INT4, int4, codec_quantize_int4_ref), ENTRY(FMT_FP4, fp4, codec_quantize_fp4_ref),
 };

@@ -1,11 +1,14 @@
 /* codec_avx512.c: the codecs for AVX-512 (F, BW, VL, DQ), 16 floats at a time.
  *
  * The same design as codec_avx2.c (read that first): one loop skeleton per
- * operation, one chunk decoder per format, the row decoded once per chunk
- * in registers and used for all G heads (accumulators and weights in
- * registers for G = 1 .. 8). What AVX-512 adds: mask registers, so every tail is a masked
- * load or store (no copies, no reads past the row), and a 16-entry permute,
- * so an fp4 nibble indexes its signed E2M1 value directly.
+ * operation, one chunk decoder per format, the rows decoded once per chunk
+ * in registers and used for all the heads of a block. With 32 zmm
+ * registers a block holds 16 accumulators: dot 8 x 2, 4 x 4, 3 x 4, 2 x 8
+ * or 1 x 16 (heads x rows), summed by one transposed reduction (reduce16);
+ * axpy 8 x 2, 4 x 4, 3 x 4, 2 x 8, 1 x 16 (heads x chunks of 16 values).
+ * More heads go in blocks of 8. What AVX-512 adds: mask registers, so every
+ * tail is a masked load or store (no copies, no reads past the row), and a
+ * 16-entry permute, so an fp4 nibble indexes its signed E2M1 value directly.
  *
  * Agrees with codec_ref: dequantize bit for bit, dot and axpy within float
  * rounding. quantize is the reference one except f16 (same bytes). */
@@ -16,11 +19,11 @@
 #include "kernels/codec_isa.h"
 
 #define W 16          /* floats per register */
-#define DOT_TILE 64   /* heads whose dot accumulators one pass holds */
 #define INLINE static inline __attribute__((always_inline))
-/* Unroll a loop over heads: with G a constant (dot_rows, axpy_rows), acc[]
- * and wv[] then live in registers; without it GCC -O2 keeps them in memory. */
-#define UNROLL_HEADS _Pragma("GCC unroll 8")
+/* Unroll a loop over heads, rows or chunks of a block: with the counts
+ * constants (every block size is), the accumulators then live in registers;
+ * without it GCC -O2 keeps them in memory. */
+#define UNROLL_16 _Pragma("GCC unroll 16")
 
 typedef struct {
     const unsigned char *p; /* the row's bytes */
@@ -41,22 +44,6 @@ INLINE __mmask16 lanes(size_t m)
 INLINE __m512 keep(__m512 v, size_t m)
 {
     return m == W ? v : _mm512_maskz_mov_ps(lanes(m), v);
-}
-
-/* out[g] = the sum of acc[g]'s lanes, g < G; four heads at a time share
- * their horizontal adds. */
-INLINE void reduce_heads(float *out, const __m512 *acc, size_t G)
-{
-    size_t g = 0;
-    for (; g + 4 <= G; g += 4) {
-        __m256 a[4];
-        for (size_t k = 0; k < 4; k++) /* 16 lanes to 8 */
-            a[k] = _mm256_add_ps(_mm512_castps512_ps256(acc[g + k]), _mm512_extractf32x8_ps(acc[g + k], 1));
-        const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
-        _mm_storeu_ps(out + g, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
-    }
-    for (; g < G; g++)
-        out[g] = _mm512_reduce_add_ps(acc[g]);
 }
 
 INLINE float load_fp16(const unsigned char *p)
@@ -145,110 +132,208 @@ INLINE void dequantize_rows(ChunkFn chunk, float *dst, const Row *r, size_t n)
         _mm512_mask_storeu_ps(dst + i, lanes(n - i), chunk(r, i, n - i));
 }
 
-/* out[0] = q[0..n) . decode(row): four accumulators, four chunks a step. */
-INLINE void dot_one(ChunkFn chunk, float *out, const float *q, const Row *r, size_t n)
+/* Lane k of the result = the sum of a[k]'s lanes, k < 16: a transposed
+ * reduction, 15 adds for 16 sums (where one reduce_add each costs 4). */
+INLINE __m512 reduce16(const __m512 *a)
 {
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    size_t i = 0;
-    for (; i + 4 * W <= n; i += 4 * W) {
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), chunk(r, i, W), a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i + W), chunk(r, i + W, W), a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i + 2 * W), chunk(r, i + 2 * W, W), a2);
-        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i + 3 * W), chunk(r, i + 3 * W, W), a3);
-    }
-    for (; i + W <= n; i += W)
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), chunk(r, i, W), a0);
-    if (i < n)
-        a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(lanes(n - i), q + i), chunk(r, i, n - i), a0);
-    out[0] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+    __m512 x[16], t[8], u[4];
+    UNROLL_16
+    for (int s = 0; s < 16; s++) /* slot 4j + m takes a[4m + j]: the shuffles below transpose it back */
+        x[s] = a[(s % 4) * 4 + s / 4];
+    UNROLL_16
+    for (int k = 0; k < 8; k++) /* 128-bit quarters: [a0+a2, a1+a3, b0+b2, b1+b3] */
+        t[k] = _mm512_add_ps(_mm512_shuffle_f32x4(x[2 * k], x[2 * k + 1], 0x44),
+                             _mm512_shuffle_f32x4(x[2 * k], x[2 * k + 1], 0xee));
+    UNROLL_16
+    for (int k = 0; k < 4; k++) /* quarter m: four lanes of source 4k + m */
+        u[k] = _mm512_add_ps(_mm512_shuffle_f32x4(t[2 * k], t[2 * k + 1], 0x88),
+                             _mm512_shuffle_f32x4(t[2 * k], t[2 * k + 1], 0xdd));
+    const __m512 w0 = _mm512_add_ps(_mm512_shuffle_ps(u[0], u[1], 0x44), _mm512_shuffle_ps(u[0], u[1], 0xee));
+    const __m512 w1 = _mm512_add_ps(_mm512_shuffle_ps(u[2], u[3], 0x44), _mm512_shuffle_ps(u[2], u[3], 0xee));
+    return _mm512_add_ps(_mm512_shuffle_ps(w0, w1, 0x88), _mm512_shuffle_ps(w0, w1, 0xdd));
 }
 
-/* out[g] = q[g*n .. g*n+n) . decode(row) for g < G <= DOT_TILE: one decode
- * per chunk, G accumulators (registers when G is a small constant). */
-INLINE void dot_heads(ChunkFn chunk, float *out, const float *q, size_t G, const Row *r, size_t n)
+/* A block of GB heads x RB rows (GB * RB <= 16 accumulators, registers):
+ * out[g * ld + r] = q[g * n ..] . decode(row r), the rows at base + r *
+ * stride. Each chunk of q is loaded once for the RB rows, each chunk of a
+ * row decoded once for the GB heads. Fewer than 4 accumulators split the
+ * sum over NS chunks in flight, so one row is not bound by FMA latency. */
+INLINE void dot_block(ChunkFn chunk, const size_t GB, const size_t RB, const int per_row_scale, float *out, size_t ld,
+                      const float *q, const unsigned char *base, size_t stride, size_t n)
 {
-    __m512 acc[DOT_TILE];
-    UNROLL_HEADS
-    for (size_t g = 0; g < G; g++)
-        acc[g] = _mm512_setzero_ps();
+    const size_t NA = GB * RB, NS = NA >= 4 ? 1 : NA == 1 ? 4 : 2;
+    Row row[16];
+    __m512 acc[4][16], qv[8];
+    UNROLL_16
+    for (size_t r = 0; r < RB; r++)
+        row[r] = row_of(base + r * stride, n, per_row_scale);
+    UNROLL_16
+    for (size_t s = 0; s < NS; s++)
+        UNROLL_16
+        for (size_t k = 0; k < NA; k++)
+            acc[s][k] = _mm512_setzero_ps();
     size_t i = 0;
-    for (; i + W <= n; i += W) {
-        const __m512 v = chunk(r, i, W);
-        UNROLL_HEADS
-        for (size_t g = 0; g < G; g++)
-            acc[g] = _mm512_fmadd_ps(_mm512_loadu_ps(q + g * n + i), v, acc[g]);
-    }
-    if (i < n) {
-        const __mmask16 mk = lanes(n - i);
-        const __m512 v = chunk(r, i, n - i);
-        UNROLL_HEADS
-        for (size_t g = 0; g < G; g++)
-            acc[g] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, q + g * n + i), v, acc[g]);
-    }
-    reduce_heads(out, acc, G);
-}
-
-INLINE void dot_rows(ChunkFn chunk, float *out, const float *q, size_t G, const Row *r, size_t n)
-{
-    switch (G) { /* a constant G per case: see UNROLL_HEADS */
-    case 0: return;
-    case 1: dot_one(chunk, out, q, r, n); return;
-    case 2: dot_heads(chunk, out, q, 2, r, n); return;
-    case 3: dot_heads(chunk, out, q, 3, r, n); return;
-    case 4: dot_heads(chunk, out, q, 4, r, n); return;
-    case 5: dot_heads(chunk, out, q, 5, r, n); return;
-    case 6: dot_heads(chunk, out, q, 6, r, n); return;
-    case 7: dot_heads(chunk, out, q, 7, r, n); return;
-    case 8: dot_heads(chunk, out, q, 8, r, n); return;
-    default:
-        for (size_t g0 = 0; g0 < G; g0 += DOT_TILE)
-            dot_heads(chunk, out + g0, q + g0 * n, G - g0 < DOT_TILE ? G - g0 : DOT_TILE, r, n);
-    }
-}
-
-/* acc[g*n + i] += w[g] * decode(row)[i] for g < G <= DOT_TILE: one decode
- * per chunk, the weights broadcast once (registers when G is a constant). */
-INLINE void axpy_heads(ChunkFn chunk, float *acc, const float *w, size_t G, const Row *r, size_t n)
-{
-    __m512 wv[DOT_TILE];
-    UNROLL_HEADS
-    for (size_t g = 0; g < G; g++)
-        wv[g] = _mm512_set1_ps(w[g]);
-    size_t i = 0;
-    for (; i + W <= n; i += W) {
-        const __m512 v = chunk(r, i, W);
-        UNROLL_HEADS
-        for (size_t g = 0; g < G; g++) {
-            float *a = acc + g * n + i;
-            _mm512_storeu_ps(a, _mm512_fmadd_ps(wv[g], v, _mm512_loadu_ps(a)));
+    for (; i + NS * W <= n; i += NS * W) {
+        UNROLL_16
+        for (size_t s = 0; s < NS; s++) {
+            UNROLL_16
+            for (size_t g = 0; g < GB; g++)
+                qv[g] = _mm512_loadu_ps(q + g * n + i + s * W);
+            UNROLL_16
+            for (size_t r = 0; r < RB; r++) {
+                const __m512 v = chunk(&row[r], i + s * W, W);
+                UNROLL_16
+                for (size_t g = 0; g < GB; g++)
+                    acc[s][g * RB + r] = _mm512_fmadd_ps(qv[g], v, acc[s][g * RB + r]);
+            }
         }
     }
-    if (i < n) {
-        const __mmask16 mk = lanes(n - i);
-        const __m512 v = chunk(r, i, n - i);
-        UNROLL_HEADS
-        for (size_t g = 0; g < G; g++) {
-            float *a = acc + g * n + i;
-            _mm512_mask_storeu_ps(a, mk, _mm512_fmadd_ps(wv[g], v, _mm512_maskz_loadu_ps(mk, a)));
+    for (; i < n; i += W) { /* what NS chunks at a time left, the last one partial */
+        const size_t m = n - i < W ? n - i : W;
+        UNROLL_16
+        for (size_t g = 0; g < GB; g++)
+            qv[g] = _mm512_maskz_loadu_ps(lanes(m), q + g * n + i);
+        UNROLL_16
+        for (size_t r = 0; r < RB; r++) {
+            const __m512 v = chunk(&row[r], i, m);
+            UNROLL_16
+            for (size_t g = 0; g < GB; g++)
+                acc[0][g * RB + r] = _mm512_fmadd_ps(qv[g], v, acc[0][g * RB + r]);
+        }
+    }
+    UNROLL_16
+    for (size_t s = 1; s < NS; s++)
+        UNROLL_16
+        for (size_t k = 0; k < NA; k++)
+            acc[0][k] = _mm512_add_ps(acc[0][k], acc[s][k]);
+    if (NA == 1) {
+        out[0] = _mm512_reduce_add_ps(acc[0][0]);
+        return;
+    }
+    UNROLL_16
+    for (size_t k = NA; k < 16; k++)
+        acc[0][k] = _mm512_setzero_ps();
+    float sums[16];
+    _mm512_storeu_ps(sums, reduce16(acc[0]));
+    UNROLL_16
+    for (size_t g = 0; g < GB; g++)
+        UNROLL_16
+        for (size_t r = 0; r < RB; r++)
+            out[g * ld + r] = sums[g * RB + r];
+}
+
+/* GB heads over all the rows: blocks of RB rows, then single rows. */
+INLINE void dot_heads(ChunkFn chunk, const size_t GB, const int per_row_scale, float *out, size_t ld, const float *q,
+                      const unsigned char *rows, size_t stride, size_t n_rows, size_t n)
+{
+    const size_t RB = GB == 1 ? 16 : GB == 2 ? 8 : GB <= 4 ? 4 : 2;
+    size_t r = 0;
+    if (n_rows > 1)
+        for (; r + RB <= n_rows; r += RB)
+            dot_block(chunk, GB, RB, per_row_scale, out + r, ld, q, rows + r * stride, stride, n);
+    for (; r < n_rows; r++)
+        dot_block(chunk, GB, 1, per_row_scale, out + r, ld, q, rows + r * stride, stride, n);
+}
+
+/* The heads in blocks of 8, then 4, then what is left (1 .. 3). */
+INLINE void dot_tile(ChunkFn chunk, const int per_row_scale, float *out, size_t ld, const float *q, size_t G,
+                     const void *rows, size_t stride, size_t n_rows, size_t n)
+{
+    const unsigned char *p = rows;
+    for (size_t g = 0; g < G;) {
+        const size_t left = G - g;
+        float *o = out + g * ld;
+        const float *qg = q + g * n;
+        switch (left >= 8 ? 8 : left >= 4 ? 4 : left) { /* a constant GB per case: see UNROLL_16 */
+        case 8: dot_heads(chunk, 8, per_row_scale, o, ld, qg, p, stride, n_rows, n); g += 8; break;
+        case 4: dot_heads(chunk, 4, per_row_scale, o, ld, qg, p, stride, n_rows, n); g += 4; break;
+        case 3: dot_heads(chunk, 3, per_row_scale, o, ld, qg, p, stride, n_rows, n); g += 3; break;
+        case 2: dot_heads(chunk, 2, per_row_scale, o, ld, qg, p, stride, n_rows, n); g += 2; break;
+        default: dot_heads(chunk, 1, per_row_scale, o, ld, qg, p, stride, n_rows, n); g += 1; break;
         }
     }
 }
 
-INLINE void axpy_rows(ChunkFn chunk, float *acc, const float *w, size_t G, const Row *r, size_t n)
+/* GB heads x CB chunks of W values from value i0 on (GB * CB <= 16
+ * accumulators, registers): acc[g * n + i0 ..] += sum_r w[g * ld + r] *
+ * decode(row r)[i0 ..], the accumulators loaded once and stored once for all
+ * the rows. The last chunk has m lanes (m < W only when CB is 1). */
+INLINE void axpy_block(ChunkFn chunk, const size_t GB, const size_t CB, const int per_row_scale, float *acc,
+                       const float *w, size_t ld, const unsigned char *rows, size_t stride, size_t n_rows, size_t n,
+                       size_t i0, size_t m)
 {
-    switch (G) { /* a constant G per case: see UNROLL_HEADS */
-    case 0: return;
-    case 1: axpy_heads(chunk, acc, w, 1, r, n); return;
-    case 2: axpy_heads(chunk, acc, w, 2, r, n); return;
-    case 3: axpy_heads(chunk, acc, w, 3, r, n); return;
-    case 4: axpy_heads(chunk, acc, w, 4, r, n); return;
-    case 5: axpy_heads(chunk, acc, w, 5, r, n); return;
-    case 6: axpy_heads(chunk, acc, w, 6, r, n); return;
-    case 7: axpy_heads(chunk, acc, w, 7, r, n); return;
-    case 8: axpy_heads(chunk, acc, w, 8, r, n); return;
-    default:
-        for (size_t g0 = 0; g0 < G; g0 += DOT_TILE)
-            axpy_heads(chunk, acc + g0 * n, w + g0, G - g0 < DOT_TILE ? G - g0 : DOT_TILE, r, n);
+    __m512 a[16], wv[8];
+    const __mmask16 mk = lanes(m);
+    UNROLL_16
+    for (size_t g = 0; g < GB; g++)
+        UNROLL_16
+        for (size_t c = 0; c < CB; c++)
+            a[g * CB + c] = c + 1 < CB ? _mm512_loadu_ps(acc + g * n + i0 + c * W)
+                                       : _mm512_maskz_loadu_ps(mk, acc + g * n + i0 + c * W);
+    for (size_t r = 0; r < n_rows; r++) {
+        const Row row = row_of(rows + r * stride, n, per_row_scale);
+        UNROLL_16
+        for (size_t g = 0; g < GB; g++)
+            wv[g] = _mm512_set1_ps(w[g * ld + r]);
+        UNROLL_16
+        for (size_t c = 0; c < CB; c++) {
+            const __m512 v = chunk(&row, i0 + c * W, c + 1 < CB ? W : m);
+            UNROLL_16
+            for (size_t g = 0; g < GB; g++)
+                a[g * CB + c] = _mm512_fmadd_ps(wv[g], v, a[g * CB + c]);
+        }
+    }
+    UNROLL_16
+    for (size_t g = 0; g < GB; g++)
+        UNROLL_16
+        for (size_t c = 0; c < CB; c++) {
+            if (c + 1 < CB)
+                _mm512_storeu_ps(acc + g * n + i0 + c * W, a[g * CB + c]);
+            else
+                _mm512_mask_storeu_ps(acc + g * n + i0 + c * W, mk, a[g * CB + c]);
+        }
+}
+
+/* GB heads over the whole row length: blocks of CB = 16 / GB chunks, then
+ * of 8, 4, 2 and 1 chunk (the last maybe partial), each a constant. */
+INLINE void axpy_heads(ChunkFn chunk, const size_t GB, const int per_row_scale, float *acc, const float *w, size_t ld,
+                       const unsigned char *rows, size_t stride, size_t n_rows, size_t n)
+{
+    const size_t CB = GB == 1 ? 16 : GB == 2 ? 8 : GB <= 4 ? 4 : 2;
+    size_t i = 0;
+    for (; i + CB * W <= n; i += CB * W)
+        axpy_block(chunk, GB, CB, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, W);
+    if (CB > 8 && i + 8 * W <= n) {
+        axpy_block(chunk, GB, 8, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, W);
+        i += 8 * W;
+    }
+    if (CB > 4 && i + 4 * W <= n) {
+        axpy_block(chunk, GB, 4, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, W);
+        i += 4 * W;
+    }
+    if (CB > 2 && i + 2 * W <= n) {
+        axpy_block(chunk, GB, 2, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, W);
+        i += 2 * W;
+    }
+    for (; i < n; i += W)
+        axpy_block(chunk, GB, 1, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, n - i < W ? n - i : W);
+}
+
+INLINE void axpy_tile(ChunkFn chunk, const int per_row_scale, float *acc, const float *w, size_t ld, size_t G,
+                      const void *rows, size_t stride, size_t n_rows, size_t n)
+{
+    const unsigned char *p = rows;
+    for (size_t g = 0; g < G;) {
+        const size_t left = G - g;
+        float *a = acc + g * n;
+        const float *wg = w + g * ld;
+        switch (left >= 8 ? 8 : left >= 4 ? 4 : left) { /* a constant GB per case */
+        case 8: axpy_heads(chunk, 8, per_row_scale, a, wg, ld, p, stride, n_rows, n); g += 8; break;
+        case 4: axpy_heads(chunk, 4, per_row_scale, a, wg, ld, p, stride, n_rows, n); g += 4; break;
+        case 3: axpy_heads(chunk, 3, per_row_scale, a, wg, ld, p, stride, n_rows, n); g += 3; break;
+        case 2: axpy_heads(chunk, 2, per_row_scale, a, wg, ld, p, stride, n_rows, n); g += 2; break;
+        default: axpy_heads(chunk, 1, per_row_scale, a, wg, ld, p, stride, n_rows, n); g += 1; break;
+        }
     }
 }
 
@@ -270,21 +355,30 @@ static void quantize_f16(void *dst, const float *src, size_t n)
 
 /* --- the table -------------------------------------------------------------- */
 
-#define ISA_OPS(fmt, per_row_scale)                                                             \
-    static void dequantize_##fmt(float *dst, const void *row, size_t n)                         \
-    {                                                                                           \
-        const Row r = row_of(row, n, per_row_scale);                                            \
-        dequantize_rows(chunk_##fmt, dst, &r, n);                                               \
-    }                                                                                           \
-    static void dot_##fmt(float *out, const float *q, size_t G, const void *row, size_t n)      \
-    {                                                                                           \
-        const Row r = row_of(row, n, per_row_scale);                                            \
-        dot_rows(chunk_##fmt, out, q, G, &r, n);                                                \
-    }                                                                                           \
-    static void axpy_##fmt(float *acc, const float *w, size_t G, const void *row, size_t n)     \
-    {                                                                                           \
-        const Row r = row_of(row, n, per_row_scale);                                            \
-        axpy_rows(chunk_##fmt, acc, w, G, &r, n);                                               \
+/* The per-row forms are tiles of one row (codec.h). */
+#define ISA_OPS(fmt, per_row_scale)                                                                         \
+    static void dequantize_##fmt(float *dst, const void *row, size_t n)                                     \
+    {                                                                                                       \
+        const Row r = row_of(row, n, per_row_scale);                                                        \
+        dequantize_rows(chunk_##fmt, dst, &r, n);                                                           \
+    }                                                                                                       \
+    static void dot_rows_##fmt(float *out, size_t ld, const float *q, size_t G, const void *rows,           \
+                               size_t stride, size_t n_rows, size_t n)                                      \
+    {                                                                                                       \
+        dot_tile(chunk_##fmt, per_row_scale, out, ld, q, G, rows, stride, n_rows, n);                       \
+    }                                                                                                       \
+    static void axpy_rows_##fmt(float *acc, const float *w, size_t ld, size_t G, const void *rows,          \
+                                size_t stride, size_t n_rows, size_t n)                                     \
+    {                                                                                                       \
+        axpy_tile(chunk_##fmt, per_row_scale, acc, w, ld, G, rows, stride, n_rows, n);                      \
+    }                                                                                                       \
+    static void dot_##fmt(float *out, const float *q, size_t G, const void *row, size_t n)                  \
+    {                                                                                                       \
+        dot_rows_##fmt(out, 1, q, G, row, 0, 1, n);                                                         \
+    }                                                                                                       \
+    static void axpy_##fmt(float *acc, const float *w, size_t G, const void *row, size_t n)                 \
+    {                                                                                                       \
+        axpy_rows_##fmt(acc, w, 1, G, row, 0, 1, n);                                                        \
     }
 
 ISA_OPS(f32, 0)
@@ -294,12 +388,11 @@ ISA_OPS(q4_0, 0)
 ISA_OPS(int4, 1)
 ISA_OPS(fp4, 1)
 
+#define ENTRY(F, fmt, quantize) [F] = { F, quantize, dequantize_##fmt, dot_##fmt, axpy_##fmt, dot_rows_##fmt, axpy_rows_##fmt }
+
+/* quantize: the reference, except f16 (hardware conversion); f32's is a copy */
 const FormatOps codec_avx512[FMT_COUNT] = {
-    /* quantize: the reference, except f16 (hardware conversion); f32's is a copy */
-    [FMT_F32] = { FMT_F32, codec_quantize_f32_ref, dequantize_f32, dot_f32, axpy_f32 },
-    [FMT_F16] = { FMT_F16, quantize_f16, dequantize_f16, dot_f16, axpy_f16 },
-    [FMT_Q8_0] = { FMT_Q8_0, codec_quantize_q8_0_ref, dequantize_q8_0, dot_q8_0, axpy_q8_0 },
-    [FMT_Q4_0] = { FMT_Q4_0, codec_quantize_q4_0_ref, dequantize_q4_0, dot_q4_0, axpy_q4_0 },
-    [FMT_INT4] = { FMT_INT4, codec_quantize_int4_ref, dequantize_int4, dot_int4, axpy_int4 },
-    [FMT_FP4] = { FMT_FP4, codec_quantize_fp4_ref, dequantize_fp4, dot_fp4, axpy_fp4 },
+    ENTRY(FMT_F32, f32, codec_quantize_f32_ref),   ENTRY(FMT_F16, f16, quantize_f16),
+    ENTRY(FMT_Q8_0, q8_0, codec_quantize_q8_0_ref), ENTRY(FMT_Q4_0, q4_0, codec_quantize_q4_0_ref),
+    ENTRY(FMT_INT4, int4, codec_quantize_int4_ref), ENTRY(FMT_FP4, fp4, codec_quantize_fp4_ref),
 };

@@ -6,15 +6,15 @@
  * not yet fast on a real core; measure before trusting its speed.
  *
  * The same design as codec_avx2.c (read that first): one loop skeleton per
- * operation, one chunk decoder per format, the row decoded once per chunk
- * in registers and used for all G heads. A chunk is 8 values, two
- * float32x4_t (one int4 / fp4 word, a quarter of a q8_0 / q4_0 block).
+ * operation, one chunk decoder per format, the rows decoded once per chunk
+ * in registers and used for all the heads of a block of accumulators (8
+ * chunks of 8 floats, 16 of the 32 q registers: dot 4 x 2, 3 x 2, 2 x 4,
+ * 1 x 8 heads x rows; axpy the same heads x chunks). A chunk is 8 values,
+ * two float32x4_t (one int4 / fp4 word, a quarter of a q8_0 / q4_0 block).
  * NEON has no masked loads, so tails go through small zeroed copies.
  *
  * Agrees with codec_ref: dequantize bit for bit, dot and axpy within float
- * rounding. quantize is the reference one except f16 (FCVTN, same bytes).
- * The dot accumulators are arrays indexed by head; the compiler keeps them
- * in registers when it unrolls (G = 1 .. 8 are separate cases). */
+ * rounding. quantize is the reference one except f16 (FCVTN, same bytes). */
 #include <arm_neon.h>
 #include <stdint.h>
 #include <string.h>
@@ -22,9 +22,10 @@
 #include "kernels/codec_isa.h"
 
 #define W 8           /* floats per chunk */
-#define DOT_TILE 64   /* heads whose dot accumulators one pass holds */
 #define INLINE static inline __attribute__((always_inline))
-#define UNROLL_HEADS _Pragma("GCC unroll 8")
+/* Unroll a loop over heads, rows or chunks of a block: with the counts
+ * constants (every block size is), the accumulators then live in registers. */
+#define UNROLL_16 _Pragma("GCC unroll 16")
 
 typedef struct {
     float32x4_t lo, hi; /* values 0-3, 4-7 of a chunk */
@@ -195,84 +196,183 @@ INLINE float hsum8(F8 v)
     return vaddvq_f32(vaddq_f32(v.lo, v.hi));
 }
 
-/* out[0] = q . decode(row): two accumulator pairs, two chunks a step. */
-INLINE void dot_one(ChunkFn chunk, float *out, const float *q, const Row *r, size_t n)
+/* [sum of a, of b, of c, of d]: pairwise adds shared by four sums. */
+INLINE float32x4_t reduce4(F8 a, F8 b, F8 c, F8 d)
 {
+    const float32x4_t ab = vpaddq_f32(vaddq_f32(a.lo, a.hi), vaddq_f32(b.lo, b.hi));
+    const float32x4_t cd = vpaddq_f32(vaddq_f32(c.lo, c.hi), vaddq_f32(d.lo, d.hi));
+    return vpaddq_f32(ab, cd);
+}
+
+/* A block of GB heads x RB rows (GB * RB <= 8 accumulators, registers):
+ * out[g * ld + r] = q[g * n ..] . decode(row r), the rows at base + r *
+ * stride. Each chunk of q is loaded once for the RB rows, each chunk of a
+ * row decoded once for the GB heads. Fewer than 4 accumulators split the
+ * sum over NS chunks in flight, so one row is not bound by FMA latency. */
+INLINE void dot_block(ChunkFn chunk, const size_t GB, const size_t RB, const int per_row_scale, float *out, size_t ld,
+                      const float *q, const unsigned char *base, size_t stride, size_t n)
+{
+    const size_t NA = GB * RB, NS = NA >= 4 ? 1 : NA == 1 ? 4 : 2;
     const F8 zero = { vdupq_n_f32(0.0f), vdupq_n_f32(0.0f) };
-    F8 a0 = zero, a1 = zero;
+    Row row[8];
+    F8 acc[4][8], qv[4];
+    UNROLL_16
+    for (size_t r = 0; r < RB; r++)
+        row[r] = row_of(base + r * stride, n, per_row_scale);
+    UNROLL_16
+    for (size_t s = 0; s < NS; s++)
+        UNROLL_16
+        for (size_t k = 0; k < 8; k++)
+            acc[s][k] = zero;
     size_t i = 0;
-    for (; i + 2 * W <= n; i += 2 * W) {
-        a0 = fma8(a0, load8(q + i, W), chunk(r, i, W));
-        a1 = fma8(a1, load8(q + i + W, W), chunk(r, i + W, W));
-    }
-    for (; i + W <= n; i += W)
-        a0 = fma8(a0, load8(q + i, W), chunk(r, i, W));
-    if (i < n)
-        a0 = fma8(a0, load8(q + i, n - i), chunk(r, i, n - i));
-    out[0] = hsum8((F8){ vaddq_f32(a0.lo, a1.lo), vaddq_f32(a0.hi, a1.hi) });
-}
-
-/* out[g] = q[g*n ..] . decode(row) for g < G <= DOT_TILE: one decode per chunk. */
-INLINE void dot_heads(ChunkFn chunk, float *out, const float *q, size_t G, const Row *r, size_t n)
-{
-    F8 acc[DOT_TILE];
-    UNROLL_HEADS
-    for (size_t g = 0; g < G; g++)
-        acc[g] = (F8){ vdupq_n_f32(0.0f), vdupq_n_f32(0.0f) };
-    size_t i = 0;
-    for (; i + W <= n; i += W) {
-        const F8 v = chunk(r, i, W);
-        UNROLL_HEADS
-        for (size_t g = 0; g < G; g++)
-            acc[g] = fma8(acc[g], load8(q + g * n + i, W), v);
-    }
-    if (i < n) {
-        const F8 v = chunk(r, i, n - i);
-        for (size_t g = 0; g < G; g++)
-            acc[g] = fma8(acc[g], load8(q + g * n + i, n - i), v);
-    }
-    UNROLL_HEADS
-    for (size_t g = 0; g < G; g++)
-        out[g] = hsum8(acc[g]);
-}
-
-INLINE void dot_rows(ChunkFn chunk, float *out, const float *q, size_t G, const Row *r, size_t n)
-{
-    switch (G) { /* a constant G per case: see UNROLL_HEADS */
-    case 0: return;
-    case 1: dot_one(chunk, out, q, r, n); return;
-    case 2: dot_heads(chunk, out, q, 2, r, n); return;
-    case 3: dot_heads(chunk, out, q, 3, r, n); return;
-    case 4: dot_heads(chunk, out, q, 4, r, n); return;
-    case 5: dot_heads(chunk, out, q, 5, r, n); return;
-    case 6: dot_heads(chunk, out, q, 6, r, n); return;
-    case 7: dot_heads(chunk, out, q, 7, r, n); return;
-    case 8: dot_heads(chunk, out, q, 8, r, n); return;
-    default:
-        for (size_t g0 = 0; g0 < G; g0 += DOT_TILE)
-            dot_heads(chunk, out + g0, q + g0 * n, G - g0 < DOT_TILE ? G - g0 : DOT_TILE, r, n);
-    }
-}
-
-/* acc[g*n + i] += w[g] * decode(row)[i]: one decode per chunk, G heads. */
-INLINE void axpy_rows(ChunkFn chunk, float *acc, const float *w, size_t G, const Row *r, size_t n)
-{
-    size_t i = 0;
-    for (; i + W <= n; i += W) {
-        const F8 v = chunk(r, i, W);
-        for (size_t g = 0; g < G; g++) {
-            float *a = acc + g * n + i;
-            const F8 wv = { vdupq_n_f32(w[g]), vdupq_n_f32(w[g]) };
-            store8(a, fma8(load8(a, W), wv, v), W);
+    for (; i + NS * W <= n; i += NS * W) {
+        UNROLL_16
+        for (size_t s = 0; s < NS; s++) {
+            UNROLL_16
+            for (size_t g = 0; g < GB; g++)
+                qv[g] = load8(q + g * n + i + s * W, W);
+            UNROLL_16
+            for (size_t r = 0; r < RB; r++) {
+                const F8 v = chunk(&row[r], i + s * W, W);
+                UNROLL_16
+                for (size_t g = 0; g < GB; g++)
+                    acc[s][g * RB + r] = fma8(acc[s][g * RB + r], qv[g], v);
+            }
         }
     }
-    if (i < n) {
-        const size_t m = n - i;
-        const F8 v = chunk(r, i, m);
-        for (size_t g = 0; g < G; g++) {
-            float *a = acc + g * n + i;
-            const F8 wv = { vdupq_n_f32(w[g]), vdupq_n_f32(w[g]) };
-            store8(a, fma8(load8(a, m), wv, v), m);
+    for (; i < n; i += W) { /* what NS chunks at a time left, the last one partial */
+        const size_t m = n - i < W ? n - i : W;
+        UNROLL_16
+        for (size_t g = 0; g < GB; g++)
+            qv[g] = load8(q + g * n + i, m);
+        UNROLL_16
+        for (size_t r = 0; r < RB; r++) {
+            const F8 v = chunk(&row[r], i, m);
+            UNROLL_16
+            for (size_t g = 0; g < GB; g++)
+                acc[0][g * RB + r] = fma8(acc[0][g * RB + r], qv[g], v);
+        }
+    }
+    UNROLL_16
+    for (size_t s = 1; s < NS; s++)
+        UNROLL_16
+        for (size_t k = 0; k < NA; k++)
+            acc[0][k] = (F8){ vaddq_f32(acc[0][k].lo, acc[s][k].lo), vaddq_f32(acc[0][k].hi, acc[s][k].hi) };
+    if (NA == 1) {
+        out[0] = hsum8(acc[0][0]);
+        return;
+    }
+    float sums[8];
+    vst1q_f32(sums, reduce4(acc[0][0], acc[0][1], acc[0][2], acc[0][3])); /* unused ones are zero */
+    if (NA > 4)
+        vst1q_f32(sums + 4, reduce4(acc[0][4], acc[0][5], acc[0][6], acc[0][7]));
+    UNROLL_16
+    for (size_t g = 0; g < GB; g++)
+        UNROLL_16
+        for (size_t r = 0; r < RB; r++)
+            out[g * ld + r] = sums[g * RB + r];
+}
+
+/* GB heads over all the rows: blocks of RB rows, then single rows. */
+INLINE void dot_heads(ChunkFn chunk, const size_t GB, const int per_row_scale, float *out, size_t ld, const float *q,
+                      const unsigned char *rows, size_t stride, size_t n_rows, size_t n)
+{
+    const size_t RB = GB == 1 ? 8 : GB == 2 ? 4 : 2;
+    size_t r = 0;
+    if (n_rows > 1)
+        for (; r + RB <= n_rows; r += RB)
+            dot_block(chunk, GB, RB, per_row_scale, out + r, ld, q, rows + r * stride, stride, n);
+    for (; r < n_rows; r++)
+        dot_block(chunk, GB, 1, per_row_scale, out + r, ld, q, rows + r * stride, stride, n);
+}
+
+/* The heads in blocks of 4, then what is left (1 .. 3). */
+INLINE void dot_tile(ChunkFn chunk, const int per_row_scale, float *out, size_t ld, const float *q, size_t G,
+                     const void *rows, size_t stride, size_t n_rows, size_t n)
+{
+    const unsigned char *p = rows;
+    for (size_t g = 0; g < G;) {
+        const size_t left = G - g;
+        float *o = out + g * ld;
+        const float *qg = q + g * n;
+        switch (left >= 4 ? 4 : left) { /* a constant GB per case: see UNROLL_16 */
+        case 4: dot_heads(chunk, 4, per_row_scale, o, ld, qg, p, stride, n_rows, n); g += 4; break;
+        case 3: dot_heads(chunk, 3, per_row_scale, o, ld, qg, p, stride, n_rows, n); g += 3; break;
+        case 2: dot_heads(chunk, 2, per_row_scale, o, ld, qg, p, stride, n_rows, n); g += 2; break;
+        default: dot_heads(chunk, 1, per_row_scale, o, ld, qg, p, stride, n_rows, n); g += 1; break;
+        }
+    }
+}
+
+/* GB heads x CB chunks of W values from value i0 on (GB * CB <= 8
+ * accumulators, registers): acc[g * n + i0 ..] += sum_r w[g * ld + r] *
+ * decode(row r)[i0 ..], the accumulators loaded once and stored once for all
+ * the rows. The last chunk has m values (m < W only when CB is 1). */
+INLINE void axpy_block(ChunkFn chunk, const size_t GB, const size_t CB, const int per_row_scale, float *acc,
+                       const float *w, size_t ld, const unsigned char *rows, size_t stride, size_t n_rows, size_t n,
+                       size_t i0, size_t m)
+{
+    F8 a[8];
+    UNROLL_16
+    for (size_t g = 0; g < GB; g++)
+        UNROLL_16
+        for (size_t c = 0; c < CB; c++)
+            a[g * CB + c] = load8(acc + g * n + i0 + c * W, c + 1 < CB ? W : m);
+    for (size_t r = 0; r < n_rows; r++) {
+        const Row row = row_of(rows + r * stride, n, per_row_scale);
+        float32x4_t wv[4];
+        UNROLL_16
+        for (size_t g = 0; g < GB; g++)
+            wv[g] = vdupq_n_f32(w[g * ld + r]);
+        UNROLL_16
+        for (size_t c = 0; c < CB; c++) {
+            const F8 v = chunk(&row, i0 + c * W, c + 1 < CB ? W : m);
+            UNROLL_16
+            for (size_t g = 0; g < GB; g++)
+                a[g * CB + c] = fma8(a[g * CB + c], (F8){ wv[g], wv[g] }, v);
+        }
+    }
+    UNROLL_16
+    for (size_t g = 0; g < GB; g++)
+        UNROLL_16
+        for (size_t c = 0; c < CB; c++)
+            store8(acc + g * n + i0 + c * W, a[g * CB + c], c + 1 < CB ? W : m);
+}
+
+/* GB heads over the whole row length: blocks of CB = 8 / GB chunks, then
+ * of 4, 2 and 1 chunk (the last maybe partial), each a constant. */
+INLINE void axpy_heads(ChunkFn chunk, const size_t GB, const int per_row_scale, float *acc, const float *w, size_t ld,
+                       const unsigned char *rows, size_t stride, size_t n_rows, size_t n)
+{
+    const size_t CB = GB == 1 ? 8 : GB == 2 ? 4 : 2;
+    size_t i = 0;
+    for (; i + CB * W <= n; i += CB * W)
+        axpy_block(chunk, GB, CB, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, W);
+    if (CB > 4 && i + 4 * W <= n) {
+        axpy_block(chunk, GB, 4, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, W);
+        i += 4 * W;
+    }
+    if (CB > 2 && i + 2 * W <= n) {
+        axpy_block(chunk, GB, 2, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, W);
+        i += 2 * W;
+    }
+    for (; i < n; i += W)
+        axpy_block(chunk, GB, 1, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, n - i < W ? n - i : W);
+}
+
+INLINE void axpy_tile(ChunkFn chunk, const int per_row_scale, float *acc, const float *w, size_t ld, size_t G,
+                      const void *rows, size_t stride, size_t n_rows, size_t n)
+{
+    const unsigned char *p = rows;
+    for (size_t g = 0; g < G;) {
+        const size_t left = G - g;
+        float *a = acc + g * n;
+        const float *wg = w + g * ld;
+        switch (left >= 4 ? 4 : left) { /* a constant GB per case */
+        case 4: axpy_heads(chunk, 4, per_row_scale, a, wg, ld, p, stride, n_rows, n); g += 4; break;
+        case 3: axpy_heads(chunk, 3, per_row_scale, a, wg, ld, p, stride, n_rows, n); g += 3; break;
+        case 2: axpy_heads(chunk, 2, per_row_scale, a, wg, ld, p, stride, n_rows, n); g += 2; break;
+        default: axpy_heads(chunk, 1, per_row_scale, a, wg, ld, p, stride, n_rows, n); g += 1; break;
         }
     }
 }
@@ -293,21 +393,30 @@ static void quantize_f16(void *dst, const float *src, size_t n)
 
 /* --- the table -------------------------------------------------------------- */
 
-#define ISA_OPS(fmt, per_row_scale)                                                             \
-    static void dequantize_##fmt(float *dst, const void *row, size_t n)                         \
-    {                                                                                           \
-        const Row r = row_of(row, n, per_row_scale);                                            \
-        dequantize_rows(chunk_##fmt, dst, &r, n);                                               \
-    }                                                                                           \
-    static void dot_##fmt(float *out, const float *q, size_t G, const void *row, size_t n)      \
-    {                                                                                           \
-        const Row r = row_of(row, n, per_row_scale);                                            \
-        dot_rows(chunk_##fmt, out, q, G, &r, n);                                                \
-    }                                                                                           \
-    static void axpy_##fmt(float *acc, const float *w, size_t G, const void *row, size_t n)     \
-    {                                                                                           \
-        const Row r = row_of(row, n, per_row_scale);                                            \
-        axpy_rows(chunk_##fmt, acc, w, G, &r, n);                                               \
+/* The per-row forms are tiles of one row (codec.h). */
+#define ISA_OPS(fmt, per_row_scale)                                                                         \
+    static void dequantize_##fmt(float *dst, const void *row, size_t n)                                     \
+    {                                                                                                       \
+        const Row r = row_of(row, n, per_row_scale);                                                        \
+        dequantize_rows(chunk_##fmt, dst, &r, n);                                                           \
+    }                                                                                                       \
+    static void dot_rows_##fmt(float *out, size_t ld, const float *q, size_t G, const void *rows,           \
+                               size_t stride, size_t n_rows, size_t n)                                      \
+    {                                                                                                       \
+        dot_tile(chunk_##fmt, per_row_scale, out, ld, q, G, rows, stride, n_rows, n);                       \
+    }                                                                                                       \
+    static void axpy_rows_##fmt(float *acc, const float *w, size_t ld, size_t G, const void *rows,          \
+                                size_t stride, size_t n_rows, size_t n)                                     \
+    {                                                                                                       \
+        axpy_tile(chunk_##fmt, per_row_scale, acc, w, ld, G, rows, stride, n_rows, n);                      \
+    }                                                                                                       \
+    static void dot_##fmt(float *out, const float *q, size_t G, const void *row, size_t n)                  \
+    {                                                                                                       \
+        dot_rows_##fmt(out, 1, q, G, row, 0, 1, n);                                                         \
+    }                                                                                                       \
+    static void axpy_##fmt(float *acc, const float *w, size_t G, const void *row, size_t n)                 \
+    {                                                                                                       \
+        axpy_rows_##fmt(acc, w, 1, G, row, 0, 1, n);                                                        \
     }
 
 ISA_OPS(f32, 0)
@@ -317,12 +426,11 @@ ISA_OPS(q4_0, 0)
 ISA_OPS(int4, 1)
 ISA_OPS(fp4, 1)
 
+#define ENTRY(F, fmt, quantize) [F] = { F, quantize, dequantize_##fmt, dot_##fmt, axpy_##fmt, dot_rows_##fmt, axpy_rows_##fmt }
+
+/* quantize: the reference, except f16 (hardware conversion); f32's is a copy */
 const FormatOps codec_neon[FMT_COUNT] = {
-    /* quantize: the reference, except f16 (hardware conversion); f32's is a copy */
-    [FMT_F32] = { FMT_F32, codec_quantize_f32_ref, dequantize_f32, dot_f32, axpy_f32 },
-    [FMT_F16] = { FMT_F16, quantize_f16, dequantize_f16, dot_f16, axpy_f16 },
-    [FMT_Q8_0] = { FMT_Q8_0, codec_quantize_q8_0_ref, dequantize_q8_0, dot_q8_0, axpy_q8_0 },
-    [FMT_Q4_0] = { FMT_Q4_0, codec_quantize_q4_0_ref, dequantize_q4_0, dot_q4_0, axpy_q4_0 },
-    [FMT_INT4] = { FMT_INT4, codec_quantize_int4_ref, dequantize_int4, dot_int4, axpy_int4 },
-    [FMT_FP4] = { FMT_FP4, codec_quantize_fp4_ref, dequantize_fp4, dot_fp4, axpy_fp4 },
+    ENTRY(FMT_F32, f32, codec_quantize_f32_ref),   ENTRY(FMT_F16, f16, quantize_f16),
+    ENTRY(FMT_Q8_0, q8_0, codec_quantize_q8_0_ref), ENTRY(FMT_Q4_0, q4_0, codec_quantize_q4_0_ref),
+    ENTRY(FMT_INT4, int4, codec_quantize_int4_ref), ENTRY(FMT_FP4, fp4, codec_quantize_fp4_ref),
 };

@@ -51,7 +51,8 @@
  *
  * dot accumulates in double, so that the reference is the oracle the SIMD
  * versions (float lanes) are measured against; axpy rounds like plain C,
- * w * v then +=. */
+ * w * v then +=, row after row. The tile forms (dot_rows, axpy_rows) are
+ * the specification; the per-row forms are tiles of one row. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -358,35 +359,55 @@ static void dequantize_with(AtFn at, float *dst, const void *row, size_t n)
         dst[i] = at(row, n, i);
 }
 
-static void dot_with(AtFn at, float *out, const float *q, size_t G, const void *row, size_t n)
+/* The tile forms are the specification; the per-row forms are a tile of
+ * one row (out[g * 1 + 0] = out[g], w[g * 1 + 0] = w[g]). */
+static void dot_rows_with(AtFn at, float *out, size_t ld, const float *q, size_t G, const void *rows, size_t stride,
+                          size_t n_rows, size_t n)
 {
-    for (size_t g = 0; g < G; g++) {
-        double sum = 0.0;
-        for (size_t i = 0; i < n; i++)
-            sum += (double)q[g * n + i] * at(row, n, i);
-        out[g] = (float)sum;
+    for (size_t r = 0; r < n_rows; r++) {
+        const unsigned char *row = (const unsigned char *)rows + r * stride;
+        for (size_t g = 0; g < G; g++) {
+            double sum = 0.0;
+            for (size_t i = 0; i < n; i++)
+                sum += (double)q[g * n + i] * at(row, n, i);
+            out[g * ld + r] = (float)sum;
+        }
     }
 }
 
-static void axpy_with(AtFn at, float *acc, const float *w, size_t G, const void *row, size_t n)
+static void axpy_rows_with(AtFn at, float *acc, const float *w, size_t ld, size_t G, const void *rows, size_t stride,
+                           size_t n_rows, size_t n)
 {
-    for (size_t g = 0; g < G; g++)
-        for (size_t i = 0; i < n; i++)
-            acc[g * n + i] += w[g] * at(row, n, i);
+    for (size_t r = 0; r < n_rows; r++) {
+        const unsigned char *row = (const unsigned char *)rows + r * stride;
+        for (size_t g = 0; g < G; g++)
+            for (size_t i = 0; i < n; i++)
+                acc[g * n + i] += w[g * ld + r] * at(row, n, i);
+    }
 }
 
-#define REF_OPS(fmt)                                                                            \
-    static void dequantize_##fmt(float *dst, const void *row, size_t n)                         \
-    {                                                                                           \
-        dequantize_with(at_##fmt, dst, row, n);                                                 \
-    }                                                                                           \
-    static void dot_##fmt(float *out, const float *q, size_t G, const void *row, size_t n)      \
-    {                                                                                           \
-        dot_with(at_##fmt, out, q, G, row, n);                                                  \
-    }                                                                                           \
-    static void axpy_##fmt(float *acc, const float *w, size_t G, const void *row, size_t n)     \
-    {                                                                                           \
-        axpy_with(at_##fmt, acc, w, G, row, n);                                                 \
+#define REF_OPS(fmt)                                                                                        \
+    static void dequantize_##fmt(float *dst, const void *row, size_t n)                                     \
+    {                                                                                                       \
+        dequantize_with(at_##fmt, dst, row, n);                                                             \
+    }                                                                                                       \
+    static void dot_rows_##fmt(float *out, size_t ld, const float *q, size_t G, const void *rows,           \
+                               size_t stride, size_t n_rows, size_t n)                                      \
+    {                                                                                                       \
+        dot_rows_with(at_##fmt, out, ld, q, G, rows, stride, n_rows, n);                                    \
+    }                                                                                                       \
+    static void axpy_rows_##fmt(float *acc, const float *w, size_t ld, size_t G, const void *rows,          \
+                                size_t stride, size_t n_rows, size_t n)                                     \
+    {                                                                                                       \
+        axpy_rows_with(at_##fmt, acc, w, ld, G, rows, stride, n_rows, n);                                   \
+    }                                                                                                       \
+    static void dot_##fmt(float *out, const float *q, size_t G, const void *row, size_t n)                  \
+    {                                                                                                       \
+        dot_rows_with(at_##fmt, out, 1, q, G, row, 0, 1, n);                                                \
+    }                                                                                                       \
+    static void axpy_##fmt(float *acc, const float *w, size_t G, const void *row, size_t n)                 \
+    {                                                                                                       \
+        axpy_rows_with(at_##fmt, acc, w, 1, G, row, 0, 1, n);                                               \
     }
 
 REF_OPS(f32)
@@ -396,11 +417,10 @@ REF_OPS(q4_0)
 REF_OPS(int4)
 REF_OPS(fp4)
 
+#define ENTRY(F, fmt, quantize) [F] = { F, quantize, dequantize_##fmt, dot_##fmt, axpy_##fmt, dot_rows_##fmt, axpy_rows_##fmt }
+
 const FormatOps codec_ref[FMT_COUNT] = {
-    [FMT_F32] = { FMT_F32, codec_quantize_f32_ref, dequantize_f32, dot_f32, axpy_f32 },
-    [FMT_F16] = { FMT_F16, quantize_f16, dequantize_f16, dot_f16, axpy_f16 },
-    [FMT_Q8_0] = { FMT_Q8_0, codec_quantize_q8_0_ref, dequantize_q8_0, dot_q8_0, axpy_q8_0 },
-    [FMT_Q4_0] = { FMT_Q4_0, codec_quantize_q4_0_ref, dequantize_q4_0, dot_q4_0, axpy_q4_0 },
-    [FMT_INT4] = { FMT_INT4, codec_quantize_int4_ref, dequantize_int4, dot_int4, axpy_int4 },
-    [FMT_FP4] = { FMT_FP4, codec_quantize_fp4_ref, dequantize_fp4, dot_fp4, axpy_fp4 },
+    ENTRY(FMT_F32, f32, codec_quantize_f32_ref),   ENTRY(FMT_F16, f16, quantize_f16),
+    ENTRY(FMT_Q8_0, q8_0, codec_quantize_q8_0_ref), ENTRY(FMT_Q4_0, q4_0, codec_quantize_q4_0_ref),
+    ENTRY(FMT_INT4, int4, codec_quantize_int4_ref), ENTRY(FMT_FP4, fp4, codec_quantize_fp4_ref),
 };

@@ -1,6 +1,7 @@
 #include "kv/cache.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kv/layouts.h"
@@ -19,6 +20,8 @@ static const Layout layouts[] = {
               "                          for good) in a ring of W + P - 1 slots; passes of <= P tokens", ring_open },
     { "mixed", "mixed[:hot=32,group=16,cold=q4_0,warm=q8_0,warm_rows=R] recent rows f16; past hot,\n"
                "                          the oldest group is quantized (to warm when warm_rows is set)", mixed_open },
+    { "h2o", "h2o[:budget=256,recent=64,pass=P] heavy hitters: at most budget positions per layer,\n"
+             "                          the recent ones plus those that drew the most attention", h2o_open },
     { "paged", "paged[:page=16,pages=N] a pool of N pages of 16 rows, block tables, prefix sharing,\n"
                "                          copy on write (N: enough for every sequence by default)", paged_open },
 };
@@ -40,7 +43,13 @@ void kv_spec_help(char *buf, size_t cap)
 
 size_t kv_row_pair_bytes(const KvGeometry *g, Format k_fmt, Format v_fmt)
 {
-    return g->n_kv_heads * (format_row_bytes(k_fmt, g->head_dim) + format_row_bytes(v_fmt, g->head_dim));
+    size_t v_row = g->k_only ? 0 : format_row_bytes(v_fmt, g->head_dim);
+    return g->n_kv_heads * (format_row_bytes(k_fmt, g->head_dim) + v_row);
+}
+
+void *kv_calloc(size_t n, size_t size)
+{
+    return (n && size) ? calloc(n, size) : calloc(1, 1);
 }
 
 void kv_stats(const KvCache *c, KvStats *out)

@@ -27,6 +27,11 @@ typedef struct {
     size_t head_dim;
     size_t max_seq_len; /* positions a sequence may reach */
     const FormatOps *codec; /* [FMT_COUNT] codecs that encode appended rows; NULL = the reference ones */
+    int k_only;         /* 1: store K rows only, V takes no memory (an MLA latent cache: the row is the
+                           compressed latent and its RoPE key, and V is rebuilt from it, model/mla.h).
+                           An append still passes a readable v (the latent again); blocks' v is then
+                           not to be read. Layouts that honour it: contiguous, dynamic, paged, ring,
+                           mixed (kv_v_row_stored); one that does not stores V anyway, wasting memory. */
 } KvGeometry;
 
 
@@ -87,6 +92,12 @@ typedef struct {
     int (*fork)(KvCache *c, size_t src, size_t dst, Counters *ctr, Err *e);
     /* Empty one sequence, giving its memory back. */
     void (*drop)(KvCache *c, size_t seq);
+    /* Optional (NULL = the cache needs no feedback): the softmax weights of
+     * the last query of a pass, for the G query heads of kv_head over the n
+     * rows attention saw, in block order: w[g * g_stride + j]. Called for
+     * every KV head of a layer in order, after that layer's attention. */
+    void (*observe)(KvCache *c, size_t layer, size_t seq, size_t kv_head, const float *w, size_t g_stride,
+                    size_t G, size_t n);
     /* Optional (NULL = any): the most tokens one pass may append to a
      * sequence (a ring holds its window plus one pass). */
     size_t (*max_pass)(const KvCache *c);
@@ -122,7 +133,7 @@ void kv_spec_help(char *buf, size_t cap);
 
 /* Bytes of one position's K and V rows over all KV heads of one layer (a
  * geometry's unit of memory): the building block of every closed-form
- * memory figure. */
+ * memory figure. A k_only geometry counts K alone. */
 size_t kv_row_pair_bytes(const KvGeometry *g, Format k_fmt, Format v_fmt);
 
 static inline int kv_reserve(KvCache *c, size_t seq, size_t pos, const int *tokens, size_t n, Counters *ctr,

@@ -43,7 +43,8 @@ static int contiguous_append(KvCache *base, size_t layer, size_t seq, size_t pos
     for (size_t h = 0; h < g->n_kv_heads; h++) {
         size_t first = row_index(c, layer, seq, h, *len);
         kv_encode_rows(c->k + first * c->k_row, c->k_row, k, n, h, g, &c->st.codec[c->st.k_fmt]);
-        kv_encode_rows(c->v + first * c->v_row, c->v_row, v, n, h, g, &c->st.codec[c->st.v_fmt]);
+        if (kv_stores_v(g))
+            kv_encode_rows(c->v + first * c->v_row, c->v_row, v, n, h, g, &c->st.codec[c->st.v_fmt]);
     }
     *len += n;
     if (ctr)
@@ -168,10 +169,10 @@ KvCache *contiguous_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorag
     }
     Contiguous *c = calloc(1, sizeof *c);
     size_t rows = geo->n_layers * geo->n_seqs * geo->n_kv_heads * max;
-    size_t k_row = kv_k_row_bytes(geo, st), v_row = kv_v_row_bytes(geo, st);
+    size_t k_row = kv_k_row_bytes(geo, st), v_row = kv_v_row_stored(geo, st);
     if (c) {
         c->k = calloc(rows, k_row);
-        c->v = calloc(rows, v_row);
+        c->v = kv_calloc(rows, v_row);
         c->len = calloc(geo->n_layers * geo->n_seqs, sizeof *c->len);
     }
     if (!c || !c->k || !c->v || !c->len) {

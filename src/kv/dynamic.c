@@ -32,9 +32,11 @@ static unsigned char *concat_rows(const unsigned char *old, size_t old_len, cons
                                   size_t row_bytes, const FormatOps *ops, const KvGeometry *g, Counters *ctr)
 {
     size_t len = old_len + n;
-    unsigned char *out = malloc(g->n_kv_heads * len * row_bytes);
+    unsigned char *out = kv_calloc(g->n_kv_heads * len, row_bytes);
     if (!out)
         return NULL;
+    if (row_bytes == 0) /* the V of a k_only cache: nothing to store */
+        return out;
     for (size_t h = 0; h < g->n_kv_heads; h++) {
         if (old_len)
             memcpy(out + h * len * row_bytes, old + h * old_len * row_bytes, old_len * row_bytes);
@@ -127,8 +129,8 @@ static int dynamic_fork(KvCache *base, size_t src, size_t dst, Counters *ctr, Er
         if (!from->len)
             continue;
         size_t kb = g->n_kv_heads * from->len * d->k_row, vb = g->n_kv_heads * from->len * d->v_row;
-        to->k = malloc(kb);
-        to->v = malloc(vb);
+        to->k = kv_calloc(kb, 1);
+        to->v = kv_calloc(vb, 1);
         if (!to->k || !to->v) {
             slot_free(to);
             return err_set(e, ERR_RUNTIME, "dynamic cache: out of memory forking a sequence");
@@ -203,6 +205,6 @@ KvCache *dynamic_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *
     d->base.geo = *geo;
     d->st = *st;
     d->k_row = kv_k_row_bytes(geo, st);
-    d->v_row = kv_v_row_bytes(geo, st);
+    d->v_row = kv_v_row_stored(geo, st);
     return &d->base;
 }

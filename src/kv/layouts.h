@@ -24,6 +24,21 @@ static inline size_t kv_v_row_bytes(const KvGeometry *g, const KvStorage *st)
     return format_row_bytes(st->v_fmt, g->head_dim);
 }
 
+/* Bytes a layout stores per V row: 0 for a k_only geometry (an MLA latent
+ * cache), which then never encodes V (guard with kv_stores_v). */
+static inline int kv_stores_v(const KvGeometry *g)
+{
+    return !g->k_only;
+}
+static inline size_t kv_v_row_stored(const KvGeometry *g, const KvStorage *st)
+{
+    return kv_stores_v(g) ? kv_v_row_bytes(g, st) : 0;
+}
+
+/* calloc(n, size), but a valid one-byte buffer when n * size is 0 (a k_only
+ * cache's V arrays hold nothing, yet stay pointers one may offset by 0). */
+void *kv_calloc(size_t n, size_t size);
+
 /* Encode n token-major rows (src: [n][n_kv_heads][head_dim]) of head h into
  * dst rows of `row_bytes`, `dst_stride` bytes apart. */
 void kv_encode_rows(void *dst, size_t dst_stride, const float *src, size_t n, size_t h, const KvGeometry *g,
@@ -33,6 +48,7 @@ KvCache *contiguous_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorag
 KvCache *dynamic_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
 KvCache *ring_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
 KvCache *mixed_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
+KvCache *h2o_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
 KvCache *paged_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
 
 #endif

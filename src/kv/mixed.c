@@ -25,6 +25,7 @@ typedef struct {
     size_t hot, group, warm_rows;  /* thresholds; warm_rows = 0: no warm run */
     Format fmt[N_RUNS];
     size_t row[N_RUNS];            /* bytes per row */
+    int n_tensors;                 /* 2 (K and V), or 1 for a k_only geometry: V holds nothing */
     size_t cap[N_RUNS];            /* rows per run per (layer, seq, head) */
     unsigned char *k[N_RUNS], *v[N_RUNS]; /* [layer][seq][head][cap] rows */
     size_t *n;                     /* [layer][seq][N_RUNS] rows per run */
@@ -41,6 +42,8 @@ static size_t seq_slot(const Mixed *m, size_t layer, size_t seq)
 static unsigned char *row_ptr(const Mixed *m, unsigned char *const *base, int run, size_t layer, size_t seq,
                               size_t h, size_t i)
 {
+    if (base == m->v && m->n_tensors == 1) /* k_only: V is not stored; point at K's row, never read */
+        base = m->k;
     size_t idx = (seq_slot(m, layer, seq) * m->base.geo.n_kv_heads + h) * m->cap[run] + i;
     return base[run] + idx * m->row[run];
 }
@@ -52,7 +55,7 @@ static void move_group(Mixed *m, size_t layer, size_t seq, int from, int to, Cou
     const KvGeometry *g = &m->base.geo;
     size_t *n = &m->n[seq_slot(m, layer, seq) * N_RUNS];
     unsigned char *const *bases[2] = { m->k, m->v };
-    for (int kv = 0; kv < 2; kv++)
+    for (int kv = 0; kv < m->n_tensors; kv++)
         for (size_t h = 0; h < g->n_kv_heads; h++) {
             for (size_t i = 0; i < m->group; i++) {
                 m->st.codec[m->fmt[from]].dequantize(m->scratch, row_ptr(m, bases[kv], from, layer, seq, h, i),
@@ -88,8 +91,9 @@ static int mixed_append(KvCache *base, size_t layer, size_t seq, size_t pos, siz
             const float *kt = k + t * g->n_kv_heads * g->head_dim, *vt = v + t * g->n_kv_heads * g->head_dim;
             kv_encode_rows(row_ptr(m, m->k, RUN_HOT, layer, seq, h, n[RUN_HOT]), 0, kt, 1, h, g,
                            &m->st.codec[m->fmt[RUN_HOT]]);
-            kv_encode_rows(row_ptr(m, m->v, RUN_HOT, layer, seq, h, n[RUN_HOT]), 0, vt, 1, h, g,
-                           &m->st.codec[m->fmt[RUN_HOT]]);
+            if (m->n_tensors == 2)
+                kv_encode_rows(row_ptr(m, m->v, RUN_HOT, layer, seq, h, n[RUN_HOT]), 0, vt, 1, h, g,
+                               &m->st.codec[m->fmt[RUN_HOT]]);
         }
         n[RUN_HOT]++;
         /* age one row at a time, so a long prefill ages exactly as decode does */
@@ -100,7 +104,7 @@ static int mixed_append(KvCache *base, size_t layer, size_t seq, size_t pos, siz
     }
     *len += n_new;
     if (ctr)
-        ctr->kv_bytes_written += n_new * g->n_kv_heads * 2 * m->row[RUN_HOT];
+        ctr->kv_bytes_written += n_new * g->n_kv_heads * m->n_tensors * m->row[RUN_HOT];
     return 0;
 }
 
@@ -144,7 +148,7 @@ static size_t mixed_bytes_used(const KvCache *base)
     size_t bytes = 0;
     for (size_t s = 0; s < base->geo.n_layers * base->geo.n_seqs; s++)
         for (int run = 0; run < N_RUNS; run++)
-            bytes += m->n[s * N_RUNS + run] * 2 * m->row[run];
+            bytes += m->n[s * N_RUNS + run] * m->n_tensors * m->row[run];
     return bytes * base->geo.n_kv_heads;
 }
 
@@ -153,7 +157,7 @@ static size_t mixed_bytes_reserved(const KvCache *base)
     const Mixed *m = (const Mixed *)base;
     size_t per = 0;
     for (int run = 0; run < N_RUNS; run++)
-        per += m->cap[run] * 2 * m->row[run];
+        per += m->cap[run] * m->n_tensors * m->row[run];
     return base->geo.n_layers * base->geo.n_seqs * base->geo.n_kv_heads * per;
 }
 
@@ -197,9 +201,10 @@ static int mixed_fork(KvCache *base, size_t src, size_t dst, Counters *ctr, Err 
         for (int run = 0; run < N_RUNS; run++) {
             size_t bytes = g->n_kv_heads * m->cap[run] * m->row[run];
             memcpy(row_ptr(m, m->k, run, l, dst, 0, 0), row_ptr(m, m->k, run, l, src, 0, 0), bytes);
-            memcpy(row_ptr(m, m->v, run, l, dst, 0, 0), row_ptr(m, m->v, run, l, src, 0, 0), bytes);
+            if (m->n_tensors == 2)
+                memcpy(row_ptr(m, m->v, run, l, dst, 0, 0), row_ptr(m, m->v, run, l, src, 0, 0), bytes);
             if (ctr)
-                ctr->bytes_copied += 2 * bytes;
+                ctr->bytes_copied += m->n_tensors * bytes;
         }
         memcpy(&m->n[seq_slot(m, l, dst) * N_RUNS], &m->n[seq_slot(m, l, src) * N_RUNS], N_RUNS * sizeof *m->n);
         m->len[seq_slot(m, l, dst)] = m->len[seq_slot(m, l, src)];
@@ -269,6 +274,7 @@ KvCache *mixed_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st
     m->base.lossy = 1;
     m->st = *st;
     m->hot = hot, m->group = group, m->warm_rows = warm_rows;
+    m->n_tensors = geo->k_only ? 1 : 2;
     m->fmt[RUN_COLD] = cold, m->fmt[RUN_WARM] = warm, m->fmt[RUN_HOT] = FMT_F16;
     m->cap[RUN_HOT] = hot + 1; /* it moves a group as soon as it passes hot */
     m->cap[RUN_WARM] = warm_rows ? warm_rows + group : 0; /* it receives a whole group at a time */
@@ -278,8 +284,8 @@ KvCache *mixed_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st
     for (int run = 0; run < N_RUNS; run++) {
         m->row[run] = format_row_bytes(m->fmt[run], geo->head_dim);
         m->k[run] = calloc(slots * m->cap[run] + 1, m->row[run]);
-        m->v[run] = calloc(slots * m->cap[run] + 1, m->row[run]);
-        ok &= m->k[run] && m->v[run];
+        m->v[run] = geo->k_only ? NULL : calloc(slots * m->cap[run] + 1, m->row[run]);
+        ok &= m->k[run] && (geo->k_only || m->v[run]);
     }
     m->n = calloc(geo->n_layers * geo->n_seqs * N_RUNS, sizeof *m->n);
     m->len = calloc(geo->n_layers * geo->n_seqs, sizeof *m->len);

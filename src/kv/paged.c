@@ -295,8 +295,9 @@ static int paged_append(KvCache *base, size_t layer, size_t seq, size_t pos, siz
                 const float *kt = k + t * g->n_kv_heads * g->head_dim, *vt = v + t * g->n_kv_heads * g->head_dim;
                 kv_encode_rows(page_k(p, table[lp], layer, h) + r * p->k_row, p->k_row, kt, run, h, g,
                                &p->st.codec[p->st.k_fmt]);
-                kv_encode_rows(page_v(p, table[lp], layer, h) + r * p->v_row, p->v_row, vt, run, h, g,
-                               &p->st.codec[p->st.v_fmt]);
+                if (kv_stores_v(g))
+                    kv_encode_rows(page_v(p, table[lp], layer, h) + r * p->v_row, p->v_row, vt, run, h, g,
+                                   &p->st.codec[p->st.v_fmt]);
             }
             written += run;
         }
@@ -517,7 +518,7 @@ KvCache *paged_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st
     p->page = page, p->max_pages = pages, p->max_logical = max_logical;
     p->sparse = sparse != NULL, p->threshold = threshold, p->keep = keep;
     p->base.lossy = p->sparse;
-    p->k_row = kv_k_row_bytes(geo, st), p->v_row = kv_v_row_bytes(geo, st);
+    p->k_row = kv_k_row_bytes(geo, st), p->v_row = kv_v_row_stored(geo, st);
     p->page_bytes = geo->n_layers * geo->n_kv_heads * page * (p->k_row + p->v_row);
     p->n_buckets = 1;
     while (p->n_buckets < 2 * pages)

@@ -80,8 +80,9 @@ static int ring_append(KvCache *base, size_t layer, size_t seq, size_t pos, size
             size_t row = row_of(r, layer, seq, h, pos + t);
             kv_encode_rows(r->k + row * r->k_row, r->k_row, k + t * g->n_kv_heads * g->head_dim, 1, h, g,
                            &r->st.codec[r->st.k_fmt]);
-            kv_encode_rows(r->v + row * r->v_row, r->v_row, v + t * g->n_kv_heads * g->head_dim, 1, h, g,
-                           &r->st.codec[r->st.v_fmt]);
+            if (kv_stores_v(g))
+                kv_encode_rows(r->v + row * r->v_row, r->v_row, v + t * g->n_kv_heads * g->head_dim, 1, h, g,
+                               &r->st.codec[r->st.v_fmt]);
         }
     *len += n;
     r->last_n[slot_index(r, layer, seq)] = n;
@@ -250,10 +251,10 @@ KvCache *ring_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st,
     r->base.lossy = 1; /* exact only when the model's own window hides what it drops */
     r->st = *st;
     r->window = window, r->sinks = sinks, r->pass = pass, r->slots = window + pass - 1;
-    r->k_row = kv_k_row_bytes(geo, st), r->v_row = kv_v_row_bytes(geo, st);
+    r->k_row = kv_k_row_bytes(geo, st), r->v_row = kv_v_row_stored(geo, st);
     size_t rows = geo->n_layers * geo->n_seqs * geo->n_kv_heads * (sinks + r->slots);
     r->k = calloc(rows, r->k_row);
-    r->v = calloc(rows, r->v_row);
+    r->v = kv_calloc(rows, r->v_row);
     r->len = calloc(geo->n_layers * geo->n_seqs, sizeof *r->len);
     r->last_n = calloc(geo->n_layers * geo->n_seqs, sizeof *r->last_n);
     if (!r->k || !r->v || !r->len || !r->last_n) {

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/mla.h"
 #include "model/sublayers.h"
 
 int forward_state_init(ForwardState *s, const Config *c, size_t max_rows, int keep_probs, Err *e)
@@ -22,6 +23,7 @@ int forward_state_init(ForwardState *s, const Config *c, size_t max_rows, int ke
     size_t score_rows = c->max_seq_len > ATTEND_TILE ? c->max_seq_len : ATTEND_TILE;
     s->scores = malloc(group * score_rows * sizeof(float));
     s->view = malloc(2 * c->max_seq_len * c->head_dim * sizeof(float));
+    s->observed = malloc(group * c->max_seq_len * sizeof(float));
     s->blocks_cap = 4;
     s->blocks = malloc(s->blocks_cap * sizeof *s->blocks);
     s->view_blocks = malloc(s->blocks_cap * sizeof *s->view_blocks);
@@ -30,10 +32,14 @@ int forward_state_init(ForwardState *s, const Config *c, size_t max_rows, int ke
         s->probs = calloc(c->n_layers * c->n_heads * max_rows * c->max_seq_len, sizeof(float));
         s->att_layers = calloc(c->n_layers * max_rows * config_q_dim(c), sizeof(float));
     }
-    if (!s->x || !s->xb || !s->q || !s->k || !s->v || !s->att || !s->hb || !s->hb2 || !s->scores || !s->view ||
+    if (!s->x || !s->xb || !s->q || !s->k || !s->v || !s->att || !s->hb || !s->hb2 || !s->scores || !s->view || !s->observed ||
         !s->blocks || !s->view_blocks || (keep_probs && (!s->probs || !s->att_layers))) {
         forward_state_free(s);
         return err_set(e, ERR_RUNTIME, "out of memory for activations of %zu tokens", max_rows);
+    }
+    if (c->attention == ATTN_MLA && mla_state_init(&s->mla, c, max_rows, e) < 0) { /* model/mla.c */
+        forward_state_free(s);
+        return -1;
     }
     return 0;
 }
@@ -50,10 +56,12 @@ void forward_state_free(ForwardState *s)
     free(s->hb2);
     free(s->scores);
     free(s->view);
+    free(s->observed);
     free(s->blocks);
     free(s->view_blocks);
     free(s->probs);
     free(s->att_layers);
+    mla_state_free(s->mla);
     memset(s, 0, sizeof *s);
 }
 
@@ -98,6 +106,23 @@ static int gather_blocks(const Model *m, ForwardState *s, const KvCache *cache, 
     return (int)n;
 }
 
+/* Rows a query at qpos saw: every position it may see, block by block (a
+ * block is a run of positions, so this is a count per block, not a scan). */
+static size_t rows_seen(const AttnArgs *a, size_t qpos)
+{
+    size_t n = 0;
+    for (size_t b = 0; b < a->n_blocks; b++) {
+        size_t lo = a->blocks[b].pos, hi = lo + a->blocks[b].n; /* positions [lo, hi) */
+        if (!a->bidirectional) {
+            size_t first = (a->window && qpos + 1 > a->window) ? qpos + 1 - a->window : 0;
+            lo = lo > first ? lo : first;
+            hi = hi < qpos + 1 ? hi : qpos + 1;
+        }
+        n += hi > lo ? hi - lo : 0;
+    }
+    return n;
+}
+
 /* Self-attention of one layer for every group: append, then attend. */
 static int attention(const Model *m, ForwardState *s, size_t layer, const AttnPass *p, Counters *ctr, Err *e)
 {
@@ -117,6 +142,11 @@ static int attention(const Model *m, ForwardState *s, size_t layer, const AttnPa
             float *probs = (s->probs && b == 0)
                                ? s->probs + (layer * c->n_heads + h * group) * s->max_q * c->max_seq_len
                                : NULL;
+            /* a cache that learns from attention (heavy hitters) gets the last query's weights */
+            const int observe = cache && cache->ops->observe;
+            size_t probs_q_stride = c->max_seq_len, probs_g_stride = s->max_q * c->max_seq_len;
+            if (observe && !probs) /* every query writes the same rows: the last one stays */
+                probs = s->observed, probs_q_stride = 0, probs_g_stride = c->max_seq_len;
             AttnArgs a = {
                 .q = s->q + first * q_dim + h * group * hd, .q_stride = q_dim,
                 .out = s->att + first * q_dim + h * group * hd, .out_stride = q_dim,
@@ -125,9 +155,13 @@ static int attention(const Model *m, ForwardState *s, size_t layer, const AttnPa
                 .bidirectional = p->bidirectional,
                 .blocks = s->blocks, .n_blocks = (size_t)nb,
                 .scores = s->scores, .view = s->view, .view_blocks = s->view_blocks,
-                .probs = probs, .probs_q_stride = c->max_seq_len, .probs_g_stride = s->max_q * c->max_seq_len,
+                .probs = probs, .probs_q_stride = probs_q_stride, .probs_g_stride = probs_g_stride,
             };
-            attend(m->kern, m->attend, &a, ctr);
+            /* flash never holds every weight: a cache that observes them gets the naive form */
+            attend(m->kern, observe && m->attend == ATTEND_FLASH ? ATTEND_NAIVE : m->attend, &a, ctr);
+            if (observe)
+                cache->ops->observe(cache, layer, seq, h, probs + (n_new - 1) * probs_q_stride, probs_g_stride,
+                                    group, rows_seen(&a, a.pos0 + n_new - 1));
         }
     }
     return 0;
@@ -232,7 +266,9 @@ int model_forward(const Model *m, ForwardState *s, KvCache *cache, const int *to
     const AttnPass pass = { .cache = cache, .n_seqs = n_seqs, .n_new = n_new, .pos0 = pos0 };
     for (size_t l = 0; l < c->n_layers; l++) {
         const LayerWeights *w = model_layer(m, l);
-        if (sublayer_self_attention(m, s, w, l, &pass, ctr, e) < 0)
+        int rc = c->attention == ATTN_MLA ? sublayer_mla_attention(m, s, l, &pass, ctr, e) /* model/mla.c */
+                                          : sublayer_self_attention(m, s, w, l, &pass, ctr, e);
+        if (rc < 0)
             return err_wrap(e, "layer %zu", l);
         sublayer_ffn(m, s, w, rows, ctr);
     }

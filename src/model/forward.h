@@ -15,6 +15,8 @@
 #include "model/model.h"
 #include "stats/counters.h"
 
+struct MlaState; /* model/mla.h */
+
 /* Scratch activations for up to max_rows token rows (all sequences). */
 typedef struct {
     size_t max_rows;
@@ -36,9 +38,14 @@ typedef struct {
      * probs[((l * n_heads + h) * max_q + t) * max_seq_len + j]. */
     float *probs;
     size_t max_q;
+    float *observed; /* [group][max_seq_len]: weights handed to a cache that observes them */
     /* With probs: the attention output (before W_o) of sequence 0's queries,
      * [n_layers][max_q][q_dim]. */
     float *att_layers;
+    /* MLA models only (NULL otherwise): MLA's scratch, its LRU of
+     * decompressed tiles and its prefetch queue, with their statistics
+     * (mla_state_stats), for the passes run through this state. */
+    struct MlaState *mla;
 } ForwardState;
 
 int forward_state_init(ForwardState *s, const Config *c, size_t max_rows, int keep_probs, Err *e);

@@ -37,6 +37,28 @@ typedef struct {
     float *wo;   /* [d_model][n_heads * head_dim] */
 } CrossWeights;
 
+/* The multi-head latent attention of one layer (DeepSeek-V2, seed 001; no
+ * query compression), beside its LayerWeights: the layer's wq is MLA's
+ * query projection ([n_heads * (qk_nope_dim + qk_rope_dim)][d_model], with
+ * head_dim = qk_nope_dim + qk_rope_dim), its wk, wv and wo are not used.
+ * H = n_heads, r = kv_lora_rank, p = qk_rope_dim, dn = qk_nope_dim,
+ * dv = v_head_dim. model/mla.h runs it. */
+typedef struct {
+    float *w_dkv;   /* [r + p][d_model]: rows 0..r the down-projection to the latent c_kv, rows r..r+p
+                       W_kr, the RoPE key shared by every head (DeepSeek's kv_a_proj_with_mqa) */
+    float *w_kr;    /* = w_dkv + r * d_model: W_kr's rows, not a tensor of its own */
+    float *kv_norm; /* [r]: RMSNorm gain of c_kv (the cache holds the normed latent) */
+    float *w_uk;    /* [H * dn][r]: up-projection of c_kv to each head's non-RoPE key */
+    float *w_uv;    /* [H * dv][r]: up-projection of c_kv to each head's value */
+    float *w_o;     /* [d_model][H * dv]: output projection */
+} MlaWeights;
+
+/* How MLA attention reads its latent cache (model/mla.h). */
+typedef enum {
+    MLA_ABSORBED = 0, /* W_uk folded into the query, W_uv applied after attention: K, V never built */
+    MLA_DECOMPRESS,   /* every cached row up-projected to per-head K and V (seed 001's way) */
+} MlaPath;
+
 /* The source document's four pitfalls, committed on purpose so a learner
  * can see what each one breaks. They act on the cached path only: the
  * uncached run stays the correct reference. Off unless Model.bugs sets them. */
@@ -66,6 +88,10 @@ typedef struct {
     LayerWeights *enc_layers; /* [encoder_layers]: bidirectional self-attention and FFN */
     float *enc_norm;          /* [d_model], applied to the encoder's output */
     CrossWeights *cross;      /* [n_layers] */
+    /* MLA only (attention = mla; NULL otherwise) */
+    MlaWeights *mla;      /* [n_layers], or [1] with shared_layers */
+    MlaPath mla_path;     /* absorbed (default) or decompress */
+    size_t mla_tiles;     /* decompress: tiles the LRU of decompressed tiles holds (seed 001: 4); 0 = off */
     float *arena;         /* every tensor above lives here */
     size_t arena_floats;
     char source[160];     /* "mt19937 seed 42" or "file worked-example.txt" */
@@ -77,7 +103,9 @@ typedef struct {
  * encoder-decoder draws the decoder-only tensors first, in the same order
  * (so they equal a decoder-only model's of the same config), then the
  * encoder's layers, its norm and the cross-attention weights; it takes
- * synthetic weights only.
+ * synthetic weights only. An MLA model (attention = mla) likewise draws the
+ * decoder-only tensors first, then per stored layer w_dkv (with W_kr),
+ * kv_norm, w_uk, w_uv, w_o (MlaWeights); synthetic weights only.
  * Fails with ERR_RUNTIME when memory runs out or the file is bad. */
 int model_init(Model *m, const Config *cfg, const Kernels *kern, Err *e);
 void model_free(Model *m);
@@ -86,8 +114,11 @@ void model_free(Model *m);
 size_t model_param_floats(const Config *cfg);
 
 /* The cache geometry this model needs for n_seqs sequences, with its
- * kernels' codecs. */
+ * kernels' codecs. An MLA model caches one latent row per token and layer:
+ * one "KV head" of kv_lora_rank + qk_rope_dim values, K only (k_only). */
 KvGeometry model_kv_geometry(const Model *m, size_t n_seqs);
+/* The same from a config alone (codec NULL): what a cache of it holds. */
+KvGeometry config_kv_geometry(const Config *c, size_t n_seqs);
 
 /* The layer weights layer l uses. */
 const LayerWeights *model_layer(const Model *m, size_t l);

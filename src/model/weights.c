@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/mla.h"
 #include "model/model.h"
 
 static size_t layer_floats(const Config *c)
@@ -21,20 +22,38 @@ static size_t cross_floats(const Config *c)
     return d + q * d + 2 * kv * d + d * q;
 }
 
+/* One layer's MLA tensors (MlaWeights), in their draw order. */
+static size_t mla_floats(const Config *c)
+{
+    size_t d = c->d_model, r = c->kv_lora_rank, p = c->qk_rope_dim, h = c->n_heads;
+    return (r + p) * d + r + h * c->qk_nope_dim * r + h * c->v_head_dim * r + d * h * c->v_head_dim;
+}
+
 size_t model_param_floats(const Config *c)
 {
     size_t stored_layers = c->shared_layers ? 1 : c->n_layers;
     size_t n = 2 * c->vocab * c->d_model + c->d_model + stored_layers * layer_floats(c);
     if (c->architecture == ARCH_ENCDEC)
         n += c->encoder_layers * layer_floats(c) + c->d_model + c->n_layers * cross_floats(c);
+    if (c->attention == ATTN_MLA)
+        n += stored_layers * mla_floats(c);
     return n;
+}
+
+KvGeometry config_kv_geometry(const Config *c, size_t n_seqs)
+{
+    if (c->attention == ATTN_MLA) /* the latent row: c_kv then the shared RoPE key, no V */
+        return (KvGeometry){ .n_layers = c->n_layers, .n_seqs = n_seqs, .n_kv_heads = 1,
+                             .head_dim = mla_latent_dim(c), .max_seq_len = c->max_seq_len, .k_only = 1 };
+    return (KvGeometry){ .n_layers = c->n_layers, .n_seqs = n_seqs, .n_kv_heads = c->n_kv_heads,
+                         .head_dim = c->head_dim, .max_seq_len = c->max_seq_len };
 }
 
 KvGeometry model_kv_geometry(const Model *m, size_t n_seqs)
 {
-    const Config *c = &m->cfg;
-    return (KvGeometry){ .n_layers = c->n_layers, .n_seqs = n_seqs, .n_kv_heads = c->n_kv_heads,
-                         .head_dim = c->head_dim, .max_seq_len = c->max_seq_len, .codec = m->kern->codec };
+    KvGeometry g = config_kv_geometry(&m->cfg, n_seqs);
+    g.codec = m->kern->codec;
+    return g;
 }
 
 const LayerWeights *model_layer(const Model *m, size_t l)
@@ -76,6 +95,17 @@ static void carve(Model *m)
         carve_layer(c, &m->layers[l], &cur);
     m->final_norm = take(&cur, d);
     m->unembed = take(&cur, c->vocab * d);
+    if (c->attention == ATTN_MLA) /* after the decoder-only tensors (no MLA model is encoder-decoder) */
+        for (size_t l = 0; l < n; l++) {
+            MlaWeights *a = &m->mla[l];
+            size_t r = c->kv_lora_rank, h = c->n_heads, dv = c->v_head_dim;
+            a->w_dkv = take(&cur, (r + c->qk_rope_dim) * d);
+            a->w_kr = a->w_dkv + r * d;
+            a->kv_norm = take(&cur, r);
+            a->w_uk = take(&cur, h * c->qk_nope_dim * r);
+            a->w_uv = take(&cur, h * dv * r);
+            a->w_o = take(&cur, d * h * dv);
+        }
     if (c->architecture != ARCH_ENCDEC)
         return;
     for (size_t l = 0; l < c->encoder_layers; l++)
@@ -130,6 +160,16 @@ static void fill_synthetic(Model *m)
         fill_layer(c, rng, &m->layers[l]);
     fill_ones(m->final_norm, d);
     fill_gaussian(rng, m->unembed, c->vocab * d, d);
+    if (c->attention == ATTN_MLA) /* after the tensors every model draws: those keep their bits */
+        for (size_t l = 0; l < n; l++) {
+            MlaWeights *a = &m->mla[l];
+            size_t r = c->kv_lora_rank, h = c->n_heads, dv = c->v_head_dim;
+            fill_gaussian(rng, a->w_dkv, (r + c->qk_rope_dim) * d, d); /* W_dkv, then W_kr */
+            fill_ones(a->kv_norm, r);
+            fill_gaussian(rng, a->w_uk, h * c->qk_nope_dim * r, r);
+            fill_gaussian(rng, a->w_uv, h * dv * r, r);
+            fill_gaussian(rng, a->w_o, d * h * dv, h * dv);
+        }
     if (c->architecture == ARCH_ENCDEC) { /* after the decoder-only tensors: those keep their bits */
         for (size_t l = 0; l < c->encoder_layers; l++)
             fill_layer(c, rng, &m->enc_layers[l]);
@@ -153,11 +193,11 @@ int model_init(Model *m, const Config *cfg, const Kernels *kern, Err *e)
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     m->kern = kern;
-    if (cfg->attention != ATTN_GQA)
-        return err_set(e, ERR_USAGE,
-                       "model '%s' uses MLA attention, which the engine does not run yet; "
-                       "`kvscope calc` reads its shape",
-                       cfg->name);
+    const int mla = cfg->attention == ATTN_MLA;
+    if (mla && mla_check_config(cfg, e) < 0)
+        return -1;
+    m->mla_path = MLA_ABSORBED;
+    m->mla_tiles = MLA_DEFAULT_TILES;
     const int encdec = cfg->architecture == ARCH_ENCDEC;
     if (encdec && strcmp(cfg->weights, "synthetic") != 0)
         return err_set(e, ERR_USAGE, "model '%s': an encoder-decoder takes synthetic weights only", cfg->name);
@@ -168,7 +208,9 @@ int model_init(Model *m, const Config *cfg, const Kernels *kern, Err *e)
         m->enc_layers = calloc(cfg->encoder_layers, sizeof *m->enc_layers);
         m->cross = calloc(cfg->n_layers, sizeof *m->cross);
     }
-    if (!m->arena || !m->layers || (encdec && (!m->enc_layers || !m->cross))) {
+    if (mla)
+        m->mla = calloc(cfg->shared_layers ? 1 : cfg->n_layers, sizeof *m->mla);
+    if (!m->arena || !m->layers || (encdec && (!m->enc_layers || !m->cross)) || (mla && !m->mla)) {
         model_free(m);
         return err_set(e, ERR_RUNTIME, "out of memory for %zu MB of weights",
                        m->arena_floats * sizeof(float) >> 20);
@@ -199,6 +241,8 @@ void model_free(Model *m)
     free(m->layers);
     free(m->enc_layers);
     free(m->cross);
+    free(m->mla);
+    m->mla = NULL;
     m->arena = NULL;
     m->layers = NULL;
     m->enc_layers = NULL;

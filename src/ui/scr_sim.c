@@ -43,13 +43,15 @@ static void draw(Frame *f, Rect b, const View *v)
     Rect mid = rect_sub(b, 0, 1 + map_h, b.w, mid_h);
     panel_counters(f, rect_sub(mid, 0, 0, cw, mid.h), v, s, focus == P_COUNTERS);
     Rect right = rect_sub(mid, cw + 1, 0, mid.w - cw - 1, mid.h);
-    if (spark_wide) {
-        panel_heat(f, right, v, s, focus == P_HEAT);
+    /* a paged cache's page table sits under the heatmap (focus: with the map) */
+    const int pages_h = panel_pages_height(s), spark_h = spark_wide ? 0 : SPARK_H;
+    panel_heat(f, rect_sub(right, 0, 0, right.w, right.h - spark_h - pages_h), v, s, focus == P_HEAT);
+    if (pages_h)
+        panel_pages(f, rect_sub(right, 0, right.h - spark_h - pages_h, right.w, pages_h), s, focus == P_MAP);
+    if (spark_wide)
         panel_spark(f, rect_sub(b, 0, b.h - tok_h - SPARK_H, b.w, SPARK_H), v, s, focus == P_SPARK);
-    } else {
-        panel_heat(f, rect_sub(right, 0, 0, right.w, right.h - SPARK_H), v, s, focus == P_HEAT);
+    else
         panel_spark(f, rect_sub(right, 0, right.h - SPARK_H, right.w, SPARK_H), v, s, focus == P_SPARK);
-    }
     panel_tokens(f, rect_sub(b, 0, b.h - tok_h, b.w, tok_h), v, s, focus == P_TOKENS);
 }
 

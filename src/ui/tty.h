@@ -30,9 +30,11 @@ typedef struct {
 } Measure;
 
 /* Measure the view at w x h through a real ncurses screen writing to
- * /dev/null (TERM=xterm-256color, so no terminal is needed): `frames`
- * frames per screen, then the simulation played from pass 0 to the end
- * (repeated for at least a second). -1 when ncurses cannot start. */
+ * /dev/null (TERM=xterm-256color, so no terminal is needed): building
+ * `frames` frames of each screen at the end of its run (at most 64 passes),
+ * emitting `frames` frames that each differ from the last, then the
+ * simulation played from pass 0 to the end, repeated for at least a second.
+ * -1 when ncurses cannot start. */
 int tty_measure(View *v, int w, int h, int frames, Measure *out, Err *e);
 
 #endif

@@ -15,3 +15,8 @@ if [ "$status" -eq 0 ] && python3 -c 'import json,sys; d=json.load(open(sys.argv
 then ok "quality: json parses"; else bad "quality: json parses" "exit $status" "$(head -c 300 "$err")"; fi
 expect_fail "quality: not with --compare" 2 "excludes --no-cache and --compare" $KV run --quality --compare
 expect_fail "quality: one sequence" 2 "measures one sequence" $KV run --quality --batch 2
+expect_ok "h2o: a budget above the sequence keeps all the mass" 'least mass kept 1\.0000' \
+    $KV run --prompt-len 20 --tokens 4 --cache h2o:budget=64,recent=8 --quality
+expect_ok "h2o: a small budget drops attention mass" 'least mass kept 0\.' \
+    $KV run --prompt-len 60 --tokens 6 --cache h2o:budget=16,recent=4,pass=16 --quality
+expect_fail "h2o: recent above budget" 2 "recent=8 must not exceed budget=4" $KV run --cache h2o:budget=4,recent=8

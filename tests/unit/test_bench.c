@@ -124,6 +124,16 @@ static void broken_dot(float *out, const float *q, size_t G, const void *row, si
         out[g] = 0.0f;
 }
 
+/* The same forgetting in the tile form, which attention calls. */
+static void broken_dot_rows(float *out, size_t ld, const float *q, size_t G, const void *rows, size_t stride,
+                            size_t n_rows, size_t n)
+{
+    (void)q, (void)rows, (void)stride, (void)n;
+    for (size_t g = 0; g < G; g++)
+        for (size_t r = 0; r < n_rows; r++)
+            out[g * ld + r] = 0.0f;
+}
+
 static void test_broken_kernel_caught(void **state)
 {
     (void)state;
@@ -132,6 +142,7 @@ static void test_broken_kernel_caught(void **state)
     FormatOps codec[FMT_COUNT];
     memcpy(codec, ref->codec, sizeof codec);
     codec[FMT_F32].dot = broken_dot;
+    codec[FMT_F32].dot_rows = broken_dot_rows;
     Kernels broken = *ref;
     broken.codec = codec;
 

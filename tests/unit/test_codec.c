@@ -5,7 +5,9 @@
  *     bytes worked out by hand below; (c) zeros, constant rows, huge values,
  *     Inf and NaN behave as codec_ref.c documents; (d) every SIMD table this
  *     CPU runs agrees with the reference at awkward lengths, and the test
- *     prints which tables it ran and which it skipped, and why. */
+ *     prints which tables it ran and which it skipped, and why; (e) so do
+ *     the tile forms (dot_rows, axpy_rows) at awkward lengths, groups and
+ *     row counts, and the per-row forms equal a tile of one row. */
 #include "testutil.h"
 
 #include <float.h>
@@ -41,7 +43,9 @@
 #define DOT_ROUNDINGS(n) ((double)(n) / 4.0 + 16.0)
 
 /* axpy: the reference rounds w * v, then the sum; FMA rounds once. Apart by
- * at most 3 roundings of |acc| + |w * v|. */
+ * at most 3 roundings of |acc| + |w * v|. A tile of R rows adds R such
+ * terms, each rounded up to 3 times on one side or the other: apart by at
+ * most 3R roundings of |acc| + sum_r |w_r * v_r|. */
 #define AXPY_ROUNDINGS 3.0
 
 /* --- data ------------------------------------------------------------------- */
@@ -50,6 +54,14 @@ static const size_t lens[] = { 1, 7, 8, 31, 32, 33, 127, 128, 129, 4096 };
 #define N_LENS (sizeof lens / sizeof lens[0])
 static const size_t groups[] = { 1, 3, 4, 8, 12, 70 }; /* 12, 70: the paths past 8 heads and 64 */
 #define N_GROUPS (sizeof groups / sizeof groups[0])
+
+/* The tile forms: row lengths, groups (5 = 4 + 1, 12 = 8 + 4 heads in the
+ * SIMD blocks) and row counts (1; 7, fewer than a block of rows; 64, the
+ * flash tile; 65, a tile and a row). */
+static const size_t tile_lens[] = { 1, 7, 16, 31, 33, 128, 129, 300 };
+static const size_t tile_groups[] = { 1, 2, 3, 4, 5, 8, 12 };
+static const size_t tile_rows[] = { 1, 7, 64, 65 };
+#define N_OF(a) (sizeof a / sizeof a[0])
 
 static uint32_t lcg(uint32_t *s)
 {
@@ -643,6 +655,160 @@ static void check_isa_format(const Isa *isa, Format f, Worst *wst)
     }
 }
 
+/* --- (e) the tile forms against the reference --------------------------------- */
+
+typedef struct {
+    double dot, axpy; /* worst |isa - ref| / bound */
+    size_t cases;
+} TileWorst;
+
+/* n_rows rows of n values in format f, `stride` bytes apart from an odd
+ * address (rows of int4 / fp4 and f16 are not 4-aligned in caches), each
+ * with its own values; y: their decoded values [n_rows][n]. nan_row: a row
+ * holding one NaN (or n_rows for none). */
+static unsigned char *tile_rows_make(Format f, size_t n, size_t n_rows, size_t stride, size_t nan_row, float *y,
+                                     unsigned char **buf)
+{
+    *buf = calloc(n_rows * stride + 1, 1);
+    unsigned char *rows = *buf + 1;
+    float *x = malloc(n * sizeof *x);
+    for (size_t r = 0; r < n_rows; r++) {
+        fill(x, n, (uint32_t)(7 * r + n));
+        if (r == nan_row)
+            x[n / 2] = NAN;
+        codec_ref[f].quantize(rows + r * stride, x, n);
+        codec_ref[f].dequantize(y + r * n, rows + r * stride, n);
+    }
+    free(x);
+    return rows;
+}
+
+/* One (format, n, G, n_rows): dot_rows and axpy_rows of `ops` against the
+ * reference's, within the bounds above; the scores are written at ld =
+ * n_rows + 3 and the gaps between heads must stay untouched. */
+static void check_tile(const char *name, const FormatOps *ops, Format f, size_t n, size_t G, size_t n_rows,
+                       TileWorst *tw)
+{
+    const FormatOps *ref = &codec_ref[f];
+    const size_t stride = format_row_bytes(f, n) + 5, ld = n_rows + 3;
+    unsigned char *buf;
+    float *y = malloc(n_rows * n * sizeof *y);
+    const unsigned char *rows = tile_rows_make(f, n, n_rows, stride, n_rows, y, &buf);
+    float *q = malloc(G * n * sizeof *q), *w = malloc(G * ld * sizeof *w);
+    float *o1 = malloc(G * ld * sizeof *o1), *o2 = malloc(G * ld * sizeof *o2);
+    float *a0 = malloc(G * n * sizeof *a0), *a1 = malloc(G * n * sizeof *a1), *a2 = malloc(G * n * sizeof *a2);
+    fill_plain(q, G * n, (uint32_t)(G * 131 + n));
+    fill_plain(w, G * ld, (uint32_t)(G + n_rows));
+    fill_plain(a0, G * n, (uint32_t)(G + n + 17));
+    for (size_t e = 0; e < G * ld; e++)
+        o1[e] = o2[e] = -12345.0f; /* the gaps must keep it */
+
+    ref->dot_rows(o1, ld, q, G, rows, stride, n_rows, n);
+    ops->dot_rows(o2, ld, q, G, rows, stride, n_rows, n);
+    for (size_t g = 0; g < G; g++) {
+        for (size_t r = 0; r < n_rows; r++) {
+            double mag = 0.0;
+            for (size_t i = 0; i < n; i++)
+                mag += fabs((double)q[g * n + i] * y[r * n + i]);
+            const size_t e = g * ld + r;
+            const double tol = DOT_ROUNDINGS(n) * U_F32 * mag, diff = fabs((double)o2[e] - o1[e]);
+            if (!(diff <= tol))
+                fail_msg("%s %s n=%zu G=%zu rows=%zu: dot_rows[%zu][%zu] = %.9g, ref %.9g (diff %.3g > tol %.3g)",
+                         name, format_name(f), n, G, n_rows, g, r, o2[e], o1[e], diff, tol);
+            if (tol > 0 && diff / tol > tw->dot)
+                tw->dot = diff / tol;
+        }
+        for (size_t r = n_rows; r < ld; r++)
+            if (o2[g * ld + r] != -12345.0f)
+                fail_msg("%s %s n=%zu G=%zu rows=%zu: dot_rows wrote out[%zu * ld + %zu], past the rows", name,
+                         format_name(f), n, G, n_rows, g, r);
+    }
+
+    memcpy(a1, a0, G * n * sizeof *a0);
+    memcpy(a2, a0, G * n * sizeof *a0);
+    ref->axpy_rows(a1, w, ld, G, rows, stride, n_rows, n);
+    ops->axpy_rows(a2, w, ld, G, rows, stride, n_rows, n);
+    for (size_t g = 0; g < G; g++)
+        for (size_t i = 0; i < n; i++) {
+            const size_t e = g * n + i;
+            double mag = fabs((double)a0[e]);
+            for (size_t r = 0; r < n_rows; r++)
+                mag += fabs((double)w[g * ld + r] * y[r * n + i]);
+            const double tol = AXPY_ROUNDINGS * (double)n_rows * U_F32 * mag, diff = fabs((double)a2[e] - a1[e]);
+            if (!(diff <= tol))
+                fail_msg("%s %s n=%zu G=%zu rows=%zu: axpy_rows[%zu][%zu] = %.9g, ref %.9g (diff %.3g > tol %.3g)",
+                         name, format_name(f), n, G, n_rows, g, i, a2[e], a1[e], diff, tol);
+            if (tol > 0 && diff / tol > tw->axpy)
+                tw->axpy = diff / tol;
+        }
+
+    /* the per-row forms are a tile of one row: the same bits */
+    if (n_rows == 1) {
+        float *o3 = malloc(G * sizeof *o3), *o4 = malloc(G * sizeof *o4), *w1 = malloc(G * sizeof *w1);
+        ops->dot(o3, q, G, rows, n);
+        ops->dot_rows(o4, 1, q, G, rows, stride, 1, n);
+        for (size_t g = 0; g < G; g++)
+            w1[g] = w[g * ld];
+        memcpy(a1, a0, G * n * sizeof *a0);
+        memcpy(a2, a0, G * n * sizeof *a0);
+        ops->axpy(a1, w1, G, rows, n);
+        ops->axpy_rows(a2, w1, 1, G, rows, stride, 1, n);
+        assert_true(memcmp(o3, o4, G * sizeof *o3) == 0);
+        assert_true(memcmp(a1, a2, G * n * sizeof *a1) == 0);
+        free(o3);
+        free(o4);
+        free(w1);
+    }
+    tw->cases++;
+    free(buf);
+    free(y);
+    free(q);
+    free(w);
+    free(o1);
+    free(o2);
+    free(a0);
+    free(a1);
+    free(a2);
+}
+
+/* A NaN in one row of a tile: the scores and sums are NaN exactly where
+ * the reference's are (that row's score; the sums it reaches), the other
+ * rows' scores stay finite. */
+static void check_tile_nan(const char *name, const FormatOps *ops, Format f)
+{
+    const size_t n = 40, n_rows = 9, G = 4, nan_row = 5, stride = format_row_bytes(f, n);
+    unsigned char *buf;
+    float y[9 * 40], q[4 * 40], w[4 * 9], o1[4 * 9], o2[4 * 9], a1[4 * 40] = { 0 }, a2[4 * 40] = { 0 };
+    const unsigned char *rows = tile_rows_make(f, n, n_rows, stride, nan_row, y, &buf);
+    fill_plain(q, G * n, 11);
+    fill_plain(w, G * n_rows, 12);
+    codec_ref[f].dot_rows(o1, n_rows, q, G, rows, stride, n_rows, n);
+    ops->dot_rows(o2, n_rows, q, G, rows, stride, n_rows, n);
+    for (size_t e = 0; e < G * n_rows; e++) {
+        if ((isnan(o1[e]) != 0) != (isnan(o2[e]) != 0))
+            fail_msg("%s %s: dot_rows[%zu][%zu] = %g, ref %g", name, format_name(f), e / n_rows, e % n_rows, o2[e],
+                     o1[e]);
+        assert_int_equal(isnan(o2[e]) != 0, e % n_rows == nan_row);
+    }
+    codec_ref[f].axpy_rows(a1, w, n_rows, G, rows, stride, n_rows, n);
+    ops->axpy_rows(a2, w, n_rows, G, rows, stride, n_rows, n);
+    for (size_t e = 0; e < G * n; e++)
+        if ((isnan(a1[e]) != 0) != (isnan(a2[e]) != 0))
+            fail_msg("%s %s: axpy_rows[%zu][%zu] = %g, ref %g", name, format_name(f), e / n, e % n, a2[e], a1[e]);
+    free(buf);
+}
+
+static void check_isa_tiles(const Isa *isa, Format f, TileWorst *tw)
+{
+    for (size_t li = 0; li < N_OF(tile_lens); li++)
+        for (size_t gi = 0; gi < N_OF(tile_groups); gi++)
+            for (size_t ri = 0; ri < N_OF(tile_rows); ri++)
+                check_tile(isa->name, &isa->ops[f], f, tile_lens[li], tile_groups[gi], tile_rows[ri], tw);
+    check_tile(isa->name, &isa->ops[f], f, 4096, 4, 7, tw); /* long rows: the blocks of chunks repeat */
+    check_tile(isa->name, &isa->ops[f], f, 128, 70, 9, tw); /* a large group */
+    check_tile_nan(isa->name, &isa->ops[f], f);
+}
+
 /* f16 in hardware against the reference: all 65536 halves decoded, and the
  * conversion of rounding edges, specials and random bit patterns. */
 static void check_isa_f16(const Isa *isa)
@@ -708,6 +874,72 @@ static void test_isa_tables(void **state)
     }
 }
 
+/* The reference's tiles are its per-row forms row after row, bit for bit
+ * (the oracle's indexing: ld, stride, the heads' runs). */
+static void check_ref_tile(Format f, size_t n, size_t G, size_t n_rows)
+{
+    const FormatOps *ref = &codec_ref[f];
+    const size_t stride = format_row_bytes(f, n) + 3, ld = n_rows + 2;
+    unsigned char *buf;
+    float *y = malloc(n_rows * n * sizeof *y);
+    const unsigned char *rows = tile_rows_make(f, n, n_rows, stride, n_rows, y, &buf);
+    float *q = malloc(G * n * sizeof *q), *w = malloc(G * ld * sizeof *w), *o1 = malloc(G * ld * sizeof *o1);
+    float *o2 = malloc(G * sizeof *o2), *w1 = malloc(G * sizeof *w1);
+    float *a1 = calloc(G * n, sizeof *a1), *a2 = calloc(G * n, sizeof *a2);
+    fill_plain(q, G * n, 3);
+    fill_plain(w, G * ld, 4);
+    ref->dot_rows(o1, ld, q, G, rows, stride, n_rows, n);
+    ref->axpy_rows(a1, w, ld, G, rows, stride, n_rows, n);
+    for (size_t r = 0; r < n_rows; r++) {
+        ref->dot(o2, q, G, rows + r * stride, n);
+        for (size_t g = 0; g < G; g++) {
+            assert_true(memcmp(&o1[g * ld + r], &o2[g], sizeof *o2) == 0);
+            w1[g] = w[g * ld + r];
+        }
+        ref->axpy(a2, w1, G, rows + r * stride, n);
+    }
+    assert_true(memcmp(a1, a2, G * n * sizeof *a1) == 0);
+    free(buf);
+    free(y);
+    free(q);
+    free(w);
+    free(o1);
+    free(o2);
+    free(w1);
+    free(a1);
+    free(a2);
+}
+
+/* The tile forms: the reference's against its per-row forms, then every
+ * SIMD table this CPU runs against the reference's. */
+static void test_tiles(void **state)
+{
+    (void)state;
+    for (int f = 0; f < FMT_COUNT; f++)
+        for (size_t ri = 0; ri < N_OF(tile_rows); ri++) {
+            check_ref_tile((Format)f, 33, 3, tile_rows[ri]);
+            check_ref_tile((Format)f, 128, 1, tile_rows[ri]);
+        }
+    printf("  tiles ref    agree with its per-row forms\n");
+    Isa isa[4];
+    size_t ni = isa_list(isa);
+    if (ni == 0)
+        printf("  no SIMD codec tables on this architecture\n");
+    for (size_t k = 0; k < ni; k++) {
+        if (!isa[k].ok) {
+            printf("  tiles %-6s skipped: %s\n", isa[k].name, isa[k].why);
+            continue;
+        }
+        printf("  tiles %-6s ran; worst dot_rows error / bound, axpy_rows error / bound:\n", isa[k].name);
+        for (int f = 0; f < FMT_COUNT; f++) {
+            TileWorst tw = { 0 };
+            check_isa_tiles(&isa[k], (Format)f, &tw);
+            printf("    %-5s dot_rows %.3f  axpy_rows %.3f  (%zu cases)\n", format_name((Format)f), tw.dot, tw.axpy,
+                   tw.cases);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -721,6 +953,7 @@ int main(void)
         cmocka_unit_test(test_huge_and_inf),
         cmocka_unit_test(test_nan),
         cmocka_unit_test(test_isa_tables),
+        cmocka_unit_test(test_tiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
