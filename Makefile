@@ -105,7 +105,7 @@ sanitize:
 # AArch64 (a small stand-in for cmocka in tests/cross) and run under qemu.
 CROSS_CC  := aarch64-linux-gnu-gcc
 CROSS_SRC := $(filter-out %_avx2.c %_avx512.c,$(wildcard src/kernels/*.c)) src/util/err.c src/stats/counters.c
-CROSS_TESTS := test_kernels test_attend test_codec
+CROSS_TESTS := test_kernels test_attend test_codec test_bench
 cross-test:
 	@mkdir -p $(BUILD)/cross
 	@set -e; for t in $(CROSS_TESTS); do \

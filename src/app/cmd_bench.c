@@ -291,6 +291,14 @@ static int run_prepare(Bench *b, Err *e)
     if (b->have_ob)
         b->impl[b->n_impl++] = (Impl){ bench_matvec_openblas, &b->ob, b->ob_name, "openblas" };
 
+    /* one untimed pass of the reads and matvecs: first touches, lazy loading
+     * and clock ramps then fall outside every round */
+    BenchResult warmup;
+    bench_read(b->read_k, &b->read, &warmup);
+    bench_read_dot(b->read_k, &b->read, &warmup);
+    for (size_t i = 0; i < b->n_impl; i++)
+        bench_matvec(b->impl[i].fn, b->impl[i].ctx, &b->mat, &warmup);
+
     b->n_attn = n_kv * BENCH_N_GROUPS * BENCH_N_ALGOS * 2;
     b->rounds = calloc((2 + b->n_attn + b->n_impl) * o->reps, sizeof *b->rounds);
     if (!b->rounds)

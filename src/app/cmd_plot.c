@@ -26,16 +26,13 @@ const PlotFigure plot_figures[] = {
       plot_bandwidth },
     { 6, "quant-error", "quantization error per format: attention output error, element error histogram", NULL, 0,
       plot_quant_error },
-    { 7, "paged", "paged cache: internal waste vs page size, pages saved by prefix sharing",
-      "the paged layout (src/kv: page pool, free list, block table, prefix hashing)", 0, NULL },
+    { 7, "paged", "paged cache: internal waste vs page size, pages saved by prefix sharing", NULL, 0,
+      plot_paged },
     { 8, "eviction", "eviction quality: attention mass kept and output error vs memory budget",
       "the eviction policies (src/kv: window with sinks, block-sparse, heavy hitters) and the structured "
       "workloads (src/sim)", 0, NULL },
-    { 9, "beam", "beam search memory vs beam width, with and without copy-on-write",
-      "beam search (src/model) and cache fork with copy-on-write pages (src/kv)", 0, NULL },
-    { 10, "mla", "MLA vs GQA vs MHA bytes per token, and decompress vs absorbed FLOPs",
-      "MLA attention in the engine (src/model: decompress and absorbed paths; the bytes exist, see figure 4)", 0,
-      NULL },
+    { 9, "beam", "beam search memory vs beam width, with and without copy-on-write", NULL, 0, plot_beam },
+    { 10, "mla", "MLA vs GQA vs MHA bytes per token, and decompress vs absorbed FLOPs", NULL, 0, plot_mla },
 };
 const size_t plot_n_figures = sizeof plot_figures / sizeof plot_figures[0];
 
@@ -73,12 +70,14 @@ static void help(void)
            "  --list              the figures, and what the waiting ones wait for\n"
            "  --out DIR           where to write (default %s; created if missing)\n"
            "  --term T            png, svg or dumb (draw in this terminal); default png and svg\n"
-           "  --seed S            seed of the prompts and synthetic K/V values (default %d);\n"
-           "                      the same seed writes byte-identical data files, except the\n"
-           "                      measured figures (step-time, bandwidth), which hold timings\n"
+           "  --seed S            seed of the prompts, sources, request lengths and synthetic\n"
+           "                      K/V values (default %d); the same seed writes byte-identical\n"
+           "                      data files, except the measured figures (step-time,\n"
+           "                      bandwidth), which hold timings\n"
            "  --model NAME        figures 1-3: the model (defaults: tiny for 1-2, small for 3)\n"
            "  --tokens N          figures 1-3: tokens generated (defaults 256 and 160)\n"
-           "  --quick             smaller measured figures (for tests: they then mean little)\n\n"
+           "  --quick             smaller runs, for tests: shorter measured figures (they then mean\n"
+           "                      little) and beam search at widths 1-4 only\n\n"
            "Without gnuplot the data and scripts are still written; install it with\n"
            "sudo apt-get install gnuplot-nox. `make plots` writes every figure to build/plots.\n"
            "example: kvscope plot projection memory --term dumb\n",

@@ -11,6 +11,7 @@
 #include "app/commands.h"
 #include "app/run_beam.h"
 #include "app/run_mla.h"
+#include "app/preset.h"
 #include "app/run_quality.h"
 #include "app/run_report.h"
 #include "kv/cache.h"
@@ -34,6 +35,7 @@ typedef struct {
     int tokens_given, alpha_given;
     MlaPath mla; /* --mla (run_mla.c) */
     int mla_given;
+    const Preset *preset; /* --preset: defaults the options above override */
 } RunOpts;
 
 static void help(void)
@@ -63,6 +65,9 @@ static void help(void)
            "                      purpose (repeatable): rope-position, mask-in-decode,\n"
            "                      rope-on-v, ignore-append; --compare then shows the damage\n"
            "%s"
+           "  --preset NAME       a source document's system: marlin (seed 000), mla (001),\n"
+           "                      teaching (002), encdec (003), mixed (004); its model, cache\n"
+           "                      and workload are defaults the other options override\n"
            "  --no-cache          recompute everything at every step\n"
            "  --quality           measure the cache against an exact shadow run fed the same\n"
            "                      tokens: attention error and attention mass kept per layer,\n"
@@ -90,7 +95,7 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
         { "sample-seed", required_argument, 0, 0 }, { "cache", required_argument, 0, 0 },
         { "no-cache", no_argument, 0, 0 },      { "compare", no_argument, 0, 0 },
         { "quality", no_argument, 0, 0 },
-        { "attention", required_argument, 0, 0 }, { "bug", required_argument, 0, 0 },
+        { "attention", required_argument, 0, 0 }, { "preset", required_argument, 0, 0 }, { "bug", required_argument, 0, 0 },
         { "format", required_argument, 0, 0 },  { "help", no_argument, 0, 'h' },
         { "beams", required_argument, 0, 0 },   { "src-len", required_argument, 0, 0 },
         { "alpha", required_argument, 0, 0 },   { "mla", required_argument, 0, 0 },
@@ -147,6 +152,8 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
             o->bugs |= b;
         } else if (strcmp(name, "no-cache") == 0)
             o->no_cache = 1;
+        else if (strcmp(name, "preset") == 0)
+            ; /* applied before the options, by preset_scan */
         else if (strcmp(name, "quality") == 0)
             o->quality = 1;
         else if (strcmp(name, "compare") == 0)
@@ -228,6 +235,8 @@ static double max_rel_logit_diff(const float *a, const float *b, size_t steps, s
 static void print_header(const Model *m, const RunOpts *o, const char *cache_desc, size_t batch, size_t plen)
 {
     const Config *c = &m->cfg;
+    if (o->preset)
+        printf("preset %s: %s\n", o->preset->name, o->preset->description);
     printf("model %s: d_model %zu, %zu layers%s, %zu heads, %zu KV heads, head_dim %zu, ffn %zu, vocab %zu, "
            "max_seq_len %zu\n",
            c->name, c->d_model, c->n_layers, c->shared_layers ? " (shared weights)" : "", c->n_heads,
@@ -259,11 +268,33 @@ static size_t activation_bytes(const Config *c, size_t rows)
     return rows * (2 * c->d_model + 2 * config_q_dim(c) + 2 * config_kv_dim(c) + 2 * c->ffn_dim) * sizeof(float);
 }
 
+/* A preset's values become the defaults; options parsed later override them. */
+static int apply_preset(RunOpts *o, const Preset *p, Err *e)
+{
+    o->preset = p;
+    o->mo.model = p->model[0] ? p->model : o->mo.model;
+    o->mo.shared |= p->shared;
+    o->cache_spec = p->cache[0] ? p->cache : o->cache_spec;
+    if (p->attention[0] && attend_algo_parse(p->attention, &o->attend) < 0)
+        return err_set(e, ERR_USAGE, "preset %s: attention '%s' is not one of flash, naive, materialize", p->name,
+                       p->attention);
+    o->beams = p->beams;
+    if (p->tokens)
+        o->go.n_generate = p->tokens, o->tokens_given = 1;
+    if (p->prompt_len)
+        o->po.len = p->prompt_len;
+    return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
     RunOpts o = { .mo.model = "tiny", .go.n_generate = 16, .go.sample_seed = 1, .cache_spec = "contiguous",
                   .attend = ATTEND_FLASH, .alpha = 1.0 };
     Err e = { 0 };
+    Preset preset;
+    int has_preset = preset_scan(argc, argv, &preset, &e);
+    if (has_preset < 0 || (has_preset && apply_preset(&o, &preset, &e) < 0))
+        return cli_fail(&e);
     int pr = parse_options(argc, argv, &o, &e);
     if (pr == 1) {
         help();
@@ -281,6 +312,8 @@ int cmd_run(int argc, char **argv)
                            .cache_spec = o.cache_spec, .attend = o.attend, .no_cache = o.no_cache,
                            .compare = o.compare, .fmt = o.fmt, .chunk = o.go.chunk, .top_k = o.go.top_k,
                            .temperature = o.go.temperature, .bugs = o.bugs };
+        if (o.preset && o.fmt == OUT_TABLE)
+            printf("preset %s: %s\n", o.preset->name, o.preset->description);
         return run_beam(&ba, &cfg);
     }
     int *prompt = NULL;

@@ -506,6 +506,10 @@ int sublayer_mla_attention(const Model *m, ForwardState *s, size_t layer, const 
     const size_t pos0 = p->pos0;
     if (rows > st->max_rows)
         return err_set(e, ERR_RUNTIME, "MLA: %zu token rows, scratch holds %zu", rows, st->max_rows);
+    if (p->cache && (p->cache->geo.n_kv_heads != 1 || p->cache->geo.head_dim != L))
+        return err_set(e, ERR_RUNTIME, "model '%s' caches one latent row of %zu values per token and layer; cache "
+                       "'%s' holds %zu heads of %zu (open it with model_kv_geometry)", c->name, L,
+                       p->cache->spec, p->cache->geo.n_kv_heads, p->cache->geo.head_dim);
     const int decompress = m->mla_path == MLA_DECOMPRESS;
     if (decompress && mla_tiles_reserve(st, m->mla_tiles, e) < 0)
         return -1;

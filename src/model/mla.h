@@ -13,6 +13,9 @@
  * r + p values (seed 001: 512 + 64 = 576), stored as the K row of a k_only
  * geometry (one "KV head" of r + p values, no V; model_kv_geometry). Any
  * layout and format serves: contiguous, dynamic, paged, ring, mixed, +quant.
+ * c_kv is cached after its RMSNorm (as vLLM does); seed 001 caches it before
+ * and applies kv_a_layernorm at every decompression: the same numbers, the
+ * norm paid once per token instead of once per read.
  *
  * Score and output of head h over cached rows j (scale = 1/sqrt(dn + p)):
  *   s_hj  = scale * (q_nope_h . W_uk_h c_j + q_rope_h . k_rope_j)

@@ -1,6 +1,8 @@
 # test_plot.sh: `kvscope plot`: every figure's data has its shape, obeys
 # the physics (memory grows with context, uncached work above cached, the
-# fitted slopes), is byte-identical for the same seed, and draws without a
+# fitted slopes, paged waste grows with the page size, pages saved are the
+# shared full pages of the prefix, copy-on-write beams hold no more than
+# copying ones, MLA's FLOPs are its closed forms), is byte-identical for the same seed, and draws without a
 # word from gnuplot; without gnuplot the data and scripts are still written;
 # bad input is one line and exit 2. Timings are never checked.
 
@@ -12,15 +14,16 @@ expect_ok "plot is listed in kvscope --help" '^  plot ' $KV --help
 run "plot --list" $KV plot --list
 ready=$(grep -Ec '^ +[0-9]+  [a-z-]+ +ready' "$out")
 waiting=$(grep -Ec '^ +[0-9]+  [a-z-]+ +waiting' "$out")
-if [ "$status" -eq 0 ] && [ "$ready" -eq 6 ] && [ "$waiting" -eq 4 ] && [ "$(grep -c 'waits for' "$out")" -eq 4 ]
-then ok "plot --list: figures 1-6 ready, 7-10 waiting, each naming what it waits for"
-else bad "plot --list: figures 1-6 ready, 7-10 waiting, each naming what it waits for" \
+if [ "$status" -eq 0 ] && [ "$ready" -eq 9 ] && [ "$waiting" -eq 1 ] && [ "$(grep -c 'waits for' "$out")" -eq 1 ] &&
+    grep -Eq '^  8  eviction +waiting' "$out"
+then ok "plot --list: figures 1-7, 9 and 10 ready, 8 waiting, naming what it waits for"
+else bad "plot --list: figures 1-7, 9 and 10 ready, 8 waiting, naming what it waits for" \
     "exit $status, ready $ready, waiting $waiting" "stdout: $(head -c 600 "$out")"; fi
 
 # --- every figure, quick, drawn when gnuplot is here ------------------------
 A=$plot_tmp/a
 run "plot --all --quick" $KV plot --all --quick --seed 3 --out "$A"
-if [ "$status" -eq 0 ] && [ ! -s "$err" ] && grep -q 'waiting (see --list): 7 paged 8 eviction 9 beam 10 mla' "$out"
+if [ "$status" -eq 0 ] && [ ! -s "$err" ] && grep -q 'waiting (see --list): 8 eviction$' "$out"
 then ok "plot --all --quick exits 0, quiet on stderr, names the waiting figures"
 else bad "plot --all --quick exits 0, quiet on stderr, names the waiting figures" "exit $status" \
     "stderr: $(head -c 400 "$err")" "stdout: $(head -c 400 "$out")"; fi
@@ -105,6 +108,54 @@ said=$(awk -F'\t' 'FNR == NR { if (FNR > 1) ex[FNR - 1] = $5; next }
 [ "$said" = ok ] && ok "quant-error.hist: each format's shares add up to its inexact values" ||
     bad "quant-error.hist: each format's shares add up to its inexact values" "$said"
 
+header paged.tsv "page_rows	requests	rows_held	pages_mapped	pages_used	waste_rows	waste_rows_per_request	expected_waste_per_request	pages_per_request	waste_percent	bytes_used	bytes_reserved	waste_rows_len_100"
+shape paged.tsv 9 13
+check "paged: page sizes 1..256 doubling; the same 64 requests; no sharing among them, pages cover the rows held" \
+    'if ($1 != (NR == 2 ? 1 : 2 * p) || $2 != 64 || (NR > 2 && $3 != held) || $4 != $5 || $6 != $5 * $1 - $3) why = why " page " $1; p = $1; held = $3' \
+    paged.tsv
+check "paged: waste grows with the page size (per request on average, and for one length), near (P - 1) / 2" \
+    'if ($7 < 0 || (NR > 2 && ($6 < w || $7 <= m || $13 < f)) || $8 != ($1 - 1) / 2 || $7 - $8 > $1 / 4 + 1 || $8 - $7 > $1 / 4 + 1) why = why " page " $1; w = $6; m = $7; f = $13' \
+    paged.tsv
+check "paged: the empty rows are the reserved bytes not used; one 100-token request wastes ceil(100/P)P - 100" \
+    'if (($12 - $11) * $3 != $6 * $11 || $13 != int((100 + $1 - 1) / $1) * $1 - 100 || (NR == 2 && $12 != $11)) why = why " page " $1' \
+    paged.tsv
+header paged.prefix.tsv "page_rows	requests	prefix_rows	rows_per_request	pages_mapped	pages_used	pages_saved	prefix_hits	pages_shared	full_prefix_pages	bytes_unshared	bytes_reserved	bytes_exact	saved_percent"
+shape paged.prefix.tsv 9 14
+check "paged.prefix: pages saved = prefix hits = the shared full pages of the prefix, once per request after the first" \
+    'fp = int($3 / $1); if ($10 != fp || $9 != fp || $8 != ($2 - 1) * fp || $7 != $8 || $6 != $5 - $7 || $5 != $2 * int(($4 + $1 - 1) / $1)) why = why " page " $1' \
+    paged.prefix.tsv
+check "paged.prefix: sharing holds less than no sharing, never less than the rows themselves (equal at page 1)" \
+    'if ($12 > $11 || $12 < $13 || ($7 > 0 && $12 >= $11) || ($1 == 1 && $12 != $13) || (NR > 2 && $7 > s)) why = why " page " $1; s = $7' \
+    paged.prefix.tsv
+
+header beam.tsv "width	steps	forks	self_closed_form_bytes	cross_bytes	contiguous_peak_bytes	contiguous_last_bytes	contiguous_reserved_peak_bytes	contiguous_copied_bytes	contiguous_cow_pages	contiguous_shared_pages_peak	paged16_peak_bytes	paged16_last_bytes	paged16_reserved_peak_bytes	paged16_copied_bytes	paged16_cow_pages	paged16_shared_pages_peak	paged4_peak_bytes	paged4_last_bytes	paged4_reserved_peak_bytes	paged4_copied_bytes	paged4_cow_pages	paged4_shared_pages_peak	same_beams"
+shape beam.tsv 4 24
+check "beam: widths 1-4 (quick); every cache finds the same beams; one cross cache whatever the width" \
+    'if ($1 != NR - 1 || $24 != 1 || $2 < 1 || $2 > 20 || $5 != 1228800) why = why " width " $1' beam.tsv
+check "beam: memory with copy-on-write <= without, within the closed form, and growing with the width" \
+    'if ($12 > $6 || $18 > $6 || $6 > $4 || (NR > 2 && ($6 <= c || $12 <= p16 || $18 <= p4))) why = why " width " $1; c = $6; p16 = $12; p4 = $18' \
+    beam.tsv
+check "beam: width 1 forks and copies nothing; copy-on-write copies less than forks that copy, and only paged shares" \
+    'if (($1 == 1 && ($3 != 0 || $9 != 0 || $15 != 0 || $21 != 0 || $6 != $12 || $6 != $18)) || $15 > $9 || $21 > $9 || $10 != 0 || $11 != 0 || ($1 > 1 && ($16 == 0 || $16 > $3 || $22 > $3 || $9 == 0))) why = why " width " $1' \
+    beam.tsv
+
+header mla.tsv "context	absorbed_flops	decompress_lru_flops	decompress_flops	absorbed_closed_form	decompress_closed_form	decompress_lru_rows_up	decompress_rows_up"
+shape mla.tsv 256 8
+check "mla: measured FLOPs are mla_flops(); decompress up-projects every row of the 2 layers at every step" \
+    'if ($1 != NR - 1 || $2 != $5 || $4 != $6 || $8 != 2 * $1) why = why " context " $1' mla.tsv
+check "mla: FLOPs grow with context on every path; the tile LRU saves up-projections while its 4 x 64 rows hold 2 layers" \
+    'if ((NR > 2 && ($2 <= a || $3 < l || $4 <= d)) || $3 > $4 || $7 > $8 || ($1 <= 128 && $7 != 2) || ($1 > 130 && $3 != $4)) why = why " context " $1; a = $2; l = $3; d = $4' \
+    mla.tsv
+header mla.bytes.tsv "label	kind	layers	values_per_token_layer	bytes_per_token_f16	bytes_per_token_f32	mha_bytes_per_token_f16"
+shape mla.bytes.tsv 7 7
+check "mla.bytes: f16 is 2 B a value, f32 twice that; MHA > GQA > MQA; every MLA latent below its MHA" \
+    'k[NR - 1] = $2; b[NR - 1] = $5; if ($5 != 2 * $3 * $4 || $6 != 2 * $5 || $5 > $7 || ($2 ~ /^(GQA|MQA|MLA)$/ && $5 >= $7)) why = why " row " NR - 1 } END { if (!(k[1] == "MHA" && k[2] == "GQA" && k[3] == "MQA" && b[1] > b[2] && b[2] > b[3])) why = why " order"' \
+    mla.bytes.tsv
+m=$(sed -n 's/^measured_bytes = //p' "$A/mla.labels.gp" 2>/dev/null)
+f=$(sed -n 's/^formula_bytes = //p' "$A/mla.labels.gp" 2>/dev/null)
+[ -n "$m" ] && [ "$m" -gt 0 ] && [ "$m" = "$f" ] && ok "mla: the latent cache held memory.h's $f B per token" ||
+    bad "mla: the latent cache held memory.h's bytes per token" "measured '$m', memory.h '$f'"
+
 # --- gnuplot: kvscope drew every figure; each script renders cleanly --------
 if command -v gnuplot >/dev/null 2>&1; then
     figures=$(for gp in plots/*.gp; do basename "$gp" .gp; done)
@@ -138,8 +189,8 @@ fi
 
 # --- without gnuplot: data and scripts, the install hint; same seed, same bytes
 B=$plot_tmp/b
-run "plot without gnuplot" env PATH=/nonexistent "$KV" plot projection attention-flops memory quant-error \
-    --seed 3 --out "$B"
+run "plot without gnuplot" env PATH=/nonexistent "$KV" plot projection attention-flops memory quant-error paged beam \
+    mla --quick --seed 3 --out "$B"
 if [ "$status" -eq 0 ] && grep -q 'sudo apt-get install gnuplot-nox' "$out" && [ -s "$B/memory.gp" ] &&
     [ -s "$B/memory.tsv" ] && [ -s "$B/memory.labels.gp" ] && [ ! -e "$B/memory.png" ]
 then ok "without gnuplot: data, labels and scripts written, the message says how to install it"
@@ -147,7 +198,8 @@ else bad "without gnuplot: data, labels and scripts written, the message says ho
     "stdout: $(head -c 400 "$out")" "stderr: $(head -c 300 "$err")"; fi
 differ=""
 for f in projection.tsv projection.fits.tsv attention-flops.tsv attention-flops.fits.tsv memory.tsv \
-    memory.formats.tsv quant-error.tsv quant-error.hist.tsv; do
+    memory.formats.tsv quant-error.tsv quant-error.hist.tsv paged.tsv paged.prefix.tsv beam.tsv \
+    mla.tsv mla.bytes.tsv; do
     cmp -s "$A/$f" "$B/$f" || differ="$differ $f"
 done
 [ -z "$differ" ] && ok "same seed, byte-identical data files (timings aside)" ||
@@ -162,7 +214,7 @@ expect_fail "plot: unknown figure" 2 "unknown figure 'nope' \(figures: projectio
 expect_fail "plot: bad --term" 2 "--term: 'jpeg' is not one of png, svg, dumb" $KV plot memory --term jpeg
 expect_fail "plot: --out is a file" 2 "--out .*afile: exists and is not a directory" $KV plot memory --out "$plot_tmp/afile"
 expect_fail "plot: --out under a file" 2 "--out .*: cannot create" $KV plot memory --out "$plot_tmp/afile/plots"
-expect_fail "plot: a waiting figure" 2 "figure 7 'paged' is waiting for the paged layout" $KV plot paged
+expect_fail "plot: a waiting figure" 2 "figure 8 'eviction' is waiting for the eviction policies" $KV plot eviction
 expect_fail "plot: nothing named" 2 "name the figures to make, or --all" $KV plot
 expect_fail "plot: --tokens beyond the model" 2 "--tokens 300: model 'tiny' holds 256 positions" \
     $KV plot projection --tokens 300 --out "$plot_tmp/x"
