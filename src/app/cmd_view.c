@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "app/cli.h"
+#include "app/preset.h"
 #include "app/commands.h"
 #include "kv/cache.h"
 #include "sim/session.h"
@@ -62,6 +63,8 @@ static void help(void)
            "  --top-k K           with --temperature, sample among the K likeliest\n"
            "  --sample-seed S     seed of the sampler (default 1)\n\n"
            "cache and attention:\n"
+           "  --preset NAME       open a source document's system on the simulation screen:\n"
+           "                      marlin, mla, teaching, mixed (defaults the options override)\n"
            "  --cache SPEC        the cache (default contiguous); accepted:\n%s"
            "  --attention FORM    naive (default: the heatmaps need its weights), flash or\n"
            "                      materialize\n"
@@ -107,6 +110,7 @@ static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
         { "chunk", required_argument, 0, 0 },       { "temperature", required_argument, 0, 0 },
         { "top-k", required_argument, 0, 0 },       { "sample-seed", required_argument, 0, 0 },
         { "cache", required_argument, 0, 0 },       { "attention", required_argument, 0, 0 },
+        { "preset", required_argument, 0, 0 },
         { "uncached", required_argument, 0, 0 },    { "screen", required_argument, 0, 0 },
         { "no-color", no_argument, 0, 0 },          { "ascii", no_argument, 0, 0 },
         { "headless", no_argument, 0, 0 },          { "size", required_argument, 0, 0 },
@@ -148,6 +152,8 @@ static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
             unsigned long long v;
             rc = parse_u64(optarg, "--sample-seed", &v, e);
             o->go.sample_seed = v;
+        } else if (strcmp(name, "preset") == 0) {
+            o->model_given = 1; /* applied before the options, by preset_scan */
         } else if (strcmp(name, "cache") == 0)
             o->cache_spec = optarg;
         else if (strcmp(name, "attention") == 0) {
@@ -276,6 +282,21 @@ int cmd_view(int argc, char **argv)
     ViewOpts o = { .mo.model = "tiny", .go.n_generate = 32, .go.sample_seed = 1, .cache_spec = "contiguous",
                    .attend = ATTEND_NAIVE, .w = 100, .h = 30 };
     Err e = { 0 };
+    Preset preset; /* a seed system's model, cache and workload, as defaults */
+    int has_preset = preset_scan(argc, argv, &preset, &e);
+    if (has_preset < 0)
+        return cli_fail(&e);
+    if (has_preset) {
+        o.mo.model = preset.model[0] ? preset.model : o.mo.model;
+        o.mo.shared |= preset.shared;
+        o.cache_spec = preset.cache[0] ? preset.cache : o.cache_spec;
+        if (preset.tokens)
+            o.go.n_generate = preset.tokens;
+        if (preset.prompt_len)
+            o.po.len = preset.prompt_len;
+        if (preset.attention[0] && strcmp(preset.attention, "flash") != 0) /* the view keeps weights: not flash */
+            attend_algo_parse(preset.attention, &o.attend);
+    }
     int pr = parse_options(argc, argv, &o, &e);
     if (pr == 1) {
         help();

@@ -13,3 +13,5 @@ expect_ok "an option given before the preset still wins" 'cache: contiguous;' \
     $KV run --cache contiguous --preset mixed --tokens 2
 expect_fail "unknown preset" 2 "unknown preset 'nope' \(presets: encdec, marlin, mixed, mla, teaching\)" \
     $KV run --preset nope
+expect_ok "view --preset mixed opens the simulation on seed 004's cache" 'cache mixed:hot=32,group=16,cold=q4_0' \
+    $KV view --preset mixed --headless --size 100x30 --keys '<space>' --frames last
