@@ -42,7 +42,7 @@ set label 101 caption at screen 0.01, screen 0.075 left font ",9"
 set bmargin 10
 
 set xrange [0:33]
-set xtics (1, 2, 4, 8, 12, 16, 24, 32)
+set xtics (1, 2, 4, 8, 16, 32)
 set xlabel "beam width W (beams searched together)"
 set grid xtics ytics lc rgb "#dddddd"
 set key top left box opaque samplen 3 spacing 1.2 font ",10"

@@ -50,6 +50,7 @@ set linetype 3 lc rgb "#56B4E9"
 set linetype 4 lc rgb "#999999"
 set linetype 5 lc rgb "#009E73"
 set style fill solid 0.85 border -1
+if (term eq "dumb") { set style fill empty border }   # a terminal draws outlines only
 set yrange [n_bars + 0.6:-0.75]   # top to bottom, in the order of the rows
 unset ytics
 set xrange [0:1050]
@@ -57,11 +58,14 @@ set xlabel "KV cache bytes per token, all layers, " . bar_format . " (KiB)"
 set grid xtics lc rgb "#dddddd"
 set title "(a) one token in the cache: MHA, GQA, MQA, and MLA's latent beside the K,V it stands for"
 set key bottom right box opaque samplen 2 spacing 1.1 font ",9" maxrows 3 width -2
-plot bytes using (column(5) / KiB / 2):0:(0):(column(5) / KiB):($0 - 0.05):($0 + 0.35):(kind(strcol(2))) \
-         with boxxyerror lc variable notitle, \
+# a bar from 0 to the bytes; coloured by kind, except in a terminal (dumb
+# leaves out boxes whose colour is variable)
+bar = '(column(5) / KiB / 2):0:(0):(column(5) / KiB):($0 - 0.05):($0 + 0.35)'
+if (term eq "dumb") { bar_colour = 'lc 4' } else { bar = bar . ':(kind(strcol(2)))'; bar_colour = 'lc variable' }
+plot bytes using @bar with boxxyerror @bar_colour notitle, \
      bytes using (0):($0 - 0.27):(sprintf("%s: %.1f KiB, %d layers%s", strcol(1), column(5) / KiB, column(3), \
                                           ratio(column(5), column(7)))) \
-         with labels left font ",10" notitle, \
+         with labels left offset 1, 0 font ",10" notitle, \
      NaN with boxes lt 1 title "MHA: K,V heads = query heads", \
      NaN with boxes lt 2 title "GQA: query heads share K,V heads", \
      NaN with boxes lt 3 title "MQA: one K,V head (a what-if)", \

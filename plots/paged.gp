@@ -42,11 +42,12 @@ set bmargin 10
 set logscale x 2
 set format x "%.0f"
 set xrange [0.7:370]
-set xtics rotate by -30
+set xtics rotate by -30 (1, 2, 4, 8, 16, 32, 64, 128, 256)
 set xlabel "page size (rows, i.e. token positions, per page)"
 set ylabel "empty rows per request, at the end of its last page (rows)"
 set yrange [0:240]   # headroom: the key sits above the curves
 set y2label "pages per request: entries in its block table (log scale)"
+if (term eq "dumb") { set y2label "pages" }   # a terminal cannot turn the long label
 set logscale y2 2
 set format y2 "%.0f"
 set y2range [0.5:2048]

@@ -77,7 +77,7 @@ static void help(void)
            "  --model NAME        figures 1-3: the model (defaults: tiny for 1-2, small for 3)\n"
            "  --tokens N          figures 1-3: tokens generated (defaults 256 and 160)\n"
            "  --quick             smaller runs, for tests: shorter measured figures (they then mean\n"
-           "                      little) and beam search at widths 1-4 only\n\n"
+           "                      little) and beam search at widths 1, 2 and 4 only\n\n"
            "Without gnuplot the data and scripts are still written; install it with\n"
            "sudo apt-get install gnuplot-nox. `make plots` writes every figure to build/plots.\n"
            "example: kvscope plot projection memory --term dumb\n",

@@ -53,7 +53,7 @@ static int parse_check(Block *b, Err *e)
 {
     CheckSpec *c = &b->check;
     c->line = b->line;
-    c->id = c->run = c->value = c->expect = c->tol = c->hint = "";
+    c->id = c->run = c->value = c->expect = c->tol = c->hint = c->measured = "";
     size_t ln = b->line;
     char *save = NULL;
     for (char *line = strtok_r(b->text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -72,14 +72,18 @@ static int parse_check(Block *b, Err *e)
                             : strcmp(key, "expect") == 0 ? &c->expect
                             : strcmp(key, "tol") == 0    ? &c->tol
                             : strcmp(key, "hint") == 0   ? &c->hint
+                            : strcmp(key, "measured") == 0 ? &c->measured
                                                          : NULL;
         if (!slot)
-            return err_set(e, ERR_RUNTIME, "line %zu: unknown check key '%s' (id, run, value, expect, tol, hint)",
-                           ln, key);
+            return err_set(e, ERR_RUNTIME,
+                           "line %zu: unknown check key '%s' (id, run, value, expect, tol, measured, hint)", ln,
+                           key);
         *slot = val;
     }
     if (!*c->id || !*c->run || !*c->value || !*c->expect)
         return err_set(e, ERR_RUNTIME, "line %zu: a check block needs id, run, value and expect", b->line);
+    if (*c->measured && (strcmp(c->measured, "yes") != 0 || !*c->tol))
+        return err_set(e, ERR_RUNTIME, "line %zu: `measured: yes` goes with a tolerance (tol: 50%%)", b->line);
     return 0;
 }
 
@@ -249,8 +253,9 @@ void doc_render(FILE *f, const LessonDoc *d)
         }
         case BLK_CHECK: {
             const CheckSpec *c = &b->check;
-            fprintf(f, "    check %s\n      $ %s\n      %s  should be %s%s%s\n\n", c->id, c->run, c->value,
-                    c->expect, *c->tol ? " within " : "", c->tol);
+            fprintf(f, "    check %s%s\n      $ %s\n      %s  should be %s%s%s\n\n", c->id,
+                    *c->measured ? " (measured on this machine)" : "", c->run, c->value, c->expect,
+                    *c->tol ? " within " : "", c->tol);
             break;
         }
         }

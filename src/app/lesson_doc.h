@@ -10,6 +10,8 @@
  *   value:  an expression picking a number from its output (lesson_value.h)
  *   expect: the figure as the prose writes it ("15,150", "3.88", "yes")
  *   tol:    optional: "0.01" or "5%" (measured figures need one)
+ *   measured: yes, for a figure measured on the learner's machine (time,
+ *           bandwidth): it needs a tol, and the lint only warns when it fails
  *   hint:   what to think about when it fails
  *
  * The figure rule (the lint): a figure is a number in the prose with three
@@ -36,7 +38,7 @@
 typedef enum { BLK_HEADING, BLK_PARA, BLK_QUOTE, BLK_FENCE, BLK_CHECK } BlockKind;
 
 typedef struct {
-    const char *id, *run, *value, *expect, *tol, *hint;
+    const char *id, *run, *value, *expect, *tol, *hint, *measured;
     size_t line;
 } CheckSpec;
 

@@ -100,11 +100,23 @@ static void lint_checks(Lint *l, const Course *c, const Lesson *ls, size_t *n_ch
         nonempty(l, "hint", ck->id, ck->hint);
         CheckOutcome o;
         Err ce = { 0 };
-        if (run_check(ck, &o, &ce) < 0) {
+        int rc = run_check(ck, &o, &ce);
+        if (rc == 0 && !o.pass && *ck->measured) { /* a figure of this machine: once more, afresh */
+            run_forget(ck->run);
+            rc = run_check(ck, &o, &ce);
+        }
+        if (rc < 0) {
             problem(l, "%s: %s", ls->file, ce.msg);
             continue;
         }
         if (o.pass) {
+            passed++;
+            continue;
+        }
+        if (*ck->measured) {
+            fprintf(l->out, "  warn  check %s (measured on this machine): expected %s within %s, got %s twice; "
+                    "a busy or unusual machine, so not counted as a problem\n", ck->id, ck->expect, ck->tol,
+                    o.have_value ? o.actual_text : o.problem);
             passed++;
             continue;
         }

@@ -63,6 +63,17 @@ static int run_memo(const char *cmd, ExecResult *r, Err *e)
     return 0;
 }
 
+void run_forget(const char *cmd)
+{
+    for (size_t i = 0; i < memo_n; i++)
+        if (strcmp(memo[i].cmd, cmd) == 0) {
+            free(memo[i].cmd);
+            exec_result_free(&memo[i].r);
+            memo[i] = memo[--memo_n];
+            return;
+        }
+}
+
 /* Run cmd and read expr from its output; on failure fill problem. */
 static int command_value(const char *cmd, const char *expr, double *out, char *problem, size_t cap, Err *e)
 {

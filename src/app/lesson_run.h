@@ -18,6 +18,10 @@ typedef struct {
     char problem[512];   /* why there is no value: the command failed, the path matched nothing... */
 } CheckOutcome;
 
+/* Forget the remembered output of cmd, so that the next check runs it
+ * afresh (a measured figure, tried again). */
+void run_forget(const char *cmd);
+
 /* Run a check block's command, read its value, compare with its expect.
  * Returns -1 (e set, ERR_USAGE) only when the block itself is malformed
  * (bad expect, tolerance or expression); a failing command is a failed

@@ -17,9 +17,9 @@
 
 /* The widths searched (each search encodes the source again: most of the
  * time goes there). --quick keeps the first N_WIDTHS_QUICK. */
-static const size_t widths[] = { 1, 2, 3, 4, 6, 8, 12, 16, 24, 32 };
+static const size_t widths[] = { 1, 2, 4, 8, 16, 32 };
 #define N_WIDTHS_ALL (sizeof widths / sizeof widths[0])
-#define N_WIDTHS_QUICK 4
+#define N_WIDTHS_QUICK 3
 
 /* The self caches compared: the first copies on fork, the others share. */
 static const struct {

@@ -19,11 +19,14 @@
 #include "kernels/codec_isa.h"
 
 #define W 16          /* floats per register */
+#ifndef PF_ROWS
+#define PF_ROWS 8
+#endif
 #define INLINE static inline __attribute__((always_inline))
 /* Unroll a loop over heads, rows or chunks of a block: with the counts
  * constants (every block size is), the accumulators then live in registers;
  * without it GCC -O2 keeps them in memory. */
-#define UNROLL_16 _Pragma("GCC unroll 16")
+#define UNROLL_16 CODEC_UNROLL
 
 typedef struct {
     const unsigned char *p; /* the row's bytes */
@@ -153,131 +156,135 @@ INLINE __m512 reduce16(const __m512 *a)
     return _mm512_add_ps(_mm512_shuffle_ps(w0, w1, 0x88), _mm512_shuffle_ps(w0, w1, 0xdd));
 }
 
-/* A block of GB heads x RB rows (GB * RB <= 16 accumulators, registers):
- * out[g * ld + r] = q[g * n ..] . decode(row r), the rows at base + r *
- * stride. Each chunk of q is loaded once for the RB rows, each chunk of a
- * row decoded once for the GB heads. Fewer than 4 accumulators split the
- * sum over NS chunks in flight, so one row is not bound by FMA latency. */
-INLINE void dot_block(ChunkFn chunk, const size_t GB, const size_t RB, const int per_row_scale, float *out, size_t ld,
-                      const float *q, const unsigned char *base, size_t stride, size_t n)
+/* A block of GB heads x nr <= 16 / GB rows, the rows at base + r * stride:
+ * out[g * ld + r] = q[g * n ..] . decode(row r). The rows are read one
+ * after the other, each chunk decoded once for the GB heads, their
+ * GB * NS accumulators in registers (q comes from L1); each row's sums wait
+ * in part[] for one transposed reduction of the block. (Reading a chunk of
+ * each row in turn instead, q loaded once for them, halves the loads from
+ * L1 but streams from DRAM at half the speed: the prefetchers lose the
+ * rows.) NS chunks in flight per head keep one long row from being bound
+ * by the FMA latency. */
+INLINE void dot_block(ChunkFn chunk, const size_t GB, const int per_row_scale, float *out, size_t ld, const float *q,
+                      const unsigned char *base, size_t stride, size_t nr, size_t n, size_t row_bytes)
 {
-    const size_t NA = GB * RB, NS = NA >= 4 ? 1 : NA == 1 ? 4 : 2;
-    Row row[16];
-    __m512 acc[4][16], qv[8];
-    UNROLL_16
-    for (size_t r = 0; r < RB; r++)
-        row[r] = row_of(base + r * stride, n, per_row_scale);
-    UNROLL_16
-    for (size_t s = 0; s < NS; s++)
+    const size_t NS = GB == 1 ? 4 : GB == 2 ? 2 : 1, RB = 16 / GB;
+    __m512 part[16];
+#pragma GCC unroll 1
+    for (size_t r = 0; r < nr; r++) {
+        const Row row = row_of(base + r * stride, n, per_row_scale);
+        for (size_t off = 0; off < row_bytes; off += 64)
+            __builtin_prefetch(row.p + PF_ROWS * stride + off);
+        __m512 acc[4][4];
         UNROLL_16
-        for (size_t k = 0; k < NA; k++)
-            acc[s][k] = _mm512_setzero_ps();
-    size_t i = 0;
-    for (; i + NS * W <= n; i += NS * W) {
-        UNROLL_16
-        for (size_t s = 0; s < NS; s++) {
+        for (size_t s = 0; s < NS; s++)
             UNROLL_16
             for (size_t g = 0; g < GB; g++)
-                qv[g] = _mm512_loadu_ps(q + g * n + i + s * W);
+                acc[s][g] = _mm512_setzero_ps();
+        size_t i = 0;
+        for (; i + NS * W <= n; i += NS * W)
             UNROLL_16
-            for (size_t r = 0; r < RB; r++) {
-                const __m512 v = chunk(&row[r], i + s * W, W);
+            for (size_t s = 0; s < NS; s++) {
+                const __m512 v = chunk(&row, i + s * W, W);
                 UNROLL_16
                 for (size_t g = 0; g < GB; g++)
-                    acc[s][g * RB + r] = _mm512_fmadd_ps(qv[g], v, acc[s][g * RB + r]);
+                    acc[s][g] = _mm512_fmadd_ps(_mm512_loadu_ps(q + g * n + i + s * W), v, acc[s][g]);
             }
-        }
-    }
-    for (; i < n; i += W) { /* what NS chunks at a time left, the last one partial */
-        const size_t m = n - i < W ? n - i : W;
-        UNROLL_16
-        for (size_t g = 0; g < GB; g++)
-            qv[g] = _mm512_maskz_loadu_ps(lanes(m), q + g * n + i);
-        UNROLL_16
-        for (size_t r = 0; r < RB; r++) {
-            const __m512 v = chunk(&row[r], i, m);
+        for (; i < n; i += W) { /* what NS chunks at a time left, the last one partial */
+            const size_t m = n - i < W ? n - i : W;
+            const __m512 v = chunk(&row, i, m);
             UNROLL_16
             for (size_t g = 0; g < GB; g++)
-                acc[0][g * RB + r] = _mm512_fmadd_ps(qv[g], v, acc[0][g * RB + r]);
+                acc[0][g] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(lanes(m), q + g * n + i), v, acc[0][g]);
+        }
+        UNROLL_16
+        for (size_t g = 0; g < GB; g++) {
+            UNROLL_16
+            for (size_t s = 1; s < NS; s++)
+                acc[0][g] = _mm512_add_ps(acc[0][g], acc[s][g]);
+            part[g * RB + r] = acc[0][g];
         }
     }
-    UNROLL_16
-    for (size_t s = 1; s < NS; s++)
-        UNROLL_16
-        for (size_t k = 0; k < NA; k++)
-            acc[0][k] = _mm512_add_ps(acc[0][k], acc[s][k]);
-    if (NA == 1) {
-        out[0] = _mm512_reduce_add_ps(acc[0][0]);
+    if (nr == 1 && GB == 1) {
+        out[0] = _mm512_reduce_add_ps(part[0]);
         return;
     }
-    UNROLL_16
-    for (size_t k = NA; k < 16; k++)
-        acc[0][k] = _mm512_setzero_ps();
-    float sums[16];
-    _mm512_storeu_ps(sums, reduce16(acc[0]));
-    UNROLL_16
     for (size_t g = 0; g < GB; g++)
-        UNROLL_16
-        for (size_t r = 0; r < RB; r++)
+        for (size_t r = nr; r < RB; r++)
+            part[g * RB + r] = _mm512_setzero_ps();
+    float sums[16];
+    _mm512_storeu_ps(sums, reduce16(part));
+    for (size_t g = 0; g < GB; g++)
+        for (size_t r = 0; r < nr; r++)
             out[g * ld + r] = sums[g * RB + r];
 }
 
-/* GB heads over all the rows: blocks of RB rows, then single rows. */
+/* GB heads over all the rows, 16 / GB rows a block. */
 INLINE void dot_heads(ChunkFn chunk, const size_t GB, const int per_row_scale, float *out, size_t ld, const float *q,
-                      const unsigned char *rows, size_t stride, size_t n_rows, size_t n)
+                      const unsigned char *rows, size_t stride, size_t n_rows, size_t n, size_t row_bytes)
 {
-    const size_t RB = GB == 1 ? 16 : GB == 2 ? 8 : GB <= 4 ? 4 : 2;
-    size_t r = 0;
-    if (n_rows > 1)
-        for (; r + RB <= n_rows; r += RB)
-            dot_block(chunk, GB, RB, per_row_scale, out + r, ld, q, rows + r * stride, stride, n);
-    for (; r < n_rows; r++)
-        dot_block(chunk, GB, 1, per_row_scale, out + r, ld, q, rows + r * stride, stride, n);
+    const size_t RB = 16 / GB;
+    for (size_t r = 0; r < n_rows; r += RB)
+        dot_block(chunk, GB, per_row_scale, out + r, ld, q, rows + r * stride, stride,
+                  n_rows - r < RB ? n_rows - r : RB, n, row_bytes);
 }
 
-/* The heads in blocks of 8, then 4, then what is left (1 .. 3). */
+/* The heads in blocks of 4, then 2, then 1 (G = 8: two blocks, each
+ * decoding the rows, the second time from L1). */
 INLINE void dot_tile(ChunkFn chunk, const int per_row_scale, float *out, size_t ld, const float *q, size_t G,
-                     const void *rows, size_t stride, size_t n_rows, size_t n)
+                     const void *rows, size_t stride, size_t n_rows, size_t n, size_t row_bytes)
 {
     const unsigned char *p = rows;
     for (size_t g = 0; g < G;) {
         const size_t left = G - g;
         float *o = out + g * ld;
         const float *qg = q + g * n;
-        switch (left >= 8 ? 8 : left >= 4 ? 4 : left) { /* a constant GB per case: see UNROLL_16 */
-        case 8: dot_heads(chunk, 8, per_row_scale, o, ld, qg, p, stride, n_rows, n); g += 8; break;
-        case 4: dot_heads(chunk, 4, per_row_scale, o, ld, qg, p, stride, n_rows, n); g += 4; break;
-        case 3: dot_heads(chunk, 3, per_row_scale, o, ld, qg, p, stride, n_rows, n); g += 3; break;
-        case 2: dot_heads(chunk, 2, per_row_scale, o, ld, qg, p, stride, n_rows, n); g += 2; break;
-        default: dot_heads(chunk, 1, per_row_scale, o, ld, qg, p, stride, n_rows, n); g += 1; break;
+        if (left >= 4) { /* a constant GB per call: see UNROLL_16 */
+            dot_heads(chunk, 4, per_row_scale, o, ld, qg, p, stride, n_rows, n, n_rows > 1 ? row_bytes : 0);
+            g += 4;
+        } else if (left >= 2) {
+            dot_heads(chunk, 2, per_row_scale, o, ld, qg, p, stride, n_rows, n, n_rows > 1 ? row_bytes : 0);
+            g += 2;
+        } else {
+            dot_heads(chunk, 1, per_row_scale, o, ld, qg, p, stride, n_rows, n, n_rows > 1 ? row_bytes : 0);
+            g += 1;
         }
     }
 }
 
-/* GB heads x CB chunks of W values from value i0 on (GB * CB <= 16
+/* GB heads x nc <= CB chunks of W values from value i0 on (GB * CB <= 16
  * accumulators, registers): acc[g * n + i0 ..] += sum_r w[g * ld + r] *
  * decode(row r)[i0 ..], the accumulators loaded once and stored once for all
- * the rows. The last chunk has m lanes (m < W only when CB is 1). */
+ * the rows. The last chunk has m lanes. Called with nc = CB and m = W as
+ * constants for the bulk of a row, with what is left at its end. With
+ * prefetch > 0, each row's first `prefetch` bytes are prefetched (the whole
+ * row, when the block is the first of several). */
 INLINE void axpy_block(ChunkFn chunk, const size_t GB, const size_t CB, const int per_row_scale, float *acc,
                        const float *w, size_t ld, const unsigned char *rows, size_t stride, size_t n_rows, size_t n,
-                       size_t i0, size_t m)
+                       size_t i0, size_t nc, size_t m, size_t prefetch)
 {
-    __m512 a[16], wv[8];
+    __m512 a[16], wv[4];
     const __mmask16 mk = lanes(m);
     UNROLL_16
     for (size_t g = 0; g < GB; g++)
         UNROLL_16
-        for (size_t c = 0; c < CB; c++)
-            a[g * CB + c] = c + 1 < CB ? _mm512_loadu_ps(acc + g * n + i0 + c * W)
-                                       : _mm512_maskz_loadu_ps(mk, acc + g * n + i0 + c * W);
+        for (size_t c = 0; c < CB; c++) {
+            const float *p = acc + g * n + i0 + c * W;
+            a[g * CB + c] = c >= nc ? _mm512_setzero_ps()
+                            : c + 1 < nc ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(mk, p);
+        }
     for (size_t r = 0; r < n_rows; r++) {
         const Row row = row_of(rows + r * stride, n, per_row_scale);
+        for (size_t off = 0; off < prefetch; off += 64) /* see axpy_heads */
+            __builtin_prefetch(row.p + PF_ROWS * stride + off);
         UNROLL_16
         for (size_t g = 0; g < GB; g++)
             wv[g] = _mm512_set1_ps(w[g * ld + r]);
         UNROLL_16
         for (size_t c = 0; c < CB; c++) {
-            const __m512 v = chunk(&row, i0 + c * W, c + 1 < CB ? W : m);
+            if (c >= nc)
+                break;
+            const __m512 v = chunk(&row, i0 + c * W, c + 1 < nc ? W : m);
             UNROLL_16
             for (size_t g = 0; g < GB; g++)
                 a[g * CB + c] = _mm512_fmadd_ps(wv[g], v, a[g * CB + c]);
@@ -286,53 +293,53 @@ INLINE void axpy_block(ChunkFn chunk, const size_t GB, const size_t CB, const in
     UNROLL_16
     for (size_t g = 0; g < GB; g++)
         UNROLL_16
-        for (size_t c = 0; c < CB; c++) {
-            if (c + 1 < CB)
-                _mm512_storeu_ps(acc + g * n + i0 + c * W, a[g * CB + c]);
+        for (size_t c = 0; c < CB && c < nc; c++) {
+            float *p = acc + g * n + i0 + c * W;
+            if (c + 1 < nc)
+                _mm512_storeu_ps(p, a[g * CB + c]);
             else
-                _mm512_mask_storeu_ps(acc + g * n + i0 + c * W, mk, a[g * CB + c]);
+                _mm512_mask_storeu_ps(p, mk, a[g * CB + c]);
         }
 }
 
-/* GB heads over the whole row length: blocks of CB = 16 / GB chunks, then
- * of 8, 4, 2 and 1 chunk (the last maybe partial), each a constant. */
+/* GB heads over the whole row length: blocks of CB chunks, then the rest.
+ * When a row takes more than one block, the first block's pass over the
+ * rows prefetches each whole row, so that memory is still read row after
+ * row (reading part of every row, then the rest, streams from DRAM at half
+ * the speed); the later passes find the rows in cache. */
 INLINE void axpy_heads(ChunkFn chunk, const size_t GB, const int per_row_scale, float *acc, const float *w, size_t ld,
-                       const unsigned char *rows, size_t stride, size_t n_rows, size_t n)
+                       const unsigned char *rows, size_t stride, size_t n_rows, size_t n, size_t row_bytes)
 {
-    const size_t CB = GB == 1 ? 16 : GB == 2 ? 8 : GB <= 4 ? 4 : 2;
+    const size_t CB = GB == 4 ? 4 : 8;
+    const size_t prefetch = n_rows > 1 ? row_bytes : 0;
     size_t i = 0;
     for (; i + CB * W <= n; i += CB * W)
-        axpy_block(chunk, GB, CB, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, W);
-    if (CB > 8 && i + 8 * W <= n) {
-        axpy_block(chunk, GB, 8, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, W);
-        i += 8 * W;
+        axpy_block(chunk, GB, CB, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, CB, W, i ? 0 : prefetch);
+    if (i < n) {
+        const size_t nc = (n - i + W - 1) / W;
+        axpy_block(chunk, GB, CB, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, nc, n - i - (nc - 1) * W,
+                   i ? 0 : prefetch);
     }
-    if (CB > 4 && i + 4 * W <= n) {
-        axpy_block(chunk, GB, 4, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, W);
-        i += 4 * W;
-    }
-    if (CB > 2 && i + 2 * W <= n) {
-        axpy_block(chunk, GB, 2, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, W);
-        i += 2 * W;
-    }
-    for (; i < n; i += W)
-        axpy_block(chunk, GB, 1, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, n - i < W ? n - i : W);
 }
 
+/* The heads in blocks of 4, then 2, then 1. */
 INLINE void axpy_tile(ChunkFn chunk, const int per_row_scale, float *acc, const float *w, size_t ld, size_t G,
-                      const void *rows, size_t stride, size_t n_rows, size_t n)
+                      const void *rows, size_t stride, size_t n_rows, size_t n, size_t row_bytes)
 {
     const unsigned char *p = rows;
     for (size_t g = 0; g < G;) {
         const size_t left = G - g;
         float *a = acc + g * n;
         const float *wg = w + g * ld;
-        switch (left >= 8 ? 8 : left >= 4 ? 4 : left) { /* a constant GB per case */
-        case 8: axpy_heads(chunk, 8, per_row_scale, a, wg, ld, p, stride, n_rows, n); g += 8; break;
-        case 4: axpy_heads(chunk, 4, per_row_scale, a, wg, ld, p, stride, n_rows, n); g += 4; break;
-        case 3: axpy_heads(chunk, 3, per_row_scale, a, wg, ld, p, stride, n_rows, n); g += 3; break;
-        case 2: axpy_heads(chunk, 2, per_row_scale, a, wg, ld, p, stride, n_rows, n); g += 2; break;
-        default: axpy_heads(chunk, 1, per_row_scale, a, wg, ld, p, stride, n_rows, n); g += 1; break;
+        if (left >= 4) { /* a constant GB per call */
+            axpy_heads(chunk, 4, per_row_scale, a, wg, ld, p, stride, n_rows, n, row_bytes);
+            g += 4;
+        } else if (left >= 2) {
+            axpy_heads(chunk, 2, per_row_scale, a, wg, ld, p, stride, n_rows, n, row_bytes);
+            g += 2;
+        } else {
+            axpy_heads(chunk, 1, per_row_scale, a, wg, ld, p, stride, n_rows, n, row_bytes);
+            g += 1;
         }
     }
 }
@@ -356,7 +363,7 @@ static void quantize_f16(void *dst, const float *src, size_t n)
 /* --- the table -------------------------------------------------------------- */
 
 /* The per-row forms are tiles of one row (codec.h). */
-#define ISA_OPS(fmt, per_row_scale)                                                                         \
+#define ISA_OPS(fmt, FMT, per_row_scale)                                                                         \
     static void dequantize_##fmt(float *dst, const void *row, size_t n)                                     \
     {                                                                                                       \
         const Row r = row_of(row, n, per_row_scale);                                                        \
@@ -365,12 +372,12 @@ static void quantize_f16(void *dst, const float *src, size_t n)
     static void dot_rows_##fmt(float *out, size_t ld, const float *q, size_t G, const void *rows,           \
                                size_t stride, size_t n_rows, size_t n)                                      \
     {                                                                                                       \
-        dot_tile(chunk_##fmt, per_row_scale, out, ld, q, G, rows, stride, n_rows, n);                       \
+        dot_tile(chunk_##fmt, per_row_scale, out, ld, q, G, rows, stride, n_rows, n, format_row_bytes(FMT, n)); \
     }                                                                                                       \
     static void axpy_rows_##fmt(float *acc, const float *w, size_t ld, size_t G, const void *rows,          \
                                 size_t stride, size_t n_rows, size_t n)                                     \
     {                                                                                                       \
-        axpy_tile(chunk_##fmt, per_row_scale, acc, w, ld, G, rows, stride, n_rows, n);                      \
+        axpy_tile(chunk_##fmt, per_row_scale, acc, w, ld, G, rows, stride, n_rows, n, format_row_bytes(FMT, n)); \
     }                                                                                                       \
     static void dot_##fmt(float *out, const float *q, size_t G, const void *row, size_t n)                  \
     {                                                                                                       \
@@ -381,12 +388,12 @@ static void quantize_f16(void *dst, const float *src, size_t n)
         axpy_rows_##fmt(acc, w, 1, G, row, 0, 1, n);                                                        \
     }
 
-ISA_OPS(f32, 0)
-ISA_OPS(f16, 0)
-ISA_OPS(q8_0, 0)
-ISA_OPS(q4_0, 0)
-ISA_OPS(int4, 1)
-ISA_OPS(fp4, 1)
+ISA_OPS(f32, FMT_F32, 0)
+ISA_OPS(f16, FMT_F16, 0)
+ISA_OPS(q8_0, FMT_Q8_0, 0)
+ISA_OPS(q4_0, FMT_Q4_0, 0)
+ISA_OPS(int4, FMT_INT4, 1)
+ISA_OPS(fp4, FMT_FP4, 1)
 
 #define ENTRY(F, fmt, quantize) [F] = { F, quantize, dequantize_##fmt, dot_##fmt, axpy_##fmt, dot_rows_##fmt, axpy_rows_##fmt }
 

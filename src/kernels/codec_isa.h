@@ -30,6 +30,21 @@ extern const FormatOps codec_avx512[FMT_COUNT];
 extern const FormatOps codec_neon[FMT_COUNT];
 #endif
 
+/* The SIMD codecs unroll their blocks of accumulators fully, so that the
+ * accumulators live in registers (codec_avx2.c). Under AddressSanitizer
+ * (`make sanitize`), where speed does not matter and clang takes minutes
+ * over the unrolled code, the loops stay loops: the same arithmetic. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CODEC_UNROLL
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CODEC_UNROLL
+#endif
+#endif
+#ifndef CODEC_UNROLL
+#define CODEC_UNROLL _Pragma("GCC unroll 16")
+#endif
+
 /* --- block layouts (format.h tells the story) ---------------------------- */
 
 #define QK8_0 32 /* values per q8_0 block */

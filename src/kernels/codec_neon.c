@@ -25,7 +25,7 @@
 #define INLINE static inline __attribute__((always_inline))
 /* Unroll a loop over heads, rows or chunks of a block: with the counts
  * constants (every block size is), the accumulators then live in registers. */
-#define UNROLL_16 _Pragma("GCC unroll 16")
+#define UNROLL_16 CODEC_UNROLL
 
 typedef struct {
     float32x4_t lo, hi; /* values 0-3, 4-7 of a chunk */
@@ -204,89 +204,82 @@ INLINE float32x4_t reduce4(F8 a, F8 b, F8 c, F8 d)
     return vpaddq_f32(ab, cd);
 }
 
-/* A block of GB heads x RB rows (GB * RB <= 8 accumulators, registers):
- * out[g * ld + r] = q[g * n ..] . decode(row r), the rows at base + r *
- * stride. Each chunk of q is loaded once for the RB rows, each chunk of a
- * row decoded once for the GB heads. Fewer than 4 accumulators split the
- * sum over NS chunks in flight, so one row is not bound by FMA latency. */
-INLINE void dot_block(ChunkFn chunk, const size_t GB, const size_t RB, const int per_row_scale, float *out, size_t ld,
-                      const float *q, const unsigned char *base, size_t stride, size_t n)
+/* A block of GB heads x nr <= 8 / GB rows, the rows at base + r * stride:
+ * out[g * ld + r] = q[g * n ..] . decode(row r). The rows are read one
+ * after the other, each chunk decoded once for the GB heads, their
+ * GB * NS accumulators in registers (q comes from L1); each row's sums wait
+ * in part[] for one transposed reduction of the block. (Reading a chunk of
+ * each row in turn instead, q loaded once for them, halves the loads from
+ * L1 but streams from DRAM at half the speed: the prefetchers lose the
+ * rows.) NS chunks in flight per head keep one long row from being bound
+ * by the FMA latency. */
+INLINE void dot_block(ChunkFn chunk, const size_t GB, const int per_row_scale, float *out, size_t ld, const float *q,
+                      const unsigned char *base, size_t stride, size_t nr, size_t n)
 {
-    const size_t NA = GB * RB, NS = NA >= 4 ? 1 : NA == 1 ? 4 : 2;
+    const size_t NS = GB == 1 ? 4 : GB == 2 ? 2 : 1, RB = 8 / GB;
     const F8 zero = { vdupq_n_f32(0.0f), vdupq_n_f32(0.0f) };
-    Row row[8];
-    F8 acc[4][8], qv[4];
-    UNROLL_16
-    for (size_t r = 0; r < RB; r++)
-        row[r] = row_of(base + r * stride, n, per_row_scale);
-    UNROLL_16
-    for (size_t s = 0; s < NS; s++)
+    F8 part[8];
+#pragma GCC unroll 1
+    for (size_t r = 0; r < nr; r++) {
+        const Row row = row_of(base + r * stride, n, per_row_scale);
+        F8 acc[4][4];
         UNROLL_16
-        for (size_t k = 0; k < 8; k++)
-            acc[s][k] = zero;
-    size_t i = 0;
-    for (; i + NS * W <= n; i += NS * W) {
-        UNROLL_16
-        for (size_t s = 0; s < NS; s++) {
+        for (size_t s = 0; s < NS; s++)
             UNROLL_16
             for (size_t g = 0; g < GB; g++)
-                qv[g] = load8(q + g * n + i + s * W, W);
+                acc[s][g] = zero;
+        size_t i = 0;
+        for (; i + NS * W <= n; i += NS * W)
             UNROLL_16
-            for (size_t r = 0; r < RB; r++) {
-                const F8 v = chunk(&row[r], i + s * W, W);
+            for (size_t s = 0; s < NS; s++) {
+                const F8 v = chunk(&row, i + s * W, W);
                 UNROLL_16
                 for (size_t g = 0; g < GB; g++)
-                    acc[s][g * RB + r] = fma8(acc[s][g * RB + r], qv[g], v);
+                    acc[s][g] = fma8(acc[s][g], load8(q + g * n + i + s * W, W), v);
             }
-        }
-    }
-    for (; i < n; i += W) { /* what NS chunks at a time left, the last one partial */
-        const size_t m = n - i < W ? n - i : W;
-        UNROLL_16
-        for (size_t g = 0; g < GB; g++)
-            qv[g] = load8(q + g * n + i, m);
-        UNROLL_16
-        for (size_t r = 0; r < RB; r++) {
-            const F8 v = chunk(&row[r], i, m);
+        for (; i < n; i += W) { /* what NS chunks at a time left, the last one partial */
+            const size_t m = n - i < W ? n - i : W;
+            const F8 v = chunk(&row, i, m);
             UNROLL_16
             for (size_t g = 0; g < GB; g++)
-                acc[0][g * RB + r] = fma8(acc[0][g * RB + r], qv[g], v);
+                acc[0][g] = fma8(acc[0][g], load8(q + g * n + i, m), v);
+        }
+        UNROLL_16
+        for (size_t g = 0; g < GB; g++) {
+            UNROLL_16
+            for (size_t s = 1; s < NS; s++)
+                acc[0][g] = (F8){ vaddq_f32(acc[0][g].lo, acc[s][g].lo), vaddq_f32(acc[0][g].hi, acc[s][g].hi) };
+            part[g * RB + r] = acc[0][g];
         }
     }
-    UNROLL_16
-    for (size_t s = 1; s < NS; s++)
-        UNROLL_16
-        for (size_t k = 0; k < NA; k++)
-            acc[0][k] = (F8){ vaddq_f32(acc[0][k].lo, acc[s][k].lo), vaddq_f32(acc[0][k].hi, acc[s][k].hi) };
-    if (NA == 1) {
-        out[0] = hsum8(acc[0][0]);
+    if (nr == 1 && GB == 1) {
+        out[0] = hsum8(part[0]);
         return;
     }
-    float sums[8];
-    vst1q_f32(sums, reduce4(acc[0][0], acc[0][1], acc[0][2], acc[0][3])); /* unused ones are zero */
-    if (NA > 4)
-        vst1q_f32(sums + 4, reduce4(acc[0][4], acc[0][5], acc[0][6], acc[0][7]));
-    UNROLL_16
     for (size_t g = 0; g < GB; g++)
-        UNROLL_16
-        for (size_t r = 0; r < RB; r++)
+        for (size_t r = nr; r < RB; r++)
+            part[g * RB + r] = zero;
+    float sums[8];
+    vst1q_f32(sums, reduce4(part[0], part[1], part[2], part[3]));
+    if (GB * RB > 4)
+        vst1q_f32(sums + 4, reduce4(part[4], part[5], part[6], part[7]));
+    for (size_t g = 0; g < GB; g++)
+        for (size_t r = 0; r < nr; r++)
             out[g * ld + r] = sums[g * RB + r];
 }
 
-/* GB heads over all the rows: blocks of RB rows, then single rows. */
+/* GB heads over all the rows, 8 / GB rows a block. */
 INLINE void dot_heads(ChunkFn chunk, const size_t GB, const int per_row_scale, float *out, size_t ld, const float *q,
                       const unsigned char *rows, size_t stride, size_t n_rows, size_t n)
 {
-    const size_t RB = GB == 1 ? 8 : GB == 2 ? 4 : 2;
-    size_t r = 0;
-    if (n_rows > 1)
-        for (; r + RB <= n_rows; r += RB)
-            dot_block(chunk, GB, RB, per_row_scale, out + r, ld, q, rows + r * stride, stride, n);
-    for (; r < n_rows; r++)
-        dot_block(chunk, GB, 1, per_row_scale, out + r, ld, q, rows + r * stride, stride, n);
+    const size_t RB = 8 / GB;
+    for (size_t r = 0; r < n_rows; r += RB)
+        dot_block(chunk, GB, per_row_scale, out + r, ld, q, rows + r * stride, stride,
+                  n_rows - r < RB ? n_rows - r : RB, n);
 }
 
-/* The heads in blocks of 4, then what is left (1 .. 3). */
+/* The heads in blocks of 4, then 2, then 1 (G = 8: two blocks, each
+ * decoding the rows, the second time from L1). */
 INLINE void dot_tile(ChunkFn chunk, const int per_row_scale, float *out, size_t ld, const float *q, size_t G,
                      const void *rows, size_t stride, size_t n_rows, size_t n)
 {
@@ -295,38 +288,52 @@ INLINE void dot_tile(ChunkFn chunk, const int per_row_scale, float *out, size_t 
         const size_t left = G - g;
         float *o = out + g * ld;
         const float *qg = q + g * n;
-        switch (left >= 4 ? 4 : left) { /* a constant GB per case: see UNROLL_16 */
-        case 4: dot_heads(chunk, 4, per_row_scale, o, ld, qg, p, stride, n_rows, n); g += 4; break;
-        case 3: dot_heads(chunk, 3, per_row_scale, o, ld, qg, p, stride, n_rows, n); g += 3; break;
-        case 2: dot_heads(chunk, 2, per_row_scale, o, ld, qg, p, stride, n_rows, n); g += 2; break;
-        default: dot_heads(chunk, 1, per_row_scale, o, ld, qg, p, stride, n_rows, n); g += 1; break;
+        if (left >= 4) { /* a constant GB per call: see UNROLL_16 */
+            dot_heads(chunk, 4, per_row_scale, o, ld, qg, p, stride, n_rows, n);
+            g += 4;
+        } else if (left >= 2) {
+            dot_heads(chunk, 2, per_row_scale, o, ld, qg, p, stride, n_rows, n);
+            g += 2;
+        } else {
+            dot_heads(chunk, 1, per_row_scale, o, ld, qg, p, stride, n_rows, n);
+            g += 1;
         }
     }
 }
 
-/* GB heads x CB chunks of W values from value i0 on (GB * CB <= 8
+/* GB heads x nc <= CB chunks of W values from value i0 on (GB * CB <= 8
  * accumulators, registers): acc[g * n + i0 ..] += sum_r w[g * ld + r] *
  * decode(row r)[i0 ..], the accumulators loaded once and stored once for all
- * the rows. The last chunk has m values (m < W only when CB is 1). */
+ * the rows. The last chunk has m values. Called with nc = CB and m = W as
+ * constants for the bulk of a row, with what is left at its end. With
+ * prefetch > 0, each row's first `prefetch` bytes are prefetched (the whole
+ * row, when the block is the first of several). */
 INLINE void axpy_block(ChunkFn chunk, const size_t GB, const size_t CB, const int per_row_scale, float *acc,
                        const float *w, size_t ld, const unsigned char *rows, size_t stride, size_t n_rows, size_t n,
-                       size_t i0, size_t m)
+                       size_t i0, size_t nc, size_t m, size_t prefetch)
 {
+    const F8 zero = { vdupq_n_f32(0.0f), vdupq_n_f32(0.0f) };
     F8 a[8];
+    float32x4_t wv[4];
     UNROLL_16
     for (size_t g = 0; g < GB; g++)
         UNROLL_16
-        for (size_t c = 0; c < CB; c++)
-            a[g * CB + c] = load8(acc + g * n + i0 + c * W, c + 1 < CB ? W : m);
+        for (size_t c = 0; c < CB; c++) {
+            const float *p = acc + g * n + i0 + c * W;
+            a[g * CB + c] = c >= nc ? zero : load8(p, c + 1 < nc ? W : m);
+        }
     for (size_t r = 0; r < n_rows; r++) {
         const Row row = row_of(rows + r * stride, n, per_row_scale);
-        float32x4_t wv[4];
+        for (size_t off = 0; off < prefetch; off += 64) /* see axpy_heads */
+            __builtin_prefetch(row.p + off);
         UNROLL_16
         for (size_t g = 0; g < GB; g++)
             wv[g] = vdupq_n_f32(w[g * ld + r]);
         UNROLL_16
         for (size_t c = 0; c < CB; c++) {
-            const F8 v = chunk(&row, i0 + c * W, c + 1 < CB ? W : m);
+            if (c >= nc)
+                break;
+            const F8 v = chunk(&row, i0 + c * W, c + 1 < nc ? W : m);
             UNROLL_16
             for (size_t g = 0; g < GB; g++)
                 a[g * CB + c] = fma8(a[g * CB + c], (F8){ wv[g], wv[g] }, v);
@@ -335,44 +342,50 @@ INLINE void axpy_block(ChunkFn chunk, const size_t GB, const size_t CB, const in
     UNROLL_16
     for (size_t g = 0; g < GB; g++)
         UNROLL_16
-        for (size_t c = 0; c < CB; c++)
-            store8(acc + g * n + i0 + c * W, a[g * CB + c], c + 1 < CB ? W : m);
+        for (size_t c = 0; c < CB && c < nc; c++) {
+            float *p = acc + g * n + i0 + c * W;
+            store8(p, a[g * CB + c], c + 1 < nc ? W : m);
+        }
 }
 
-/* GB heads over the whole row length: blocks of CB = 8 / GB chunks, then
- * of 4, 2 and 1 chunk (the last maybe partial), each a constant. */
+/* GB heads over the whole row length: blocks of CB chunks, then the rest.
+ * When a row takes more than one block, the first block's pass over the
+ * rows prefetches each whole row, so that memory is still read row after
+ * row (reading part of every row, then the rest, streams from DRAM at half
+ * the speed); the later passes find the rows in cache. */
 INLINE void axpy_heads(ChunkFn chunk, const size_t GB, const int per_row_scale, float *acc, const float *w, size_t ld,
-                       const unsigned char *rows, size_t stride, size_t n_rows, size_t n)
+                       const unsigned char *rows, size_t stride, size_t n_rows, size_t n, size_t row_bytes)
 {
     const size_t CB = GB == 1 ? 8 : GB == 2 ? 4 : 2;
+    const size_t prefetch = n > CB * W ? row_bytes : 0;
     size_t i = 0;
     for (; i + CB * W <= n; i += CB * W)
-        axpy_block(chunk, GB, CB, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, W);
-    if (CB > 4 && i + 4 * W <= n) {
-        axpy_block(chunk, GB, 4, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, W);
-        i += 4 * W;
+        axpy_block(chunk, GB, CB, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, CB, W, i ? 0 : prefetch);
+    if (i < n) {
+        const size_t nc = (n - i + W - 1) / W;
+        axpy_block(chunk, GB, CB, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, nc, n - i - (nc - 1) * W,
+                   i ? 0 : prefetch);
     }
-    if (CB > 2 && i + 2 * W <= n) {
-        axpy_block(chunk, GB, 2, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, W);
-        i += 2 * W;
-    }
-    for (; i < n; i += W)
-        axpy_block(chunk, GB, 1, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, n - i < W ? n - i : W);
 }
 
+/* The heads in blocks of 4, then 2, then 1. */
 INLINE void axpy_tile(ChunkFn chunk, const int per_row_scale, float *acc, const float *w, size_t ld, size_t G,
-                      const void *rows, size_t stride, size_t n_rows, size_t n)
+                      const void *rows, size_t stride, size_t n_rows, size_t n, size_t row_bytes)
 {
     const unsigned char *p = rows;
     for (size_t g = 0; g < G;) {
         const size_t left = G - g;
         float *a = acc + g * n;
         const float *wg = w + g * ld;
-        switch (left >= 4 ? 4 : left) { /* a constant GB per case */
-        case 4: axpy_heads(chunk, 4, per_row_scale, a, wg, ld, p, stride, n_rows, n); g += 4; break;
-        case 3: axpy_heads(chunk, 3, per_row_scale, a, wg, ld, p, stride, n_rows, n); g += 3; break;
-        case 2: axpy_heads(chunk, 2, per_row_scale, a, wg, ld, p, stride, n_rows, n); g += 2; break;
-        default: axpy_heads(chunk, 1, per_row_scale, a, wg, ld, p, stride, n_rows, n); g += 1; break;
+        if (left >= 4) { /* a constant GB per call */
+            axpy_heads(chunk, 4, per_row_scale, a, wg, ld, p, stride, n_rows, n, row_bytes);
+            g += 4;
+        } else if (left >= 2) {
+            axpy_heads(chunk, 2, per_row_scale, a, wg, ld, p, stride, n_rows, n, row_bytes);
+            g += 2;
+        } else {
+            axpy_heads(chunk, 1, per_row_scale, a, wg, ld, p, stride, n_rows, n, row_bytes);
+            g += 1;
         }
     }
 }
@@ -394,7 +407,7 @@ static void quantize_f16(void *dst, const float *src, size_t n)
 /* --- the table -------------------------------------------------------------- */
 
 /* The per-row forms are tiles of one row (codec.h). */
-#define ISA_OPS(fmt, per_row_scale)                                                                         \
+#define ISA_OPS(fmt, FMT, per_row_scale)                                                                         \
     static void dequantize_##fmt(float *dst, const void *row, size_t n)                                     \
     {                                                                                                       \
         const Row r = row_of(row, n, per_row_scale);                                                        \
@@ -408,7 +421,7 @@ static void quantize_f16(void *dst, const float *src, size_t n)
     static void axpy_rows_##fmt(float *acc, const float *w, size_t ld, size_t G, const void *rows,          \
                                 size_t stride, size_t n_rows, size_t n)                                     \
     {                                                                                                       \
-        axpy_tile(chunk_##fmt, per_row_scale, acc, w, ld, G, rows, stride, n_rows, n);                      \
+        axpy_tile(chunk_##fmt, per_row_scale, acc, w, ld, G, rows, stride, n_rows, n, format_row_bytes(FMT, n)); \
     }                                                                                                       \
     static void dot_##fmt(float *out, const float *q, size_t G, const void *row, size_t n)                  \
     {                                                                                                       \
@@ -419,12 +432,12 @@ static void quantize_f16(void *dst, const float *src, size_t n)
         axpy_rows_##fmt(acc, w, 1, G, row, 0, 1, n);                                                        \
     }
 
-ISA_OPS(f32, 0)
-ISA_OPS(f16, 0)
-ISA_OPS(q8_0, 0)
-ISA_OPS(q4_0, 0)
-ISA_OPS(int4, 1)
-ISA_OPS(fp4, 1)
+ISA_OPS(f32, FMT_F32, 0)
+ISA_OPS(f16, FMT_F16, 0)
+ISA_OPS(q8_0, FMT_Q8_0, 0)
+ISA_OPS(q4_0, FMT_Q4_0, 0)
+ISA_OPS(int4, FMT_INT4, 1)
+ISA_OPS(fp4, FMT_FP4, 1)
 
 #define ENTRY(F, fmt, quantize) [F] = { F, quantize, dequantize_##fmt, dot_##fmt, axpy_##fmt, dot_rows_##fmt, axpy_rows_##fmt }
 

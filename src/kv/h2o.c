@@ -59,36 +59,6 @@ static void index_runs(H2O *c, size_t slot)
     c->n_runs[slot] = n;
 }
 
-static int h2o_append(KvCache *base, size_t layer, size_t seq, size_t p0, size_t n, const float *k, const float *v,
-                      Counters *ctr, Err *e)
-{
-    H2O *c = (H2O *)base;
-    const KvGeometry *g = &base->geo;
-    size_t s = slot_of(c, layer, seq);
-    if (p0 != c->len[s])
-        return err_set(e, ERR_RUNTIME, "h2o cache: append at position %zu, expected %zu", p0, c->len[s]);
-    if (n > c->cap - c->count[s])
-        return err_set(e, ERR_RUNTIME, "h2o cache: a pass of %zu tokens exceeds pass=%zu", n, c->pass);
-    if (n > g->max_seq_len - p0)
-        return err_set(e, ERR_USAGE, "cache overflow: %zu rows held + %zu new > max_seq_len %zu", p0, n,
-                       g->max_seq_len);
-    size_t at = c->count[s];
-    for (size_t h = 0; h < g->n_kv_heads; h++) {
-        kv_encode_rows(row_k(c, s, h, at), c->k_row, k, n, h, g, &c->st.codec[c->st.k_fmt]);
-        kv_encode_rows(row_v(c, s, h, at), c->v_row, v, n, h, g, &c->st.codec[c->st.v_fmt]);
-    }
-    for (size_t t = 0; t < n; t++) {
-        c->pos[s * c->cap + at + t] = p0 + t;
-        c->score[s * c->cap + at + t] = 0;
-    }
-    c->count[s] += n;
-    c->len[s] += n;
-    index_runs(c, s);
-    if (ctr)
-        ctr->kv_bytes_written += n * g->n_kv_heads * (c->k_row + c->v_row);
-    return 0;
-}
-
 /* Drop row i of every head of slot s. */
 static void evict_row(H2O *c, size_t s, size_t i)
 {
@@ -104,6 +74,61 @@ static void evict_row(H2O *c, size_t s, size_t i)
     c->evicted++;
 }
 
+/* Evict the lowest-scored rows outside the recent window until slot s
+ * holds at most `limit`; returns 0, or -1 when only recent rows are left. */
+static int enforce(H2O *c, size_t s, size_t limit)
+{
+    const double *score = c->score + s * c->cap;
+    while (c->count[s] > limit) {
+        size_t newest = c->len[s], victim = SIZE_MAX;
+        for (size_t i = 0; i < c->count[s]; i++) {
+            if (c->pos[s * c->cap + i] + c->recent >= newest)
+                break; /* the recent window is never evicted */
+            if (victim == SIZE_MAX || score[i] < score[victim])
+                victim = i;
+        }
+        if (victim == SIZE_MAX)
+            return -1;
+        evict_row(c, s, victim);
+    }
+    return 0;
+}
+
+static int h2o_append(KvCache *base, size_t layer, size_t seq, size_t p0, size_t n, const float *k, const float *v,
+                      Counters *ctr, Err *e)
+{
+    H2O *c = (H2O *)base;
+    const KvGeometry *g = &base->geo;
+    size_t s = slot_of(c, layer, seq);
+    if (p0 != c->len[s])
+        return err_set(e, ERR_RUNTIME, "h2o cache: append at position %zu, expected %zu", p0, c->len[s]);
+    if (n > c->pass)
+        return err_set(e, ERR_RUNTIME, "h2o cache: a pass of %zu tokens exceeds pass=%zu", n, c->pass);
+    /* room for the pass: without attention feedback (no observe call came)
+     * the lowest scores are ties, and the oldest rows outside the window go */
+    if (c->count[s] + n > c->cap && enforce(c, s, c->cap - n) < 0)
+        return err_set(e, ERR_RUNTIME, "h2o cache: budget too small for its recent window");
+    if (n > g->max_seq_len - p0)
+        return err_set(e, ERR_USAGE, "cache overflow: %zu rows held + %zu new > max_seq_len %zu", p0, n,
+                       g->max_seq_len);
+    size_t at = c->count[s];
+    for (size_t h = 0; h < g->n_kv_heads; h++) {
+        kv_encode_rows(row_k(c, s, h, at), c->k_row, k, n, h, g, &c->st.codec[c->st.k_fmt]);
+        if (kv_stores_v(g)) /* an MLA latent cache keeps K rows only */
+            kv_encode_rows(row_v(c, s, h, at), c->v_row, v, n, h, g, &c->st.codec[c->st.v_fmt]);
+    }
+    for (size_t t = 0; t < n; t++) {
+        c->pos[s * c->cap + at + t] = p0 + t;
+        c->score[s * c->cap + at + t] = 0;
+    }
+    c->count[s] += n;
+    c->len[s] += n;
+    index_runs(c, s);
+    if (ctr)
+        ctr->kv_bytes_written += n * g->n_kv_heads * (c->k_row + c->v_row);
+    return 0;
+}
+
 static void h2o_observe(KvCache *base, size_t layer, size_t seq, size_t kv_head, const float *w, size_t g_stride,
                         size_t G, size_t n)
 {
@@ -115,18 +140,7 @@ static void h2o_observe(KvCache *base, size_t layer, size_t seq, size_t kv_head,
             score[j] += w[gi * g_stride + j];
     if (kv_head + 1 < base->geo.n_kv_heads)
         return; /* evict once the whole layer has voted */
-    while (c->count[s] > c->budget) {
-        size_t newest = c->len[s], victim = SIZE_MAX;
-        for (size_t i = 0; i < c->count[s]; i++) {
-            if (c->pos[s * c->cap + i] + c->recent >= newest)
-                break; /* the recent window is never evicted */
-            if (victim == SIZE_MAX || score[i] < score[victim])
-                victim = i;
-        }
-        if (victim == SIZE_MAX)
-            break; /* budget smaller than the recent window: nothing may go */
-        evict_row(c, s, victim);
-    }
+    enforce(c, s, c->budget); /* recent is at most the budget: this always succeeds */
     index_runs(c, s);
 }
 
@@ -281,10 +295,10 @@ KvCache *h2o_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, 
     c->base.lossy = 1;
     c->st = *st;
     c->budget = budget, c->recent = recent, c->pass = pass, c->cap = budget + pass;
-    c->k_row = kv_k_row_bytes(geo, st), c->v_row = kv_v_row_bytes(geo, st);
+    c->k_row = kv_k_row_bytes(geo, st), c->v_row = kv_v_row_stored(geo, st);
     size_t slots = geo->n_layers * geo->n_seqs;
     c->k = calloc(slots * geo->n_kv_heads * c->cap, c->k_row);
-    c->v = calloc(slots * geo->n_kv_heads * c->cap, c->v_row);
+    c->v = kv_calloc(slots * geo->n_kv_heads * c->cap, c->v_row);
     c->pos = calloc(slots * c->cap, sizeof *c->pos);
     c->score = calloc(slots * c->cap, sizeof *c->score);
     c->count = calloc(slots, sizeof *c->count);

@@ -103,7 +103,7 @@ EOF
 cat >"$lesson_course/01-one.md" <<'EOF'
 # 1. One
 
-The tiny model has a max_seq_len of 999, and 4,096 heads.
+The tiny model has a max_seq_len of 999, and 4,096 heads, and measures 100.
 
 ```check
 id: one.len
@@ -119,6 +119,16 @@ run: kvscope calc --model tiny --format json
 value: model.n_layers
 expect: 2
 hint:
+```
+
+```check
+id: one.measured
+run: kvscope calc --model tiny --format json
+value: model.n_layers
+expect: 100
+tol: 10%
+measured: yes
+hint: A measured figure.
 ```
 EOF
 printf '# 2. Two\n\nNo checks.\n' >"$lesson_course/03-two.md"
@@ -138,7 +148,9 @@ if [ "$status" -eq 1 ] && grep -q 'check one.len: expected 999, got 256' "$out" 
     grep -q 'lesson file 03-two.md should be lessons/02-' "$out" &&
     grep -q 'lesson two\|lesson one has no check block' "$out" &&
     grep -q 'lessons/09-stray.md is not in the manifest' "$out" &&
-    grep -q '^  wait  lesson  3 later' "$out"; then ok "lesson lint finds every slip of a broken course"
+    grep -q '^  wait  lesson  3 later' "$out" &&
+    grep -q '^  warn  check one.measured (measured on this machine): expected 100 within 10%, got 2 twice' "$out" &&
+    ! grep -q 'FAIL  check one.measured' "$out"; then ok "lesson lint finds every slip of a broken course"
 else bad "lesson lint finds every slip of a broken course" "exit $status" "stdout: $(head -c 2500 "$out")"; fi
 
 export HOME="$OLD_HOME"
