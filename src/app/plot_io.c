@@ -1,6 +1,7 @@
 /* plot_io.c: what every figure's maker shares: the output directory, data
  * and labels files, the machine caption, the scripts and gnuplot itself. */
 #include "app/plot.h"
+#include "util/files.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -127,27 +128,9 @@ static int file_exists(const char *path)
 
 int plot_script_path(const char *name, char *out, size_t cap)
 {
-    const char *env = getenv("KVSCOPE_PLOTS");
-    if (env && *env) {
-        snprintf(out, cap, "%s/%s.gp", env, name);
-        return file_exists(out) ? 0 : -1;
-    }
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash)
-            *slash = '\0';
-        static const char *const up[] = { "/../plots/", "/plots/", "/../share/kvscope/plots/" };
-        for (size_t i = 0; i < sizeof up / sizeof up[0]; i++) {
-            snprintf(out, cap, "%s%s%s.gp", exe, up[i], name);
-            if (file_exists(out))
-                return 0;
-        }
-    }
-    snprintf(out, cap, "plots/%s.gp", name);
-    return file_exists(out) ? 0 : -1;
+    char rel[96];
+    snprintf(rel, sizeof rel, "%s.gp", name);
+    return files_find("KVSCOPE_PLOTS", "plots", rel, out, cap);
 }
 
 int plot_copy_script(const PlotCtx *ctx, const char *name, Err *e)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "model/config.h"
+#include "util/files.h"
 #include "util/parse.h"
 
 typedef struct {
@@ -57,31 +58,12 @@ static int on_value(void *user, const char *section, const char *key, const char
     return 1;
 }
 
-static int cmp_name(const void *a, const void *b)
-{
-    return strcmp(a, b);
-}
-
 void preset_list(char *buf, size_t cap)
 {
-    char dir[PATH_MAX], names[32][32];
-    size_t n = 0, used = 0;
+    char dir[PATH_MAX];
     buf[0] = '\0';
-    if (config_data_path("presets", dir, sizeof dir) < 0)
-        return;
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *ent;
-    while ((ent = readdir(d)) && n < 32) {
-        size_t len = strlen(ent->d_name);
-        if (len > 4 && len < 32 && strcmp(ent->d_name + len - 4, ".ini") == 0)
-            snprintf(names[n++], sizeof names[0], "%.*s", (int)(len - 4), ent->d_name);
-    }
-    closedir(d);
-    qsort(names, n, sizeof names[0], cmp_name);
-    for (size_t i = 0; i < n && used < cap; i++)
-        used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", names[i]);
+    if (config_data_path("presets", dir, sizeof dir) == 0)
+        files_list(dir, ".ini", buf, cap);
 }
 
 int preset_scan(int argc, char **argv, Preset *p, Err *e)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "kernels/kernels.h"
+#include "util/files.h"
 #include "util/parse.h"
 
 typedef enum { K_SIZE, K_SIZE0, K_DOUBLE, K_U64, K_STR, K_BOOL, K_ATTN, K_ARCH, K_TOKEN } KeyType;
@@ -143,59 +144,15 @@ static int file_exists(const char *path)
 
 int config_data_path(const char *rel, char *out, size_t cap)
 {
-    const char *env = getenv("KVSCOPE_DATA");
-    if (env && *env) {
-        snprintf(out, cap, "%s/%s", env, rel);
-        return file_exists(out) ? 0 : -1;
-    }
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash)
-            *slash = '\0';
-        static const char *const up[] = { "/../data/", "/data/", "/../share/kvscope/data/" };
-        for (size_t i = 0; i < sizeof up / sizeof up[0]; i++) {
-            snprintf(out, cap, "%s%s%s", exe, up[i], rel);
-            if (file_exists(out))
-                return 0;
-        }
-    }
-    snprintf(out, cap, "data/%s", rel);
-    return file_exists(out) ? 0 : -1;
-}
-
-static int cmp_name(const void *a, const void *b)
-{
-    return strcmp(a, b);
+    return files_find("KVSCOPE_DATA", "data", rel, out, cap);
 }
 
 void config_list(char *buf, size_t cap)
 {
     char dir[PATH_MAX];
     buf[0] = '\0';
-    if (config_data_path("models", dir, sizeof dir) < 0)
-        return;
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    /* collect then sort, so the list reads the same on every machine */
-    char names[64][64];
-    size_t n = 0;
-    struct dirent *ent;
-    while ((ent = readdir(d)) && n < 64) {
-        size_t len = strlen(ent->d_name);
-        if (len > 4 && len < 64 && strcmp(ent->d_name + len - 4, ".ini") == 0) {
-            memcpy(names[n], ent->d_name, len - 4);
-            names[n++][len - 4] = '\0';
-        }
-    }
-    closedir(d);
-    qsort(names, n, sizeof names[0], cmp_name);
-    size_t used = 0;
-    for (size_t i = 0; i < n && used < cap; i++)
-        used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", names[i]);
+    if (config_data_path("models", dir, sizeof dir) == 0)
+        files_list(dir, ".ini", buf, cap);
 }
 
 /* --- loading ------------------------------------------------------------ */

@@ -1,0 +1,63 @@
+#include "util/files.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int readable(const char *path) /* a file or a folder */
+{
+    return access(path, R_OK) == 0;
+}
+
+int files_find(const char *env_var, const char *root, const char *rel, char *out, size_t cap)
+{
+    const char *env = getenv(env_var);
+    if (env && *env) {
+        snprintf(out, cap, "%s/%s", env, rel);
+        return readable(out) ? 0 : -1;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash)
+            *slash = '\0';
+        static const char *const up[] = { "/../", "/", "/../share/kvscope/" };
+        for (size_t i = 0; i < sizeof up / sizeof up[0]; i++) {
+            snprintf(out, cap, "%s%s%s/%s", exe, up[i], root, rel);
+            if (readable(out))
+                return 0;
+        }
+    }
+    snprintf(out, cap, "%s/%s", root, rel);
+    return readable(out) ? 0 : -1;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+void files_list(const char *dir, const char *suffix, char *buf, size_t cap)
+{
+    char names[64][64];
+    size_t n = 0, used = 0, sl = strlen(suffix);
+    buf[0] = '\0';
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *ent;
+    while ((ent = readdir(d)) && n < 64) {
+        size_t len = strlen(ent->d_name);
+        if (len > sl && len - sl < sizeof names[0] && strcmp(ent->d_name + len - sl, suffix) == 0)
+            snprintf(names[n++], sizeof names[0], "%.*s", (int)(len - sl), ent->d_name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof names[0], cmp_name); /* the same order on every machine */
+    for (size_t i = 0; i < n && used < cap; i++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", names[i]);
+}

@@ -1,0 +1,18 @@
+/* files.h: finding kvscope's own files (data, scripts) without knowing
+ * where it was installed, and listing them. */
+#ifndef KVSCOPE_UTIL_FILES_H
+#define KVSCOPE_UTIL_FILES_H
+
+#include <stddef.h>
+
+/* Find rel under the folder `root` ("data", "plots"): in $env_var when that
+ * is set, else beside or above the executable (root/, ../root/,
+ * ../share/kvscope/root/), else in ./root. Returns 0 and fills out (cap
+ * bytes) with the path of a readable file or folder, -1 when none is found. */
+int files_find(const char *env_var, const char *root, const char *rel, char *out, size_t cap);
+
+/* The names of the files in folder dir that end in suffix, without it,
+ * sorted and comma-separated into buf (empty when the folder is missing). */
+void files_list(const char *dir, const char *suffix, char *buf, size_t cap);
+
+#endif
