@@ -7,10 +7,12 @@
  *
  * Two sizes of the same operations: per row (dot, axpy) and per tile of
  * rows (dot_rows, axpy_rows), which attention uses. A tile call keeps the
- * queries' chunks (dot) or the accumulators (axpy) in registers across its
- * rows instead of reloading them from L1 for every row, and is what lets
- * decode attention run at memory speed. The per-row forms are the tile
- * forms with one row.
+ * accumulators (axpy) and, for rows of 128 values, the queries (dot) in
+ * registers across its rows instead of reloading them from L1 for every
+ * row, sums the scores of many rows in one reduction, and makes one call
+ * per run of rows instead of one per row: what lets decode attention run
+ * at memory speed (codec_tiles.h). The per-row forms are the tile forms
+ * with one row.
  *
  * Layout of each format: format.h. How each rounds, and what it does with
  * zeros, huge values, Inf and NaN: codec_ref.c. The SIMD tables and their

@@ -2,8 +2,9 @@
  *
  * codec_ref (codec.h) is the specification; each table here has the same
  * operations, vectorized for one instruction set, in its own file built
- * with that ISA's flags (codec_avx2.c, codec_avx512.c, codec_neon.c). Only
- * run a table on a CPU that has its features:
+ * with that ISA's flags (codec_avx2.c, codec_avx512.c, codec_neon.c; their
+ * shared loop skeletons: codec_tiles.h). Only run a table on a CPU that has
+ * its features:
  *
  *   codec_avx2     AVX2 + FMA + F16C
  *   codec_avx512   AVX-512 F, BW, VL and DQ (plus the AVX2 set)

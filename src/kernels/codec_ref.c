@@ -417,7 +417,8 @@ REF_OPS(q4_0)
 REF_OPS(int4)
 REF_OPS(fp4)
 
-#define ENTRY(F, fmt, quantize) [F] = { F, quantize, dequantize_##fmt, dot_##fmt, axpy_##fmt, dot_rows_##fmt, axpy_rows_##fmt }
+#define ENTRY(F, fmt, quantize)                                                                             \
+    [F] = { F, quantize, dequantize_##fmt, dot_##fmt, axpy_##fmt, dot_rows_##fmt, axpy_rows_##fmt }
 
 const FormatOps codec_ref[FMT_COUNT] = {
     ENTRY(FMT_F32, f32, codec_quantize_f32_ref),   ENTRY(FMT_F16, f16, quantize_f16),

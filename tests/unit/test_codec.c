@@ -55,10 +55,12 @@ static const size_t lens[] = { 1, 7, 8, 31, 32, 33, 127, 128, 129, 4096 };
 static const size_t groups[] = { 1, 3, 4, 8, 12, 70 }; /* 12, 70: the paths past 8 heads and 64 */
 #define N_GROUPS (sizeof groups / sizeof groups[0])
 
-/* The tile forms: row lengths, groups (5 = 4 + 1, 12 = 8 + 4 heads in the
- * SIMD blocks) and row counts (1; 7, fewer than a block of rows; 64, the
- * flash tile; 65, a tile and a row). */
-static const size_t tile_lens[] = { 1, 7, 16, 31, 33, 128, 129, 300 };
+/* The tile forms: row lengths (64 and 128: the rows whose q the SIMD
+ * tables keep in registers; 300: more chunks than a block holds), groups
+ * (blocks of 4, 2 and 1 heads: 3 = 2 + 1, 5 = 4 + 1, 12 = 4 + 4 + 4) and
+ * row counts (1; 7, fewer than a block of rows; 64, the flash tile; 65, a
+ * pass of 64 rows and one more). */
+static const size_t tile_lens[] = { 1, 7, 16, 31, 33, 64, 128, 129, 300 };
 static const size_t tile_groups[] = { 1, 2, 3, 4, 5, 8, 12 };
 static const size_t tile_rows[] = { 1, 7, 64, 65 };
 #define N_OF(a) (sizeof a / sizeof a[0])

@@ -1,0 +1,346 @@
+/* codec_tiles.h: the loop skeletons the SIMD codec files share (private to
+ * codec_avx2.c, codec_avx512.c and codec_neon.c, each built with its own
+ * flags; they include this once, after defining):
+ *
+ *   V                  a vector of W floats (__m256, __m512, or two float32x4_t)
+ *   NACC               how many V accumulators a block keeps in registers
+ *                      (16 of AVX-512's 32 registers; 8 of AVX2's 16 and of
+ *                      NEON's 32 / 2)
+ *   Row, row_of()      a row's bytes (and int4 / fp4 scale): row_of(p, n, s)
+ *   ChunkFn            a format's decoder: values i .. i+W-1 of a row, those
+ *                      from m on zeroed (1 <= m <= W)
+ *   v_zero, v_load, v_load_part, v_store, v_store_part, v_set1, v_fma (a * b
+ *   + c), v_add, v_hsum, v_reduce (sums[k] = the lanes of part[k] added, k <
+ *   NACC), UNROLL_16, INLINE.
+ *
+ * Every skeleton is always inlined with a format's decoder as a constant,
+ * so each format gets its own loops with the decoder inside: rows are
+ * dequantized in registers, never into a temporary f32 row. The block sizes
+ * (heads GB, rows, chunks CB) are constants too, so that the unrolled
+ * accumulators live in registers.
+ *
+ * The tile forms (codec.h), and what was measured choosing them (rows of
+ * 128 values, AVX-512 on this project's machine):
+ *   dot   rows one after the other, each chunk decoded once for a block of
+ *         GB heads (4, 2 or 1), each row's GB sums kept apart in registers
+ *         and a block of NACC / GB rows reduced at once (v_reduce: NACC sums
+ *         for the price of about one horizontal add each). Rows of 8
+ *         chunks keep q in registers for the block (dot_block_q) instead of
+ *         loading it from L1 for every row (f32, 4 heads: 15 against 20 ns
+ *         a row, from L2). Reading a chunk of several rows in turn
+ *         instead (q loaded once for them) halves the loads but streams from
+ *         DRAM at half the speed (f32: 6.5 against 17 GB/s): the hardware
+ *         prefetchers lose the rows. Software prefetch did not win it back.
+ *   axpy  the accumulators of GB heads x CB chunks in registers, loaded once
+ *         and stored once per call, every row added in between (per-row
+ *         calls loaded and stored them for every row: with 4 heads the load
+ *         and store ports bound the step). A row longer than CB chunks is
+ *         done in several passes over the rows, a part of each at a time.
+ *   Formats whose decode is a load (f32, f16: `cheap`) go in blocks of
+ *   fewer heads whose accumulators hold a whole row, the row read again
+ *   from L1 for the next block, rather than in parts (which streams at
+ *   two thirds of the speed); the others are decoded once for up to 4 heads.
+ *
+ * The per-row forms are tiles of one row. */
+#ifndef KVSCOPE_KERNELS_CODEC_TILES_H
+#define KVSCOPE_KERNELS_CODEC_TILES_H
+
+/* dst[0..n) = decode(row) */
+INLINE void dequantize_row(ChunkFn chunk, float *dst, const Row *r, size_t n)
+{
+    size_t i = 0;
+    for (; i + W <= n; i += W)
+        v_store(dst + i, chunk(r, i, W));
+    if (i < n)
+        v_store_part(dst + i, chunk(r, i, n - i), n - i);
+}
+
+/* out[g * ld + r] = sums[g * RB + r] for g < GB, r < nr, from the block's
+ * per-row sums part[g * RB + r] (RB = NACC / GB; the unused ones zeroed). */
+INLINE void dot_store(float *out, size_t ld, V *part, const size_t GB, size_t nr)
+{
+    const size_t RB = NACC / GB;
+    if (GB == 1 && nr == 1) {
+        out[0] = v_hsum(part[0]);
+        return;
+    }
+    for (size_t g = 0; g < GB; g++)
+        for (size_t r = nr; r < RB; r++)
+            part[g * RB + r] = v_zero();
+    float sums[NACC];
+    v_reduce(sums, part);
+    for (size_t g = 0; g < GB; g++)
+        for (size_t r = 0; r < nr; r++)
+            out[g * ld + r] = sums[g * RB + r];
+}
+
+/* GB heads x nr <= NACC / GB rows at base + r * stride: out[g * ld + r] =
+ * q[g * n ..] . decode(row r). The rows are read one after the other, each
+ * chunk decoded once for the GB heads (q from L1); NS chunks in flight per
+ * head keep one long row from being bound by the FMA latency. */
+INLINE void dot_block(ChunkFn chunk, const size_t GB, const int per_row_scale, float *out, size_t ld, const float *q,
+                      const unsigned char *base, size_t stride, size_t nr, size_t n)
+{
+    const size_t NS = GB == 1 ? 4 : GB == 2 ? 2 : 1, RB = NACC / GB;
+    V part[NACC];
+#pragma GCC unroll 1
+    for (size_t r = 0; r < nr; r++) {
+        const Row row = row_of(base + r * stride, n, per_row_scale);
+        V acc[4][4];
+        UNROLL_16
+        for (size_t s = 0; s < NS; s++)
+            UNROLL_16
+            for (size_t g = 0; g < GB; g++)
+                acc[s][g] = v_zero();
+        size_t i = 0;
+        for (; i + NS * W <= n; i += NS * W)
+            UNROLL_16
+            for (size_t s = 0; s < NS; s++) {
+                const V v = chunk(&row, i + s * W, W);
+                UNROLL_16
+                for (size_t g = 0; g < GB; g++)
+                    acc[s][g] = v_fma(v_load(q + g * n + i + s * W), v, acc[s][g]);
+            }
+        for (; i < n; i += W) { /* what NS chunks at a time left, the last one partial */
+            const size_t m = n - i < W ? n - i : W;
+            const V v = chunk(&row, i, m);
+            UNROLL_16
+            for (size_t g = 0; g < GB; g++)
+                acc[0][g] = v_fma(v_load_part(q + g * n + i, m), v, acc[0][g]);
+        }
+        UNROLL_16
+        for (size_t g = 0; g < GB; g++) {
+            UNROLL_16
+            for (size_t s = 1; s < NS; s++)
+                acc[0][g] = v_add(acc[0][g], acc[s][g]);
+            part[g * RB + r] = acc[0][g];
+        }
+    }
+    dot_store(out, ld, part, GB, nr);
+}
+
+/* dot_block for rows of exactly NC chunks (n = NC * W, GB * NC <= NACC): q
+ * loaded into registers once for the block, a row then costs its own loads
+ * only. */
+INLINE void dot_block_q(ChunkFn chunk, const size_t GB, const size_t NC, const int per_row_scale, float *out, size_t ld,
+                        const float *q, const unsigned char *base, size_t stride, size_t nr)
+{
+    const size_t n = NC * W, RB = NACC / GB;
+    V qr[NACC], part[NACC];
+    UNROLL_16
+    for (size_t g = 0; g < GB; g++)
+        UNROLL_16
+        for (size_t c = 0; c < NC; c++)
+            qr[g * NC + c] = v_load(q + g * n + c * W);
+#pragma GCC unroll 1
+    for (size_t r = 0; r < nr; r++) {
+        const Row row = row_of(base + r * stride, n, per_row_scale);
+        V acc[2][4];
+        UNROLL_16
+        for (size_t g = 0; g < GB; g++)
+            acc[0][g] = acc[1][g] = v_zero();
+        UNROLL_16
+        for (size_t c = 0; c < NC; c++) { /* two sums in flight per head */
+            const V v = chunk(&row, c * W, W);
+            UNROLL_16
+            for (size_t g = 0; g < GB; g++)
+                acc[c % 2][g] = v_fma(qr[g * NC + c], v, acc[c % 2][g]);
+        }
+        UNROLL_16
+        for (size_t g = 0; g < GB; g++)
+            part[g * RB + r] = v_add(acc[0][g], acc[1][g]);
+    }
+    dot_store(out, ld, part, GB, nr);
+}
+
+/* GB heads over all the rows, NACC / GB rows a block; NQ = 8: the rows are
+ * 8 chunks and q stays in registers. */
+INLINE void dot_heads(ChunkFn chunk, const size_t GB, const size_t NQ, const int per_row_scale, float *out, size_t ld,
+                      const float *q, const unsigned char *rows, size_t stride, size_t n_rows, size_t n)
+{
+    const size_t RB = NACC / GB;
+    for (size_t r = 0; r < n_rows; r += RB) {
+        const size_t nr = n_rows - r < RB ? n_rows - r : RB;
+        if (NQ)
+            dot_block_q(chunk, GB, NQ, per_row_scale, out + r, ld, q, rows + r * stride, stride, nr);
+        else
+            dot_block(chunk, GB, per_row_scale, out + r, ld, q, rows + r * stride, stride, nr, n);
+    }
+}
+
+/* Rows per pass of the heads' blocks: a block after the first reads them
+ * again from cache, not from memory (a flash tile). */
+#define PASS_ROWS 64
+
+/* The heads in blocks of 4, 2 or 1, PASS_ROWS rows at a time. Rows of 8
+ * chunks (and rows enough to pay for loading q): blocks of NACC / 8 heads
+ * with q in registers, where the format is cheap or the group that small
+ * (else a quantized row would be decoded once per block, not once). */
+INLINE void dot_tile(ChunkFn chunk, const int per_row_scale, const int cheap, float *out, size_t ld, const float *q,
+                     size_t G, const void *rows, size_t stride, size_t n_rows, size_t n)
+{
+    const size_t GQ = NACC / 8; /* heads whose q fits the registers */
+    const int qreg = n == 8 * W && n_rows >= 4 && (cheap || G <= GQ);
+    for (size_t r = 0; r < n_rows; r += PASS_ROWS) {
+        const unsigned char *p = (const unsigned char *)rows + r * stride;
+        const size_t nr = n_rows - r < PASS_ROWS ? n_rows - r : PASS_ROWS;
+        for (size_t g = 0; g < G;) {
+            const size_t left = G - g;
+            float *o = out + g * ld + r;
+            const float *qg = q + g * n;
+            if (qreg && GQ >= 2 && left >= 2) { /* a constant GB per call: see UNROLL_16 */
+                dot_heads(chunk, 2, 8, per_row_scale, o, ld, qg, p, stride, nr, n);
+                g += 2;
+            } else if (qreg) {
+                dot_heads(chunk, 1, 8, per_row_scale, o, ld, qg, p, stride, nr, n);
+                g += 1;
+            } else if (left >= 4) {
+                dot_heads(chunk, 4, 0, per_row_scale, o, ld, qg, p, stride, nr, n);
+                g += 4;
+            } else if (left >= 2) {
+                dot_heads(chunk, 2, 0, per_row_scale, o, ld, qg, p, stride, nr, n);
+                g += 2;
+            } else {
+                dot_heads(chunk, 1, 0, per_row_scale, o, ld, qg, p, stride, nr, n);
+                g += 1;
+            }
+        }
+    }
+}
+
+/* GB heads x nc <= CB chunks of W values from value i0 on (GB * CB <=
+ * NACC accumulators, registers): acc[g * n + i0 ..] += sum_r w[g * ld + r]
+ * * decode(row r)[i0 ..], the accumulators loaded once and stored once for
+ * all the rows. The last chunk has m lanes. Called with nc = CB and m = W as
+ * constants for the bulk of a row, with what is left at its end. */
+INLINE void axpy_block(ChunkFn chunk, const size_t GB, const size_t CB, const int per_row_scale, float *acc,
+                       const float *w, size_t ld, const unsigned char *rows, size_t stride, size_t n_rows, size_t n,
+                       size_t i0, size_t nc, size_t m)
+{
+    V a[NACC], wv[4];
+    UNROLL_16
+    for (size_t g = 0; g < GB; g++)
+        UNROLL_16
+        for (size_t c = 0; c < CB; c++) {
+            const float *p = acc + g * n + i0 + c * W;
+            a[g * CB + c] = c >= nc ? v_zero() : c + 1 < nc ? v_load(p) : v_load_part(p, m);
+        }
+    for (size_t r = 0; r < n_rows; r++) {
+        const Row row = row_of(rows + r * stride, n, per_row_scale);
+        UNROLL_16
+        for (size_t g = 0; g < GB; g++)
+            wv[g] = v_set1(w[g * ld + r]);
+        UNROLL_16
+        for (size_t c = 0; c < CB; c++) {
+            if (c >= nc)
+                break;
+            const V v = chunk(&row, i0 + c * W, c + 1 < nc ? W : m);
+            UNROLL_16
+            for (size_t g = 0; g < GB; g++)
+                a[g * CB + c] = v_fma(wv[g], v, a[g * CB + c]);
+        }
+    }
+    UNROLL_16
+    for (size_t g = 0; g < GB; g++)
+        UNROLL_16
+        for (size_t c = 0; c < CB && c < nc; c++) {
+            float *p = acc + g * n + i0 + c * W;
+            if (c + 1 < nc)
+                v_store(p, a[g * CB + c]);
+            else
+                v_store_part(p, a[g * CB + c], m);
+        }
+}
+
+/* Chunks of an axpy block of GB heads: at most 8 (128 values on AVX-512),
+ * so that rows of 8 chunks take the constant block, not the rest's. */
+#define AXPY_CHUNKS(GB) (NACC / (GB) < 8 ? NACC / (GB) : 8)
+
+/* GB heads over the whole row length: blocks of CB chunks, then the rest. */
+INLINE void axpy_heads(ChunkFn chunk, const size_t GB, const int per_row_scale, float *acc, const float *w, size_t ld,
+                       const unsigned char *rows, size_t stride, size_t n_rows, size_t n)
+{
+    const size_t CB = AXPY_CHUNKS(GB);
+    size_t i = 0;
+    if (n >= CB * W) { /* i0 = 0 a constant: a block's chunks then share its scale's load */
+        axpy_block(chunk, GB, CB, per_row_scale, acc, w, ld, rows, stride, n_rows, n, 0, CB, W);
+        i = CB * W;
+    }
+    for (; i + CB * W <= n; i += CB * W)
+        axpy_block(chunk, GB, CB, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, CB, W);
+    if (i < n) {
+        const size_t nc = (n - i + W - 1) / W;
+        axpy_block(chunk, GB, CB, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, nc, n - i - (nc - 1) * W);
+    }
+}
+
+/* The heads in blocks of 4, 2 or 1, PASS_ROWS rows at a time: of 4 for
+ * quantized rows (decoded once for 4 heads), of as many as whole rows allow
+ * for cheap ones. */
+INLINE void axpy_tile(ChunkFn chunk, const int per_row_scale, const int cheap, float *acc, const float *w, size_t ld,
+                      size_t G, const void *rows, size_t stride, size_t n_rows, size_t n)
+{
+    const size_t chunks = (n + W - 1) / W;
+    const size_t gmax = !cheap || chunks <= AXPY_CHUNKS(4) ? 4 : chunks <= AXPY_CHUNKS(2) ? 2 : 1;
+    for (size_t r = 0; r < n_rows; r += PASS_ROWS) {
+        const unsigned char *p = (const unsigned char *)rows + r * stride;
+        const size_t nr = n_rows - r < PASS_ROWS ? n_rows - r : PASS_ROWS;
+        for (size_t g = 0; g < G;) {
+            const size_t left = G - g;
+            float *a = acc + g * n;
+            const float *wg = w + g * ld + r;
+            if (left >= 4 && gmax >= 4) { /* a constant GB per call */
+                axpy_heads(chunk, 4, per_row_scale, a, wg, ld, p, stride, nr, n);
+                g += 4;
+            } else if (left >= 2 && gmax >= 2) {
+                axpy_heads(chunk, 2, per_row_scale, a, wg, ld, p, stride, nr, n);
+                g += 2;
+            } else {
+                axpy_heads(chunk, 1, per_row_scale, a, wg, ld, p, stride, nr, n);
+                g += 1;
+            }
+        }
+    }
+}
+
+/* The operations of one format: fmt its name, per_row_scale whether rows
+ * carry an fp16 scale after their words (int4: 1, fp4: 2; row_of), cheap
+ * whether decoding is a load (f32, f16). The per-row forms are tiles of one
+ * row. */
+#define CODEC_TILE_OPS(fmt, per_row_scale, cheap)                                                    \
+    static void dequantize_##fmt(float *dst, const void *row, size_t n)                                     \
+    {                                                                                                       \
+        const Row r = row_of(row, n, per_row_scale);                                                        \
+        dequantize_row(chunk_##fmt, dst, &r, n);                                                            \
+    }                                                                                                       \
+    static void dot_rows_##fmt(float *out, size_t ld, const float *q, size_t G, const void *rows,           \
+                               size_t stride, size_t n_rows, size_t n)                                      \
+    {                                                                                                       \
+        dot_tile(chunk_##fmt, per_row_scale, cheap, out, ld, q, G, rows, stride, n_rows, n);                \
+    }                                                                                                       \
+    static void axpy_rows_##fmt(float *acc, const float *w, size_t ld, size_t G, const void *rows,          \
+                                size_t stride, size_t n_rows, size_t n)                                     \
+    {                                                                                                       \
+        axpy_tile(chunk_##fmt, per_row_scale, cheap, acc, w, ld, G, rows, stride, n_rows, n);               \
+    }                                                                                                       \
+    static void dot_##fmt(float *out, const float *q, size_t G, const void *row, size_t n)                  \
+    {                                                                                                       \
+        dot_rows_##fmt(out, 1, q, G, row, 0, 1, n);                                                         \
+    }                                                                                                       \
+    static void axpy_##fmt(float *acc, const float *w, size_t G, const void *row, size_t n)                 \
+    {                                                                                                       \
+        axpy_rows_##fmt(acc, w, 1, G, row, 0, 1, n);                                                        \
+    }
+
+CODEC_TILE_OPS(f32, 0, 1)
+CODEC_TILE_OPS(f16, 0, 1)
+CODEC_TILE_OPS(q8_0, 0, 0)
+CODEC_TILE_OPS(q4_0, 0, 0)
+CODEC_TILE_OPS(int4, 1, 0)
+CODEC_TILE_OPS(fp4, 2, 0)
+
+/* A table entry; quantize: the reference's, or the ISA's own f16. */
+#define CODEC_ENTRY(F, fmt, quantize)                                                                       \
+    [F] = { F, quantize, dequantize_##fmt, dot_##fmt, axpy_##fmt, dot_rows_##fmt, axpy_rows_##fmt }
+
+#endif
