@@ -12,7 +12,7 @@ static int readable(const char *path) /* a file or a folder */
     return access(path, R_OK) == 0;
 }
 
-int files_find(const char *env_var, const char *root, const char *rel, char *out, size_t cap)
+int files_find(const char *env_var, const char *folder, const char *rel, char *out, size_t cap)
 {
     const char *env = getenv(env_var);
     if (env && *env) {
@@ -28,12 +28,12 @@ int files_find(const char *env_var, const char *root, const char *rel, char *out
             *slash = '\0';
         static const char *const up[] = { "/../", "/", "/../share/kvscope/" };
         for (size_t i = 0; i < sizeof up / sizeof up[0]; i++) {
-            snprintf(out, cap, "%s%s%s/%s", exe, up[i], root, rel);
+            snprintf(out, cap, "%s%s%s/%s", exe, up[i], folder, rel);
             if (readable(out))
                 return 0;
         }
     }
-    snprintf(out, cap, "%s/%s", root, rel);
+    snprintf(out, cap, "%s/%s", folder, rel);
     return readable(out) ? 0 : -1;
 }
 

@@ -5,11 +5,12 @@
 
 #include <stddef.h>
 
-/* Find rel under the folder `root` ("data", "plots"): in $env_var when that
- * is set, else beside or above the executable (root/, ../root/,
- * ../share/kvscope/root/), else in ./root. Returns 0 and fills out (cap
+/* Find rel under the folder named `folder` ("data", "plots"): in $env_var
+ * when that is set, else in that folder beside the executable, one level
+ * above it, or in share/kvscope one level above it, else in the working
+ * directory. Returns 0 and fills out (cap
  * bytes) with the path of a readable file or folder, -1 when none is found. */
-int files_find(const char *env_var, const char *root, const char *rel, char *out, size_t cap);
+int files_find(const char *env_var, const char *folder, const char *rel, char *out, size_t cap);
 
 /* The names of the files in folder dir that end in suffix, without it,
  * sorted and comma-separated into buf (empty when the folder is missing). */
