@@ -23,17 +23,22 @@ typedef struct {
     const void *k, *v;
     size_t k_stride, v_stride, n;
     Format k_fmt, v_fmt;
+    const unsigned short *k_chan; /* per-channel keys: the block's scales and minimums */
+    size_t pos;                   /* position of the run's first row */
 } Run;
 
 /* Fold one tile (runs[0..n_runs), n rows in all) into the running state of
- * the group's heads.
- *   s: scratch [G][ATTEND_TILE]; m, l: [G] running max and sum; acc: [G][hd] */
-static void fold_tile(const Kernels *k, const float *q, size_t G, size_t hd, const Run *runs, size_t n_runs, size_t n,
-                      float *s, float *m, float *l, float *acc, Counters *ctr)
+ * the group's heads, for the query q at qpos.
+ *   a->scores: scratch [G][ATTEND_TILE]; m, l: [G] running max and sum; acc: [G][hd] */
+static void fold_tile(const Kernels *k, const AttnArgs *a, const float *q, size_t qpos, const Run *runs,
+                      size_t n_runs, size_t n, float *m, float *l, float *acc, Counters *ctr)
 {
+    const size_t G = a->group, hd = a->head_dim;
     const float scale = 1.0f / sqrtf((float)hd);
+    float *s = a->scores;
     for (size_t r = 0, off = 0; r < n_runs; off += runs[r].n, r++)
-        k->codec[runs[r].k_fmt].dot_rows(s + off, ATTEND_TILE, q, G, runs[r].k, runs[r].k_stride, runs[r].n, hd);
+        attend_score_rows(k, a, q, runs[r].k_fmt, runs[r].k_chan, runs[r].k, runs[r].k_stride, runs[r].n,
+                          runs[r].pos, qpos, s + off, ATTEND_TILE);
     for (size_t g = 0; g < G; g++) {
         float *sg = s + g * ATTEND_TILE, tile_max = -INFINITY;
         for (size_t i = 0; i < n; i++) {
@@ -77,20 +82,21 @@ void attend_flash(const Kernels *k, const AttnArgs *a, Counters *ctr)
             for (size_t r = lo; r < hi;) {
                 const size_t take = hi - r < ATTEND_TILE - n_tile ? hi - r : ATTEND_TILE - n_tile;
                 runs[n_runs++] = (Run){ attend_row(blk->k, blk->k_stride, r), attend_row(blk->v, blk->v_stride, r),
-                                        blk->k_stride, blk->v_stride, take, blk->k_fmt, blk->v_fmt };
+                                        blk->k_stride, blk->v_stride, take, blk->k_fmt, blk->v_fmt,
+                                        blk->k_chan, blk->pos + r };
                 n_tile += take;
                 r += take;
                 if (n_tile == ATTEND_TILE) {
-                    fold_tile(k, q, G, hd, runs, n_runs, n_tile, a->scores, m, l, acc, ctr);
+                    fold_tile(k, a, q, qpos, runs, n_runs, n_tile, m, l, acc, ctr);
                     n_tile = n_runs = 0;
                 }
             }
             if (ctr)
-                ctr->kv_bytes_read += (hi - lo) * (format_row_bytes(blk->k_fmt, hd) + format_row_bytes(blk->v_fmt, hd));
+                ctr->kv_bytes_read += attend_k_bytes(blk, hi - lo, hd) + (hi - lo) * format_row_bytes(blk->v_fmt, hd);
             seen += hi - lo;
         }
         if (n_tile)
-            fold_tile(k, q, G, hd, runs, n_runs, n_tile, a->scores, m, l, acc, ctr);
+            fold_tile(k, a, q, qpos, runs, n_runs, n_tile, m, l, acc, ctr);
         for (size_t g = 0; g < G; g++) {
             float inv = 1.0f / l[g];
             for (size_t d = 0; d < hd; d++)

@@ -32,11 +32,11 @@ static void naive(const Kernels *k, const AttnArgs *a, const KvBlock *blocks, Co
             const KvBlock *blk = &blocks[b];
             attend_visible(&view, blk, qpos, &lo, &hi);
             if (hi > lo)
-                k->codec[blk->k_fmt].dot_rows(s + j, n, q, G, attend_row(blk->k, blk->k_stride, lo), blk->k_stride,
-                                              hi - lo, hd);
+                attend_score_rows(k, &view, q, blk->k_fmt, blk->k_chan, attend_row(blk->k, blk->k_stride, lo),
+                                  blk->k_stride, hi - lo, blk->pos + lo, qpos, s + j, n);
             j += hi - lo;
             if (ctr && count_kv)
-                ctr->kv_bytes_read += (hi - lo) * format_row_bytes(blk->k_fmt, hd);
+                ctr->kv_bytes_read += attend_k_bytes(blk, hi - lo, hd);
             else if (ctr)
                 ctr->view_bytes += (hi - lo) * hd * sizeof(float);
         }
@@ -84,7 +84,10 @@ static void materialize(const Kernels *k, const AttnArgs *a, Counters *ctr)
     for (size_t b = 0; b < a->n_blocks; b++) {
         const KvBlock *blk = &a->blocks[b];
         for (size_t r = 0; r < blk->n; r++) {
-            k->codec[blk->k_fmt].dequantize(kv + r * hd, attend_row(blk->k, blk->k_stride, r), hd);
+            float *key = kv + r * hd;
+            k->codec[blk->k_fmt].dequantize(key, attend_row(blk->k, blk->k_stride, r), hd);
+            for (size_t i = 0; blk->k_chan && i < hd; i++) /* per-channel: codes to values */
+                key[i] = key[i] * fp16_to_f32(blk->k_chan[i]) + fp16_to_f32(blk->k_chan[hd + i]);
             k->codec[blk->v_fmt].dequantize(vv + r * hd, attend_row(blk->v, blk->v_stride, r), hd);
         }
         a->view_blocks[b] = (KvBlock){
@@ -93,7 +96,7 @@ static void materialize(const Kernels *k, const AttnArgs *a, Counters *ctr)
             .k_fmt = FMT_F32, .v_fmt = FMT_F32,
         };
         if (ctr) {
-            ctr->kv_bytes_read += blk->n * (format_row_bytes(blk->k_fmt, hd) + format_row_bytes(blk->v_fmt, hd));
+            ctr->kv_bytes_read += attend_k_bytes(blk, blk->n, hd) + blk->n * format_row_bytes(blk->v_fmt, hd);
             ctr->view_bytes += blk->n * 2 * hd * sizeof(float);
         }
         kv += blk->n * hd;

@@ -2,6 +2,8 @@
 #ifndef KVSCOPE_KERNELS_ATTEND_ROWS_H
 #define KVSCOPE_KERNELS_ATTEND_ROWS_H
 
+#include <math.h>
+
 #include "kernels/kernels.h"
 
 /* Rows [*lo, *hi) of blk visible to a query at position qpos: positions
@@ -39,6 +41,48 @@ static inline size_t attend_visible_count(const AttnArgs *a, size_t qpos)
 static inline const void *attend_row(const void *base, size_t stride, size_t r)
 {
     return (const char *)base + r * stride;
+}
+
+/* Raw scores of n_rows consecutive key rows at positions kpos0.. for the
+ * group's G queries q [G][hd] at position qpos: s[g * ld + r] = q_g . key_r,
+ * plus the attention structure's bias, ready for the 1/sqrt(hd) scaling.
+ *
+ * Per-channel keys (k_chan) are scale * code + min channel by channel, so
+ * q . key = (q * scale) . code + q . min: the scales are folded into the
+ * query once per block (into a->chan_q) and the codes are dotted as any
+ * row format; q . min is one number per head, added to every row. */
+static inline void attend_score_rows(const Kernels *k, const AttnArgs *a, const float *q, Format k_fmt,
+                                     const unsigned short *k_chan, const void *rows, size_t stride,
+                                     size_t n_rows, size_t kpos0, size_t qpos, float *s, size_t ld)
+{
+    const size_t hd = a->head_dim, G = a->group;
+    float q_min[ATTEND_MAX_GROUP];
+    if (k_chan) {
+        for (size_t g = 0; g < G; g++) {
+            q_min[g] = 0.0f;
+            for (size_t i = 0; i < hd; i++) {
+                a->chan_q[g * hd + i] = q[g * hd + i] * fp16_to_f32(k_chan[i]);
+                q_min[g] += q[g * hd + i] * fp16_to_f32(k_chan[hd + i]);
+            }
+        }
+        q = a->chan_q;
+    }
+    k->codec[k_fmt].dot_rows(s, ld, q, G, rows, stride, n_rows, hd);
+    if (!k_chan && !a->bias)
+        return;
+    const float unscale = sqrtf((float)hd); /* the bias is on the scaled score */
+    for (size_t r = 0; r < n_rows; r++) {
+        const float b = a->bias ? attn_bias_at(a->bias, qpos, kpos0 + r) * unscale : 0.0f;
+        for (size_t g = 0; g < G; g++)
+            s[g * ld + r] += b + (k_chan ? q_min[g] : 0.0f);
+    }
+}
+
+/* Cache bytes attention reads for n rows of blk: the rows, and a
+ * per-channel block's scales and minimums. */
+static inline size_t attend_k_bytes(const KvBlock *blk, size_t n, size_t hd)
+{
+    return n * format_row_bytes(blk->k_fmt, hd) + (blk->k_chan && n ? 2 * hd * sizeof *blk->k_chan : 0);
 }
 
 /* The forms, behind attend() (attend.c). */

@@ -51,6 +51,35 @@ typedef struct {
 
 /* --- attention ---------------------------------------------------------- */
 
+/* Attention structure: biases added to the scaled scores, a function of the
+ * query's and the key's absolute positions. Random weights attend almost
+ * uniformly, which makes every eviction look harmless; these give the
+ * patterns trained models show, so cache policies can be compared where it
+ * matters (model/structure.h builds one from a spec). */
+typedef struct {
+    float sink;              /* added to position 0 (an attention sink) */
+    float local;             /* locality: minus local * (query pos - key pos), as ALiBi */
+    float heavy;             /* added to each position of heavy_pos ... */
+    const size_t *heavy_pos; /* ... a few tokens many later queries attend to */
+    size_t n_heavy;
+    float retrieval;         /* added to position needle for queries at positions >= ask */
+    size_t needle, ask;
+} AttnBias;
+
+/* The bias a query at qpos gives the key at kpos (kpos <= qpos). */
+static inline float attn_bias_at(const AttnBias *b, size_t qpos, size_t kpos)
+{
+    float x = -b->local * (float)(qpos - kpos);
+    if (kpos == 0)
+        x += b->sink;
+    for (size_t i = 0; i < b->n_heavy; i++)
+        if (b->heavy_pos[i] == kpos)
+            x += b->heavy;
+    if (kpos == b->needle && qpos >= b->ask)
+        x += b->retrieval;
+    return x;
+}
+
 /* Decode or prefill attention for one sequence and one KV head: the `group`
  * query heads that share it, for n_q query tokens at positions pos0 .. pos0 +
  * n_q - 1. A query at position p sees the rows at positions j <= p (causal;
@@ -76,6 +105,8 @@ typedef struct {
     float *probs;     /* optional (NULL = skip; naive forms only): the softmax weights, query t,
                          head g, visible row j at probs[t * probs_q_stride + g * probs_g_stride + j] */
     size_t probs_q_stride, probs_g_stride;
+    const AttnBias *bias; /* optional (NULL = none): attention structure; causal attention only */
+    float *chan_q;        /* blocks with per-channel keys only: scratch for group * head_dim floats */
 } AttnArgs;
 
 typedef enum {

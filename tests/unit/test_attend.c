@@ -12,6 +12,7 @@ typedef struct {
     unsigned char *k, *v; /* rows in the formats, block after block */
     KvBlock blocks[8];
     float q[8 * 4 * 128]; /* up to 8 query tokens x G 4... sized for the cases below */
+    const AttnBias *bias; /* optional attention structure */
 } Case;
 
 static void fill(float *x, size_t n, unsigned salt)
@@ -62,8 +63,10 @@ static void run(const Kernels *k, AttendAlgo algo, const Case *c, size_t n_q, si
 {
     float *scores = malloc(c->G * (c->rows + ATTEND_TILE) * sizeof(float));
     float *view = malloc(2 * c->rows * c->hd * sizeof(float));
+    float chan_q[4 * 128];
     KvBlock view_blocks[8];
     AttnArgs a = {
+        .bias = c->bias, .chan_q = chan_q,
         .q = c->q, .q_stride = c->G * c->hd, .out = out, .out_stride = c->G * c->hd,
         .n_q = n_q, .group = c->G, .head_dim = c->hd, .pos0 = pos0, .window = c->window,
         .blocks = c->blocks, .n_blocks = c->n_blocks, .scores = scores, .view = view, .view_blocks = view_blocks,
@@ -155,12 +158,98 @@ static void test_bytes_read_q4_0(void **state)
     free_case(&c);
 }
 
+/* Attention structure: every form and ISA adds the same bias to the scaled
+ * scores as a plain softmax written out here; a retrieval bias puts almost
+ * all the weight on its needle. */
+static void test_structure_bias(void **state)
+{
+    (void)state;
+    const Kernels *isa[4];
+    size_t n_isa = kernels_available(isa, 4);
+    const size_t hd = 32, G = 2, rows = 150, heavy[] = { 40, 90 };
+    const AttnBias bias = { .sink = 3.0f, .local = 0.02f, .heavy = 2.0f, .heavy_pos = heavy, .n_heavy = 2,
+                            .retrieval = 12.0f, .needle = 7, .ask = rows - 1 };
+    Case c;
+    make_case(&c, hd, G, rows, 3, FMT_F32, FMT_F32);
+    c.bias = &bias;
+    const float *keys = (const float *)c.k, *vals = (const float *)c.v;
+    float want[2 * 32] = { 0 }, w[150], needle_weight = 0;
+    for (size_t g = 0; g < G; g++) {
+        float mx = -INFINITY, sum = 0;
+        for (size_t r = 0; r < rows; r++) {
+            float dot = 0;
+            for (size_t i = 0; i < hd; i++)
+                dot += c.q[g * hd + i] * keys[r * hd + i];
+            w[r] = dot / sqrtf((float)hd) + attn_bias_at(&bias, rows - 1, r);
+            mx = fmaxf(mx, w[r]);
+        }
+        for (size_t r = 0; r < rows; r++)
+            sum += w[r] = expf(w[r] - mx);
+        for (size_t r = 0; r < rows; r++)
+            for (size_t i = 0; i < hd; i++)
+                want[g * hd + i] += w[r] / sum * vals[r * hd + i];
+        needle_weight = fmaxf(needle_weight, w[bias.needle] / sum);
+    }
+    assert_true(needle_weight > 0.9f);
+    float got[2 * 32];
+    for (size_t k = 0; k < n_isa; k++)
+        for (int algo = ATTEND_NAIVE; algo <= ATTEND_FLASH; algo++) {
+            run(isa[k], (AttendAlgo)algo, &c, 1, rows - 1, got, NULL);
+            if (max_rel_diff(got, want, G * hd, ATTEND_TOL, "bias") > ATTEND_TOL)
+                fail_msg("bias: %s %s", isa[k]->isa, attend_algo_name((AttendAlgo)algo));
+        }
+    free_case(&c);
+}
+
+/* Per-channel keys (KIVI): codes with a scale and a minimum per channel per
+ * block give what the keys they stand for give, in every form and ISA, and
+ * the scales and minimums are counted among the bytes read. */
+static void test_per_channel_keys(void **state)
+{
+    (void)state;
+    const Kernels *isa[4];
+    size_t n_isa = kernels_available(isa, 4);
+    const size_t hd = 32, G = 4, rows = 96, n_blocks = 3;
+    Case codes, plain;
+    make_case(&codes, hd, G, rows, n_blocks, FMT_F32, FMT_F32);
+    make_case(&plain, hd, G, rows, n_blocks, FMT_F32, FMT_F32);
+    unsigned short chan[3][2 * 32];
+    for (size_t b = 0; b < n_blocks; b++) {
+        KvBlock *blk = &codes.blocks[b];
+        for (size_t i = 0; i < hd; i++) {
+            chan[b][i] = fp16_from_f32(0.25f + 0.01f * (float)(i + b));      /* scale */
+            chan[b][hd + i] = fp16_from_f32(-1.0f + 0.03f * (float)i);      /* minimum */
+        }
+        blk->k_chan = chan[b];
+        float *code = (float *)codes.k + blk->pos * hd, *key = (float *)plain.k + blk->pos * hd;
+        for (size_t r = 0; r < blk->n; r++)
+            for (size_t i = 0; i < hd; i++) {
+                code[r * hd + i] = (float)((r * 7 + i * 3) % 16); /* a 4-bit code */
+                key[r * hd + i] = code[r * hd + i] * fp16_to_f32(chan[b][i]) + fp16_to_f32(chan[b][hd + i]);
+            }
+    }
+    float want[4 * 32], got[4 * 32];
+    run(isa[0], ATTEND_NAIVE, &plain, 1, rows - 1, want, NULL);
+    for (size_t k = 0; k < n_isa; k++)
+        for (int algo = ATTEND_NAIVE; algo <= ATTEND_FLASH; algo++) {
+            Counters ctr = { 0 };
+            run(isa[k], (AttendAlgo)algo, &codes, 1, rows - 1, got, &ctr);
+            if (max_rel_diff(got, want, G * hd, ATTEND_TOL, "per-channel") > ATTEND_TOL)
+                fail_msg("per-channel keys: %s %s", isa[k]->isa, attend_algo_name((AttendAlgo)algo));
+            assert_int_equal(ctr.kv_bytes_read, 2 * rows * hd * sizeof(float) + n_blocks * 2 * hd * 2);
+        }
+    free_case(&codes);
+    free_case(&plain);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forms_and_isas_agree),
         cmocka_unit_test(test_prefill_causal_and_window),
         cmocka_unit_test(test_bytes_read_q4_0),
+        cmocka_unit_test(test_structure_bias),
+        cmocka_unit_test(test_per_channel_keys),
     };
     return cmocka_run_group_tests_name("attend", tests, NULL, NULL);
 }
