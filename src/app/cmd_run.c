@@ -16,6 +16,7 @@
 #include "app/run_report.h"
 #include "kv/cache.h"
 #include "model/generate.h"
+#include "model/structure.h"
 #include "util/parse.h"
 
 /* Relative logit difference accepted between cached and uncached f32 runs. */
@@ -36,6 +37,7 @@ typedef struct {
     MlaPath mla; /* --mla (run_mla.c) */
     int mla_given;
     const Preset *preset; /* --preset: defaults the options above override */
+    Structure structure;  /* --structure */
 } RunOpts;
 
 static void help(void)
@@ -74,13 +76,15 @@ static void help(void)
            "                      logit error, and where greedy tokens first differ\n"
            "  --compare           run cached and uncached; report whether the tokens are\n"
            "                      identical, the largest logit difference, and the ratios\n\n"
+           "attention structure (decoder-only models; the output names it):\n%s"
+           "  e.g. --structure retrieval --cache ring:window=16 --quality: the needle falls out\n\n"
            "encoder-decoder (beam search; the model's architecture = encdec):\n%s\n"
            "output:\n"
            "  --format F          table (default), tsv (one row per pass) or json\n\n"
            "Counters are measured where the work happens. FLOPs count a multiply-add as 2;\n"
            "softmax is counted as 5 FLOPs per score (an estimate, labelled so).\n"
            "example: kvscope run --model small --prompt-len 10 --tokens 50 --compare\n",
-           cli_model_help, cli_prompt_help, caches, run_mla_help, run_beam_help);
+           cli_model_help, cli_prompt_help, caches, run_mla_help, structure_help, run_beam_help);
 }
 
 static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
@@ -99,6 +103,7 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
         { "format", required_argument, 0, 0 },  { "help", no_argument, 0, 'h' },
         { "beams", required_argument, 0, 0 },   { "src-len", required_argument, 0, 0 },
         { "alpha", required_argument, 0, 0 },   { "mla", required_argument, 0, 0 },
+        { "structure", required_argument, 0, 0 },
         { 0, 0, 0, 0 },
     };
     opterr = 0;
@@ -130,6 +135,8 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
             rc = parse_double(optarg, "--alpha", &o->alpha, e), o->alpha_given = 1;
         else if (strcmp(name, "chunk") == 0)
             rc = parse_size(optarg, "--chunk", &o->go.chunk, e);
+        else if (strcmp(name, "structure") == 0)
+            rc = structure_parse(optarg, &o->structure, e);
         else if (strcmp(name, "temperature") == 0) {
             rc = parse_double(optarg, "--temperature", &o->go.temperature, e);
             if (rc == 0 && o->go.temperature < 0)
@@ -248,6 +255,10 @@ static void print_header(const Model *m, const RunOpts *o, const char *cache_des
            o->go.n_generate, o->go.temperature > 0 ? "sampling" : "greedy");
     if (!o->po.ids)
         printf("prompt seed: %" PRIu64 "\n", o->po.seed ? o->po.seed : 1);
+    if (structure_on(&o->structure)) {
+        char desc[512];
+        printf("attention structure: %s\n", structure_describe(&o->structure, desc, sizeof desc));
+    }
     if (o->go.temperature > 0)
         printf("sampling: temperature %g, top-k %zu, sample seed %" PRIu64 "\n", o->go.temperature, o->go.top_k,
                o->go.sample_seed);
@@ -306,6 +317,11 @@ int cmd_run(int argc, char **argv)
     Config cfg;
     if (cli_load_config(&o.mo, &cfg, &e) < 0 || run_mla_check(&cfg, o.mla_given, o.bugs, &e) < 0)
         return cli_fail(&e);
+    if (structure_on(&o.structure) && (cfg.architecture == ARCH_ENCDEC || cfg.attention == ATTN_MLA)) {
+        err_set(&e, ERR_USAGE, "--structure: model '%s' is %s; attention structure applies to decoder-only models "
+                "with standard attention", cfg.name, cfg.attention == ATTN_MLA ? "an MLA model" : "encoder-decoder");
+        return cli_fail(&e);
+    }
     if (cfg.architecture == ARCH_ENCDEC || o.beams || o.src_len || o.alpha_given) { /* beam search: run_beam.c */
         BeamRunArgs ba = { .mo = &o.mo, .po = &o.po, .beams = o.beams, .src_len = o.src_len,
                            .tokens = o.tokens_given ? o.go.n_generate : 0, .alpha = o.alpha,
@@ -318,8 +334,11 @@ int cmd_run(int argc, char **argv)
     }
     int *prompt = NULL;
     size_t batch, plen;
-    if (cli_make_prompt(&o.po, &cfg, &prompt, &batch, &plen, &e) < 0)
+    if (cli_make_prompt(&o.po, &cfg, &prompt, &batch, &plen, &e) < 0 ||
+        (structure_on(&o.structure) && structure_place(&o.structure, plen, &e) < 0)) {
+        free(prompt);
         return cli_fail(&e);
+    }
     size_t need = generate_positions(plen, o.go.n_generate);
     if (need > cfg.max_seq_len) {
         free(prompt);
@@ -338,6 +357,7 @@ int cmd_run(int argc, char **argv)
     m.attend = o.attend;
     m.bugs = o.bugs;
     m.mla_path = o.mla;
+    m.bias = structure_on(&o.structure) ? &o.structure.bias : NULL;
     KvGeometry geo = model_kv_geometry(&m, batch);
     /* open the cache before printing anything, so a bad spec is one clean line */
     KvCache *cache = o.no_cache ? NULL : kv_open(o.cache_spec, &geo, &e);
@@ -367,12 +387,15 @@ int cmd_run(int argc, char **argv)
         json_object_set_new(root, "kernels", json_string(m.kern->isa));
         json_object_set_new(root, "attention", json_string(attend_algo_name(m.attend)));
         json_object_set_new(root, "cache", json_string(o.no_cache ? "none" : o.cache_spec));
+        char desc[512];
+        json_object_set_new(root, "structure", json_string(structure_describe(&o.structure, desc, sizeof desc)));
         json_object_set_new(root, "steps", cc.steps);
     }
     if (o.quality) {
         if (o.fmt == OUT_TABLE)
             print_header(&m, &o, o.cache_spec, batch, plen);
-        rc = run_quality(&m, cache, prompt, plen, &o.go, o.fmt);
+        char desc[512];
+        rc = run_quality(&m, cache, prompt, plen, &o.go, o.fmt, structure_describe(&o.structure, desc, sizeof desc));
         goto done;
     }
     if (o.fmt == OUT_TABLE)

@@ -39,7 +39,8 @@ static int print_step(void *user, const QualityStep *q)
     return 0;
 }
 
-int run_quality(const Model *m, KvCache *cache, const int *prompt, size_t plen, const GenOptions *o, OutFormat fmt)
+int run_quality(const Model *m, KvCache *cache, const int *prompt, size_t plen, const GenOptions *o, OutFormat fmt,
+                const char *structure)
 {
     Printer p = { .fmt = fmt, .steps = fmt == OUT_JSON ? json_array() : NULL };
     if (fmt == OUT_TABLE) {
@@ -66,7 +67,8 @@ int run_quality(const Model *m, KvCache *cache, const int *prompt, size_t plen, 
         else
             printf("greedy tokens never differ in %zu steps\n", s.steps);
     } else if (fmt == OUT_JSON) {
-        json_t *root = json_pack("{s:s, s:o, s:{s:f, s:f, s:f, s:I, s:I}}", "cache", cache->spec, "steps", p.steps,
+        json_t *root = json_pack("{s:s, s:s, s:o, s:{s:f, s:f, s:f, s:I, s:I}}", "cache", cache->spec,
+                                 "structure", structure, "steps", p.steps,
                                  "summary", "max_attn_err", s.max_attn_err, "min_mass_kept", s.min_mass_kept,
                                  "max_logit_err", s.max_logit_err, "first_divergence",
                                  (json_int_t)s.first_divergence, "steps", (json_int_t)s.steps);

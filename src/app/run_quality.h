@@ -8,8 +8,9 @@
 #include "model/generate.h"
 
 /* Print the quality table of generating with `cache` (one sequence) and the
- * summary; returns an exit code (errors printed). */
+ * summary, naming the attention structure (structure_describe) in JSON;
+ * returns an exit code (errors printed). */
 int run_quality(const Model *m, KvCache *cache, const int *prompt, size_t plen, const GenOptions *o,
-                OutFormat fmt);
+                OutFormat fmt, const char *structure);
 
 #endif

@@ -84,6 +84,11 @@ typedef struct {
     size_t (*n_blocks)(const KvCache *c, size_t layer, size_t seq);
     void (*block)(const KvCache *c, size_t layer, size_t seq, size_t kv_head, size_t i, KvBlock *out);
     size_t (*length)(const KvCache *c, size_t layer, size_t seq); /* rows held */
+    /* Bytes of the rows held (what attention can reach), and bytes set aside
+     * for rows: allocated at open, or as the cache grew. A paged cache sets
+     * its whole pool aside at open (KvStats.pages_total); its reserved bytes
+     * are the pages its sequences have mapped. test_cache_memory.c checks
+     * both against the blocks and the heap. */
     size_t (*bytes_used)(const KvCache *c);
     size_t (*bytes_reserved)(const KvCache *c);
     void (*reset)(KvCache *c); /* empty every sequence, keep the memory */

@@ -24,6 +24,7 @@ int forward_state_init(ForwardState *s, const Config *c, size_t max_rows, int ke
     s->scores = malloc(group * score_rows * sizeof(float));
     s->view = malloc(2 * c->max_seq_len * c->head_dim * sizeof(float));
     s->observed = malloc(group * c->max_seq_len * sizeof(float));
+    s->chan_q = malloc(group * c->head_dim * sizeof(float));
     s->blocks_cap = 4;
     s->blocks = malloc(s->blocks_cap * sizeof *s->blocks);
     s->view_blocks = malloc(s->blocks_cap * sizeof *s->view_blocks);
@@ -32,7 +33,7 @@ int forward_state_init(ForwardState *s, const Config *c, size_t max_rows, int ke
         s->probs = calloc(c->n_layers * c->n_heads * max_rows * c->max_seq_len, sizeof(float));
         s->att_layers = calloc(c->n_layers * max_rows * config_q_dim(c), sizeof(float));
     }
-    if (!s->x || !s->xb || !s->q || !s->k || !s->v || !s->att || !s->hb || !s->hb2 || !s->scores || !s->view || !s->observed ||
+    if (!s->x || !s->xb || !s->q || !s->k || !s->v || !s->att || !s->hb || !s->hb2 || !s->scores || !s->view || !s->observed || !s->chan_q ||
         !s->blocks || !s->view_blocks || (keep_probs && (!s->probs || !s->att_layers))) {
         forward_state_free(s);
         return err_set(e, ERR_RUNTIME, "out of memory for activations of %zu tokens", max_rows);
@@ -57,6 +58,7 @@ void forward_state_free(ForwardState *s)
     free(s->scores);
     free(s->view);
     free(s->observed);
+    free(s->chan_q);
     free(s->blocks);
     free(s->view_blocks);
     free(s->probs);
@@ -156,6 +158,7 @@ static int attention(const Model *m, ForwardState *s, size_t layer, const AttnPa
                 .blocks = s->blocks, .n_blocks = (size_t)nb,
                 .scores = s->scores, .view = s->view, .view_blocks = s->view_blocks,
                 .probs = probs, .probs_q_stride = probs_q_stride, .probs_g_stride = probs_g_stride,
+                .bias = p->bidirectional ? NULL : m->bias, .chan_q = s->chan_q,
             };
             /* flash never holds every weight: a cache that observes them gets the naive form */
             attend(m->kern, observe && m->attend == ATTEND_FLASH ? ATTEND_NAIVE : m->attend, &a, ctr);

@@ -29,6 +29,7 @@ typedef struct {
     float *hb2;    /* [rows][ffn_dim] up */
     float *scores; /* [group][max_seq_len] */
     float *view;   /* [2][max_seq_len][head_dim]: the materialized f32 view */
+    float *chan_q; /* [group][head_dim]: a query with per-channel key scales folded in */
     KvBlock *blocks, *view_blocks; /* [blocks_cap] each */
     size_t blocks_cap;
     /* When not NULL, filled by every pass that uses a naive form (flash never

@@ -80,6 +80,7 @@ typedef struct {
     const Kernels *kern;
     unsigned bugs;        /* Bug flags */
     AttendAlgo attend;    /* attention form: naive (default), materialize or flash */
+    const AttnBias *bias; /* attention structure of causal self-attention (model/structure.h); NULL = none */
     float *embed;         /* [vocab][d_model] */
     LayerWeights *layers; /* [n_layers], or [1] with shared_layers */
     float *final_norm;    /* [d_model] */

@@ -270,7 +270,26 @@ static void test_block_sparse(void **state)
     kv_cells(c, 0, 0, cells, 40);
     assert_int_equal(cells[19].state, CELL_EVICTED);
     assert_int_equal(cells[20].state, CELL_EXACT);
+
+    /* memory dropped by the keep ratio: 10 logical pages, half of them held */
+    assert_int_equal(kv_bytes_used(c), (size_t)(0.5 * 10) * 4 * 2 * 4 * sizeof(float));
     kv_free(c);
+
+    /* through a model: below the threshold the sparse cache is the exact one, bit for bit */
+    Config cfg = test_config(2, 4, 2);
+    Model m;
+    test_model(&m, &cfg);
+    int prompt[20], want[12], got[12];
+    test_tokens(prompt, 20, cfg.vocab, 5);
+    float *ref = run(&m, "contiguous", prompt, 1, 20, 12, want, NULL);
+    KvStats below;
+    float *lg = run(&m, "paged:page=4+sparse:threshold=40,keep=0.5", prompt, 1, 20, 12, got, &below);
+    assert_false(below.sparse_on);
+    assert_memory_equal(got, want, sizeof got);
+    assert_memory_equal(lg, ref, 12 * cfg.vocab * sizeof(float));
+    free(lg);
+    free(ref);
+    model_free(&m);
 
     assert_null(kv_open("contiguous+sparse:threshold=4", &g, &e));
     assert_non_null(strstr(e.msg, "takes no modifier '+sparse'"));

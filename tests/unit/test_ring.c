@@ -126,12 +126,69 @@ static void test_lossy_on_full_attention(void **state)
     model_free(&m);
 }
 
+/* Positions older than the window are never read: their rows were
+ * poisoned with NaN when appended, and attention over the ring afterwards is
+ * finite and equals attention over exactly the sinks and the last W rows,
+ * every form and ISA. The sinks are attended: they carry weight. */
+static void test_poisoned_old_rows_never_read(void **state)
+{
+    (void)state;
+    enum { HD = 16, W = 6, S = 2, N = 40 };
+    KvGeometry g = { .n_layers = 1, .n_seqs = 1, .n_kv_heads = 1, .head_dim = HD, .max_seq_len = 64 };
+    Err e = { 0 };
+    KvCache *c = kv_open("ring:window=6,sinks=2,pass=1", &g, &e);
+    assert_non_null(c);
+    float keys[N][HD], vals[N][HD];
+    for (size_t pos = 0; pos < N; pos++) {
+        const int evicted = pos >= S && pos + W < N;
+        for (size_t i = 0; i < HD; i++) {
+            keys[pos][i] = evicted ? NAN : 0.05f * (float)((pos * 7 + i * 3) % 11) - 0.2f;
+            vals[pos][i] = evicted ? NAN : (float)pos + 0.01f * (float)i;
+        }
+        assert_int_equal(kv_append(c, 0, 0, pos, 1, keys[pos], vals[pos], NULL, &e), 0);
+    }
+    /* the reference: the kept rows only, as two plain blocks */
+    KvBlock want_blocks[2] = {
+        { .pos = 0, .n = S, .k = keys[0], .v = vals[0], .k_stride = sizeof keys[0], .v_stride = sizeof vals[0] },
+        { .pos = N - W, .n = W, .k = keys[N - W], .v = vals[N - W], .k_stride = sizeof keys[0],
+          .v_stride = sizeof vals[0] },
+    };
+    KvBlock got_blocks[8], view_blocks[8];
+    size_t nb = kv_n_blocks(c, 0, 0);
+    assert_true(nb <= 8);
+    for (size_t b = 0; b < nb; b++)
+        kv_block(c, 0, 0, 0, b, &got_blocks[b]);
+    float q[HD], want[HD], got[HD], scores[N + ATTEND_TILE], view[2 * N * HD], probs[N];
+    for (size_t i = 0; i < HD; i++)
+        q[i] = 0.3f - 0.04f * (float)i;
+    AttnArgs a = { .q = q, .out = want, .n_q = 1, .group = 1, .head_dim = HD, .pos0 = N - 1,
+                   .blocks = want_blocks, .n_blocks = 2, .scores = scores, .view = view,
+                   .view_blocks = view_blocks, .probs = probs };
+    attend(kernels_select("ref", NULL), ATTEND_NAIVE, &a, NULL);
+    assert_true(probs[0] > 0 && probs[1] > 0); /* the sinks carry weight */
+    const Kernels *isa[4];
+    size_t n_isa = kernels_available(isa, 4);
+    a.blocks = got_blocks, a.n_blocks = nb, a.out = got, a.probs = NULL;
+    for (size_t k = 0; k < n_isa; k++)
+        for (int algo = ATTEND_NAIVE; algo <= ATTEND_FLASH; algo++) {
+            attend(isa[k], (AttendAlgo)algo, &a, NULL);
+            for (size_t i = 0; i < HD; i++)
+                if (!isfinite(got[i]))
+                    fail_msg("%s %s read a poisoned row", isa[k]->isa, attend_algo_name((AttendAlgo)algo));
+            if (max_rel_diff(got, want, HD, 1e-5, "ring") > 1e-5)
+                fail_msg("%s %s: not the sinks plus the window", isa[k]->isa, attend_algo_name((AttendAlgo)algo));
+        }
+    assert_int_equal(kv_bytes_used(c), (S + W) * 2 * HD * sizeof(float)); /* W rows plus the sinks */
+    kv_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exact_under_the_models_window),
         cmocka_unit_test(test_bounded_memory_and_sinks),
         cmocka_unit_test(test_lossy_on_full_attention),
+        cmocka_unit_test(test_poisoned_old_rows_never_read),
     };
     return cmocka_run_group_tests_name("ring", tests, NULL, NULL);
 }
