@@ -17,16 +17,16 @@ static const Kernels table_ref = {
 
 #if defined(__x86_64__)
 static const Kernels table_avx2 = {
-    .isa = "avx2", .matmul = matmul_avx2, .rmsnorm = rmsnorm_ref, .rope = rope_ref,
+    .isa = "avx2", .matmul = matmul_avx2, .rmsnorm = rmsnorm_avx2, .rope = rope_avx2,
     .swiglu = swiglu_avx2, .exp_sum = exp_sum_avx2, .codec = codec_avx2,
 };
 static const Kernels table_avx512 = {
-    .isa = "avx512", .matmul = matmul_avx512, .rmsnorm = rmsnorm_ref, .rope = rope_ref,
+    .isa = "avx512", .matmul = matmul_avx512, .rmsnorm = rmsnorm_avx512, .rope = rope_avx512,
     .swiglu = swiglu_avx512, .exp_sum = exp_sum_avx512, .codec = codec_avx512,
 };
 #elif defined(__aarch64__)
 static const Kernels table_neon = {
-    .isa = "neon", .matmul = matmul_neon, .rmsnorm = rmsnorm_ref, .rope = rope_ref,
+    .isa = "neon", .matmul = matmul_neon, .rmsnorm = rmsnorm_neon, .rope = rope_neon,
     .swiglu = swiglu_neon, .exp_sum = exp_sum_neon, .codec = codec_neon,
 };
 #endif

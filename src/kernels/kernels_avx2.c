@@ -1,4 +1,4 @@
-/* kernels_avx2.c: matmul, exp and SwiGLU for AVX2 + FMA (8 floats a lane).
+/* kernels_avx2.c: matmul, exp, SwiGLU, RMSNorm and RoPE for AVX2 + FMA (8 floats a lane).
  * Same contracts as the reference kernels in kernels.h; built with -mavx2
  * -mfma -mf16c and only called when the CPU has them. */
 #include <immintrin.h>
@@ -114,4 +114,54 @@ void swiglu_avx2(float *out, const float *gate, const float *up, size_t n, Count
         out[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
     if (ctr)
         ctr->flops_ffn += 5 * (uint64_t)n;
+}
+
+void rmsnorm_avx2(float *out, const float *x, const float *w, size_t n, size_t d, float eps, Counters *ctr)
+{
+    for (size_t r = 0; r < n; r++) {
+        const float *xr = x + r * d;
+        float *yr = out + r * d;
+        __m256 acc = _mm256_setzero_ps();
+        size_t i = 0;
+        for (; i + 8 <= d; i += 8) {
+            __m256 v = _mm256_loadu_ps(xr + i);
+            acc = _mm256_fmadd_ps(v, v, acc);
+        }
+        float ss = hsum8(acc);
+        for (; i < d; i++)
+            ss += xr[i] * xr[i];
+        const float inv_rms = 1.0f / sqrtf(ss / (float)d + eps);
+        const __m256 k = _mm256_set1_ps(inv_rms);
+        for (i = 0; i + 8 <= d; i += 8)
+            _mm256_storeu_ps(yr + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(xr + i), k), _mm256_loadu_ps(w + i)));
+        for (; i < d; i++)
+            yr[i] = xr[i] * inv_rms * w[i];
+    }
+    if (ctr) {
+        ctr->flops_other += 4 * (uint64_t)n * d; /* square-add, scale, weight */
+        ctr->weight_bytes_read += d * sizeof(float);
+    }
+}
+
+/* Four pairs a vector: (a, b) -> (a c - b s, a s + b c) is v * c -+ swap(v) * s,
+ * which fmaddsub does in one instruction (subtract in even lanes, add in odd). */
+void rope_avx2(float *vec, size_t n_heads, size_t head_dim, size_t pos, double theta, Counters *ctr)
+{
+    if (head_dim > ROPE_MAX_DIM || head_dim % 8) {
+        rope_ref(vec, n_heads, head_dim, pos, theta, ctr);
+        return;
+    }
+    float cos2[ROPE_MAX_DIM], sin2[ROPE_MAX_DIM];
+    rope_tables(cos2, sin2, head_dim, pos, theta);
+    for (size_t h = 0; h < n_heads; h++) {
+        float *v = vec + h * head_dim;
+        for (size_t i = 0; i < head_dim; i += 8) {
+            __m256 x = _mm256_loadu_ps(v + i);
+            __m256 swapped = _mm256_permute_ps(x, _MM_SHUFFLE(2, 3, 0, 1));
+            __m256 rot = _mm256_mul_ps(swapped, _mm256_loadu_ps(sin2 + i));
+            _mm256_storeu_ps(v + i, _mm256_fmaddsub_ps(x, _mm256_loadu_ps(cos2 + i), rot));
+        }
+    }
+    if (ctr)
+        ctr->flops_other += 3 * (uint64_t)n_heads * head_dim; /* 6 per pair */
 }

@@ -1,7 +1,8 @@
-/* kernels_avx512.c: matmul, exp and SwiGLU for AVX-512F (16 floats a lane).
+/* kernels_avx512.c: matmul, exp, SwiGLU, RMSNorm and RoPE for AVX-512F (16 floats a lane).
  * Same contracts as the reference kernels in kernels.h; built with the
  * AVX-512 flags and only called when the CPU has them. Tails use masks. */
 #include <immintrin.h>
+#include <math.h>
 
 #include "kernels/kernels_isa.h"
 
@@ -105,4 +106,51 @@ void swiglu_avx512(float *out, const float *gate, const float *up, size_t n, Cou
     }
     if (ctr)
         ctr->flops_ffn += 5 * (uint64_t)n;
+}
+
+void rmsnorm_avx512(float *out, const float *x, const float *w, size_t n, size_t d, float eps, Counters *ctr)
+{
+    for (size_t r = 0; r < n; r++) {
+        const float *xr = x + r * d;
+        float *yr = out + r * d;
+        __m512 acc = _mm512_setzero_ps();
+        for (size_t i = 0; i < d; i += 16) {
+            __m512 v = _mm512_maskz_loadu_ps(tail_mask(d - i), xr + i);
+            acc = _mm512_fmadd_ps(v, v, acc);
+        }
+        const float inv_rms = 1.0f / sqrtf(_mm512_reduce_add_ps(acc) / (float)d + eps);
+        const __m512 k = _mm512_set1_ps(inv_rms);
+        for (size_t i = 0; i < d; i += 16) {
+            __mmask16 m = tail_mask(d - i);
+            __m512 y = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, xr + i), k), _mm512_maskz_loadu_ps(m, w + i));
+            _mm512_mask_storeu_ps(yr + i, m, y);
+        }
+    }
+    if (ctr) {
+        ctr->flops_other += 4 * (uint64_t)n * d; /* square-add, scale, weight */
+        ctr->weight_bytes_read += d * sizeof(float);
+    }
+}
+
+/* Eight pairs a vector, as rope_avx2 does four. */
+void rope_avx512(float *vec, size_t n_heads, size_t head_dim, size_t pos, double theta, Counters *ctr)
+{
+    if (head_dim > ROPE_MAX_DIM || head_dim % 2) {
+        rope_ref(vec, n_heads, head_dim, pos, theta, ctr);
+        return;
+    }
+    float cos2[ROPE_MAX_DIM], sin2[ROPE_MAX_DIM];
+    rope_tables(cos2, sin2, head_dim, pos, theta);
+    for (size_t h = 0; h < n_heads; h++) {
+        float *v = vec + h * head_dim;
+        for (size_t i = 0; i < head_dim; i += 16) {
+            __mmask16 m = tail_mask(head_dim - i);
+            __m512 x = _mm512_maskz_loadu_ps(m, v + i);
+            __m512 swapped = _mm512_permute_ps(x, _MM_SHUFFLE(2, 3, 0, 1));
+            __m512 rot = _mm512_mul_ps(swapped, _mm512_maskz_loadu_ps(m, sin2 + i));
+            _mm512_mask_storeu_ps(v + i, m, _mm512_fmaddsub_ps(x, _mm512_maskz_loadu_ps(m, cos2 + i), rot));
+        }
+    }
+    if (ctr)
+        ctr->flops_other += 3 * (uint64_t)n_heads * head_dim; /* 6 per pair */
 }

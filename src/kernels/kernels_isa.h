@@ -6,19 +6,32 @@
 
 #include "kernels/kernels.h"
 
+/* RoPE's cosines and sines for one position, each repeated for both
+ * elements of its pair: cos2[2i] = cos2[2i+1] = cos(pos * theta^(-2i/d)).
+ * Computed once per call and shared by every head (rope_ref.c). The SIMD
+ * ropes take head_dim <= ROPE_MAX_DIM and hand larger ones to rope_ref. */
+#define ROPE_MAX_DIM 1024
+void rope_tables(float *cos2, float *sin2, size_t head_dim, size_t pos, double theta);
+
 void matmul_avx2(float *y, const float *x, const float *w, size_t n, size_t in, size_t out, uint64_t *flops,
                  Counters *ctr);
 float exp_sum_avx2(float *x, size_t n, float max);
 void swiglu_avx2(float *out, const float *gate, const float *up, size_t n, Counters *ctr);
+void rmsnorm_avx2(float *out, const float *x, const float *w, size_t n, size_t d, float eps, Counters *ctr);
+void rope_avx2(float *vec, size_t n_heads, size_t head_dim, size_t pos, double theta, Counters *ctr);
 
 void matmul_avx512(float *y, const float *x, const float *w, size_t n, size_t in, size_t out, uint64_t *flops,
                    Counters *ctr);
 float exp_sum_avx512(float *x, size_t n, float max);
 void swiglu_avx512(float *out, const float *gate, const float *up, size_t n, Counters *ctr);
+void rmsnorm_avx512(float *out, const float *x, const float *w, size_t n, size_t d, float eps, Counters *ctr);
+void rope_avx512(float *vec, size_t n_heads, size_t head_dim, size_t pos, double theta, Counters *ctr);
 
 void matmul_neon(float *y, const float *x, const float *w, size_t n, size_t in, size_t out, uint64_t *flops,
                  Counters *ctr);
 float exp_sum_neon(float *x, size_t n, float max);
 void swiglu_neon(float *out, const float *gate, const float *up, size_t n, Counters *ctr);
+void rmsnorm_neon(float *out, const float *x, const float *w, size_t n, size_t d, float eps, Counters *ctr);
+void rope_neon(float *vec, size_t n_heads, size_t head_dim, size_t pos, double theta, Counters *ctr);
 
 #endif

@@ -1,4 +1,4 @@
-/* kernels_neon.c: matmul, exp and SwiGLU for AArch64 NEON (4 floats a lane).
+/* kernels_neon.c: matmul, exp, SwiGLU, RMSNorm and RoPE for AArch64 NEON (4 floats a lane).
  * Same contracts as the reference kernels in kernels.h. Built only on
  * aarch64; the tests run it under qemu when the cross tools are present. */
 #include <arm_neon.h>
@@ -102,4 +102,53 @@ void swiglu_neon(float *out, const float *gate, const float *up, size_t n, Count
         out[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
     if (ctr)
         ctr->flops_ffn += 5 * (uint64_t)n;
+}
+
+void rmsnorm_neon(float *out, const float *x, const float *w, size_t n, size_t d, float eps, Counters *ctr)
+{
+    for (size_t r = 0; r < n; r++) {
+        const float *xr = x + r * d;
+        float *yr = out + r * d;
+        float32x4_t acc = vdupq_n_f32(0);
+        size_t i = 0;
+        for (; i + 4 <= d; i += 4) {
+            float32x4_t v = vld1q_f32(xr + i);
+            acc = vfmaq_f32(acc, v, v);
+        }
+        float ss = vaddvq_f32(acc);
+        for (; i < d; i++)
+            ss += xr[i] * xr[i];
+        const float inv_rms = 1.0f / sqrtf(ss / (float)d + eps);
+        for (i = 0; i + 4 <= d; i += 4)
+            vst1q_f32(yr + i, vmulq_f32(vmulq_n_f32(vld1q_f32(xr + i), inv_rms), vld1q_f32(w + i)));
+        for (; i < d; i++)
+            yr[i] = xr[i] * inv_rms * w[i];
+    }
+    if (ctr) {
+        ctr->flops_other += 4 * (uint64_t)n * d; /* square-add, scale, weight */
+        ctr->weight_bytes_read += d * sizeof(float);
+    }
+}
+
+/* Two pairs a vector: v * c + swap(v) * (s with its even lanes negated). */
+void rope_neon(float *vec, size_t n_heads, size_t head_dim, size_t pos, double theta, Counters *ctr)
+{
+    if (head_dim > ROPE_MAX_DIM || head_dim % 4) {
+        rope_ref(vec, n_heads, head_dim, pos, theta, ctr);
+        return;
+    }
+    float cos2[ROPE_MAX_DIM], sin2[ROPE_MAX_DIM];
+    rope_tables(cos2, sin2, head_dim, pos, theta);
+    static const float sign[4] = { -1.0f, 1.0f, -1.0f, 1.0f };
+    const float32x4_t sg = vld1q_f32(sign);
+    for (size_t h = 0; h < n_heads; h++) {
+        float *v = vec + h * head_dim;
+        for (size_t i = 0; i < head_dim; i += 4) {
+            float32x4_t x = vld1q_f32(v + i);
+            float32x4_t rot = vmulq_f32(vrev64q_f32(x), vmulq_f32(vld1q_f32(sin2 + i), sg));
+            vst1q_f32(v + i, vfmaq_f32(rot, x, vld1q_f32(cos2 + i)));
+        }
+    }
+    if (ctr)
+        ctr->flops_other += 3 * (uint64_t)n_heads * head_dim; /* 6 per pair */
 }

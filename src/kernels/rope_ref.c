@@ -1,9 +1,19 @@
 #include <math.h>
 
-#include "kernels/kernels.h"
+#include "kernels/kernels_isa.h"
 
 /* The angle is computed in double from the absolute position, so position
- * 5000 rotates as exactly as position 5: no accumulated drift. */
+ * 5000 rotates as exactly as position 5: no accumulated drift. Each value
+ * is written twice, once per element of its pair, for the SIMD versions. */
+void rope_tables(float *cos2, float *sin2, size_t head_dim, size_t pos, double theta)
+{
+    for (size_t i = 0; i < head_dim; i += 2) {
+        double angle = (double)pos * pow(theta, -(double)i / (double)head_dim);
+        cos2[i] = cos2[i + 1] = (float)cos(angle);
+        sin2[i] = sin2[i + 1] = (float)sin(angle);
+    }
+}
+
 void rope_ref(float *vec, size_t n_heads, size_t head_dim, size_t pos, double theta, Counters *ctr)
 {
     for (size_t h = 0; h < n_heads; h++) {

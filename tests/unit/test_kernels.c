@@ -8,6 +8,10 @@
 /* exp: a degree-6 polynomial against libm's expf (~2 ulp apart) */
 #define EXP_REL_TOL 2e-6
 #define SWIGLU_REL_TOL 2e-6
+/* RMSNorm: the sum of squares reordered by lanes; RoPE: the same angles,
+ * a fused multiply-add instead of two roundings */
+#define RMSNORM_REL_TOL 2e-6
+#define ROPE_REL_TOL 1e-6
 
 static const size_t sizes[] = { 1, 7, 8, 31, 33, 127, 129, 4096 };
 
@@ -105,6 +109,46 @@ static void test_exp_sum_and_swiglu(void **state)
     }
 }
 
+static void test_rmsnorm_and_rope(void **state)
+{
+    (void)state;
+    const Kernels *isa[4];
+    size_t n_isa = simd_tables(isa);
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        const size_t d = sizes[si], rows = 3;
+        float *x = malloc(rows * d * sizeof(float)), *w = malloc(d * sizeof(float));
+        float *want = malloc(rows * d * sizeof(float)), *got = malloc(rows * d * sizeof(float));
+        fill(x, rows * d, (unsigned)d + 3, -3, 3);
+        fill(w, d, (unsigned)d + 4, 0.5f, 1.5f);
+        rmsnorm_ref(want, x, w, rows, d, 1e-5f, NULL);
+        for (size_t k = 0; k < n_isa; k++) {
+            isa[k]->rmsnorm(got, x, w, rows, d, 1e-5f, NULL);
+            if (max_rel_diff(got, want, rows * d, RMSNORM_REL_TOL, "rmsnorm") > RMSNORM_REL_TOL)
+                fail_msg("rmsnorm %s d=%zu", isa[k]->isa, d);
+        }
+        free(x), free(w), free(want), free(got);
+    }
+    /* RoPE on even head sizes, short and long, including one past the SIMD limit */
+    static const size_t dims[] = { 2, 6, 8, 30, 64, 128, 2048 }, positions[] = { 0, 1, 7, 5000 };
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
+        for (size_t pi = 0; pi < 4; pi++) {
+            const size_t hd = dims[di], heads = 3, n = heads * hd;
+            float *src = malloc(n * sizeof(float)), *want = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+            fill(src, n, (unsigned)(hd + pi), -2, 2);
+            memcpy(want, src, n * sizeof(float));
+            rope_ref(want, heads, hd, positions[pi], 10000.0, NULL);
+            for (size_t k = 0; k < n_isa; k++) {
+                memcpy(got, src, n * sizeof(float));
+                Counters ctr = { 0 };
+                isa[k]->rope(got, heads, hd, positions[pi], 10000.0, &ctr);
+                if (max_rel_diff(got, want, n, ROPE_REL_TOL, "rope") > ROPE_REL_TOL)
+                    fail_msg("rope %s head_dim=%zu pos=%zu", isa[k]->isa, hd, positions[pi]);
+                assert_int_equal(ctr.flops_other, 3 * n);
+            }
+            free(src), free(want), free(got);
+        }
+}
+
 static void test_select(void **state)
 {
     (void)state;
@@ -128,6 +172,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_exp_sum_and_swiglu),
+        cmocka_unit_test(test_rmsnorm_and_rope),
         cmocka_unit_test(test_select),
     };
     return cmocka_run_group_tests_name("kernels", tests, NULL, NULL);
