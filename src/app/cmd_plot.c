@@ -28,9 +28,8 @@ const PlotFigure plot_figures[] = {
       plot_quant_error },
     { 7, "paged", "paged cache: internal waste vs page size, pages saved by prefix sharing", NULL, 0,
       plot_paged },
-    { 8, "eviction", "eviction quality: attention mass kept and output error vs memory budget",
-      "the eviction policies (src/kv: window with sinks, block-sparse, heavy hitters) and the structured "
-      "workloads (src/sim)", 0, NULL },
+    { 8, "eviction", "eviction quality on structured workloads: attention mass kept at an equal budget, and vs "
+      "the budget", NULL, 0, plot_eviction },
     { 9, "beam", "beam search memory vs beam width, with and without copy-on-write", NULL, 0, plot_beam },
     { 10, "mla", "MLA vs GQA vs MHA bytes per token, and decompress vs absorbed FLOPs", NULL, 0, plot_mla },
 };
@@ -67,7 +66,7 @@ static void help(void)
            "engine parts exist.\n\n"
            "options:\n"
            "  --all               every figure that can be made\n"
-           "  --list              the figures, and what the waiting ones wait for\n"
+           "  --list              the figures (and what any waiting one waits for)\n"
            "  --out DIR           where to write (default %s; created if missing)\n"
            "  --term T            png, svg or dumb (draw in this terminal); default png and svg\n"
            "  --seed S            seed of the prompts, sources, request lengths and synthetic\n"

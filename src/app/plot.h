@@ -48,8 +48,8 @@ typedef struct {
 extern const PlotFigure plot_figures[];
 extern const size_t plot_n_figures;
 
-/* The makers (plot_gen.c, plot_memory.c, plot_kernels.c, plot_paged.c, plot_beam.c,
- * plot_mla.c). */
+/* The makers (plot_gen.c, plot_memory.c, plot_kernels.c, plot_paged.c,
+ * plot_eviction.c, plot_beam.c, plot_mla.c). */
 /* Figures 1-3 before any is made: the model and --tokens fit (ERR_USAGE). */
 int plot_gen_check(const PlotCtx *ctx, Err *e);
 int plot_projection(const PlotCtx *ctx, PlotNote *note, Err *e);
@@ -59,6 +59,7 @@ int plot_memory(const PlotCtx *ctx, PlotNote *note, Err *e);
 int plot_bandwidth(const PlotCtx *ctx, PlotNote *note, Err *e);
 int plot_quant_error(const PlotCtx *ctx, PlotNote *note, Err *e);
 int plot_paged(const PlotCtx *ctx, PlotNote *note, Err *e);
+int plot_eviction(const PlotCtx *ctx, PlotNote *note, Err *e);
 int plot_beam(const PlotCtx *ctx, PlotNote *note, Err *e);
 int plot_mla(const PlotCtx *ctx, PlotNote *note, Err *e);
 

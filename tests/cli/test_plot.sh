@@ -2,7 +2,9 @@
 # the physics (memory grows with context, uncached work above cached, the
 # fitted slopes, paged waste grows with the page size, pages saved are the
 # shared full pages of the prefix, copy-on-write beams hold no more than
-# copying ones, MLA's FLOPs are its closed forms), is byte-identical for the
+# copying ones, MLA's FLOPs are its closed forms, eviction policies hold
+# their budget and keep what their workload's structure favours), is
+# byte-identical for the
 # same seed, and draws without a word from gnuplot; without gnuplot the data
 # and scripts are still written;
 # bad input is one line and exit 2. Timings are never checked.
@@ -15,18 +17,18 @@ expect_ok "plot is listed in kvscope --help" '^  plot ' $KV --help
 run "plot --list" $KV plot --list
 ready=$(grep -Ec '^ +[0-9]+  [a-z-]+ +ready' "$out")
 waiting=$(grep -Ec '^ +[0-9]+  [a-z-]+ +waiting' "$out")
-if [ "$status" -eq 0 ] && [ "$ready" -eq 9 ] && [ "$waiting" -eq 1 ] && [ "$(grep -c 'waits for' "$out")" -eq 1 ] &&
-    grep -Eq '^  8  eviction +waiting' "$out"
-then ok "plot --list: figures 1-7, 9 and 10 ready, 8 waiting, naming what it waits for"
-else bad "plot --list: figures 1-7, 9 and 10 ready, 8 waiting, naming what it waits for" \
+if [ "$status" -eq 0 ] && [ "$ready" -eq 10 ] && [ "$waiting" -eq 0 ] && ! grep -q 'waits for' "$out" &&
+    grep -Eq '^  8  eviction +ready' "$out"
+then ok "plot --list: figures 1-10 ready, none waiting"
+else bad "plot --list: figures 1-10 ready, none waiting" \
     "exit $status, ready $ready, waiting $waiting" "stdout: $(head -c 600 "$out")"; fi
 
 # --- every figure, quick, drawn when gnuplot is here ------------------------
 A=$plot_tmp/a
 run "plot --all --quick" $KV plot --all --quick --seed 3 --out "$A"
-if [ "$status" -eq 0 ] && [ ! -s "$err" ] && grep -q 'waiting (see --list): 8 eviction$' "$out"
-then ok "plot --all --quick exits 0, quiet on stderr, names the waiting figures"
-else bad "plot --all --quick exits 0, quiet on stderr, names the waiting figures" "exit $status" \
+if [ "$status" -eq 0 ] && [ ! -s "$err" ] && ! grep -q 'waiting' "$out" && grep -q '^ 8 eviction ' "$out"
+then ok "plot --all --quick exits 0, quiet on stderr, makes figure 8, none waiting"
+else bad "plot --all --quick exits 0, quiet on stderr, makes figure 8, none waiting" "exit $status" \
     "stderr: $(head -c 400 "$err")" "stdout: $(head -c 400 "$out")"; fi
 
 # header FILE EXPECTED: the first row, exactly
@@ -157,6 +159,29 @@ f=$(sed -n 's/^formula_bytes = //p' "$A/mla.labels.gp" 2>/dev/null)
 [ -n "$m" ] && [ "$m" -gt 0 ] && [ "$m" = "$f" ] && ok "mla: the latent cache held memory.h's $f B per token" ||
     bad "mla: the latent cache held memory.h's bytes per token" "measured '$m', memory.h '$f'"
 
+ev_header="workload	structure	policy	cache	prefill_chunk	budget_rows	rows_after_prefill	rows_decode_min	rows_decode_max	rows_reserved	mass_kept_min	attn_err_max	logit_err_max	first_divergence	steps	workload_index	policy_index"
+# the rows each policy holds at budget B ($6): ring and h2o exactly B after a decode step, the ring B + 15 after
+# the 16-token prefill chunks; block-sparse whole pages of B/4 rows, the newest filling; every run 16 steps
+ev_rows='split("window window+sinks h2o block-sparse", pol, " "); if ($3 != pol[$17 + 1] || $5 != 16 || $15 != 16 || $14 > $15 || $11 < 0 || $11 > 1 + 1e-6 || $12 < 0 || $13 < 0 || ($17 < 3 && ($8 != $6 || $9 != $6)) || ($17 < 2 && $7 != ($6 < 256 ? $6 + 15 : 256)) || ($17 == 2 && $7 != $6) || ($17 == 3 && ($8 <= $6 * 3 / 4 || $9 > $6 + 1 || $10 != $6))) why = why " " $1 "/" $3 "@" $6'
+header eviction.tsv "$ev_header"
+shape eviction.tsv 20 17
+check "eviction: 5 workloads x 4 policies at 64 rows; each holds its budget (measured), 16 steps measured" \
+    "split(\"none sink local heavy retrieval\", wl, \" \"); if (\$1 != wl[\$16 + 1] || \$6 != 64 || \$16 != int((NR - 2) / 4) || \$17 != (NR - 2) % 4) why = why \" row \" NR - 1; $ev_rows" \
+    eviction.tsv
+check "eviction: retrieval: sinks and h2o keep the needle (mass > 0.5), a plain window and block-sparse lose it (< 0.1)" \
+    'if ($1 == "retrieval" && ((($17 == 1 || $17 == 2) && $11 <= 0.5) || (($17 == 0 || $17 == 3) && $11 >= 0.1))) why = why " " $3' \
+    eviction.tsv
+check "eviction: heavy hitters: h2o keeps the most mass; local: a window keeps most of it (> 0.8)" \
+    'if ($1 == "heavy") m[$17] = $11; if ($1 == "local" && $17 == 0 && $11 <= 0.8) why = "local window " $11 } END { if (!(m[2] > m[0] && m[2] > m[1] && m[2] > m[3])) why = why " heavy: h2o " m[2]' \
+    eviction.tsv
+header eviction.budget.tsv "$ev_header"
+shape eviction.budget.tsv 40 17
+check "eviction.budget: retrieval and heavy, each policy at 16 .. 256 rows; each holds its budget" \
+    "if (\$1 != (NR <= 21 ? \"retrieval\" : \"heavy\") || \$6 != 2 ^ ((NR - 2) % 5 + 4) || \$17 != int((NR - 2) / 5) % 4) why = why \" row \" NR - 1; $ev_rows" \
+    eviction.budget.tsv
+check "eviction.budget: more rows never keep less attention mass" \
+    'if ($6 > 16 && $11 < prev - 1e-6) why = why " " $1 "/" $3 "@" $6; prev = $11' eviction.budget.tsv
+
 # --- gnuplot: kvscope drew every figure; each script renders cleanly --------
 if command -v gnuplot >/dev/null 2>&1; then
     figures=$(for gp in plots/*.gp; do basename "$gp" .gp; done)
@@ -190,8 +215,8 @@ fi
 
 # --- without gnuplot: data and scripts, the install hint; same seed, same bytes
 B=$plot_tmp/b
-run "plot without gnuplot" env PATH=/nonexistent "$KV" plot projection attention-flops memory quant-error paged beam \
-    mla --quick --seed 3 --out "$B"
+run "plot without gnuplot" env PATH=/nonexistent "$KV" plot projection attention-flops memory quant-error paged \
+    eviction beam mla --quick --seed 3 --out "$B"
 if [ "$status" -eq 0 ] && grep -q 'sudo apt-get install gnuplot-nox' "$out" && [ -s "$B/memory.gp" ] &&
     [ -s "$B/memory.tsv" ] && [ -s "$B/memory.labels.gp" ] && [ ! -e "$B/memory.png" ]
 then ok "without gnuplot: data, labels and scripts written, the message says how to install it"
@@ -199,8 +224,8 @@ else bad "without gnuplot: data, labels and scripts written, the message says ho
     "stdout: $(head -c 400 "$out")" "stderr: $(head -c 300 "$err")"; fi
 differ=""
 for f in projection.tsv projection.fits.tsv attention-flops.tsv attention-flops.fits.tsv memory.tsv \
-    memory.formats.tsv quant-error.tsv quant-error.hist.tsv paged.tsv paged.prefix.tsv beam.tsv \
-    mla.tsv mla.bytes.tsv; do
+    memory.formats.tsv quant-error.tsv quant-error.hist.tsv paged.tsv paged.prefix.tsv eviction.tsv \
+    eviction.budget.tsv beam.tsv mla.tsv mla.bytes.tsv; do
     cmp -s "$A/$f" "$B/$f" || differ="$differ $f"
 done
 [ -z "$differ" ] && ok "same seed, byte-identical data files (timings aside)" ||
@@ -215,7 +240,6 @@ expect_fail "plot: unknown figure" 2 "unknown figure 'nope' \(figures: projectio
 expect_fail "plot: bad --term" 2 "--term: 'jpeg' is not one of png, svg, dumb" $KV plot memory --term jpeg
 expect_fail "plot: --out is a file" 2 "--out .*afile: exists and is not a directory" $KV plot memory --out "$plot_tmp/afile"
 expect_fail "plot: --out under a file" 2 "--out .*: cannot create" $KV plot memory --out "$plot_tmp/afile/plots"
-expect_fail "plot: a waiting figure" 2 "figure 8 'eviction' is waiting for the eviction policies" $KV plot eviction
 expect_fail "plot: nothing named" 2 "name the figures to make, or --all" $KV plot
 expect_fail "plot: --tokens beyond the model" 2 "--tokens 300: model 'tiny' holds 256 positions" \
     $KV plot projection --tokens 300 --out "$plot_tmp/x"
