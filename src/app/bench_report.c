@@ -8,7 +8,7 @@ const size_t bench_groups[BENCH_N_GROUPS] = { 1, 4 };
 const AttendAlgo bench_algos[BENCH_N_ALGOS] = { ATTEND_FLASH, ATTEND_NAIVE, ATTEND_MATERIALIZE };
 
 static const char *const algo_story[BENCH_N_ALGOS] = {
-    "tiles of 64 rows, online softmax, dequantization fused",
+    "tiles of 1024 rows, online softmax, dequantization fused",
     "all scores, softmax, weighted sum; rows decoded where read",
     "every row decoded into an f32 view first, then naive over it",
 };
@@ -134,7 +134,7 @@ static void attention_tsv(const BenchReport *rep)
         for (int cold = 1; cold >= 0; cold--)
             for (size_t ci = 0; ci < rep->n_contexts; ci++)
                 for (size_t gi = 0; gi < BENCH_N_GROUPS; gi++)
-                    for (int f = 0; f < FMT_COUNT; f++) {
+                    for (int f = 0; f < FMT_ROW_COUNT; f++) {
                         char size[32], group[16];
                         snprintf(size, sizeof size, "%zu", rep->contexts[ci]);
                         snprintf(group, sizeof group, "%zu", bench_groups[gi]);
@@ -156,7 +156,7 @@ static void attention_block(const BenchReport *rep, size_t ai, int cold)
         printf("  %10s %6s %5s  %6s", "time/step", "GB/s", "% bw", "vs f32");
     printf("  %6s\n", "G4/G1");
     for (size_t ci = 0; ci < rep->n_contexts; ci++)
-        for (int f = 0; f < FMT_COUNT; f++) {
+        for (int f = 0; f < FMT_ROW_COUNT; f++) {
             const BenchResult *r1 = bench_attn_at(rep, ci, (Format)f, 0, ai, cold);
             char b[32], t[32];
             uint64_t bytes = r1->bytes + r1->view_bytes;
@@ -180,7 +180,7 @@ static void attention_summary(const BenchReport *rep)
     const size_t ci = rep->n_contexts - 1;
     printf("\nsummary: flash, cold, context %zu, G = 1 (the longest context measured)\n", rep->contexts[ci]);
     printf("  %-6s %10s %7s %6s %16s\n", "format", "time/step", "GB/s", "% bw", "speedup over f32");
-    for (int f = 0; f < FMT_COUNT; f++) {
+    for (int f = 0; f < FMT_ROW_COUNT; f++) {
         const BenchResult *r = bench_attn_at(rep, ci, (Format)f, 0, 0, 1);
         char t[32];
         printf("  %-6s %10s %7.2f %5.0f%% %15.2fx\n", format_name((Format)f), fmt_time(t, sizeof t, r->seconds),

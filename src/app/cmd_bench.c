@@ -184,7 +184,7 @@ static int check_memory(const BenchOpts *o, Err *e)
     size_t max_ctx = 0, masters = 0, pool = 0;
     for (size_t i = 0; i < o->n_contexts; i++) {
         max_ctx = o->contexts[i] > max_ctx ? o->contexts[i] : max_ctx;
-        for (int f = 0; f < FMT_COUNT; f++) {
+        for (int f = 0; f < FMT_ROW_COUNT; f++) {
             size_t copy = kv_copy_bytes((Format)f, o->contexts[i]);
             size_t need = bench_pool_bytes(copy, o->pool_mib * MIB);
             masters += copy;
@@ -216,7 +216,7 @@ typedef struct {
     const BenchOpts *o;
     const Kernels *k, *read_k;
     BenchRead read;
-    BenchKv *kv;          /* [n_contexts][FMT_COUNT] */
+    BenchKv *kv;          /* [n_contexts][FMT_COUNT], the row formats filled (FMT_ROW_COUNT) */
     BenchQuery *queries;  /* [n_contexts][FMT_COUNT][BENCH_N_GROUPS] */
     BenchScratch scratch;
     BenchPool pool;
@@ -263,7 +263,7 @@ static int run_prepare(Bench *b, Err *e)
         bench_scratch_init(&b->scratch, max_ctx, MAX_GROUP, HEAD_DIM, e) < 0)
         return -1;
     for (size_t ci = 0; ci < o->n_contexts; ci++)
-        for (int f = 0; f < FMT_COUNT; f++) {
+        for (int f = 0; f < FMT_ROW_COUNT; f++) {
             BenchKv *kv = &b->kv[ci * FMT_COUNT + (size_t)f];
             if (bench_kv_init(kv, (Format)f, o->contexts[ci], HEAD_DIM, SEED + ci, e) < 0)
                 return -1;
@@ -318,7 +318,7 @@ static int run_round(Bench *b, BenchReport *rep, size_t round, Err *e)
     for (size_t ci = 0; ci < o->n_contexts; ci++) {
         fprintf(stderr, "kvscope bench: round %zu of %zu: decode attention, context %zu\n", round + 1, R,
                 o->contexts[ci]);
-        for (int f = 0; f < FMT_COUNT; f++) {
+        for (int f = 0; f < FMT_ROW_COUNT; f++) {
             if (bench_pool_fill(&b->pool, &b->kv[ci * FMT_COUNT + (size_t)f], e) < 0)
                 return -1;
             for (size_t gi = 0; gi < BENCH_N_GROUPS; gi++) {

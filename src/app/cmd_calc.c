@@ -72,7 +72,7 @@ static void usage(FILE *f)
             "  kvscope calc --model llama-3-8b --context 8192\n"
             "  kvscope calc --model glm-mla --all-formats\n"
             "  kvscope calc --model llama-2-7b --batch 32 --format json\n",
-            cli_model_help, format_names);
+            cli_model_help, format_row_names);
 }
 
 /* One long option into o: 0 when taken (or not calc's), -1 with e set. */
@@ -87,8 +87,9 @@ static int take_option(CalcOpts *o, const char *name, const char *arg, Err *e)
     } else if (strcmp(name, "batch") == 0) {
         rc = parse_size(arg, "--batch", &o->batch, e);
     } else if (strcmp(name, "elem") == 0) {
-        if (format_parse(arg, &o->elem) < 0)
-            rc = err_set(e, ERR_USAGE, "--elem: '%s' is not one of %s", arg, format_names);
+        /* the code formats need per-channel scales a row count cannot give */
+        if (format_parse(arg, &o->elem) < 0 || format_is_per_channel(o->elem))
+            rc = err_set(e, ERR_USAGE, "--elem: '%s' is not one of %s", arg, format_row_names);
         o->elem_set = 1;
     } else if (strcmp(name, "all-formats") == 0) {
         o->all_formats = 1;
@@ -176,7 +177,7 @@ static int calc_report(const CalcOpts *o, CalcReport *r, Err *e)
     r->has_ref = memory_shape_reference(&r->cfg, &r->ref_shape) == 0;
     r->machine_bytes = sysmem_physical_bytes();
     if (o->all_formats) {
-        for (int f = 0; f < FMT_COUNT; f++)
+        for (int f = 0; f < FMT_ROW_COUNT; f++)
             if (calc_row(r, (Format)f, &r->rows[r->n_rows++], e) < 0)
                 return -1;
     } else if (calc_row(r, o->elem_set ? o->elem : CALC_DEFAULT_ELEM, &r->rows[r->n_rows++], e) < 0) {

@@ -36,7 +36,7 @@ typedef struct {
 
 static void help(void)
 {
-    char caches[1024];
+    char caches[2048]; /* kv_spec_help: every layout and modifier, about 1.5 KB */
     kv_spec_help(caches, sizeof caches);
     printf("usage: kvscope dump --out DIR [OPTIONS]\n\n"
            "Run greedy generation with a KV cache and write everything needed to check it\n"

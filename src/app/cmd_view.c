@@ -42,7 +42,7 @@ typedef struct {
 
 static void help(void)
 {
-    char caches[1024];
+    char caches[2048]; /* kv_spec_help: every layout and modifier, about 1.5 KB */
     kv_spec_help(caches, sizeof caches);
     printf("usage: kvscope [view] [OPTIONS]\n\n"
            "The interactive view: step through the source document's worked example, or any\n"

@@ -65,7 +65,7 @@ int plot_bandwidth(const PlotCtx *ctx, PlotNote *note, Err *e)
         rc = bench_scratch_init(&sc, context, BW_GROUP, BW_HEAD_DIM, e);
     if (rc == 0)
         rc = bench_pool_init(&pool, target + 2 * f32_copy, target, e);
-    for (int f = 0; f < FMT_COUNT && rc == 0; f++) {
+    for (int f = 0; f < FMT_ROW_COUNT && rc == 0; f++) {
         if ((rc = bench_kv_init(&kv, (Format)f, context, BW_HEAD_DIM, ctx->seed, e)) < 0 ||
             (rc = bench_query_init(&bq, &kv, BW_GROUP, &sc, ctx->seed + 1, e)) < 0 ||
             (rc = bench_pool_fill(&pool, &kv, e)) < 0)
@@ -95,7 +95,7 @@ int plot_bandwidth(const PlotCtx *ctx, PlotNote *note, Err *e)
           "bandwidth_gb_per_s\n", f);
     double best = 0;
     int best_fmt = 0;
-    for (int i = 0; i < FMT_COUNT; i++) {
+    for (int i = 0; i < FMT_ROW_COUNT; i++) {
         double bits = 8.0 * (double)format_row_bytes((Format)i, BW_HEAD_DIM) / BW_HEAD_DIM;
         fprintf(f, "%s\t%.3f\t%" PRIu64 "\t%.9f\t%.3f\t%.9f\t%.3f\t%.3f\n", format_name((Format)i), bits,
                 res[i][0].bytes, res[i][0].seconds, gbps(&res[i][0]), res[i][1].seconds, gbps(&res[i][1]), bw_gbps);
@@ -222,7 +222,7 @@ int plot_quant_error(const PlotCtx *ctx, PlotNote *note, Err *e)
         a.blocks = &exact;
         attend(ref, ATTEND_NAIVE, &a, NULL);
     }
-    for (int f = 0; f < FMT_COUNT; f++) {
+    for (int f = 0; f < FMT_ROW_COUNT; f++) {
         QuantStats *s = &st[f];
         const size_t rb = format_row_bytes((Format)f, hd);
         size_t n_exact = 0;
@@ -260,7 +260,7 @@ int plot_quant_error(const PlotCtx *ctx, PlotNote *note, Err *e)
     }
     fputs("format\tbits_per_value\tk_rms_error\tv_rms_error\texact_fraction\tattn_error_k_only\tattn_error_v_only\t"
           "attn_error_both\tattn_error_both_max\n", fo);
-    for (int f = 0; f < FMT_COUNT; f++) {
+    for (int f = 0; f < FMT_ROW_COUNT; f++) {
         const QuantStats *s = &st[f];
         fprintf(fo, "%s\t%.3f\t%.6e\t%.6e\t%.6f\t%.6e\t%.6e\t%.6e\t%.6e\n", format_name((Format)f),
                 8.0 * (double)format_row_bytes((Format)f, hd) / (double)hd, s->rms[0], s->rms[1], s->exact,
@@ -273,12 +273,12 @@ int plot_quant_error(const PlotCtx *ctx, PlotNote *note, Err *e)
         goto done;
     }
     fputs("log10_error_from\tlog10_error_to", fo);
-    for (int f = 0; f < FMT_COUNT; f++)
+    for (int f = 0; f < FMT_ROW_COUNT; f++)
         fprintf(fo, "\t%s", format_name((Format)f));
     fputc('\n', fo);
     for (size_t b = 0; b < HIST_BINS; b++) {
         fprintf(fo, "%.2f\t%.2f", HIST_LO + HIST_STEP * (double)b, HIST_LO + HIST_STEP * (double)(b + 1));
-        for (int f = 0; f < FMT_COUNT; f++)
+        for (int f = 0; f < FMT_ROW_COUNT; f++)
             fprintf(fo, "\t%.6f", st[f].hist[b]);
         fputc('\n', fo);
     }

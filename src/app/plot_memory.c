@@ -110,7 +110,7 @@ int plot_memory(const PlotCtx *ctx, PlotNote *note, Err *e)
         fprintf(f, "\t%s", s[i].label);
     fputc('\n', f);
     size_t worst = 0, best = SIZE_MAX;
-    for (int fmt = 0; fmt < FMT_COUNT; fmt++) {
+    for (int fmt = 0; fmt < FMT_ROW_COUNT; fmt++) {
         fprintf(f, "%s", format_name((Format)fmt));
         for (size_t i = 0; i < N_SERIES; i++) {
             size_t tok = memory_token_layer_bytes(&s[i].shape, (Format)fmt) * s[i].cfg.n_layers;
@@ -136,6 +136,6 @@ int plot_memory(const PlotCtx *ctx, PlotNote *note, Err *e)
     if (plot_close(labels, "memory", e) < 0)
         return -1;
     snprintf(note->note, sizeof note->note, "%zu configs x %d formats; bytes per token from %zu to %zu",
-             N_SERIES, FMT_COUNT, best, worst);
+             N_SERIES, FMT_ROW_COUNT, best, worst);
     return 0;
 }

@@ -125,6 +125,35 @@ static inline __m256 chunk_q4_0(const Row *r, size_t i, size_t m)
     return keep(_mm256_mul_ps(_mm256_cvtepi32_ps(q), _mm256_set1_ps(load_fp16(blk))), m);
 }
 
+/* q8_0 and q4_0 in two parts, for dot (codec_tiles.h): a whole chunk's
+ * codes, and its block's scale. */
+static inline __m256 raw_q8_0(const Row *r, size_t i)
+{
+    const unsigned char *blk = r->p + (i / QK8_0) * sizeof(BlockQ8_0);
+    const __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)(blk + offsetof(BlockQ8_0, qs) + i % QK8_0));
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
+}
+
+static inline __m256 raw_q4_0(const Row *r, size_t i)
+{
+    const unsigned char *blk = r->p + (i / QK4_0) * sizeof(BlockQ4_0);
+    const size_t j = i % QK4_0; /* as chunk_q4_0 */
+    const __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)(blk + offsetof(BlockQ4_0, qs) + j % 16));
+    __m256i q = _mm256_cvtepu8_epi32(b);
+    q = j < 16 ? _mm256_and_si256(q, _mm256_set1_epi32(0xf)) : _mm256_srli_epi32(q, 4);
+    return _mm256_cvtepi32_ps(_mm256_sub_epi32(q, _mm256_set1_epi32(8)));
+}
+
+static inline __m256 scale_q8_0(const Row *r, size_t i)
+{
+    return _mm256_set1_ps(load_fp16(r->p + (i / QK8_0) * sizeof(BlockQ8_0)));
+}
+
+static inline __m256 scale_q4_0(const Row *r, size_t i)
+{
+    return _mm256_set1_ps(load_fp16(r->p + (i / QK4_0) * sizeof(BlockQ4_0)));
+}
+
 static inline __m256 chunk_int4(const Row *r, size_t i, size_t m)
 {
     __m256i q = _mm256_srai_epi32(_mm256_slli_epi32(nibbles(r, i), 28), 28); /* sign-extend */
@@ -174,6 +203,7 @@ INLINE void v_store_part(float *p, V v, size_t m)
 }
 INLINE V v_set1(float x) { return _mm256_set1_ps(x); }
 INLINE V v_fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+INLINE V v_mul(V a, V b) { return _mm256_mul_ps(a, b); }
 INLINE V v_add(V a, V b) { return _mm256_add_ps(a, b); }
 INLINE float v_hsum(V v) { return hsum(v); }
 
@@ -205,4 +235,5 @@ const FormatOps codec_avx2[FMT_COUNT] = {
     CODEC_ENTRY(FMT_F32, f32, codec_quantize_f32_ref),   CODEC_ENTRY(FMT_F16, f16, quantize_f16),
     CODEC_ENTRY(FMT_Q8_0, q8_0, codec_quantize_q8_0_ref), CODEC_ENTRY(FMT_Q4_0, q4_0, codec_quantize_q4_0_ref),
     CODEC_ENTRY(FMT_INT4, int4, codec_quantize_int4_ref), CODEC_ENTRY(FMT_FP4, fp4, codec_quantize_fp4_ref),
+    CODEC_REF_ENTRY(FMT_U4, u4),                          CODEC_REF_ENTRY(FMT_U2, u2), /* codec_isa.h */
 };

@@ -123,6 +123,34 @@ static inline __m512 chunk_q4_0(const Row *r, size_t i, size_t m)
     return keep(_mm512_permutexvar_ps(q, t), m);
 }
 
+/* q8_0 and q4_0 in two parts, for dot (codec_tiles.h): a whole chunk's
+ * codes, and its block's scale. */
+static inline __m512 raw_q8_0(const Row *r, size_t i)
+{
+    const unsigned char *blk = r->p + (i / QK8_0) * sizeof(BlockQ8_0);
+    const __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(blk + offsetof(BlockQ8_0, qs) + i % QK8_0));
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
+}
+
+static inline __m512 raw_q4_0(const Row *r, size_t i)
+{
+    const unsigned char *blk = r->p + (i / QK4_0) * sizeof(BlockQ4_0);
+    __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(blk + offsetof(BlockQ4_0, qs))));
+    if (i % QK4_0)
+        q = _mm512_srli_epi32(q, 4);
+    return _mm512_permutexvar_ps(q, _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+static inline __m512 scale_q8_0(const Row *r, size_t i)
+{
+    return block_scale(r->p + (i / QK8_0) * sizeof(BlockQ8_0));
+}
+
+static inline __m512 scale_q4_0(const Row *r, size_t i)
+{
+    return block_scale(r->p + (i / QK4_0) * sizeof(BlockQ4_0));
+}
+
 static inline __m512 chunk_int4(const Row *r, size_t i, size_t m)
 {
     return keep(_mm512_permutexvar_ps(nibbles(r, i, m), r->t), m); /* index: the low 4 bits */
@@ -161,6 +189,7 @@ INLINE void v_store(float *p, V v) { _mm512_storeu_ps(p, v); }
 INLINE void v_store_part(float *p, V v, size_t m) { _mm512_mask_storeu_ps(p, lanes(m), v); }
 INLINE V v_set1(float x) { return _mm512_set1_ps(x); }
 INLINE V v_fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+INLINE V v_mul(V a, V b) { return _mm512_mul_ps(a, b); }
 INLINE V v_add(V a, V b) { return _mm512_add_ps(a, b); }
 INLINE float v_hsum(V v) { return _mm512_reduce_add_ps(v); }
 
@@ -198,4 +227,5 @@ const FormatOps codec_avx512[FMT_COUNT] = {
     CODEC_ENTRY(FMT_F32, f32, codec_quantize_f32_ref),   CODEC_ENTRY(FMT_F16, f16, quantize_f16),
     CODEC_ENTRY(FMT_Q8_0, q8_0, codec_quantize_q8_0_ref), CODEC_ENTRY(FMT_Q4_0, q4_0, codec_quantize_q4_0_ref),
     CODEC_ENTRY(FMT_INT4, int4, codec_quantize_int4_ref), CODEC_ENTRY(FMT_FP4, fp4, codec_quantize_fp4_ref),
+    CODEC_REF_ENTRY(FMT_U4, u4),                          CODEC_REF_ENTRY(FMT_U2, u2), /* codec_isa.h */
 };

@@ -150,6 +150,35 @@ static inline F8 chunk_q4_0(const Row *r, size_t i, size_t m)
     return keep(scale8(from_s16(q), load_fp16(blk)), m);
 }
 
+/* q8_0 and q4_0 in two parts, for dot (codec_tiles.h): a whole chunk's
+ * codes, and its block's scale. */
+static inline F8 raw_q8_0(const Row *r, size_t i)
+{
+    const unsigned char *blk = r->p + (i / QK8_0) * sizeof(BlockQ8_0);
+    return from_s16(vmovl_s8(vld1_s8((const int8_t *)(const void *)(blk + offsetof(BlockQ8_0, qs) + i % QK8_0))));
+}
+
+static inline F8 raw_q4_0(const Row *r, size_t i)
+{
+    const unsigned char *blk = r->p + (i / QK4_0) * sizeof(BlockQ4_0);
+    const size_t j = i % QK4_0; /* as chunk_q4_0 */
+    uint8x8_t b = vld1_u8(blk + offsetof(BlockQ4_0, qs) + j % 16);
+    b = j < 16 ? vand_u8(b, vdup_n_u8(0xf)) : vshr_n_u8(b, 4);
+    return from_s16(vsubq_s16(vreinterpretq_s16_u16(vmovl_u8(b)), vdupq_n_s16(8)));
+}
+
+static inline F8 scale_q8_0(const Row *r, size_t i)
+{
+    const float d = load_fp16(r->p + (i / QK8_0) * sizeof(BlockQ8_0));
+    return (F8){ vdupq_n_f32(d), vdupq_n_f32(d) };
+}
+
+static inline F8 scale_q4_0(const Row *r, size_t i)
+{
+    const float d = load_fp16(r->p + (i / QK4_0) * sizeof(BlockQ4_0));
+    return (F8){ vdupq_n_f32(d), vdupq_n_f32(d) };
+}
+
 static inline F8 chunk_int4(const Row *r, size_t i, size_t m)
 {
     uint32x4_t lo, hi;
@@ -206,6 +235,7 @@ INLINE void v_store(float *p, V v) { store8(p, v, W); }
 INLINE void v_store_part(float *p, V v, size_t m) { store8(p, v, m); }
 INLINE V v_set1(float x) { return (F8){ vdupq_n_f32(x), vdupq_n_f32(x) }; }
 INLINE V v_fma(V a, V b, V c) { return fma8(c, a, b); }
+INLINE V v_mul(V a, V b) { return (F8){ vmulq_f32(a.lo, b.lo), vmulq_f32(a.hi, b.hi) }; }
 INLINE V v_add(V a, V b) { return (F8){ vaddq_f32(a.lo, b.lo), vaddq_f32(a.hi, b.hi) }; }
 
 INLINE float hsum8(F8 v)
@@ -237,4 +267,5 @@ const FormatOps codec_neon[FMT_COUNT] = {
     CODEC_ENTRY(FMT_F32, f32, codec_quantize_f32_ref),   CODEC_ENTRY(FMT_F16, f16, quantize_f16),
     CODEC_ENTRY(FMT_Q8_0, q8_0, codec_quantize_q8_0_ref), CODEC_ENTRY(FMT_Q4_0, q4_0, codec_quantize_q4_0_ref),
     CODEC_ENTRY(FMT_INT4, int4, codec_quantize_int4_ref), CODEC_ENTRY(FMT_FP4, fp4, codec_quantize_fp4_ref),
+    CODEC_REF_ENTRY(FMT_U4, u4),                          CODEC_REF_ENTRY(FMT_U2, u2), /* codec_isa.h */
 };

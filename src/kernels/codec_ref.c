@@ -26,6 +26,10 @@
  *         sign bit from x < 0 (so -0.1 -> -0). The error
  *         is half the gap around x/s: s/4 up to 2, s/2 up to 4, s beyond.
  *         (Seed 000 also lists 0.25 and 0.75; E2M1 has no such values.)
+ *   u4    the values are already codes (the kivi cache maps keys to code
+ *   u2    space per channel): q = clamp(roundf(x), 0, 15) for u4, [0, 3]
+ *         for u2, ties away from zero (2.5 -> 3). Within [0, max code] the
+ *         error is <= 1/2; beyond, the value saturates at the nearer end.
  *
  * Zeros, tiny, huge, Inf and NaN: none of them crashes, divides by zero or
  * converts an out-of-range float to an integer.
@@ -46,6 +50,10 @@
  *           and every code "zero" (q4_0: 8), so every value of the block (q8_0, q4_0) or
  *           of the row (int4, fp4) decodes to NaN, and so do dot and axpy
  *           results that use them. An honest signal, as in f32.
+ *   u4, u2 have no scale to poison: a NaN becomes code 0 (itself alone),
+ *   -Inf and negatives code 0, +Inf and huge values the top code. A code
+ *   cannot say NaN; the kivi cache, which computes the codes, sees a NaN
+ *   key's channel first (its scale and minimum turn NaN).
  *   f16 keeps NaN (quiet), turns |x| >= 65520 into Inf and keeps Inf;
  *   f32 keeps everything.
  *
@@ -349,6 +357,52 @@ static float at_fp4(const unsigned char *row, size_t n, size_t i)
     return c & 8u ? -v : v;
 }
 
+/* --- u4, u2: bare unsigned codes, packed low bits first ------------------- */
+
+/* Pack codes of `bits` bits, 32 / bits to a little-endian word, element i
+ * in word i / (32/bits) at bits bits * (i % (32/bits)). */
+static void put_codes(unsigned char *p, const float *src, size_t n, unsigned bits)
+{
+    const size_t per = 32 / bits;
+    const float top = (float)((1u << bits) - 1);
+    for (size_t w = 0; w * per < n; w++) {
+        uint32_t word = 0;
+        for (size_t k = 0; k < per && w * per + k < n; k++) /* clampf sends NaN to 0 */
+            word |= (uint32_t)clampf(roundf(src[w * per + k]), 0.0f, top) << (bits * k);
+        memcpy(p + 4 * w, &word, sizeof word);
+    }
+}
+
+static unsigned get_code(const unsigned char *row, size_t i, unsigned bits)
+{
+    const size_t per = 32 / bits;
+    uint32_t w;
+    memcpy(&w, row + 4 * (i / per), sizeof w);
+    return (w >> (bits * (i % per))) & ((1u << bits) - 1);
+}
+
+static void quantize_u4(void *dst, const float *src, size_t n)
+{
+    put_codes(dst, src, n, 4);
+}
+
+static void quantize_u2(void *dst, const float *src, size_t n)
+{
+    put_codes(dst, src, n, 2);
+}
+
+static float at_u4(const unsigned char *row, size_t n, size_t i)
+{
+    (void)n;
+    return (float)get_code(row, i, 4);
+}
+
+static float at_u2(const unsigned char *row, size_t n, size_t i)
+{
+    (void)n;
+    return (float)get_code(row, i, 2);
+}
+
 /* --- the row operations, from one value accessor per format -------------- */
 
 typedef float (*AtFn)(const unsigned char *row, size_t n, size_t i);
@@ -416,6 +470,41 @@ REF_OPS(q8_0)
 REF_OPS(q4_0)
 REF_OPS(int4)
 REF_OPS(fp4)
+REF_OPS(u4)
+REF_OPS(u2)
+
+/* The code formats' operations under their shared names, for the SIMD
+ * tables, which have none of their own (codec_isa.h). */
+#define REF_EXPORT(fmt)                                                                                     \
+    void codec_quantize_##fmt##_ref(void *dst, const float *src, size_t n)                                  \
+    {                                                                                                       \
+        quantize_##fmt(dst, src, n);                                                                        \
+    }                                                                                                       \
+    void codec_dequantize_##fmt##_ref(float *dst, const void *row, size_t n)                                \
+    {                                                                                                       \
+        dequantize_##fmt(dst, row, n);                                                                      \
+    }                                                                                                       \
+    void codec_dot_##fmt##_ref(float *out, const float *q, size_t G, const void *row, size_t n)             \
+    {                                                                                                       \
+        dot_##fmt(out, q, G, row, n);                                                                       \
+    }                                                                                                       \
+    void codec_axpy_##fmt##_ref(float *acc, const float *w, size_t G, const void *row, size_t n)            \
+    {                                                                                                       \
+        axpy_##fmt(acc, w, G, row, n);                                                                      \
+    }                                                                                                       \
+    void codec_dot_rows_##fmt##_ref(float *out, size_t ld, const float *q, size_t G, const void *rows,      \
+                                    size_t stride, size_t n_rows, size_t n)                                 \
+    {                                                                                                       \
+        dot_rows_##fmt(out, ld, q, G, rows, stride, n_rows, n);                                             \
+    }                                                                                                       \
+    void codec_axpy_rows_##fmt##_ref(float *acc, const float *w, size_t ld, size_t G, const void *rows,     \
+                                     size_t stride, size_t n_rows, size_t n)                                \
+    {                                                                                                       \
+        axpy_rows_##fmt(acc, w, ld, G, rows, stride, n_rows, n);                                            \
+    }
+
+REF_EXPORT(u4)
+REF_EXPORT(u2)
 
 #define ENTRY(F, fmt, quantize)                                                                             \
     [F] = { F, quantize, dequantize_##fmt, dot_##fmt, axpy_##fmt, dot_rows_##fmt, axpy_rows_##fmt }
@@ -424,4 +513,5 @@ const FormatOps codec_ref[FMT_COUNT] = {
     ENTRY(FMT_F32, f32, codec_quantize_f32_ref),   ENTRY(FMT_F16, f16, quantize_f16),
     ENTRY(FMT_Q8_0, q8_0, codec_quantize_q8_0_ref), ENTRY(FMT_Q4_0, q4_0, codec_quantize_q4_0_ref),
     ENTRY(FMT_INT4, int4, codec_quantize_int4_ref), ENTRY(FMT_FP4, fp4, codec_quantize_fp4_ref),
+    ENTRY(FMT_U4, u4, quantize_u4),                 ENTRY(FMT_U2, u2, quantize_u2),
 };

@@ -9,9 +9,12 @@
  *   Row, row_of()      a row's bytes (and int4 / fp4 scale): row_of(p, n, s)
  *   ChunkFn            a format's decoder: values i .. i+W-1 of a row, those
  *                      from m on zeroed (1 <= m <= W)
+ *   raw_<fmt>, scale_<fmt>  block-scaled formats (q8_0, q4_0): a whole chunk's
+ *                      codes as floats, unscaled, and its block's scale in
+ *                      every lane (PartFn)
  *   v_zero, v_load, v_load_part, v_store, v_store_part, v_set1, v_fma (a * b
- *   + c), v_add, v_hsum, v_reduce (sums[k] = the lanes of part[k] added, k <
- *   NACC), UNROLL_16, INLINE.
+ *   + c), v_mul, v_add, v_hsum, v_reduce (sums[k] = the lanes of part[k]
+ *   added, k < NACC), UNROLL_16, INLINE.
  *
  * Every skeleton is always inlined with a format's decoder as a constant,
  * so each format gets its own loops with the decoder inside: rows are
@@ -36,6 +39,11 @@
  *         calls loaded and stored them for every row: with 4 heads the load
  *         and store ports bound the step). A row longer than CB chunks is
  *         done in several passes over the rows, a part of each at a time.
+ *   Block-scaled formats (q8_0, q4_0) dot a block's codes first and scale
+ *   the block's sum once (dot_part): one multiply per block, not one per
+ *   chunk (dot, one head, rows from L1/L2: AVX2 q4_0 18 -> 13 ns a row,
+ *   q8_0 12 -> 9; AVX-512 q8_0 8.2 -> 7.7; AVX-512 q4_0 unchanged, its
+ *   decoder already scaled a 16-value table once per block).
  *   Formats whose decode is a load (f32, f16: `cheap`) go in blocks of
  *   fewer heads whose accumulators hold a whole row, the row read again
  *   from L1 for the next block, rather than in parts (which streams at
@@ -44,6 +52,11 @@
  * The per-row forms are tiles of one row. */
 #ifndef KVSCOPE_KERNELS_CODEC_TILES_H
 #define KVSCOPE_KERNELS_CODEC_TILES_H
+
+/* Chunk i of a block-scaled row (whole chunks only): its codes, or its
+ * block's scale. The dot forms take (raw, scale, BC): BC chunks a block, or
+ * BC = 0 for formats decoded whole by their ChunkFn. */
+typedef V (*PartFn)(const Row *r, size_t i);
 
 /* dst[0..n) = decode(row) */
 INLINE void dequantize_row(ChunkFn chunk, float *dst, const Row *r, size_t n)
@@ -74,11 +87,45 @@ INLINE void dot_store(float *out, size_t ld, V *part, const size_t GB, size_t nr
             out[g * ld + r] = sums[g * RB + r];
 }
 
+/* acc[g] += q_g . decode(the BC chunks of the block from value i), g < GB:
+ * q_g's chunks are qv[g * qs + c]; the codes are dotted first and their sum
+ * scaled once (within dot's rounding bound: the sum is of the same
+ * products, each scaled exactly once). */
+INLINE void dot_part(PartFn raw, PartFn scale, const size_t BC, const size_t GB, const Row *row, size_t i,
+                     const V *qv, size_t qs, V *acc)
+{
+    V t[4];
+    UNROLL_16
+    for (size_t c = 0; c < BC; c++) {
+        const V v = raw(row, i + c * W);
+        UNROLL_16
+        for (size_t g = 0; g < GB; g++)
+            t[g] = c ? v_fma(qv[g * qs + c], v, t[g]) : v_mul(qv[g * qs + c], v);
+    }
+    const V d = scale(row, i);
+    UNROLL_16
+    for (size_t g = 0; g < GB; g++)
+        acc[g] = v_fma(t[g], d, acc[g]);
+}
+
+/* dot_part with q_g's chunks loaded from q[g * n + i ..]. */
+INLINE void dot_part_mem(PartFn raw, PartFn scale, const size_t BC, const size_t GB, const Row *row, size_t i,
+                         const float *q, size_t n, V *acc)
+{
+    V qv[16];
+    UNROLL_16
+    for (size_t g = 0; g < GB; g++)
+        UNROLL_16
+        for (size_t c = 0; c < BC; c++)
+            qv[g * BC + c] = v_load(q + g * n + i + c * W);
+    dot_part(raw, scale, BC, GB, row, i, qv, BC, acc);
+}
+
 /* GB heads x nr <= NACC / GB rows at base + r * stride: out[g * ld + r] =
  * q[g * n ..] . decode(row r). The rows are read one after the other, each
  * chunk decoded once for the GB heads (q from L1); NS chunks in flight per
  * head keep one long row from being bound by the FMA latency. */
-INLINE void dot_block(ChunkFn chunk, const size_t GB, const int per_row_scale, float *out, size_t ld, const float *q,
+INLINE void dot_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB, const int per_row_scale, float *out, size_t ld, const float *q,
                       const unsigned char *base, size_t stride, size_t nr, size_t n)
 {
     const size_t NS = GB == 1 ? 4 : GB == 2 ? 2 : 1, RB = NACC / GB;
@@ -93,7 +140,15 @@ INLINE void dot_block(ChunkFn chunk, const size_t GB, const int per_row_scale, f
             for (size_t g = 0; g < GB; g++)
                 acc[s][g] = v_zero();
         size_t i = 0;
-        for (; i + NS * W <= n; i += NS * W)
+        if (BC) { /* whole blocks, NS of them in flight */
+            for (; i + NS * BC * W <= n; i += NS * BC * W)
+                UNROLL_16
+                for (size_t s = 0; s < NS; s++)
+                    dot_part_mem(raw, scale, BC, GB, &row, i + s * BC * W, q, n, acc[s]);
+            for (; i + BC * W <= n; i += BC * W)
+                dot_part_mem(raw, scale, BC, GB, &row, i, q, n, acc[0]);
+        }
+        for (; !BC && i + NS * W <= n; i += NS * W)
             UNROLL_16
             for (size_t s = 0; s < NS; s++) {
                 const V v = chunk(&row, i + s * W, W);
@@ -122,7 +177,7 @@ INLINE void dot_block(ChunkFn chunk, const size_t GB, const int per_row_scale, f
 /* dot_block for rows of exactly NC chunks (n = NC * W, GB * NC <= NACC): q
  * loaded into registers once for the block, a row then costs its own loads
  * only. */
-INLINE void dot_block_q(ChunkFn chunk, const size_t GB, const size_t NC, const int per_row_scale, float *out, size_t ld,
+INLINE void dot_block_q(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB, const size_t NC, const int per_row_scale, float *out, size_t ld,
                         const float *q, const unsigned char *base, size_t stride, size_t nr)
 {
     const size_t n = NC * W, RB = NACC / GB;
@@ -141,6 +196,10 @@ INLINE void dot_block_q(ChunkFn chunk, const size_t GB, const size_t NC, const i
             acc[0][g] = acc[1][g] = v_zero();
         UNROLL_16
         for (size_t c = 0; c < NC; c++) { /* two sums in flight per head */
+            if (BC && c % (BC ? BC : 1) == 0) /* block-scaled: a block at a time */
+                dot_part(raw, scale, BC, GB, &row, c * W, qr + c, NC, acc[c / (BC ? BC : 1) % 2]);
+            if (BC)
+                continue;
             const V v = chunk(&row, c * W, W);
             UNROLL_16
             for (size_t g = 0; g < GB; g++)
@@ -155,16 +214,16 @@ INLINE void dot_block_q(ChunkFn chunk, const size_t GB, const size_t NC, const i
 
 /* GB heads over all the rows, NACC / GB rows a block; NQ = 8: the rows are
  * 8 chunks and q stays in registers. */
-INLINE void dot_heads(ChunkFn chunk, const size_t GB, const size_t NQ, const int per_row_scale, float *out, size_t ld,
+INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB, const size_t NQ, const int per_row_scale, float *out, size_t ld,
                       const float *q, const unsigned char *rows, size_t stride, size_t n_rows, size_t n)
 {
     const size_t RB = NACC / GB;
     for (size_t r = 0; r < n_rows; r += RB) {
         const size_t nr = n_rows - r < RB ? n_rows - r : RB;
         if (NQ)
-            dot_block_q(chunk, GB, NQ, per_row_scale, out + r, ld, q, rows + r * stride, stride, nr);
+            dot_block_q(chunk, raw, scale, BC, GB, NQ, per_row_scale, out + r, ld, q, rows + r * stride, stride, nr);
         else
-            dot_block(chunk, GB, per_row_scale, out + r, ld, q, rows + r * stride, stride, nr, n);
+            dot_block(chunk, raw, scale, BC, GB, per_row_scale, out + r, ld, q, rows + r * stride, stride, nr, n);
     }
 }
 
@@ -176,7 +235,7 @@ INLINE void dot_heads(ChunkFn chunk, const size_t GB, const size_t NQ, const int
  * chunks (and rows enough to pay for loading q): blocks of NACC / 8 heads
  * with q in registers, where the format is cheap or the group that small
  * (else a quantized row would be decoded once per block, not once). */
-INLINE void dot_tile(ChunkFn chunk, const int per_row_scale, const int cheap, float *out, size_t ld, const float *q,
+INLINE void dot_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const int per_row_scale, const int cheap, float *out, size_t ld, const float *q,
                      size_t G, const void *rows, size_t stride, size_t n_rows, size_t n)
 {
     const size_t GQ = NACC / 8; /* heads whose q fits the registers */
@@ -189,19 +248,19 @@ INLINE void dot_tile(ChunkFn chunk, const int per_row_scale, const int cheap, fl
             float *o = out + g * ld + r;
             const float *qg = q + g * n;
             if (qreg && GQ >= 2 && left >= 2) { /* a constant GB per call: see UNROLL_16 */
-                dot_heads(chunk, 2, 8, per_row_scale, o, ld, qg, p, stride, nr, n);
+                dot_heads(chunk, raw, scale, BC, 2, 8, per_row_scale, o, ld, qg, p, stride, nr, n);
                 g += 2;
             } else if (qreg) {
-                dot_heads(chunk, 1, 8, per_row_scale, o, ld, qg, p, stride, nr, n);
+                dot_heads(chunk, raw, scale, BC, 1, 8, per_row_scale, o, ld, qg, p, stride, nr, n);
                 g += 1;
             } else if (left >= 4) {
-                dot_heads(chunk, 4, 0, per_row_scale, o, ld, qg, p, stride, nr, n);
+                dot_heads(chunk, raw, scale, BC, 4, 0, per_row_scale, o, ld, qg, p, stride, nr, n);
                 g += 4;
             } else if (left >= 2) {
-                dot_heads(chunk, 2, 0, per_row_scale, o, ld, qg, p, stride, nr, n);
+                dot_heads(chunk, raw, scale, BC, 2, 0, per_row_scale, o, ld, qg, p, stride, nr, n);
                 g += 2;
             } else {
-                dot_heads(chunk, 1, 0, per_row_scale, o, ld, qg, p, stride, nr, n);
+                dot_heads(chunk, raw, scale, BC, 1, 0, per_row_scale, o, ld, qg, p, stride, nr, n);
                 g += 1;
             }
         }
@@ -307,7 +366,7 @@ INLINE void axpy_tile(ChunkFn chunk, const int per_row_scale, const int cheap, f
  * carry an fp16 scale after their words (int4: 1, fp4: 2; row_of), cheap
  * whether decoding is a load (f32, f16). The per-row forms are tiles of one
  * row. */
-#define CODEC_TILE_OPS(fmt, per_row_scale, cheap)                                                    \
+#define CODEC_TILE_OPS_(fmt, per_row_scale, cheap, raw, scale, bc)                                                  \
     static void dequantize_##fmt(float *dst, const void *row, size_t n)                                     \
     {                                                                                                       \
         const Row r = row_of(row, n, per_row_scale);                                                        \
@@ -316,7 +375,7 @@ INLINE void axpy_tile(ChunkFn chunk, const int per_row_scale, const int cheap, f
     static void dot_rows_##fmt(float *out, size_t ld, const float *q, size_t G, const void *rows,           \
                                size_t stride, size_t n_rows, size_t n)                                      \
     {                                                                                                       \
-        dot_tile(chunk_##fmt, per_row_scale, cheap, out, ld, q, G, rows, stride, n_rows, n);                \
+        dot_tile(chunk_##fmt, raw, scale, bc, per_row_scale, cheap, out, ld, q, G, rows, stride, n_rows, n);                \
     }                                                                                                       \
     static void axpy_rows_##fmt(float *acc, const float *w, size_t ld, size_t G, const void *rows,          \
                                 size_t stride, size_t n_rows, size_t n)                                     \
@@ -332,10 +391,14 @@ INLINE void axpy_tile(ChunkFn chunk, const int per_row_scale, const int cheap, f
         axpy_rows_##fmt(acc, w, 1, G, row, 0, 1, n);                                                        \
     }
 
+#define CODEC_TILE_OPS(fmt, per_row_scale, cheap) CODEC_TILE_OPS_(fmt, per_row_scale, cheap, NULL, NULL, 0)
+/* A block-scaled format: bc chunks a block, decoded by raw_<fmt> and scale_<fmt>. */
+#define CODEC_TILE_OPS_SPLIT(fmt, bc) CODEC_TILE_OPS_(fmt, 0, 0, raw_##fmt, scale_##fmt, bc)
+
 CODEC_TILE_OPS(f32, 0, 1)
 CODEC_TILE_OPS(f16, 0, 1)
-CODEC_TILE_OPS(q8_0, 0, 0)
-CODEC_TILE_OPS(q4_0, 0, 0)
+CODEC_TILE_OPS_SPLIT(q8_0, QK8_0 / W)
+CODEC_TILE_OPS_SPLIT(q4_0, QK4_0 / W)
 CODEC_TILE_OPS(int4, 1, 0)
 CODEC_TILE_OPS(fp4, 2, 0)
 

@@ -17,9 +17,12 @@ static const FormatTraits traits[FMT_COUNT] = {
     [FMT_Q4_0] = { "q4_0", 32, 2 + 32 / 2, 0 }, /* fp16 d, uint8 qs[16] */
     [FMT_INT4] = { "int4", 8, 4, 2 },           /* uint32 of 8 nibbles; fp16 scale per row */
     [FMT_FP4] = { "fp4", 8, 4, 2 },             /* uint32 of 8 E2M1 codes; fp16 scale per row */
+    [FMT_U4] = { "u4", 8, 4, 0 },               /* uint32 of 8 unsigned 4-bit codes; scales per channel */
+    [FMT_U2] = { "u2", 16, 4, 0 },              /* uint32 of 16 unsigned 2-bit codes; scales per channel */
 };
 
-const char format_names[] = "f32, f16, q8_0, q4_0, int4, fp4";
+const char format_names[] = "f32, f16, q8_0, q4_0, int4, fp4, u4, u2";
+const char format_row_names[] = "f32, f16, q8_0, q4_0, int4, fp4";
 
 static const FormatTraits *traits_of(Format f)
 {
@@ -72,5 +75,10 @@ int format_parse(const char *name, Format *out)
 
 int format_is_quantized(Format f)
 {
-    return f == FMT_Q8_0 || f == FMT_Q4_0 || f == FMT_INT4 || f == FMT_FP4;
+    return f == FMT_Q8_0 || f == FMT_Q4_0 || f == FMT_INT4 || f == FMT_FP4 || format_is_per_channel(f);
+}
+
+int format_is_per_channel(Format f)
+{
+    return f == FMT_U4 || f == FMT_U2;
 }

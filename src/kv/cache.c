@@ -10,24 +10,31 @@ typedef struct {
     const char *name;
     const char *help;
     KvCache *(*open)(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
+    int own_formats; /* sets its base.k_fmt and v_fmt itself and takes no +quant (kivi) */
 } Layout;
 
 static const Layout layouts[] = {
     { "contiguous", "contiguous[:max=ROWS]   pre-allocated to max_seq_len (or ROWS); overflow is an error",
-      contiguous_open },
-    { "dynamic", "dynamic                 grows by reallocating and copying at every append", dynamic_open },
+      contiguous_open, 0 },
+    { "dynamic", "dynamic                 grows by reallocating and copying at every append", dynamic_open, 0 },
     { "ring", "ring:window=W[,sinks=S,pass=P] the last W positions (plus the first S, kept\n"
-              "                          for good) in a ring of W + P - 1 slots; passes of <= P tokens", ring_open },
+              "                          for good) in a ring of W + P - 1 slots; passes of <= P tokens",
+      ring_open, 0 },
     { "mixed", "mixed[:hot=32,group=16,cold=q4_0,warm=q8_0,warm_rows=R] recent rows f16; past hot,\n"
-               "                          the oldest group is quantized (to warm when warm_rows is set)", mixed_open },
+               "                          the oldest group is quantized (to warm when warm_rows is set)",
+      mixed_open, 0 },
     { "h2o", "h2o[:budget=256,recent=64,pass=P] heavy hitters: at most budget positions per layer,\n"
-             "                          the recent ones plus those that drew the most attention", h2o_open },
+             "                          the recent ones plus those that drew the most attention", h2o_open, 0 },
     { "paged", "paged[:page=16,pages=N] a pool of N pages of 16 rows, block tables, prefix sharing,\n"
-               "                          copy on write (N: enough for every sequence by default)", paged_open },
+               "                          copy on write (N: enough for every sequence by default)", paged_open, 0 },
+    { "kivi", "kivi[:bits=4,group=32,v=q4_0] KIVI: keys quantized per channel (bits 4 or 2, a scale and\n"
+              "                          minimum per channel per group of rows), values per token in v;\n"
+              "                          the recent rows stay f16 until they fill a group", kivi_open, 1 },
 };
 
 static const char modifiers_help[] =
-    "  +quant:k=FMT,v=FMT      store K and V in a format each (f32, f16, q8_0, q4_0, int4, fp4)\n"
+    "  +quant:k=FMT,v=FMT      store K and V in a format each (f32, f16, q8_0, q4_0, int4, fp4);\n"
+    "                          every layout but kivi, which sets its own\n"
     "  +sparse:threshold=T,keep=R  (paged) past T tokens keep the most recent fraction R of the\n"
     "                          pages and give the others back (seed 001's block-sparse mode)\n";
 
@@ -109,6 +116,10 @@ KvCache *kv_open(const char *text, const KvGeometry *geo, Err *e)
     for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
         if (strcmp(spec.part[0].name, layouts[i].name) != 0)
             continue;
+        if (layouts[i].own_formats && spec_modifier(&spec, "quant")) {
+            err_set(e, ERR_USAGE, "cache '%s' sets its own formats; it takes no '+quant'", layouts[i].name);
+            return NULL;
+        }
         KvCache *c = layouts[i].open(&spec.part[0], geo, &st, e);
         if (c && check_modifiers_used(&spec, e) < 0) {
             kv_free(c);
@@ -116,8 +127,10 @@ KvCache *kv_open(const char *text, const KvGeometry *geo, Err *e)
         }
         if (c) {
             snprintf(c->spec, sizeof c->spec, "%s", text);
-            c->k_fmt = st.k_fmt;
-            c->v_fmt = st.v_fmt;
+            if (!layouts[i].own_formats) {
+                c->k_fmt = st.k_fmt;
+                c->v_fmt = st.v_fmt;
+            }
             c->lossy |= st.k_fmt != FMT_F32 || st.v_fmt != FMT_F32;
         }
         return c;

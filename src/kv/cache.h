@@ -54,6 +54,8 @@ typedef struct {
     size_t pages_dropped; /* logical pages a policy gave back (block-sparse) */
     size_t pages_active;  /* logical pages still attended, all sequences */
     size_t bytes_saved;   /* memory those dropped pages would hold */
+    size_t chan_groups;   /* groups of rows held with keys quantized per channel (kivi), all layers
+                             and sequences */
 } KvStats;
 
 /* The state of one position's slot, for the views' cache map. */

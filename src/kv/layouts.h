@@ -50,5 +50,6 @@ KvCache *ring_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st,
 KvCache *mixed_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
 KvCache *h2o_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
 KvCache *paged_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
+KvCache *kivi_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
 
 #endif

@@ -112,9 +112,15 @@ int spec_take_format(KvSpecPart *p, const char *key, Format *out, Err *e)
     const char *v = take(p, key);
     if (!v)
         return 0;
-    if (format_parse(v, out) < 0)
+    Format f;
+    if (format_parse(v, &f) < 0)
         return err_set(e, ERR_USAGE, "cache '%s' option %s: unknown format '%s' (formats: %s)", p->name, key, v,
-                       format_names);
+                       format_row_names);
+    /* codes without their group's scales mean nothing: only kivi makes them */
+    if (format_is_per_channel(f))
+        return err_set(e, ERR_USAGE, "cache '%s' option %s: '%s' is a per-channel key code format, stored only "
+                       "by the kivi cache (kivi:bits=4 or bits=2); row formats: %s", p->name, key, v, format_row_names);
+    *out = f;
     return 0;
 }
 

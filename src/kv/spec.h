@@ -45,7 +45,8 @@ int spec_take_double(KvSpecPart *p, const char *key, double lo, double hi, doubl
 /* The modifier part named `name` (marked used), or NULL. */
 KvSpecPart *spec_modifier(KvSpec *s, const char *name);
 
-/* Take option `key` as a format name (f32, f16, q8_0, ...). */
+/* Take option `key` as the name of a row format (f32, f16, q8_0, ...); a
+ * per-channel code format (u4, u2) is refused, naming the kivi cache. */
 int spec_take_format(KvSpecPart *p, const char *key, Format *out, Err *e);
 
 /* Fail naming the first option of p nobody took, and what `accepted` lists. */

@@ -470,6 +470,8 @@ int session_cache_row(const Session *s, size_t layer, size_t kv_head, size_t pos
             continue;
         size_t r = pos - b.pos, hd = c->geo.head_dim;
         codec[b.k_fmt].dequantize(k, (const char *)b.k + r * b.k_stride, hd);
+        for (size_t j = 0; b.k_chan && j < hd; j++) /* per-channel keys: codes to values */
+            k[j] = k[j] * fp16_to_f32(b.k_chan[j]) + fp16_to_f32(b.k_chan[hd + j]);
         codec[b.v_fmt].dequantize(v, (const char *)b.v + r * b.v_stride, hd);
         return 0;
     }

@@ -81,15 +81,17 @@ static void test_forms_and_isas_agree(void **state)
     (void)state;
     const Kernels *isa[4];
     size_t n_isa = kernels_available(isa, 4);
-    static const size_t hds[] = { 32, 128 }, groups[] = { 1, 4 }, rowss[] = { 1, 63, 64, 65, 200 };
+    static const size_t hds[] = { 32, 128 }, groups[] = { 1, 4 }, rowss[] = { 1, 63, 64, 65, 200, ATTEND_TILE + 1, 2 * ATTEND_TILE + 65 }; /* the last: 3 tiles */
     size_t checked = 0;
     for (int f = 0; f < FMT_COUNT; f++)
         for (size_t hi = 0; hi < 2; hi++)
             for (size_t gi = 0; gi < 2; gi++)
-                for (size_t ri = 0; ri < 5; ri++) {
+                for (size_t ri = 0; ri < sizeof rowss / sizeof rowss[0]; ri++) {
                     Case c;
                     size_t rows = rowss[ri];
-                    make_case(&c, hds[hi], groups[gi], rows, rows >= 3 ? 3 : 1, (Format)f, (Format)f);
+                    /* the code formats hold keys only: their V stays f32 */
+                    Format vf = format_is_per_channel((Format)f) ? FMT_F32 : (Format)f;
+                    make_case(&c, hds[hi], groups[gi], rows, rows >= 3 ? 3 : 1, (Format)f, vf);
                     size_t n_out = c.G * c.hd;
                     float want[4 * 128], got[4 * 128];
                     run(isa[0], ATTEND_NAIVE, &c, 1, rows - 1, want, NULL); /* decode: the last position */
@@ -203,17 +205,19 @@ static void test_structure_bias(void **state)
 
 /* Per-channel keys (KIVI): codes with a scale and a minimum per channel per
  * block give what the keys they stand for give, in every form and ISA, and
- * the scales and minimums are counted among the bytes read. */
-static void test_per_channel_keys(void **state)
+ * the scales and minimums are counted among the bytes read. The codes are
+ * stored as f32 values and in the code formats u4 and u2. */
+static void check_per_channel_keys(Format code_fmt)
 {
-    (void)state;
     const Kernels *isa[4];
     size_t n_isa = kernels_available(isa, 4);
-    const size_t hd = 32, G = 4, rows = 96, n_blocks = 3;
+    const size_t hd = 32, G = 4, rows = 96, n_blocks = 3, kr = format_row_bytes(code_fmt, hd);
+    const size_t levels = code_fmt == FMT_U2 ? 4 : 16;
     Case codes, plain;
-    make_case(&codes, hd, G, rows, n_blocks, FMT_F32, FMT_F32);
+    make_case(&codes, hd, G, rows, n_blocks, code_fmt, FMT_F32);
     make_case(&plain, hd, G, rows, n_blocks, FMT_F32, FMT_F32);
     unsigned short chan[3][2 * 32];
+    float code[32];
     for (size_t b = 0; b < n_blocks; b++) {
         KvBlock *blk = &codes.blocks[b];
         for (size_t i = 0; i < hd; i++) {
@@ -221,12 +225,14 @@ static void test_per_channel_keys(void **state)
             chan[b][hd + i] = fp16_from_f32(-1.0f + 0.03f * (float)i);      /* minimum */
         }
         blk->k_chan = chan[b];
-        float *code = (float *)codes.k + blk->pos * hd, *key = (float *)plain.k + blk->pos * hd;
-        for (size_t r = 0; r < blk->n; r++)
+        float *key = (float *)plain.k + blk->pos * hd;
+        for (size_t r = 0; r < blk->n; r++) {
             for (size_t i = 0; i < hd; i++) {
-                code[r * hd + i] = (float)((r * 7 + i * 3) % 16); /* a 4-bit code */
-                key[r * hd + i] = code[r * hd + i] * fp16_to_f32(chan[b][i]) + fp16_to_f32(chan[b][hd + i]);
+                code[i] = (float)((r * 7 + i * 3) % levels);
+                key[r * hd + i] = code[i] * fp16_to_f32(chan[b][i]) + fp16_to_f32(chan[b][hd + i]);
             }
+            codec_ref[code_fmt].quantize(codes.k + (blk->pos + r) * kr, code, hd);
+        }
     }
     float want[4 * 32], got[4 * 32];
     run(isa[0], ATTEND_NAIVE, &plain, 1, rows - 1, want, NULL);
@@ -235,11 +241,20 @@ static void test_per_channel_keys(void **state)
             Counters ctr = { 0 };
             run(isa[k], (AttendAlgo)algo, &codes, 1, rows - 1, got, &ctr);
             if (max_rel_diff(got, want, G * hd, ATTEND_TOL, "per-channel") > ATTEND_TOL)
-                fail_msg("per-channel keys: %s %s", isa[k]->isa, attend_algo_name((AttendAlgo)algo));
-            assert_int_equal(ctr.kv_bytes_read, 2 * rows * hd * sizeof(float) + n_blocks * 2 * hd * 2);
+                fail_msg("per-channel keys (%s codes): %s %s", format_name(code_fmt), isa[k]->isa,
+                         attend_algo_name((AttendAlgo)algo));
+            assert_int_equal(ctr.kv_bytes_read, rows * (kr + hd * sizeof(float)) + n_blocks * 2 * hd * 2);
         }
     free_case(&codes);
     free_case(&plain);
+}
+
+static void test_per_channel_keys(void **state)
+{
+    (void)state;
+    check_per_channel_keys(FMT_F32);
+    check_per_channel_keys(FMT_U4);
+    check_per_channel_keys(FMT_U2);
 }
 
 int main(void)

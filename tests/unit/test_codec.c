@@ -1,8 +1,9 @@
 /* test_codec.c: the format codecs (codec_ref.c and the SIMD tables).
  *
  * (a) every format's round trip stays within the bound its rounding rule
- *     implies, value by value; (b) q8_0, q4_0, int4 and fp4 give the exact
- *     bytes worked out by hand below; (c) zeros, constant rows, huge values,
+ *     implies, value by value; (b) q8_0, q4_0, int4, fp4, u4 and u2 give the
+ *     exact bytes worked out by hand below, and the code formats (u4, u2)
+ *     keep every code and clamp the rest; (c) zeros, constant rows, huge values,
  *     Inf and NaN behave as codec_ref.c documents; (d) every SIMD table this
  *     CPU runs agrees with the reference at awkward lengths, and the test
  *     prints which tables it ran and which it skipped, and why; (e) so do
@@ -96,6 +97,17 @@ static void fill_plain(float *x, size_t n, uint32_t seed)
         x[i] = unit(&s);
 }
 
+/* The code formats take values already in code space: fold x into
+ * [-1, top + 1), so that both rounding and clamping at either end occur. */
+static void to_code_space(Format f, float *x, size_t n)
+{
+    if (!format_is_per_channel(f))
+        return;
+    const float span = (f == FMT_U4 ? 15.0f : 3.0f) + 2.0f;
+    for (size_t i = 0; i < n; i++)
+        x[i] = fmodf(fabsf(x[i]) * 7.3f, span) - 1.0f;
+}
+
 static float f16_round(float x)
 {
     return fp16_to_f32(fp16_from_f32(x));
@@ -113,6 +125,14 @@ static int same_float(float a, float b)
  * step (scale) of each value, to report errors in steps. */
 static void bounds(Format f, const float *x, size_t n, double *b, double *step)
 {
+    if (format_is_per_channel(f)) { /* codes: round to nearest, clamp to [0, top]; the step is 1 */
+        const double top = f == FMT_U4 ? 15.0 : 3.0;
+        for (size_t i = 0; i < n; i++) {
+            b[i] = fmax(0.5, fmax(-(double)x[i], (double)x[i] - top));
+            step[i] = 1.0;
+        }
+        return;
+    }
     if (f == FMT_F32 || f == FMT_F16) {
         for (size_t i = 0; i < n; i++) {
             b[i] = f == FMT_F32 ? 0.0 : fmax(fabs((double)x[i]) * F16_REL, F16_ABS);
@@ -191,6 +211,9 @@ static void test_round_trip_bounds(void **state)
     printf("  round trip, worst error (f16: relative; others: in steps of the scale):\n");
     for (int f = 0; f < FMT_COUNT; f++) {
         assert_int_equal(format_is_quantized((Format)f), f != FMT_F32 && f != FMT_F16);
+        assert_int_equal(format_is_per_channel((Format)f), f == FMT_U4 || f == FMT_U2);
+        if (format_is_per_channel((Format)f))
+            continue; /* these values lie mostly outside code space: test_code_formats */
         double worst = 0.0;
         for (size_t k = 0; k < N_LENS; k++) {
             float *x = malloc(lens[k] * sizeof *x);
@@ -400,7 +423,8 @@ static void all_tables_agree(Format f, const unsigned char *row, size_t n, const
 {
     Isa isa[4];
     size_t ni = isa_list(isa);
-    float *z = malloc(n * sizeof *z), *ones = malloc(n * sizeof *ones), *acc = malloc(n * sizeof *acc);
+    /* ones: calloc, or gcc (aarch64, -O2) cannot see that the loop below fills it */
+    float *z = malloc(n * sizeof *z), *ones = calloc(n, sizeof *ones), *acc = malloc(n * sizeof *acc);
     for (size_t i = 0; i < n; i++)
         ones[i] = 1.0f;
     float ref_dot;
@@ -434,6 +458,64 @@ static unsigned char *encode(Format f, const float *x, size_t n, float *y)
     codec_ref[f].quantize(row, x, n);
     codec_ref[f].dequantize(y, row, n);
     return row;
+}
+
+/* The code formats: bare unsigned codes, packed low bits first, with no
+ * scale. Values already in code space round to the nearest code (ties away
+ * from zero) and clamp to [0, 15] or [0, 3]; NaN becomes 0. */
+static void test_code_formats(void **state)
+{
+    (void)state;
+    assert_int_equal(format_row_bytes(FMT_U4, 10), 8);  /* 2 words, no scale */
+    assert_int_equal(format_row_bytes(FMT_U2, 10), 4);  /* 1 word */
+    assert_int_equal(format_row_bytes(FMT_U2, 17), 8);
+    assert_int_equal(format_row_extra(FMT_U4) + format_row_extra(FMT_U2), 0);
+    Format f;
+    assert_int_equal(format_parse("u4", &f), 0);
+    assert_int_equal(f, FMT_U4);
+    assert_null(strstr(format_row_names, "u4")); /* not offered where rows stand alone */
+
+    /* u4: 3, 15, 2.5 -> 3, 14.6 -> 15, 15.4 -> 15, 16 -> 15, -0.4 -> 0, -3 ->
+     * 0 | NaN -> 0, 7. Code k of a word at bits 4k: word 0 = 0x00fff3f3
+     * (bytes f3 f3 ff 00), word 1 = 0x70 (70 00 00 00). */
+    static const float x4[10] = { 3.0f, 15.0f, 2.5f, 14.6f, 15.4f, 16.0f, -0.4f, -3.0f, NAN, 7.0f };
+    static const unsigned char w4[8] = { 0xf3, 0xf3, 0xff, 0x00, 0x70, 0x00, 0x00, 0x00 };
+    static const float y4[10] = { 3, 15, 3, 15, 15, 15, 0, 0, 0, 7 };
+    /* u2: 0, 1, 2, 3, 1.5 -> 2, 0.49 -> 0, 3.6 -> 3, Inf -> 3, -Inf -> 0, 0.5
+     * -> 1. Code k at bits 2k: word = 0 | 1 << 2 | 2 << 4 | 3 << 6 | 2 << 8
+     * | 0 << 10 | 3 << 12 | 3 << 14 | 0 << 16 | 1 << 18 = 0x4f2e4 (e4 f2 04 00). */
+    static const float x2[10] = { 0.0f, 1.0f, 2.0f, 3.0f, 1.5f, 0.49f, 3.6f, INFINITY, -INFINITY, 0.5f };
+    static const unsigned char w2[4] = { 0xe4, 0xf2, 0x04, 0x00 };
+    static const float y2[10] = { 0, 1, 2, 3, 2, 0, 3, 3, 0, 1 };
+    const struct { Format f; const float *x, *y; const unsigned char *w; size_t bytes; } cases[2] = {
+        { FMT_U4, x4, y4, w4, 8 }, { FMT_U2, x2, y2, w2, 4 } };
+    for (int c = 0; c < 2; c++) {
+        unsigned char got[8];
+        float y[10];
+        codec_ref[cases[c].f].quantize(got, cases[c].x, 10);
+        expect_bytes(got, cases[c].w, cases[c].bytes, format_name(cases[c].f));
+        codec_ref[cases[c].f].dequantize(y, got, 10);
+        for (int i = 0; i < 10; i++)
+            assert_true(y[i] == cases[c].y[i]);
+        all_tables_agree(cases[c].f, got, 10, y, "hand-made codes");
+    }
+
+    /* every code survives the trip exactly, at every length */
+    for (int c = 0; c < 2; c++) {
+        const float top = cases[c].f == FMT_U4 ? 15.0f : 3.0f;
+        for (size_t k = 0; k < N_LENS; k++) {
+            const size_t n = lens[k];
+            float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+            for (size_t i = 0; i < n; i++)
+                x[i] = (float)((i * 7 + k) % (size_t)(top + 1));
+            unsigned char *row = encode(cases[c].f, x, n, y);
+            assert_true(memcmp(x, y, n * sizeof *x) == 0); /* tests/cross has no assert_memory_equal */
+            all_tables_agree(cases[c].f, row, n, y, "every code");
+            free(row);
+            free(x);
+            free(y);
+        }
+    }
 }
 
 static void test_zeros(void **state)
@@ -511,6 +593,8 @@ static void test_huge_and_inf(void **state)
                 assert_true(y[3] == big && y[40] == -big);
             } else if (f == FMT_F16) { /* beyond 65504: Inf */
                 assert_true(isinf(y[3]) && y[3] > 0 && isinf(y[40]) && y[40] < 0 && isinf(y[70]));
+            } else if (format_is_per_channel((Format)f)) { /* no scale: the ends of code space */
+                assert_true(y[3] == (f == FMT_U4 ? 15.0f : 3.0f) && y[40] == 0.0f && y[70] == y[3]);
             } else {
                 for (size_t i = 0; i < n; i++)
                     assert_true(isfinite(y[i]));
@@ -543,6 +627,8 @@ static void test_nan(void **state)
         for (size_t i = 0; i < n; i++) {
             if (f == FMT_F32 || f == FMT_F16) /* only the NaN itself */
                 assert_int_equal(isnan(y[i]) != 0, i == 5);
+            else if (format_is_per_channel((Format)f)) /* a code cannot say NaN: 0, alone */
+                assert_true(!isnan(y[i]) && (i != 5 || y[i] == 0.0f));
             else if (f == FMT_Q8_0 || f == FMT_Q4_0) /* its block */
                 assert_int_equal(isnan(y[i]) != 0, i < 32);
             else /* the row */
@@ -575,6 +661,7 @@ static void check_isa_format(const Isa *isa, Format f, Worst *wst)
         const size_t n = lens[k], rb = format_row_bytes(f, n);
         float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *z = malloc(n * sizeof *z);
         fill(x, n, (uint32_t)(100 + k));
+        to_code_space(f, x, n);
         /* the row at an odd address: rows of int4 / fp4 (4k + 2 bytes) and
          * f16 caches are not 4-aligned, and the decoders must not care */
         unsigned char *buf = malloc(rb + 1), *row = buf + 1;
@@ -676,6 +763,7 @@ static unsigned char *tile_rows_make(Format f, size_t n, size_t n_rows, size_t s
     float *x = malloc(n * sizeof *x);
     for (size_t r = 0; r < n_rows; r++) {
         fill(x, n, (uint32_t)(7 * r + n));
+        to_code_space(f, x, n);
         if (r == nan_row)
             x[n / 2] = NAN;
         codec_ref[f].quantize(rows + r * stride, x, n);
@@ -790,7 +878,8 @@ static void check_tile_nan(const char *name, const FormatOps *ops, Format f)
         if ((isnan(o1[e]) != 0) != (isnan(o2[e]) != 0))
             fail_msg("%s %s: dot_rows[%zu][%zu] = %g, ref %g", name, format_name(f), e / n_rows, e % n_rows, o2[e],
                      o1[e]);
-        assert_int_equal(isnan(o2[e]) != 0, e % n_rows == nan_row);
+        /* codes cannot hold a NaN (it encodes as 0): every score stays finite */
+        assert_int_equal(isnan(o2[e]) != 0, !format_is_per_channel(f) && e % n_rows == nan_row);
     }
     codec_ref[f].axpy_rows(a1, w, n_rows, G, rows, stride, n_rows, n);
     ops->axpy_rows(a2, w, n_rows, G, rows, stride, n_rows, n);
@@ -950,6 +1039,7 @@ int main(void)
         cmocka_unit_test(test_q8_0_bytes),
         cmocka_unit_test(test_q4_0_bytes),
         cmocka_unit_test(test_int4_fp4_bytes),
+        cmocka_unit_test(test_code_formats),
         cmocka_unit_test(test_zeros),
         cmocka_unit_test(test_constant_rows),
         cmocka_unit_test(test_huge_and_inf),

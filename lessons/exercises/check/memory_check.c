@@ -29,7 +29,7 @@ int main(void)
         }
         n_models++;
         KvShape shape = memory_shape(&c);
-        for (int f = 0; f < FMT_COUNT; f++) {
+        for (int f = 0; f < FMT_ROW_COUNT; f++) {
             for (size_t ci = 0; ci < 3; ci++)
                 for (size_t bi = 0; bi < 2; bi++) {
                     KvBytes want;
@@ -46,6 +46,6 @@ int main(void)
                 }
         }
     }
-    printf("compared %zu models x %d formats\n", n_models, (int)FMT_COUNT);
+    printf("compared %zu models x %d formats\n", n_models, (int)FMT_ROW_COUNT);
     return verdict(&t, "figures");
 }
