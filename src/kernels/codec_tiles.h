@@ -89,8 +89,7 @@ INLINE void dot_store(float *out, size_t ld, V *part, const size_t GB, size_t nr
 
 /* acc[g] += q_g . decode(the BC chunks of the block from value i), g < GB:
  * q_g's chunks are qv[g * qs + c]; the codes are dotted first and their sum
- * scaled once (within dot's rounding bound: the sum is of the same
- * products, each scaled exactly once). */
+ * scaled once (rounded otherwise than value by value, within dot's bound). */
 INLINE void dot_part(PartFn raw, PartFn scale, const size_t BC, const size_t GB, const Row *row, size_t i,
                      const V *qv, size_t qs, V *acc)
 {
@@ -125,8 +124,9 @@ INLINE void dot_part_mem(PartFn raw, PartFn scale, const size_t BC, const size_t
  * q[g * n ..] . decode(row r). The rows are read one after the other, each
  * chunk decoded once for the GB heads (q from L1); NS chunks in flight per
  * head keep one long row from being bound by the FMA latency. */
-INLINE void dot_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB, const int per_row_scale, float *out, size_t ld, const float *q,
-                      const unsigned char *base, size_t stride, size_t nr, size_t n)
+INLINE void dot_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB,
+                      const int per_row_scale, float *out, size_t ld, const float *q, const unsigned char *base,
+                      size_t stride, size_t nr, size_t n)
 {
     const size_t NS = GB == 1 ? 4 : GB == 2 ? 2 : 1, RB = NACC / GB;
     V part[NACC];
@@ -177,8 +177,9 @@ INLINE void dot_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
 /* dot_block for rows of exactly NC chunks (n = NC * W, GB * NC <= NACC): q
  * loaded into registers once for the block, a row then costs its own loads
  * only. */
-INLINE void dot_block_q(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB, const size_t NC, const int per_row_scale, float *out, size_t ld,
-                        const float *q, const unsigned char *base, size_t stride, size_t nr)
+INLINE void dot_block_q(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB, const size_t NC,
+                        const int per_row_scale, float *out, size_t ld, const float *q, const unsigned char *base,
+                        size_t stride, size_t nr)
 {
     const size_t n = NC * W, RB = NACC / GB;
     V qr[NACC], part[NACC];
@@ -196,7 +197,7 @@ INLINE void dot_block_q(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC
             acc[0][g] = acc[1][g] = v_zero();
         UNROLL_16
         for (size_t c = 0; c < NC; c++) { /* two sums in flight per head */
-            if (BC && c % (BC ? BC : 1) == 0) /* block-scaled: a block at a time */
+            if (BC && c % (BC ? BC : 1) == 0) /* block-scaled: a block at a time (no % 0) */
                 dot_part(raw, scale, BC, GB, &row, c * W, qr + c, NC, acc[c / (BC ? BC : 1) % 2]);
             if (BC)
                 continue;
@@ -214,8 +215,9 @@ INLINE void dot_block_q(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC
 
 /* GB heads over all the rows, NACC / GB rows a block; NQ = 8: the rows are
  * 8 chunks and q stays in registers. */
-INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB, const size_t NQ, const int per_row_scale, float *out, size_t ld,
-                      const float *q, const unsigned char *rows, size_t stride, size_t n_rows, size_t n)
+INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB, const size_t NQ,
+                      const int per_row_scale, float *out, size_t ld, const float *q, const unsigned char *rows,
+                      size_t stride, size_t n_rows, size_t n)
 {
     const size_t RB = NACC / GB;
     for (size_t r = 0; r < n_rows; r += RB) {
@@ -235,8 +237,9 @@ INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
  * chunks (and rows enough to pay for loading q): blocks of NACC / 8 heads
  * with q in registers, where the format is cheap or the group that small
  * (else a quantized row would be decoded once per block, not once). */
-INLINE void dot_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const int per_row_scale, const int cheap, float *out, size_t ld, const float *q,
-                     size_t G, const void *rows, size_t stride, size_t n_rows, size_t n)
+INLINE void dot_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const int per_row_scale, const int cheap,
+                     float *out, size_t ld, const float *q, size_t G, const void *rows, size_t stride, size_t n_rows,
+                     size_t n)
 {
     const size_t GQ = NACC / 8; /* heads whose q fits the registers */
     const int qreg = n == 8 * W && n_rows >= 4 && (cheap || G <= GQ);
@@ -364,9 +367,10 @@ INLINE void axpy_tile(ChunkFn chunk, const int per_row_scale, const int cheap, f
 
 /* The operations of one format: fmt its name, per_row_scale whether rows
  * carry an fp16 scale after their words (int4: 1, fp4: 2; row_of), cheap
- * whether decoding is a load (f32, f16). The per-row forms are tiles of one
- * row. */
-#define CODEC_TILE_OPS_(fmt, per_row_scale, cheap, raw, scale, bc)                                                  \
+ * whether decoding is a load (f32, f16), raw, scale and bc dot's split of a
+ * block-scaled format (PartFn), or NULL, NULL, 0. The per-row forms are
+ * tiles of one row. */
+#define CODEC_TILE_OPS_(fmt, per_row_scale, cheap, raw, scale, bc)                                          \
     static void dequantize_##fmt(float *dst, const void *row, size_t n)                                     \
     {                                                                                                       \
         const Row r = row_of(row, n, per_row_scale);                                                        \
@@ -375,7 +379,7 @@ INLINE void axpy_tile(ChunkFn chunk, const int per_row_scale, const int cheap, f
     static void dot_rows_##fmt(float *out, size_t ld, const float *q, size_t G, const void *rows,           \
                                size_t stride, size_t n_rows, size_t n)                                      \
     {                                                                                                       \
-        dot_tile(chunk_##fmt, raw, scale, bc, per_row_scale, cheap, out, ld, q, G, rows, stride, n_rows, n);                \
+        dot_tile(chunk_##fmt, raw, scale, bc, per_row_scale, cheap, out, ld, q, G, rows, stride, n_rows, n); \
     }                                                                                                       \
     static void axpy_rows_##fmt(float *acc, const float *w, size_t ld, size_t G, const void *rows,          \
                                 size_t stride, size_t n_rows, size_t n)                                     \
