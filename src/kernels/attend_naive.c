@@ -83,13 +83,8 @@ static void materialize(const Kernels *k, const AttnArgs *a, Counters *ctr)
     float *vv = a->view + rows * hd;
     for (size_t b = 0; b < a->n_blocks; b++) {
         const KvBlock *blk = &a->blocks[b];
-        for (size_t r = 0; r < blk->n; r++) {
-            float *key = kv + r * hd;
-            k->codec[blk->k_fmt].dequantize(key, attend_row(blk->k, blk->k_stride, r), hd);
-            for (size_t i = 0; blk->k_chan && i < hd; i++) /* per-channel: codes to values */
-                key[i] = key[i] * fp16_to_f32(blk->k_chan[i]) + fp16_to_f32(blk->k_chan[hd + i]);
-            k->codec[blk->v_fmt].dequantize(vv + r * hd, attend_row(blk->v, blk->v_stride, r), hd);
-        }
+        for (size_t r = 0; r < blk->n; r++)
+            block_decode_row(k->codec, blk, r, hd, kv + r * hd, vv + r * hd);
         a->view_blocks[b] = (KvBlock){
             .pos = blk->pos, .n = blk->n, .k = kv, .v = vv,
             .k_stride = hd * sizeof(float), .v_stride = hd * sizeof(float),

@@ -120,6 +120,10 @@ typedef enum {
  * materialized view, the bytes written to it and read back. */
 void attend(const Kernels *k, AttendAlgo algo, const AttnArgs *a, Counters *ctr);
 
+/* Decode row r of blk into f32 k and v ([head_dim] each) with the codecs
+ * `codec` ([FMT_COUNT]); a per-channel block's codes become values. */
+void block_decode_row(const FormatOps *codec, const KvBlock *blk, size_t r, size_t head_dim, float *k, float *v);
+
 const char *attend_algo_name(AttendAlgo algo);
 int attend_algo_parse(const char *name, AttendAlgo *out);
 

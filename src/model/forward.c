@@ -20,8 +20,7 @@ int forward_state_init(ForwardState *s, const Config *c, size_t max_rows, int ke
     s->att = malloc(max_rows * q * sizeof(float));
     s->hb = malloc(max_rows * f * sizeof(float));
     s->hb2 = malloc(max_rows * f * sizeof(float));
-    size_t score_rows = c->max_seq_len > ATTEND_TILE ? c->max_seq_len : ATTEND_TILE;
-    s->scores = malloc(group * score_rows * sizeof(float));
+    s->scores = malloc(group * c->max_seq_len * sizeof(float)); /* flash's tiles are never longer */
     s->view = malloc(2 * c->max_seq_len * c->head_dim * sizeof(float));
     s->observed = malloc(group * c->max_seq_len * sizeof(float));
     s->chan_q = malloc(group * c->head_dim * sizeof(float));

@@ -461,18 +461,13 @@ const float *session_attn_row(const Session *s, size_t layer, size_t head, size_
 int session_cache_row(const Session *s, size_t layer, size_t kv_head, size_t pos, float *k, float *v)
 {
     const KvCache *c = s->cache;
-    const FormatOps *codec = s->model->kern->codec;
     size_t nb = kv_n_blocks(c, layer, 0);
     for (size_t i = 0; i < nb; i++) {
         KvBlock b;
         kv_block(c, layer, 0, kv_head, i, &b);
         if (pos < b.pos || pos >= b.pos + b.n)
             continue;
-        size_t r = pos - b.pos, hd = c->geo.head_dim;
-        codec[b.k_fmt].dequantize(k, (const char *)b.k + r * b.k_stride, hd);
-        for (size_t j = 0; b.k_chan && j < hd; j++) /* per-channel keys: codes to values */
-            k[j] = k[j] * fp16_to_f32(b.k_chan[j]) + fp16_to_f32(b.k_chan[hd + j]);
-        codec[b.v_fmt].dequantize(v, (const char *)b.v + r * b.v_stride, hd);
+        block_decode_row(s->model->kern->codec, &b, pos - b.pos, c->geo.head_dim, k, v);
         return 0;
     }
     return -1;
