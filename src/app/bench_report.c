@@ -8,7 +8,7 @@ const size_t bench_groups[BENCH_N_GROUPS] = { 1, 4 };
 const AttendAlgo bench_algos[BENCH_N_ALGOS] = { ATTEND_FLASH, ATTEND_NAIVE, ATTEND_MATERIALIZE };
 
 static const char *const algo_story[BENCH_N_ALGOS] = {
-    "tiles of 1024 rows, online softmax, dequantization fused",
+    "tiles of " CLI_STR(ATTEND_TILE) " rows, online softmax, dequantization fused",
     "all scores, softmax, weighted sum; rows decoded where read",
     "every row decoded into an f32 view first, then naive over it",
 };

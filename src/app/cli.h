@@ -14,6 +14,11 @@
 
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 
+/* A numeric macro's value as a string literal, for help text that must say
+ * what the engine uses (CLI_STR(ATTEND_TILE) -> "1024"). */
+#define CLI_STR_(x) #x
+#define CLI_STR(x) CLI_STR_(x)
+
 typedef enum { OUT_TABLE, OUT_TSV, OUT_JSON } OutFormat;
 
 /* Print "kvscope: <message>" to stderr; return the exit code for e's kind. */

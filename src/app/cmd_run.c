@@ -60,7 +60,7 @@ static void help(void)
            "  --sample-seed S     seed of the sampler (default 1; gsl mt19937)\n\n"
            "cache:\n"
            "  --cache SPEC        the cache (default contiguous); accepted:\n%s"
-           "  --attention FORM    flash (default: tiles of 1024, online softmax, dequantization\n"
+           "  --attention FORM    flash (default: tiles of " CLI_STR(ATTEND_TILE) ", online softmax, dequantization\n"
            "                      fused), naive (all scores, then softmax), or materialize\n"
            "                      (naive over an f32 view of the cache, its traffic counted)\n"
            "  --bug NAME          commit one of the document's pitfalls in the cached run, on\n"

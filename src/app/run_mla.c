@@ -33,7 +33,7 @@ const char *run_mla_attention_name(const Model *m, const char *form)
 {
     if (m->cfg.attention != ATTN_MLA)
         return form;
-    return m->mla_path == MLA_DECOMPRESS ? "mla decompress (tiles of 64 positions, online softmax)"
+    return m->mla_path == MLA_DECOMPRESS ? "mla decompress (tiles of " CLI_STR(MLA_TILE_ROWS) " positions, online softmax)"
                                          : "mla absorbed (online softmax over the stored latent rows)";
 }
 
