@@ -18,7 +18,8 @@
  *
  * Agrees with codec_ref: dequantize bit for bit (the same one multiply per
  * value), dot and axpy within float rounding (FMA, 8 lanes summed at the
- * end; axpy_rows adds the rows in order, one FMA each). quantize is the
+ * end; axpy_rows adds the rows in order, one FMA each, q8_0 and q4_0 with
+ * w times the block's scale rounded first). quantize is the
  * reference one except f16 (F16C, same bytes). */
 #include <immintrin.h>
 #include <stdint.h>

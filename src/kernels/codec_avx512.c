@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "kernels/codec_isa.h"
+#include "kernels/reduce_avx512.h"
 
 #define W 16          /* floats per register */
 #define INLINE static inline __attribute__((always_inline))
@@ -193,27 +194,6 @@ INLINE V v_mul(V a, V b) { return _mm512_mul_ps(a, b); }
 INLINE V v_add(V a, V b) { return _mm512_add_ps(a, b); }
 INLINE float v_hsum(V v) { return _mm512_reduce_add_ps(v); }
 
-/* Lane k of the result = the sum of a[k]'s lanes, k < 16: a transposed
- * reduction, 15 adds for 16 sums (where one reduce_add each costs 4). */
-INLINE __m512 reduce16(const __m512 *a)
-{
-    __m512 x[16], t[8], u[4];
-    UNROLL_16
-    for (int s = 0; s < 16; s++) /* slot 4j + m takes a[4m + j]: the shuffles below transpose it back */
-        x[s] = a[(s % 4) * 4 + s / 4];
-    UNROLL_16
-    for (int k = 0; k < 8; k++) /* 128-bit quarters: [a0+a2, a1+a3, b0+b2, b1+b3] */
-        t[k] = _mm512_add_ps(_mm512_shuffle_f32x4(x[2 * k], x[2 * k + 1], 0x44),
-                             _mm512_shuffle_f32x4(x[2 * k], x[2 * k + 1], 0xee));
-    UNROLL_16
-    for (int k = 0; k < 4; k++) /* quarter m: four lanes of source 4k + m */
-        u[k] = _mm512_add_ps(_mm512_shuffle_f32x4(t[2 * k], t[2 * k + 1], 0x88),
-                             _mm512_shuffle_f32x4(t[2 * k], t[2 * k + 1], 0xdd));
-    const __m512 w0 = _mm512_add_ps(_mm512_shuffle_ps(u[0], u[1], 0x44), _mm512_shuffle_ps(u[0], u[1], 0xee));
-    const __m512 w1 = _mm512_add_ps(_mm512_shuffle_ps(u[2], u[3], 0x44), _mm512_shuffle_ps(u[2], u[3], 0xee));
-    return _mm512_add_ps(_mm512_shuffle_ps(w0, w1, 0x88), _mm512_shuffle_ps(w0, w1, 0xdd));
-}
-
 INLINE void v_reduce(float *sums, const V *part)
 {
     _mm512_storeu_ps(sums, reduce16(part));
@@ -223,9 +203,32 @@ INLINE void v_reduce(float *sums, const V *part)
 
 /* --- the table -------------------------------------------------------------- */
 
+/* q4_0 rows of 128 values, enough of them to pay for moving q or the
+ * accumulators into the gathered lane order: q4_0_rows_avx512.c. */
+#define Q4_0_GATHER_MIN_ROWS 16
+
+static void dot_rows_q4_0_any(float *out, size_t ld, const float *q, size_t G, const void *rows, size_t stride,
+                              size_t n_rows, size_t n)
+{
+    if (n == 4 * QK4_0 && n_rows >= Q4_0_GATHER_MIN_ROWS)
+        q4_0_dot_rows_128_avx512(out, ld, q, G, rows, stride, n_rows);
+    else
+        dot_rows_q4_0(out, ld, q, G, rows, stride, n_rows, n);
+}
+
+static void axpy_rows_q4_0_any(float *acc, const float *w, size_t ld, size_t G, const void *rows, size_t stride,
+                               size_t n_rows, size_t n)
+{
+    if (n == 4 * QK4_0 && n_rows >= Q4_0_GATHER_MIN_ROWS)
+        q4_0_axpy_rows_128_avx512(acc, w, ld, G, rows, stride, n_rows);
+    else
+        axpy_rows_q4_0(acc, w, ld, G, rows, stride, n_rows, n);
+}
+
 const FormatOps codec_avx512[FMT_COUNT] = {
     CODEC_ENTRY(FMT_F32, f32, codec_quantize_f32_ref),   CODEC_ENTRY(FMT_F16, f16, quantize_f16),
-    CODEC_ENTRY(FMT_Q8_0, q8_0, codec_quantize_q8_0_ref), CODEC_ENTRY(FMT_Q4_0, q4_0, codec_quantize_q4_0_ref),
+    CODEC_ENTRY(FMT_Q8_0, q8_0, codec_quantize_q8_0_ref), [FMT_Q4_0] = { FMT_Q4_0, codec_quantize_q4_0_ref, dequantize_q4_0, dot_q4_0, axpy_q4_0, dot_rows_q4_0_any,
+                    axpy_rows_q4_0_any },
     CODEC_ENTRY(FMT_INT4, int4, codec_quantize_int4_ref), CODEC_ENTRY(FMT_FP4, fp4, codec_quantize_fp4_ref),
     CODEC_REF_ENTRY(FMT_U4, u4),                          CODEC_REF_ENTRY(FMT_U2, u2), /* codec_isa.h */
 };

@@ -108,8 +108,8 @@ INLINE void dot_part(PartFn raw, PartFn scale, const size_t BC, const size_t GB,
 }
 
 /* dot_part with q_g's chunks loaded from q[g * n + i ..]. */
-INLINE void dot_part_mem(PartFn raw, PartFn scale, const size_t BC, const size_t GB, const Row *row, size_t i,
-                         const float *q, size_t n, V *acc)
+INLINE void dot_part_mem(PartFn raw, PartFn scale, const size_t BC, const size_t GB, const Row *row,
+                         size_t i, const float *q, size_t n, V *acc)
 {
     V qv[16];
     UNROLL_16
@@ -274,11 +274,16 @@ INLINE void dot_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, c
  * NACC accumulators, registers): acc[g * n + i0 ..] += sum_r w[g * ld + r]
  * * decode(row r)[i0 ..], the accumulators loaded once and stored once for
  * all the rows. The last chunk has m lanes. Called with nc = CB and m = W as
- * constants for the bulk of a row, with what is left at its end. */
-INLINE void axpy_block(ChunkFn chunk, const size_t GB, const size_t CB, const int per_row_scale, float *acc,
-                       const float *w, size_t ld, const unsigned char *rows, size_t stride, size_t n_rows, size_t n,
-                       size_t i0, size_t nc, size_t m)
+ * constants for the bulk of a row, with what is left at its end.
+ *
+ * Whole blocks of a block-scaled format (BC) add the codes times w * the
+ * block's scale: one multiply per block and head instead of one per value. */
+INLINE void axpy_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB,
+                       const size_t CB, const int per_row_scale, float *acc, const float *w, size_t ld,
+                       const unsigned char *rows, size_t stride, size_t n_rows, size_t n, size_t i0, size_t nc,
+                       size_t m)
 {
+    const int split = BC && CB % (BC ? BC : 1) == 0 && nc == CB && m == W;
     V a[NACC], wv[4];
     UNROLL_16
     for (size_t g = 0; g < GB; g++)
@@ -292,6 +297,23 @@ INLINE void axpy_block(ChunkFn chunk, const size_t GB, const size_t CB, const in
         UNROLL_16
         for (size_t g = 0; g < GB; g++)
             wv[g] = v_set1(w[g * ld + r]);
+        if (split) {
+            V wd[4];
+            UNROLL_16
+            for (size_t c = 0; c < CB; c++) {
+                if (c % (BC ? BC : 1) == 0) { /* a block's first chunk (no % 0) */
+                    const V d = scale(&row, i0 + c * W);
+                    UNROLL_16
+                    for (size_t g = 0; g < GB; g++)
+                        wd[g] = v_mul(wv[g], d);
+                }
+                const V v = raw(&row, i0 + c * W);
+                UNROLL_16
+                for (size_t g = 0; g < GB; g++)
+                    a[g * CB + c] = v_fma(wd[g], v, a[g * CB + c]);
+            }
+            continue;
+        }
         UNROLL_16
         for (size_t c = 0; c < CB; c++) {
             if (c >= nc)
@@ -319,27 +341,27 @@ INLINE void axpy_block(ChunkFn chunk, const size_t GB, const size_t CB, const in
 #define AXPY_CHUNKS(GB) (NACC / (GB) < 8 ? NACC / (GB) : 8)
 
 /* GB heads over the whole row length: blocks of CB chunks, then the rest. */
-INLINE void axpy_heads(ChunkFn chunk, const size_t GB, const int per_row_scale, float *acc, const float *w, size_t ld,
+INLINE void axpy_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB, const int per_row_scale, float *acc, const float *w, size_t ld,
                        const unsigned char *rows, size_t stride, size_t n_rows, size_t n)
 {
     const size_t CB = AXPY_CHUNKS(GB);
     size_t i = 0;
     if (n >= CB * W) { /* i0 = 0 a constant: a block's chunks then share its scale's load */
-        axpy_block(chunk, GB, CB, per_row_scale, acc, w, ld, rows, stride, n_rows, n, 0, CB, W);
+        axpy_block(chunk, raw, scale, BC, GB, CB, per_row_scale, acc, w, ld, rows, stride, n_rows, n, 0, CB, W);
         i = CB * W;
     }
     for (; i + CB * W <= n; i += CB * W)
-        axpy_block(chunk, GB, CB, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, CB, W);
+        axpy_block(chunk, raw, scale, BC, GB, CB, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, CB, W);
     if (i < n) {
         const size_t nc = (n - i + W - 1) / W;
-        axpy_block(chunk, GB, CB, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, nc, n - i - (nc - 1) * W);
+        axpy_block(chunk, raw, scale, BC, GB, CB, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, nc, n - i - (nc - 1) * W);
     }
 }
 
 /* The heads in blocks of 4, 2 or 1, PASS_ROWS rows at a time: of 4 for
  * quantized rows (decoded once for 4 heads), of as many as whole rows allow
  * for cheap ones. */
-INLINE void axpy_tile(ChunkFn chunk, const int per_row_scale, const int cheap, float *acc, const float *w, size_t ld,
+INLINE void axpy_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const int per_row_scale, const int cheap, float *acc, const float *w, size_t ld,
                       size_t G, const void *rows, size_t stride, size_t n_rows, size_t n)
 {
     const size_t chunks = (n + W - 1) / W;
@@ -352,13 +374,13 @@ INLINE void axpy_tile(ChunkFn chunk, const int per_row_scale, const int cheap, f
             float *a = acc + g * n;
             const float *wg = w + g * ld + r;
             if (left >= 4 && gmax >= 4) { /* a constant GB per call */
-                axpy_heads(chunk, 4, per_row_scale, a, wg, ld, p, stride, nr, n);
+                axpy_heads(chunk, raw, scale, BC, 4, per_row_scale, a, wg, ld, p, stride, nr, n);
                 g += 4;
             } else if (left >= 2 && gmax >= 2) {
-                axpy_heads(chunk, 2, per_row_scale, a, wg, ld, p, stride, nr, n);
+                axpy_heads(chunk, raw, scale, BC, 2, per_row_scale, a, wg, ld, p, stride, nr, n);
                 g += 2;
             } else {
-                axpy_heads(chunk, 1, per_row_scale, a, wg, ld, p, stride, nr, n);
+                axpy_heads(chunk, raw, scale, BC, 1, per_row_scale, a, wg, ld, p, stride, nr, n);
                 g += 1;
             }
         }
@@ -384,7 +406,7 @@ INLINE void axpy_tile(ChunkFn chunk, const int per_row_scale, const int cheap, f
     static void axpy_rows_##fmt(float *acc, const float *w, size_t ld, size_t G, const void *rows,          \
                                 size_t stride, size_t n_rows, size_t n)                                     \
     {                                                                                                       \
-        axpy_tile(chunk_##fmt, per_row_scale, cheap, acc, w, ld, G, rows, stride, n_rows, n);               \
+        axpy_tile(chunk_##fmt, raw, scale, bc, per_row_scale, cheap, acc, w, ld, G, rows, stride, n_rows, n);               \
     }                                                                                                       \
     static void dot_##fmt(float *out, const float *q, size_t G, const void *row, size_t n)                  \
     {                                                                                                       \

@@ -43,11 +43,14 @@
  * (n/4 + 16) * u * sum |q_i * v_i| (the standard gamma_k bound, with room). */
 #define DOT_ROUNDINGS(n) ((double)(n) / 4.0 + 16.0)
 
-/* axpy: the reference rounds w * v, then the sum; FMA rounds once. Apart by
- * at most 3 roundings of |acc| + |w * v|. A tile of R rows adds R such
- * terms, each rounded up to 3 times on one side or the other: apart by at
- * most 3R roundings of |acc| + sum_r |w_r * v_r|. */
-#define AXPY_ROUNDINGS 3.0
+/* axpy: the reference rounds w * v, then the sum; FMA rounds once, and a
+ * block-scaled format (q8_0, q4_0) first rounds w times the block's scale
+ * (one multiply per block, not per value). From the exact sum the
+ * reference is at most u|w v| + u|acc + w v| away, the SIMD version 2u|w v|
+ * + u|acc + w v|: apart by at most 4 roundings of |acc| + |w * v|. A tile
+ * of R rows adds R such terms: apart by at most 4R roundings of |acc| +
+ * sum_r |w_r * v_r|. */
+#define AXPY_ROUNDINGS 4.0
 
 /* --- data ------------------------------------------------------------------- */
 
@@ -57,7 +60,8 @@ static const size_t groups[] = { 1, 3, 4, 8, 12, 70 }; /* 12, 70: the paths past
 #define N_GROUPS (sizeof groups / sizeof groups[0])
 
 /* The tile forms: row lengths (64 and 128: the rows whose q the SIMD
- * tables keep in registers; 300: more chunks than a block holds), groups
+ * tables keep in registers; 128 with 16 rows or more: AVX-512's gathered
+ * q4_0 rows; 300: more chunks than a block holds), groups
  * (blocks of 4, 2 and 1 heads: 3 = 2 + 1, 5 = 4 + 1, 12 = 4 + 4 + 4) and
  * row counts (1; 7, fewer than a block of rows; 64, the flash tile; 65, a
  * pass of 64 rows and one more). */
