@@ -169,6 +169,24 @@ static inline __m256 chunk_fp4(const Row *r, size_t i, size_t m)
     return keep(_mm256_mul_ps(_mm256_xor_ps(mag, _mm256_castsi256_ps(sign)), r->s), m);
 }
 
+/* The per-channel code formats: a code is its own value (the cache folds
+ * the channel's scale into the query). u4 packs like int4; u2 is 16 codes
+ * to a word, a chunk of 8 its low or high half (i a multiple of 8). */
+static inline __m256 chunk_u4(const Row *r, size_t i, size_t m)
+{
+    return keep(_mm256_cvtepi32_ps(_mm256_and_si256(nibbles(r, i), _mm256_set1_epi32(0xf))), m);
+}
+
+static inline __m256 chunk_u2(const Row *r, size_t i, size_t m)
+{
+    int32_t w;
+    memcpy(&w, r->p + 4 * (i / 16), sizeof w);
+    const int half = (int)(i % 16); /* 0 or 8: codes from bit 0 or bit 16 */
+    const __m256i shifts = _mm256_add_epi32(_mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14), _mm256_set1_epi32(2 * half));
+    const __m256i codes = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(w), shifts), _mm256_set1_epi32(3));
+    return keep(_mm256_cvtepi32_ps(codes), m);
+}
+
 /* --- quantize: f16 with F16C, the others the reference --------------------- */
 
 static void quantize_f16(void *dst, const float *src, size_t n)
@@ -236,5 +254,5 @@ const FormatOps codec_avx2[FMT_COUNT] = {
     CODEC_ENTRY(FMT_F32, f32, codec_quantize_f32_ref),   CODEC_ENTRY(FMT_F16, f16, quantize_f16),
     CODEC_ENTRY(FMT_Q8_0, q8_0, codec_quantize_q8_0_ref), CODEC_ENTRY(FMT_Q4_0, q4_0, codec_quantize_q4_0_ref),
     CODEC_ENTRY(FMT_INT4, int4, codec_quantize_int4_ref), CODEC_ENTRY(FMT_FP4, fp4, codec_quantize_fp4_ref),
-    CODEC_REF_ENTRY(FMT_U4, u4),                          CODEC_REF_ENTRY(FMT_U2, u2), /* codec_isa.h */
+    CODEC_ENTRY(FMT_U4, u4, codec_quantize_u4_ref),       CODEC_ENTRY(FMT_U2, u2, codec_quantize_u2_ref),
 };

@@ -8,6 +8,8 @@
  * permute, so a q4_0, int4 or fp4 nibble indexes its (scaled) value
  * directly. Zen 4 runs 512-bit shuffles at half rate: the decoders avoid
  * the ones they can (a block's scale is a broadcast load and a conversion).
+ * q4_0 rows of 128 values, the common head size, have their own tile forms
+ * (q4_0_rows_avx512.c), which gather all four blocks into each vector.
  *
  * Agrees with codec_ref: dequantize bit for bit (each value is the
  * reference's one product, value times scale), dot and axpy within float
@@ -162,6 +164,23 @@ static inline __m512 chunk_fp4(const Row *r, size_t i, size_t m)
     return keep(_mm512_permutexvar_ps(nibbles(r, i, m), r->t), m); /* the nibble: sign and magnitude */
 }
 
+/* The per-channel code formats: a code is its own value (the cache folds
+ * the channel's scale into the query). u4 packs like int4; u2 is 16 codes
+ * to a word, so a chunk of 16 is one word (i a multiple of 16). */
+static inline __m512 chunk_u4(const Row *r, size_t i, size_t m)
+{
+    return keep(_mm512_cvtepi32_ps(_mm512_and_si512(nibbles(r, i, m), _mm512_set1_epi32(0xf))), m);
+}
+
+static inline __m512 chunk_u2(const Row *r, size_t i, size_t m)
+{
+    int32_t w;
+    memcpy(&w, r->p + 4 * (i / 16), sizeof w);
+    const __m512i shifts = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i codes = _mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32(w), shifts), _mm512_set1_epi32(3));
+    return keep(_mm512_cvtepi32_ps(codes), m);
+}
+
 /* --- quantize: f16 in hardware, the others the reference ------------------ */
 
 static void quantize_f16(void *dst, const float *src, size_t n)
@@ -230,5 +249,5 @@ const FormatOps codec_avx512[FMT_COUNT] = {
     CODEC_ENTRY(FMT_Q8_0, q8_0, codec_quantize_q8_0_ref), [FMT_Q4_0] = { FMT_Q4_0, codec_quantize_q4_0_ref, dequantize_q4_0, dot_q4_0, axpy_q4_0, dot_rows_q4_0_any,
                     axpy_rows_q4_0_any },
     CODEC_ENTRY(FMT_INT4, int4, codec_quantize_int4_ref), CODEC_ENTRY(FMT_FP4, fp4, codec_quantize_fp4_ref),
-    CODEC_REF_ENTRY(FMT_U4, u4),                          CODEC_REF_ENTRY(FMT_U2, u2), /* codec_isa.h */
+    CODEC_ENTRY(FMT_U4, u4, codec_quantize_u4_ref),       CODEC_ENTRY(FMT_U2, u2, codec_quantize_u2_ref),
 };

@@ -90,26 +90,7 @@ void codec_quantize_q8_0_ref(void *dst, const float *src, size_t n);
 void codec_quantize_q4_0_ref(void *dst, const float *src, size_t n);
 void codec_quantize_int4_ref(void *dst, const float *src, size_t n);
 void codec_quantize_fp4_ref(void *dst, const float *src, size_t n);
-
-/* The per-channel code formats (u4, u2) have no SIMD versions: every table
- * holds the reference operations (codec_ref.c), under these names. Codes
- * are read where a group of keys is scored, which is not the hot path of
- * this simulator; the scales are folded into the query once per group. */
-#define CODEC_REF_DECLARE(fmt)                                                                               \
-    void codec_quantize_##fmt##_ref(void *dst, const float *src, size_t n);                                  \
-    void codec_dequantize_##fmt##_ref(float *dst, const void *row, size_t n);                                \
-    void codec_dot_##fmt##_ref(float *out, const float *q, size_t G, const void *row, size_t n);             \
-    void codec_axpy_##fmt##_ref(float *acc, const float *w, size_t G, const void *row, size_t n);            \
-    void codec_dot_rows_##fmt##_ref(float *out, size_t ld, const float *q, size_t G, const void *rows,       \
-                                    size_t stride, size_t n_rows, size_t n);                                 \
-    void codec_axpy_rows_##fmt##_ref(float *acc, const float *w, size_t ld, size_t G, const void *rows,      \
-                                     size_t stride, size_t n_rows, size_t n);
-CODEC_REF_DECLARE(u4)
-CODEC_REF_DECLARE(u2)
-
-/* A SIMD table's entry for a format it takes whole from the reference. */
-#define CODEC_REF_ENTRY(F, fmt)                                                                              \
-    [F] = { F, codec_quantize_##fmt##_ref, codec_dequantize_##fmt##_ref, codec_dot_##fmt##_ref,              \
-            codec_axpy_##fmt##_ref, codec_dot_rows_##fmt##_ref, codec_axpy_rows_##fmt##_ref }
+void codec_quantize_u4_ref(void *dst, const float *src, size_t n);
+void codec_quantize_u2_ref(void *dst, const float *src, size_t n);
 
 #endif

@@ -209,6 +209,28 @@ static inline F8 chunk_fp4(const Row *r, size_t i, size_t m)
     return keep(scale8((F8){ fp4_values(lo), fp4_values(hi) }, r->s), m);
 }
 
+/* The per-channel code formats: a code is its own value (the cache folds
+ * the channel's scale into the query). u4 packs like int4; u2 is 16 codes
+ * to a word, a chunk of 8 its low or high half (i a multiple of 8). */
+static inline F8 chunk_u4(const Row *r, size_t i, size_t m)
+{
+    uint32x4_t lo, hi;
+    nibbles(r, i, &lo, &hi);
+    return keep((F8){ vcvtq_f32_u32(lo), vcvtq_f32_u32(hi) }, m);
+}
+
+static inline F8 chunk_u2(const Row *r, size_t i, size_t m)
+{
+    uint32_t w;
+    memcpy(&w, r->p + 4 * (i / 16), sizeof w);
+    w >>= 2 * (i % 16); /* 0 or 8: codes from bit 0 or bit 16 */
+    static const int32_t sh_lo[4] = { 0, -2, -4, -6 }, sh_hi[4] = { -8, -10, -12, -14 }; /* right shifts */
+    const uint32x4_t v = vdupq_n_u32(w), three = vdupq_n_u32(3);
+    const uint32x4_t lo = vandq_u32(vshlq_u32(v, vld1q_s32(sh_lo)), three);
+    const uint32x4_t hi = vandq_u32(vshlq_u32(v, vld1q_s32(sh_hi)), three);
+    return keep((F8){ vcvtq_f32_u32(lo), vcvtq_f32_u32(hi) }, m);
+}
+
 /* --- quantize: f16 in hardware, the others the reference ------------------ */
 
 static void quantize_f16(void *dst, const float *src, size_t n)
@@ -267,5 +289,5 @@ const FormatOps codec_neon[FMT_COUNT] = {
     CODEC_ENTRY(FMT_F32, f32, codec_quantize_f32_ref),   CODEC_ENTRY(FMT_F16, f16, quantize_f16),
     CODEC_ENTRY(FMT_Q8_0, q8_0, codec_quantize_q8_0_ref), CODEC_ENTRY(FMT_Q4_0, q4_0, codec_quantize_q4_0_ref),
     CODEC_ENTRY(FMT_INT4, int4, codec_quantize_int4_ref), CODEC_ENTRY(FMT_FP4, fp4, codec_quantize_fp4_ref),
-    CODEC_REF_ENTRY(FMT_U4, u4),                          CODEC_REF_ENTRY(FMT_U2, u2), /* codec_isa.h */
+    CODEC_ENTRY(FMT_U4, u4, codec_quantize_u4_ref),       CODEC_ENTRY(FMT_U2, u2, codec_quantize_u2_ref),
 };

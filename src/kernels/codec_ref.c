@@ -381,12 +381,12 @@ static unsigned get_code(const unsigned char *row, size_t i, unsigned bits)
     return (w >> (bits * (i % per))) & ((1u << bits) - 1);
 }
 
-static void quantize_u4(void *dst, const float *src, size_t n)
+void codec_quantize_u4_ref(void *dst, const float *src, size_t n)
 {
     put_codes(dst, src, n, 4);
 }
 
-static void quantize_u2(void *dst, const float *src, size_t n)
+void codec_quantize_u2_ref(void *dst, const float *src, size_t n)
 {
     put_codes(dst, src, n, 2);
 }
@@ -473,38 +473,6 @@ REF_OPS(fp4)
 REF_OPS(u4)
 REF_OPS(u2)
 
-/* The code formats' operations under their shared names, for the SIMD
- * tables, which have none of their own (codec_isa.h). */
-#define REF_EXPORT(fmt)                                                                                     \
-    void codec_quantize_##fmt##_ref(void *dst, const float *src, size_t n)                                  \
-    {                                                                                                       \
-        quantize_##fmt(dst, src, n);                                                                        \
-    }                                                                                                       \
-    void codec_dequantize_##fmt##_ref(float *dst, const void *row, size_t n)                                \
-    {                                                                                                       \
-        dequantize_##fmt(dst, row, n);                                                                      \
-    }                                                                                                       \
-    void codec_dot_##fmt##_ref(float *out, const float *q, size_t G, const void *row, size_t n)             \
-    {                                                                                                       \
-        dot_##fmt(out, q, G, row, n);                                                                       \
-    }                                                                                                       \
-    void codec_axpy_##fmt##_ref(float *acc, const float *w, size_t G, const void *row, size_t n)            \
-    {                                                                                                       \
-        axpy_##fmt(acc, w, G, row, n);                                                                      \
-    }                                                                                                       \
-    void codec_dot_rows_##fmt##_ref(float *out, size_t ld, const float *q, size_t G, const void *rows,      \
-                                    size_t stride, size_t n_rows, size_t n)                                 \
-    {                                                                                                       \
-        dot_rows_##fmt(out, ld, q, G, rows, stride, n_rows, n);                                             \
-    }                                                                                                       \
-    void codec_axpy_rows_##fmt##_ref(float *acc, const float *w, size_t ld, size_t G, const void *rows,     \
-                                     size_t stride, size_t n_rows, size_t n)                                \
-    {                                                                                                       \
-        axpy_rows_##fmt(acc, w, ld, G, rows, stride, n_rows, n);                                            \
-    }
-
-REF_EXPORT(u4)
-REF_EXPORT(u2)
 
 #define ENTRY(F, fmt, quantize)                                                                             \
     [F] = { F, quantize, dequantize_##fmt, dot_##fmt, axpy_##fmt, dot_rows_##fmt, axpy_rows_##fmt }
@@ -513,5 +481,5 @@ const FormatOps codec_ref[FMT_COUNT] = {
     ENTRY(FMT_F32, f32, codec_quantize_f32_ref),   ENTRY(FMT_F16, f16, quantize_f16),
     ENTRY(FMT_Q8_0, q8_0, codec_quantize_q8_0_ref), ENTRY(FMT_Q4_0, q4_0, codec_quantize_q4_0_ref),
     ENTRY(FMT_INT4, int4, codec_quantize_int4_ref), ENTRY(FMT_FP4, fp4, codec_quantize_fp4_ref),
-    ENTRY(FMT_U4, u4, quantize_u4),                 ENTRY(FMT_U2, u2, quantize_u2),
+    ENTRY(FMT_U4, u4, codec_quantize_u4_ref),     ENTRY(FMT_U2, u2, codec_quantize_u2_ref),
 };

@@ -427,6 +427,8 @@ CODEC_TILE_OPS_SPLIT(q8_0, QK8_0 / W)
 CODEC_TILE_OPS_SPLIT(q4_0, QK4_0 / W)
 CODEC_TILE_OPS(int4, 1, 0)
 CODEC_TILE_OPS(fp4, 2, 0)
+CODEC_TILE_OPS(u4, 0, 0)
+CODEC_TILE_OPS(u2, 0, 0)
 
 /* A table entry; quantize: the reference's, or the ISA's own f16. */
 #define CODEC_ENTRY(F, fmt, quantize)                                                                       \
