@@ -246,8 +246,9 @@ static void axpy_rows_q4_0_any(float *acc, const float *w, size_t ld, size_t G, 
 
 const FormatOps codec_avx512[FMT_COUNT] = {
     CODEC_ENTRY(FMT_F32, f32, codec_quantize_f32_ref),   CODEC_ENTRY(FMT_F16, f16, quantize_f16),
-    CODEC_ENTRY(FMT_Q8_0, q8_0, codec_quantize_q8_0_ref), [FMT_Q4_0] = { FMT_Q4_0, codec_quantize_q4_0_ref, dequantize_q4_0, dot_q4_0, axpy_q4_0, dot_rows_q4_0_any,
-                    axpy_rows_q4_0_any },
+    CODEC_ENTRY(FMT_Q8_0, q8_0, codec_quantize_q8_0_ref),
+    [FMT_Q4_0] = { FMT_Q4_0, codec_quantize_q4_0_ref, dequantize_q4_0, dot_q4_0, axpy_q4_0, dot_rows_q4_0_any,
+                   axpy_rows_q4_0_any },
     CODEC_ENTRY(FMT_INT4, int4, codec_quantize_int4_ref), CODEC_ENTRY(FMT_FP4, fp4, codec_quantize_fp4_ref),
     CODEC_ENTRY(FMT_U4, u4, codec_quantize_u4_ref),       CODEC_ENTRY(FMT_U2, u2, codec_quantize_u2_ref),
 };

@@ -341,8 +341,9 @@ INLINE void axpy_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC,
 #define AXPY_CHUNKS(GB) (NACC / (GB) < 8 ? NACC / (GB) : 8)
 
 /* GB heads over the whole row length: blocks of CB chunks, then the rest. */
-INLINE void axpy_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB, const int per_row_scale, float *acc, const float *w, size_t ld,
-                       const unsigned char *rows, size_t stride, size_t n_rows, size_t n)
+INLINE void axpy_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB,
+                       const int per_row_scale, float *acc, const float *w, size_t ld, const unsigned char *rows,
+                       size_t stride, size_t n_rows, size_t n)
 {
     const size_t CB = AXPY_CHUNKS(GB);
     size_t i = 0;
@@ -354,15 +355,17 @@ INLINE void axpy_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC,
         axpy_block(chunk, raw, scale, BC, GB, CB, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, CB, W);
     if (i < n) {
         const size_t nc = (n - i + W - 1) / W;
-        axpy_block(chunk, raw, scale, BC, GB, CB, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, nc, n - i - (nc - 1) * W);
+        axpy_block(chunk, raw, scale, BC, GB, CB, per_row_scale, acc, w, ld, rows, stride, n_rows, n, i, nc,
+                   n - i - (nc - 1) * W);
     }
 }
 
 /* The heads in blocks of 4, 2 or 1, PASS_ROWS rows at a time: of 4 for
  * quantized rows (decoded once for 4 heads), of as many as whole rows allow
  * for cheap ones. */
-INLINE void axpy_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const int per_row_scale, const int cheap, float *acc, const float *w, size_t ld,
-                      size_t G, const void *rows, size_t stride, size_t n_rows, size_t n)
+INLINE void axpy_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const int per_row_scale,
+                      const int cheap, float *acc, const float *w, size_t ld, size_t G, const void *rows,
+                      size_t stride, size_t n_rows, size_t n)
 {
     const size_t chunks = (n + W - 1) / W;
     const size_t gmax = !cheap || chunks <= AXPY_CHUNKS(4) ? 4 : chunks <= AXPY_CHUNKS(2) ? 2 : 1;
@@ -389,7 +392,7 @@ INLINE void axpy_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
 
 /* The operations of one format: fmt its name, per_row_scale whether rows
  * carry an fp16 scale after their words (int4: 1, fp4: 2; row_of), cheap
- * whether decoding is a load (f32, f16), raw, scale and bc dot's split of a
+ * whether decoding is a load (f32, f16), raw, scale and bc the split (dot, axpy) of a
  * block-scaled format (PartFn), or NULL, NULL, 0. The per-row forms are
  * tiles of one row. */
 #define CODEC_TILE_OPS_(fmt, per_row_scale, cheap, raw, scale, bc)                                          \
@@ -406,7 +409,7 @@ INLINE void axpy_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
     static void axpy_rows_##fmt(float *acc, const float *w, size_t ld, size_t G, const void *rows,          \
                                 size_t stride, size_t n_rows, size_t n)                                     \
     {                                                                                                       \
-        axpy_tile(chunk_##fmt, raw, scale, bc, per_row_scale, cheap, acc, w, ld, G, rows, stride, n_rows, n);               \
+        axpy_tile(chunk_##fmt, raw, scale, bc, per_row_scale, cheap, acc, w, ld, G, rows, stride, n_rows, n); \
     }                                                                                                       \
     static void dot_##fmt(float *out, const float *q, size_t G, const void *row, size_t n)                  \
     {                                                                                                       \
