@@ -1,5 +1,6 @@
 #include "app/cli.h"
 
+#include <getopt.h>
 #include <gsl/gsl_rng.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -35,6 +36,28 @@ int cli_usage(const char *cmd, const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, "kvscope: %s (see `kvscope %s --help`)\n", msg, cmd);
     return EXIT_USAGE;
+}
+
+void cli_options_begin(void)
+{
+    opterr = 0; /* the caller prints errors, once, in kvscope's words */
+    optind = 1;
+}
+
+int cli_next_option(int argc, char **argv, const struct option *longopts, const char *cmd, const char **name,
+                    Err *e)
+{
+    int idx;
+    const int c = getopt_long(argc, argv, "h", longopts, &idx);
+    if (c == -1)
+        return CLI_DONE;
+    if (c == 'h')
+        return CLI_HELP;
+    if (c == '?')
+        return err_set(e, ERR_USAGE, "%s: unknown or incomplete option '%s' (see `kvscope %s --help`)", cmd,
+                       argv[optind - 1], cmd);
+    *name = longopts[idx].name;
+    return CLI_OPTION;
 }
 
 int cli_parse_format(const char *text, OutFormat *out, Err *e)

@@ -28,6 +28,17 @@ int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(print
 
 int cli_parse_format(const char *text, OutFormat *out, Err *e);
 
+/* Long options of `kvscope <cmd>`, one at a time: getopt_long over longopts,
+ * which maps --help to 'h'. Call cli_options_begin() before the first.
+ * cli_next_option returns CLI_OPTION with *name set (its value in optarg),
+ * CLI_HELP, CLI_DONE at the first argument that is not an option (optind
+ * indexes it), or -1 with e set: an unknown option or one missing its value. */
+struct option;
+enum { CLI_DONE = 0, CLI_OPTION = 1, CLI_HELP = 2 };
+void cli_options_begin(void);
+int cli_next_option(int argc, char **argv, const struct option *longopts, const char *cmd, const char **name,
+                    Err *e);
+
 /* The options that choose and shape a model. */
 typedef struct {
     const char *model;  /* name in data/models, or an .ini path; default set by the command */

@@ -111,16 +111,10 @@ static int parse_options(int argc, char **argv, BenchOpts *o, Err *e)
         { "format", required_argument, 0, 0 },        { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
     };
-    opterr = 0;
-    optind = 1;
-    int c, idx;
-    while ((c = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
-        if (c == 'h')
-            return 1;
-        if (c == '?')
-            return err_set(e, ERR_USAGE, "bench: unknown or incomplete option '%s' (see `kvscope bench --help`)",
-                           argv[optind - 1]);
-        const char *name = longopts[idx].name;
+    cli_options_begin();
+    const char *name;
+    int got;
+    while ((got = cli_next_option(argc, argv, longopts, "bench", &name, e)) == CLI_OPTION) {
         int rc = 0;
         if (strcmp(name, "isa") == 0)
             o->isa = optarg;
@@ -142,6 +136,8 @@ static int parse_options(int argc, char **argv, BenchOpts *o, Err *e)
         if (rc < 0)
             return -1;
     }
+    if (got != CLI_DONE)
+        return got == CLI_HELP ? 1 : -1;
     if (optind < argc)
         return err_set(e, ERR_USAGE, "bench: unexpected argument '%s' (see `kvscope bench --help`)", argv[optind]);
     if (o->reps > BENCH_MAX_REPS)

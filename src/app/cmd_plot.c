@@ -115,16 +115,10 @@ static int parse_options(int argc, char **argv, PlotOpts *o, Err *e)
         { "model", required_argument, 0, 0 }, { "tokens", required_argument, 0, 0 },
         { "help", no_argument, 0, 'h' },      { 0, 0, 0, 0 },
     };
-    opterr = 0;
-    optind = 1;
-    int c, idx;
-    while ((c = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
-        if (c == 'h')
-            return 1;
-        if (c == '?')
-            return err_set(e, ERR_USAGE, "plot: unknown or incomplete option '%s' (see `kvscope plot --help`)",
-                           argv[optind - 1]);
-        const char *name = longopts[idx].name;
+    cli_options_begin();
+    const char *name;
+    int got;
+    while ((got = cli_next_option(argc, argv, longopts, "plot", &name, e)) == CLI_OPTION) {
         int rc = 0;
         if (strcmp(name, "all") == 0)
             o->all = 1;
@@ -150,6 +144,8 @@ static int parse_options(int argc, char **argv, PlotOpts *o, Err *e)
         if (rc < 0)
             return -1;
     }
+    if (got != CLI_DONE)
+        return got == CLI_HELP ? 1 : -1;
     char all[256];
     names(all, sizeof all);
     for (int i = optind; i < argc; i++) {

@@ -106,16 +106,10 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
         { "structure", required_argument, 0, 0 },
         { 0, 0, 0, 0 },
     };
-    opterr = 0;
-    optind = 1;
-    int c, idx;
-    while ((c = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
-        if (c == 'h')
-            return 1;
-        if (c == '?')
-            return err_set(e, ERR_USAGE, "run: unknown or incomplete option '%s' (see `kvscope run --help`)",
-                           argv[optind - 1]);
-        const char *name = longopts[idx].name;
+    cli_options_begin();
+    const char *name;
+    int got;
+    while ((got = cli_next_option(argc, argv, longopts, "run", &name, e)) == CLI_OPTION) {
         int taken = cli_model_option(&o->mo, name, optarg, e);
         if (taken == 0)
             taken = cli_prompt_option(&o->po, name, optarg, e);
@@ -172,6 +166,8 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
         if (rc < 0)
             return -1;
     }
+    if (got != CLI_DONE)
+        return got == CLI_HELP ? 1 : -1;
     if (optind < argc)
         return err_set(e, ERR_USAGE, "run: unexpected argument '%s' (see `kvscope run --help`)", argv[optind]);
     if (o->no_cache && o->compare)

@@ -118,16 +118,10 @@ static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
         { "measure", no_argument, 0, 0 },           { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
     };
-    opterr = 0;
-    optind = 1;
-    int c, idx;
-    while ((c = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
-        if (c == 'h')
-            return 1;
-        if (c == '?')
-            return err_set(e, ERR_USAGE, "view: unknown or incomplete option '%s' (see `kvscope view --help`)",
-                           argv[optind - 1]);
-        const char *name = longopts[idx].name;
+    cli_options_begin();
+    const char *name;
+    int got;
+    while ((got = cli_next_option(argc, argv, longopts, "view", &name, e)) == CLI_OPTION) {
         if (strcmp(name, "model") == 0)
             o->model_given = 1;
         int taken = cli_model_option(&o->mo, name, optarg, e);
@@ -197,6 +191,8 @@ static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
         if (rc < 0)
             return -1;
     }
+    if (got != CLI_DONE)
+        return got == CLI_HELP ? 1 : -1;
     if (optind < argc)
         return err_set(e, ERR_USAGE, "view: unexpected argument '%s' (see `kvscope view --help`)", argv[optind]);
     if (o->keys && !o->headless)
