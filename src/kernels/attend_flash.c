@@ -60,27 +60,6 @@ static Run next_run(const AttnArgs *a, size_t qpos, Cursor *c, size_t *left)
     }
 }
 
-/* x[i] *= scale for i < n; returns the largest (NaNs skipped; -inf if
- * none). Eight running maxima: one would make every element wait for the
- * previous one's compare (about 6% of a q4_0 step at 65536 rows). */
-static float scale_max(float *x, size_t n, float scale)
-{
-    float mx[8] = { -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY };
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (size_t j = 0; j < 8; j++) {
-            x[i + j] *= scale;
-            mx[j] = x[i + j] > mx[j] ? x[i + j] : mx[j];
-        }
-    for (; i < n; i++) {
-        x[i] *= scale;
-        mx[0] = x[i] > mx[0] ? x[i] : mx[0];
-    }
-    for (size_t j = 1; j < 8; j++)
-        mx[0] = mx[j] > mx[0] ? mx[j] : mx[0];
-    return mx[0];
-}
-
 /* Fold the tile of n <= ld visible rows from *c on into the running state
  * of the group's heads, for the query q at qpos; *c moves past the tile.
  *   a->scores: scratch [G][ld]; m, l: [G] running max and sum; acc: [G][hd] */
@@ -98,7 +77,7 @@ static void fold_tile(const Kernels *k, const AttnArgs *a, const float *q, size_
     }
     for (size_t g = 0; g < G; g++) {
         float *sg = s + g * ld;
-        const float tile_max = scale_max(sg, n, scale);
+        const float tile_max = attend_scale_max(sg, n, scale);
         float m_new = tile_max > m[g] ? tile_max : m[g];
         float correction = expf(m[g] - m_new); /* 0 on the first tile: m = -inf */
         if (correction != 1.0f) {

@@ -42,12 +42,8 @@ static void naive(const Kernels *k, const AttnArgs *a, const KvBlock *blocks, Co
         }
 
         for (size_t g = 0; g < G; g++) {
-            float *sg = s + g * n, mx = -INFINITY;
-            for (size_t i = 0; i < n; i++) {
-                sg[i] *= scale;
-                mx = sg[i] > mx ? sg[i] : mx;
-            }
-            float inv = 1.0f / k->exp_sum(sg, n, mx);
+            float *sg = s + g * n;
+            float inv = 1.0f / k->exp_sum(sg, n, attend_scale_max(sg, n, scale));
             for (size_t i = 0; i < n; i++)
                 sg[i] *= inv;
             if (a->probs)
