@@ -13,7 +13,7 @@ override CFLAGS += $(OPT) -std=c11 $(WARN) $(shell pkg-config --cflags $(PKGS) 2
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 
 # the library: every layer below app/ (tests and lesson exercises link it)
-LIB_DIRS := util stats kernels kv model sim
+LIB_DIRS := util stats kernels kv model sim report plot course
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c))
 
 # per-ISA kernel files carry their own flags; the rest of the program is
@@ -104,7 +104,7 @@ sanitize:
 # The NEON kernels, on this x86 machine: the ISA tests cross-built for
 # AArch64 (a small stand-in for cmocka in tests/cross) and run under qemu.
 CROSS_CC  := aarch64-linux-gnu-gcc
-CROSS_SRC := $(filter-out %_avx2.c %_avx512.c,$(wildcard src/kernels/*.c)) src/util/err.c src/stats/counters.c
+CROSS_SRC := $(filter-out %_avx2.c %_avx512.c %/bench_blas.c,$(wildcard src/kernels/*.c)) src/util/err.c src/stats/counters.c
 CROSS_TESTS := test_kernels test_attend test_codec test_bench
 cross-test:
 	@mkdir -p $(BUILD)/cross

@@ -6,8 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/bench_blas.h"
-#include "app/bench_report.h"
+#include "kernels/bench_blas.h"
+#include "report/bench_report.h"
+#include "app/cli.h"
 #include "app/commands.h"
 #include "util/parse.h"
 #include "util/sysmem.h"
@@ -129,7 +130,7 @@ static int parse_options(int argc, char **argv, BenchOpts *o, Err *e)
         else if (strcmp(name, "quick") == 0)
             o->quick = 1;
         else if (strcmp(name, "format") == 0) {
-            rc = cli_parse_format(optarg, &o->fmt, e);
+            rc = out_format_parse(optarg, &o->fmt, e);
             if (rc == 0 && o->fmt == OUT_JSON)
                 rc = err_set(e, ERR_USAGE, "--format: bench prints table or tsv, not json");
         }
@@ -194,8 +195,8 @@ static int check_memory(const BenchOpts *o, Err *e)
     if (have && need > have) {
         char b1[32], b2[32];
         return err_set(e, ERR_USAGE, "bench: these sizes need %s but this machine has %s (try smaller --contexts, "
-                       "--pool-mib or --bandwidth-mib)", cli_bytes(b1, sizeof b1, (double)need),
-                       cli_bytes(b2, sizeof b2, (double)have));
+                       "--pool-mib or --bandwidth-mib)", human_bytes(b1, sizeof b1, (double)need),
+                       human_bytes(b2, sizeof b2, (double)have));
     }
     return 0;
 }

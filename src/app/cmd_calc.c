@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/calc_list.h"
-#include "app/calc_report.h"
+#include "report/calc_list.h"
+#include "report/calc_report.h"
 #include "app/cli.h"
 #include "app/commands.h"
 #include "kernels/format.h"
@@ -96,7 +96,7 @@ static int take_option(CalcOpts *o, const char *name, const char *arg, Err *e)
     } else if (strcmp(name, "list") == 0) {
         o->list = 1;
     } else if (strcmp(name, "format") == 0) {
-        rc = cli_parse_format(arg, &o->out, e);
+        rc = out_format_parse(arg, &o->out, e);
     }
     return rc < 0 ? -1 : 0;
 }
@@ -168,7 +168,7 @@ static int calc_row(const CalcReport *r, Format f, CalcRow *row, Err *e)
 static int calc_report(const CalcOpts *o, CalcReport *r, Err *e)
 {
     memset(r, 0, sizeof *r);
-    if (cli_load_config(&o->mo, &r->cfg, e) < 0)
+    if (setup_load_config(&o->mo, &r->cfg, e) < 0)
         return -1;
     r->context = o->context ? o->context : r->cfg.max_seq_len;
     r->batch = o->batch ? o->batch : 1;

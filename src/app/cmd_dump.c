@@ -12,8 +12,8 @@
 
 #include "app/cli.h"
 #include "app/commands.h"
-#include "app/dump_arrays.h"
-#include "app/dump_manifest.h"
+#include "report/dump_arrays.h"
+#include "report/dump_manifest.h"
 #include "kv/cache.h"
 #include "model/generate.h"
 #include "util/npy.h"
@@ -147,14 +147,14 @@ typedef struct {
 static int prepare(DumpOpts *o, DumpState *s, Err *e)
 {
     const Config *cfg = &s->cfg;
-    if (cli_load_config(&o->mo, &s->cfg, e) < 0)
+    if (setup_load_config(&o->mo, &s->cfg, e) < 0)
         return -1;
     if (cfg->attention != ATTN_GQA)
         return err_set(e, ERR_USAGE, "dump: model '%s' uses MLA attention; dump covers GQA models only", cfg->name);
     s->default_prompt = !o->po.ids && !o->po.len && strcmp(cfg->name, DEFAULT_MODEL) == 0;
     if (s->default_prompt)
         o->po.ids = DEFAULT_PROMPT;
-    if (cli_make_prompt(&o->po, cfg, &s->prompt, &s->batch, &s->plen, e) < 0)
+    if (setup_make_prompt(&o->po, cfg, &s->prompt, &s->batch, &s->plen, e) < 0)
         return -1;
     size_t need = generate_positions(s->plen, o->n_tokens);
     if (need > cfg->max_seq_len)
@@ -170,7 +170,7 @@ static int run(const DumpOpts *o, DumpState *s, Err *e)
     /* extra memory: the cache reserved to max_seq_len, the logits, the gathered copy */
     size_t kv_bytes = 2 * cfg->n_layers * s->batch * cfg->max_seq_len * config_kv_dim(cfg) * sizeof(float);
     size_t logit_bytes = o->n_tokens * s->batch * cfg->vocab * sizeof(float);
-    if (cli_load_model(&o->mo, kv_bytes + logit_bytes, &s->m, e) < 0)
+    if (setup_load_model(&o->mo, kv_bytes + logit_bytes, &s->m, e) < 0)
         return -1;
 
     KvGeometry geo = { .n_layers = cfg->n_layers, .n_seqs = s->batch, .n_kv_heads = cfg->n_kv_heads,

@@ -166,7 +166,7 @@ int cmd_example(int argc, char **argv)
         return cli_usage("example", "unexpected argument '%s'", argv[optind]);
 
     Model m;
-    if (cli_load_model(&mo, 0, &m, &e) < 0)
+    if (setup_load_model(&mo, 0, &m, &e) < 0)
         return cli_fail(&e);
     const Config *c = &m.cfg;
     const int prompt[3] = { 0, 1, 2 };

@@ -8,13 +8,13 @@
 
 #include "app/cli.h"
 #include "app/commands.h"
-#include "app/lesson_course.h"
-#include "app/lesson_doc.h"
-#include "app/lesson_exec.h"
-#include "app/lesson_lint.h"
-#include "app/lesson_progress.h"
-#include "app/lesson_run.h"
-#include "app/lesson_value.h"
+#include "course/lesson_course.h"
+#include "course/lesson_doc.h"
+#include "course/lesson_exec.h"
+#include "course/lesson_lint.h"
+#include "course/lesson_progress.h"
+#include "course/lesson_run.h"
+#include "course/lesson_value.h"
 
 static void help(void)
 {

@@ -7,8 +7,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "app/cli.h"
 #include "app/commands.h"
-#include "app/plot.h"
+#include "plot/plot.h"
 #include "util/parse.h"
 
 #define DEFAULT_OUT "kvscope-plots"

@@ -10,10 +10,10 @@
 #include "app/cli.h"
 #include "app/commands.h"
 #include "app/run_beam.h"
-#include "app/run_mla.h"
-#include "app/preset.h"
-#include "app/run_quality.h"
-#include "app/run_report.h"
+#include "report/mla_report.h"
+#include "sim/preset.h"
+#include "report/quality_report.h"
+#include "report/run_report.h"
 #include "kv/cache.h"
 #include "model/generate.h"
 #include "model/structure.h"
@@ -60,7 +60,7 @@ static void help(void)
            "  --sample-seed S     seed of the sampler (default 1; gsl mt19937)\n\n"
            "cache:\n"
            "  --cache SPEC        the cache (default contiguous); accepted:\n%s"
-           "  --attention FORM    flash (default: tiles of " CLI_STR(ATTEND_TILE) ", online softmax, dequantization\n"
+           "  --attention FORM    flash (default: tiles of " STR_OF(ATTEND_TILE) ", online softmax, dequantization\n"
            "                      fused), naive (all scores, then softmax), or materialize\n"
            "                      (naive over an f32 view of the cache, its traffic counted)\n"
            "  --bug NAME          commit one of the document's pitfalls in the cached run, on\n"
@@ -160,7 +160,7 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
         else if (strcmp(name, "compare") == 0)
             o->compare = 1;
         else if (strcmp(name, "format") == 0)
-            rc = cli_parse_format(optarg, &o->fmt, e);
+            rc = out_format_parse(optarg, &o->fmt, e);
         else if (strcmp(name, "mla") == 0)
             rc = run_mla_parse(optarg, &o->mla, e), o->mla_given = 1;
         if (rc < 0)
@@ -311,7 +311,7 @@ int cmd_run(int argc, char **argv)
         return cli_fail(&e);
 
     Config cfg;
-    if (cli_load_config(&o.mo, &cfg, &e) < 0 || run_mla_check(&cfg, o.mla_given, o.bugs, &e) < 0)
+    if (setup_load_config(&o.mo, &cfg, &e) < 0 || run_mla_check(&cfg, o.mla_given, o.bugs, &e) < 0)
         return cli_fail(&e);
     if (structure_on(&o.structure) && (cfg.architecture == ARCH_ENCDEC || cfg.attention == ATTN_MLA)) {
         err_set(&e, ERR_USAGE, "--structure: model '%s' is %s; attention structure applies to decoder-only models "
@@ -330,7 +330,7 @@ int cmd_run(int argc, char **argv)
     }
     int *prompt = NULL;
     size_t batch, plen;
-    if (cli_make_prompt(&o.po, &cfg, &prompt, &batch, &plen, &e) < 0 ||
+    if (setup_make_prompt(&o.po, &cfg, &prompt, &batch, &plen, &e) < 0 ||
         (structure_on(&o.structure) && structure_place(&o.structure, plen, &e) < 0)) {
         free(prompt);
         return cli_fail(&e);
@@ -346,7 +346,7 @@ int cmd_run(int argc, char **argv)
     size_t extra = cfg.n_layers * batch * cfg.max_seq_len * kv_row_pair_bytes(&shape, FMT_F32, FMT_F32) +
                    activation_bytes(&cfg, batch * (o.no_cache || o.compare ? need : plen));
     Model m;
-    if (cli_load_model(&o.mo, extra, &m, &e) < 0) {
+    if (setup_load_model(&o.mo, extra, &m, &e) < 0) {
         free(prompt);
         return cli_fail(&e);
     }
@@ -391,7 +391,11 @@ int cmd_run(int argc, char **argv)
         if (o.fmt == OUT_TABLE)
             print_header(&m, &o, o.cache_spec, batch, plen);
         char desc[512];
-        rc = run_quality(&m, cache, prompt, plen, &o.go, o.fmt, structure_describe(&o.structure, desc, sizeof desc));
+        if (quality_report(&m, cache, prompt, plen, &o.go, o.fmt, structure_describe(&o.structure, desc, sizeof desc),
+                           &e) < 0) {
+            fflush(stdout);
+            rc = cli_fail(&e);
+        }
         goto done;
     }
     if (o.fmt == OUT_TABLE)

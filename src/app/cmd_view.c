@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "app/cli.h"
-#include "app/preset.h"
+#include "sim/preset.h"
 #include "app/commands.h"
 #include "kv/cache.h"
 #include "sim/session.h"
@@ -211,7 +211,7 @@ static int load_model(void *ctx, const char *name, Config *cfg, const Kernels **
     mo.model = name;
     if (strcmp(name, EXAMPLE_MODEL) == 0)
         mo.n_sets = 0, mo.shared = 0; /* the example's shape is the document's */
-    if (cli_load_config(&mo, cfg, e) < 0)
+    if (setup_load_config(&mo, cfg, e) < 0)
         return -1;
     size_t bytes = model_param_floats(cfg) * sizeof(float);
     if (bytes > VIEW_MAX_MODEL_BYTES) {
@@ -219,11 +219,11 @@ static int load_model(void *ctx, const char *name, Config *cfg, const Kernels **
         return err_set(e, ERR_USAGE,
                        "model '%s' holds %s of weights; the view loads models up to 1 GiB (start it with "
                        "--shared to run its shape on one set of layer weights)",
-                       cfg->name, cli_bytes(have, sizeof have, (double)bytes));
+                       cfg->name, human_bytes(have, sizeof have, (double)bytes));
     }
     char what[128];
     snprintf(what, sizeof what, "model '%s'", cfg->name);
-    if (cli_check_memory(bytes, what, e) < 0)
+    if (setup_check_memory(bytes, what, e) < 0)
         return -1;
     *kern = kernels_select(mo.isa, e);
     return *kern ? 0 : -1;
@@ -233,7 +233,7 @@ static int make_prompt(void *ctx, const Config *cfg, int **ids, size_t *len, Err
 {
     const ViewOpts *o = ctx;
     size_t batch;
-    return cli_make_prompt(&o->po, cfg, ids, &batch, len, e);
+    return setup_make_prompt(&o->po, cfg, ids, &batch, len, e);
 }
 
 static int open_session(ViewOpts *o, const char *model, const int *fixed, size_t fixed_len, size_t n_generate,

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/run_report.h"
+#include "report/run_report.h"
 #include "kv/cache.h"
 #include "model/beam.h"
 #include "model/encdec.h"
@@ -151,10 +151,10 @@ static int print_memory(const Config *c, size_t width, json_t *root, OutFormat f
     printf("memory per beam, from the config (f32, K and V) - seed 003's estimate, recomputed:\n");
     printf("  self-attention   %zu layers x %zu heads x %zu tokens x %zu x 4 B x 2 = %zu B (%s, %s)\n", c->n_layers,
            c->n_kv_heads, c->max_seq_len, c->head_dim, mem.self_per_beam,
-           dec_bytes(a, sizeof a, (double)mem.self_per_beam), cli_bytes(b, sizeof b, (double)mem.self_per_beam));
+           dec_bytes(a, sizeof a, (double)mem.self_per_beam), human_bytes(b, sizeof b, (double)mem.self_per_beam));
     printf("  cross-attention  %zu layers x %zu heads x %zu tokens x %zu x 4 B x 2 = %zu B (%s, %s)\n", c->n_layers,
            c->n_kv_heads, c->src_len, c->head_dim, mem.cross_per_beam,
-           dec_bytes(a, sizeof a, (double)mem.cross_per_beam), cli_bytes(b, sizeof b, (double)mem.cross_per_beam));
+           dec_bytes(a, sizeof a, (double)mem.cross_per_beam), human_bytes(b, sizeof b, (double)mem.cross_per_beam));
     printf("  per beam with a cross cache each (the seed's count): %zu B (%s; %.1f MB rounded)\n", mem.seed_per_beam,
            dec_bytes(a, sizeof a, (double)mem.seed_per_beam), rounded);
     printf("  %d beams (the seed's example): %zu B (%s); %d x the rounded %.1f MB gives %.1f MB\n", SEED_WIDTH,
@@ -243,7 +243,7 @@ static int make_source(const BeamRunArgs *a, Config *cfg, int **src, Err *e)
         p.len = cfg->src_len;
     }
     size_t batch, len;
-    if (cli_make_prompt(&p, cfg, src, &batch, &len, e) < 0)
+    if (setup_make_prompt(&p, cfg, src, &batch, &len, e) < 0)
         return -1;
     if (batch != 1) {
         free(*src);
@@ -334,7 +334,7 @@ int run_beam(const BeamRunArgs *a, const Config *cfg_in)
     const Kernels *k = kernels_select(a->mo->isa, &e);
     char what[128];
     snprintf(what, sizeof what, "model '%s' (weights)", cfg.name);
-    if (!k || cli_check_memory(model_param_floats(&cfg) * sizeof(float), what, &e) < 0 ||
+    if (!k || setup_check_memory(model_param_floats(&cfg) * sizeof(float), what, &e) < 0 ||
         model_init(&m, &cfg, k, &e) < 0) {
         free(src);
         return cli_fail(&e);

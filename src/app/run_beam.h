@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "app/cli.h"
+#include "report/out_format.h"
 #include "kernels/kernels.h"
 #include "model/config.h"
 

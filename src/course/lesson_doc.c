@@ -1,0 +1,536 @@
+/* lesson_doc.c: lesson Markdown into blocks; check blocks; the figure rule
+ * (see lesson_doc.h). */
+#include "course/lesson_doc.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* --- parsing ------------------------------------------------------------- */
+
+typedef struct {
+    Block *b;
+    size_t n, cap;
+} BlockVec;
+
+static int push(BlockVec *v, BlockKind kind, size_t line, const char *text, size_t len, Err *e)
+{
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? 2 * v->cap : 32;
+        Block *b = realloc(v->b, cap * sizeof *b);
+        if (!b)
+            return err_set(e, ERR_RUNTIME, "out of memory");
+        v->b = b;
+        v->cap = cap;
+    }
+    Block *blk = &v->b[v->n];
+    memset(blk, 0, sizeof *blk);
+    blk->kind = kind;
+    blk->line = line;
+    blk->text = malloc(len + 1);
+    if (!blk->text)
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    memcpy(blk->text, text, len);
+    blk->text[len] = '\0';
+    v->n++;
+    return 0;
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1]))
+        s[--n] = '\0';
+    return s;
+}
+
+/* Split a check block's text (edited in place) into its fields. */
+static int parse_check(Block *b, Err *e)
+{
+    CheckSpec *c = &b->check;
+    c->line = b->line;
+    c->id = c->run = c->value = c->expect = c->tol = c->hint = c->measured = "";
+    size_t ln = b->line;
+    char *save = NULL;
+    for (char *line = strtok_r(b->text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        ln++;
+        char *t = trim(line);
+        if (!*t)
+            continue;
+        char *colon = strchr(t, ':');
+        if (!colon)
+            return err_set(e, ERR_RUNTIME, "line %zu: a check line is `key: value`, not '%s'", ln, t);
+        *colon = '\0';
+        char *key = trim(t), *val = trim(colon + 1);
+        const char **slot = strcmp(key, "id") == 0       ? &c->id
+                            : strcmp(key, "run") == 0    ? &c->run
+                            : strcmp(key, "value") == 0  ? &c->value
+                            : strcmp(key, "expect") == 0 ? &c->expect
+                            : strcmp(key, "tol") == 0    ? &c->tol
+                            : strcmp(key, "hint") == 0   ? &c->hint
+                            : strcmp(key, "measured") == 0 ? &c->measured
+                                                         : NULL;
+        if (!slot)
+            return err_set(e, ERR_RUNTIME,
+                           "line %zu: unknown check key '%s' (id, run, value, expect, tol, measured, hint)", ln,
+                           key);
+        *slot = val;
+    }
+    if (!*c->id || !*c->run || !*c->value || !*c->expect)
+        return err_set(e, ERR_RUNTIME, "line %zu: a check block needs id, run, value and expect", b->line);
+    if (*c->measured && (strcmp(c->measured, "yes") != 0 || !*c->tol))
+        return err_set(e, ERR_RUNTIME, "line %zu: `measured: yes` goes with a tolerance (tol: 50%%)", b->line);
+    return 0;
+}
+
+int doc_parse(const char *md, LessonDoc *d, Err *e)
+{
+    memset(d, 0, sizeof *d);
+    BlockVec v = { 0 };
+    char *acc = malloc(strlen(md) + 1); /* the block being gathered */
+    if (!acc)
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    size_t acc_len = 0, acc_line = 0;
+    int acc_kind = -1; /* BLK_PARA or BLK_QUOTE while gathering */
+
+    const char *p = md;
+    size_t line_no = 0;
+    int rc = 0;
+#define FLUSH()                                                                      \
+    do {                                                                             \
+        if (acc_kind >= 0 && push(&v, (BlockKind)acc_kind, acc_line, acc, acc_len, e) < 0) \
+            goto fail;                                                               \
+        acc_kind = -1;                                                               \
+        acc_len = 0;                                                                 \
+    } while (0)
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        line_no++;
+        const char *s = p;
+        size_t lead = 0;
+        while (lead < 3 && s[lead] == ' ')
+            lead++;
+        const char *t = s + lead;
+        size_t tlen = len - lead;
+        int blank = 1;
+        for (size_t i = 0; i < len; i++)
+            if (!isspace((unsigned char)s[i]))
+                blank = 0;
+
+        if (tlen >= 3 && strncmp(t, "```", 3) == 0) {
+            FLUSH();
+            char info[32] = "";
+            size_t il = tlen - 3 < sizeof info - 1 ? tlen - 3 : sizeof info - 1;
+            memcpy(info, t + 3, il);
+            info[il] = '\0';
+            char *inf = trim(info);
+            size_t start_line = line_no;
+            /* gather until the closing fence */
+            const char *q = nl ? nl + 1 : p + len;
+            const char *body = q;
+            const char *end = NULL;
+            while (*q) {
+                const char *qnl = strchr(q, '\n');
+                size_t qlen = qnl ? (size_t)(qnl - q) : strlen(q);
+                line_no++;
+                const char *qt = q;
+                while (qt < q + qlen && *qt == ' ' && qt - q < 3)
+                    qt++;
+                if ((size_t)(q + qlen - qt) >= 3 && strncmp(qt, "```", 3) == 0) {
+                    end = q;
+                    p = qnl ? qnl + 1 : q + qlen;
+                    break;
+                }
+                q = qnl ? qnl + 1 : q + qlen;
+            }
+            if (!end) {
+                rc = err_set(e, ERR_RUNTIME, "line %zu: a ``` fence is never closed", start_line);
+                goto fail;
+            }
+            size_t blen = (size_t)(end - body);
+            if (blen && body[blen - 1] == '\n')
+                blen--;
+            int is_check = strcmp(inf, "check") == 0;
+            if (push(&v, is_check ? BLK_CHECK : BLK_FENCE, start_line, body, blen, e) < 0)
+                goto fail;
+            snprintf(v.b[v.n - 1].info, sizeof v.b[v.n - 1].info, "%s", inf);
+            if (is_check && parse_check(&v.b[v.n - 1], e) < 0)
+                goto fail;
+            continue;
+        }
+        if (blank) {
+            FLUSH();
+        } else if (t[0] == '#') {
+            FLUSH();
+            if (push(&v, BLK_HEADING, line_no, s, len, e) < 0)
+                goto fail;
+        } else {
+            int kind = t[0] == '>' ? BLK_QUOTE : BLK_PARA;
+            if (acc_kind != kind)
+                FLUSH();
+            if (acc_kind < 0) {
+                acc_kind = kind;
+                acc_line = line_no;
+            } else {
+                acc[acc_len++] = '\n';
+            }
+            memcpy(acc + acc_len, s, len);
+            acc_len += len;
+        }
+        p = nl ? nl + 1 : p + len;
+    }
+    FLUSH();
+#undef FLUSH
+    free(acc);
+    d->blocks = v.b;
+    d->n = v.n;
+    return 0;
+fail:
+    free(acc);
+    d->blocks = v.b;
+    d->n = v.n;
+    doc_free(d);
+    return rc ? rc : -1;
+}
+
+int doc_load(const char *path, LessonDoc *d, Err *e)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return err_set(e, ERR_RUNTIME, "cannot read the lesson file");
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (!text || fread(text, 1, (size_t)n, f) != (size_t)n) {
+        free(text);
+        fclose(f);
+        return err_set(e, ERR_RUNTIME, "cannot read the lesson file");
+    }
+    fclose(f);
+    text[n] = '\0';
+    int rc = doc_parse(text, d, e);
+    free(text);
+    return rc;
+}
+
+void doc_free(LessonDoc *d)
+{
+    for (size_t i = 0; i < d->n; i++)
+        free(d->blocks[i].text);
+    free(d->blocks);
+    d->blocks = NULL;
+    d->n = 0;
+}
+
+/* --- rendering ----------------------------------------------------------- */
+
+void doc_render(FILE *f, const LessonDoc *d)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        const Block *b = &d->blocks[i];
+        switch (b->kind) {
+        case BLK_HEADING:
+        case BLK_PARA:
+        case BLK_QUOTE:
+            fprintf(f, "%s\n\n", b->text);
+            break;
+        case BLK_FENCE: {
+            const char *p = b->text;
+            while (*p) {
+                const char *nl = strchr(p, '\n');
+                int len = nl ? (int)(nl - p) : (int)strlen(p);
+                fprintf(f, "    %.*s\n", len, p);
+                p += len + (nl ? 1 : 0);
+            }
+            fprintf(f, "\n");
+            break;
+        }
+        case BLK_CHECK: {
+            const CheckSpec *c = &b->check;
+            fprintf(f, "    check %s%s\n      $ %s\n      %s  should be %s%s%s\n\n", c->id,
+                    *c->measured ? " (measured on this machine)" : "", c->run, c->value, c->expect,
+                    *c->tol ? " within " : "", c->tol);
+            break;
+        }
+        }
+    }
+}
+
+/* --- numbers and figures -------------------------------------------------- */
+
+static const char *const attached_units[] = { "x", "B", "KB", "KiB", "MB", "MiB", "GB", "GiB", "TB", "TiB", "ms" };
+static const char *const spaced_units[] = { "B",   "bytes", "KB", "KiB", "MB",    "MiB",  "GB",
+                                            "GiB", "TB",    "TiB", "ms", "FLOPs", "FLOP", "GB/s" };
+
+static int word_in(const char *w, size_t n, const char *const *list, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        if (strlen(list[i]) == n && strncmp(w, list[i], n) == 0)
+            return 1;
+    return 0;
+}
+
+/* Blank out inline code that is a command; drop the other backticks. */
+static void strip_commands(char *s)
+{
+    static const char *const cmds[] = { "kvscope", "cc ", "make", "cp ", "$ " };
+    char *p = s;
+    while ((p = strchr(p, '`'))) {
+        char *close = strchr(p + 1, '`');
+        if (!close)
+            break;
+        int is_cmd = 0;
+        for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+            if (strncmp(p + 1, cmds[i], strlen(cmds[i])) == 0)
+                is_cmd = 1;
+        for (char *q = p; q <= close; q++)
+            if (is_cmd || q == p || q == close)
+                *q = ' ';
+        p = close + 1;
+    }
+}
+
+static int prev_word_is(const char *start, const char *at, const char *word)
+{
+    size_t n = strlen(word);
+    if ((size_t)(at - start) < n + 1 || at[-1] != ' ')
+        return 0;
+    const char *w = at - 1 - n;
+    if (strncasecmp(w, word, n) != 0)
+        return 0;
+    return w == start || !isalnum((unsigned char)w[-1]);
+}
+
+size_t doc_numbers(const char *text, size_t line, int only_figures, DocFigure *out, size_t cap)
+{
+    char *s = strdup(text);
+    if (!s)
+        return 0;
+    strip_commands(s);
+    size_t found = 0, ln = line;
+    const char *p = s;
+    while (*p) {
+        if (*p == '\n') {
+            ln++;
+            p++;
+            continue;
+        }
+        if (!isdigit((unsigned char)*p)) {
+            p++;
+            continue;
+        }
+        const char *start = p;
+        int name_part = 0;
+        if (start > s) {
+            char c = start[-1];
+            if (isalpha((unsigned char)c) || c == '_' || c == '.')
+                name_part = 1;
+            if (c == '-' && start - 1 > s && isalnum((unsigned char)start[-2]))
+                name_part = 1;
+        }
+        /* the number: digits, thousands groups, one decimal part */
+        const char *q = p;
+        while (isdigit((unsigned char)*q))
+            q++;
+        while (*q == ',' && isdigit((unsigned char)q[1]) && isdigit((unsigned char)q[2]) &&
+               isdigit((unsigned char)q[3]) && !isdigit((unsigned char)q[4]))
+            q += 4;
+        int has_dot = 0;
+        if (*q == '.' && isdigit((unsigned char)q[1])) {
+            has_dot = 1;
+            q++;
+            while (isdigit((unsigned char)*q))
+                q++;
+        }
+        /* what follows: a unit, or letters that make it part of a name */
+        int unit = 0;
+        const char *r = q;
+        while (isalpha((unsigned char)*r))
+            r++;
+        if (r > q) {
+            if (!isalnum((unsigned char)*r) && *r != '_' && word_in(q, (size_t)(r - q), attached_units, 11))
+                unit = 1;
+            else
+                name_part = 1;
+        } else if (*q == '%') {
+            unit = 1;
+        } else if (*q == '_') {
+            name_part = 1;
+        } else if (*q == ' ') {
+            const char *w = q + 1, *we = w;
+            while (isalpha((unsigned char)*we) || *we == '/')
+                we++;
+            if (we > w && word_in(w, (size_t)(we - w), spaced_units, sizeof spaced_units / sizeof *spaced_units))
+                unit = 1;
+        }
+        if (prev_word_is(s, start, "seed") || prev_word_is(s, start, "lesson") ||
+            prev_word_is(s, start, "lessons"))
+            name_part = 1;
+        p = r > q ? r : q;
+        if (name_part)
+            continue;
+
+        size_t digits = 0;
+        char num[48];
+        size_t k = 0;
+        int neg = start > s && start[-1] == '-' && (start - 1 == s || !isalnum((unsigned char)start[-2]));
+        if (neg)
+            num[k++] = '-';
+        for (const char *c = start; c < q && k + 1 < sizeof num; c++) {
+            if (isdigit((unsigned char)*c))
+                digits++;
+            if (*c != ',')
+                num[k++] = *c;
+        }
+        num[k] = '\0';
+        /* a unit of bytes makes a figure from two digits on ("2 bytes a value"
+         * is a definition); a ratio or a share from one ("8x", "3%") */
+        int ratio = unit && (*q == 'x' || *q == '%');
+        int figure = digits >= 3 || has_dot || ratio || (unit && digits >= 2);
+        if (only_figures && !figure)
+            continue;
+        if (found < cap) {
+            DocFigure *f = &out[found];
+            size_t tl = (size_t)(q - start) + (size_t)neg;
+            if (tl >= sizeof f->text)
+                tl = sizeof f->text - 1;
+            memcpy(f->text, start - neg, tl);
+            f->text[tl] = '\0';
+            f->value = strtod(num, NULL);
+            f->line = ln;
+        }
+        found++;
+    }
+    free(s);
+    return found;
+}
+
+/* --- the figure rule ------------------------------------------------------ */
+
+static int is_seed_quote(const Block *b)
+{
+    const char *p = b->text;
+    while (*p == '>' || *p == ' ')
+        p++;
+    return strncmp(p, "Seed ", 5) == 0 && isdigit((unsigned char)p[5]);
+}
+
+/* Blocks whose numbers are prose (ours to check). */
+static int is_prose(const Block *b)
+{
+    return b->kind == BLK_PARA || (b->kind == BLK_QUOTE && !is_seed_quote(b));
+}
+
+/* A section: the blocks between two headings, [first, last]. */
+typedef struct {
+    size_t first, last;
+} Section;
+
+static int same_number(double a, double b)
+{
+    return fabs(a - b) <= 1e-9 * fmax(1.0, fmax(fabs(a), fabs(b)));
+}
+
+#define MAX_NUMS 512
+
+/* Is v the expect of, or a number in the command, value or tolerance of, a
+ * check of section seg? */
+static int group_covers(const LessonDoc *d, const Section *seg, double v)
+{
+    static DocFigure nums[MAX_NUMS];
+    for (size_t i = seg->first; i <= seg->last; i++) {
+        if (d->blocks[i].kind != BLK_CHECK)
+            continue;
+        const CheckSpec *c = &d->blocks[i].check;
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s %s %s %s", c->expect, c->run, c->value, c->tol);
+        /* commands are full of names (q8_0, --set n_layers=2); read numbers plainly */
+        for (char *q = buf; *q; q++)
+            if (*q == '=' || *q == '-' || *q == '_' || *q == '[' || *q == ']' || *q == '(' || *q == ')')
+                *q = ' ';
+        size_t n = doc_numbers(buf, 0, 0, nums, MAX_NUMS);
+        for (size_t k = 0; k < n && k < MAX_NUMS; k++)
+            if (same_number(nums[k].value, v))
+                return 1;
+        /* the expect as written ("15,150") */
+        char *end;
+        char ex[64];
+        size_t m = 0;
+        for (const char *q = c->expect; *q && m + 1 < sizeof ex; q++)
+            if (*q != ',')
+                ex[m++] = *q;
+        ex[m] = '\0';
+        double ev = strtod(ex, &end);
+        if (end != ex && !*end && same_number(ev, v))
+            return 1;
+    }
+    return 0;
+}
+
+/* Is v a number of the prose of section seg? */
+static int run_says(const LessonDoc *d, const Section *seg, double v)
+{
+    static DocFigure nums[MAX_NUMS];
+    for (size_t i = seg->first; i <= seg->last; i++) {
+        if (!is_prose(&d->blocks[i]))
+            continue;
+        size_t n = doc_numbers(d->blocks[i].text, d->blocks[i].line, 0, nums, MAX_NUMS);
+        for (size_t k = 0; k < n && k < MAX_NUMS; k++)
+            if (same_number(nums[k].value, v))
+                return 1;
+    }
+    return 0;
+}
+
+size_t doc_lint_figures(const LessonDoc *d, DocProblemFn fn, void *user)
+{
+    static DocFigure figs[MAX_NUMS];
+    char msg[1024];
+    size_t problems = 0;
+    for (size_t first = 0; first < d->n;) {
+        /* the section: up to the next heading */
+        size_t last = first;
+        while (last + 1 < d->n && d->blocks[last + 1].kind != BLK_HEADING)
+            last++;
+        Section sec = { first, last };
+        for (size_t i = first; i <= last; i++) {
+            const Block *b = &d->blocks[i];
+            if (is_prose(b)) {
+                size_t n = doc_numbers(b->text, b->line, 1, figs, MAX_NUMS);
+                for (size_t k = 0; k < n && k < MAX_NUMS; k++) {
+                    if (group_covers(d, &sec, figs[k].value))
+                        continue;
+                    snprintf(msg, sizeof msg, "the figure %.40s has no check beside it (a check block in the same "
+                             "section must expect it, or name it in its command)", figs[k].text);
+                    fn(user, figs[k].line, msg);
+                    problems++;
+                }
+            } else if (b->kind == BLK_CHECK) {
+                const CheckSpec *c = &b->check;
+                if (!strcmp(c->expect, "yes") || !strcmp(c->expect, "no") || !strcmp(c->expect, "true") ||
+                    !strcmp(c->expect, "false"))
+                    continue;
+                char ex[64];
+                size_t m = 0;
+                for (const char *q = c->expect; *q && m + 1 < sizeof ex; q++)
+                    if (*q != ',')
+                        ex[m++] = *q;
+                ex[m] = '\0';
+                if (run_says(d, &sec, strtod(ex, NULL)))
+                    continue;
+                snprintf(msg, sizeof msg, "check %.64s expects %.40s, but the text of its section never says %.40s",
+                         c->id, c->expect, c->expect);
+                fn(user, c->line, msg);
+                problems++;
+            }
+        }
+        first = last + 1;
+    }
+    return problems;
+}

@@ -1,0 +1,129 @@
+/* lesson_progress.c: the learner's progress file (see lesson_progress.h). */
+#include "course/lesson_progress.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void state_path(char *out, size_t cap)
+{
+    const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+    out[0] = '\0';
+    if (xdg && xdg[0] == '/') /* the spec: relative values are ignored */
+        snprintf(out, cap, "%s/kvscope/progress", xdg);
+    else if (home && home[0] == '/')
+        snprintf(out, cap, "%s/.local/state/kvscope/progress", home);
+}
+
+static ProgressEntry *entry(Progress *p, const char *id, int create)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (strcmp(p->e[i].id, id) == 0)
+            return &p->e[i];
+    if (!create || p->n == PROGRESS_MAX || strlen(id) >= sizeof p->e[0].id)
+        return NULL;
+    ProgressEntry *x = &p->e[p->n++];
+    memset(x, 0, sizeof *x);
+    snprintf(x->id, sizeof x->id, "%s", id);
+    return x;
+}
+
+void progress_load(Progress *p)
+{
+    memset(p, 0, sizeof *p);
+    state_path(p->path, sizeof p->path);
+    if (!p->path[0])
+        return;
+    FILE *f = fopen(p->path, "r");
+    if (!f)
+        return;
+    char line[256], id[64];
+    while (fgets(line, sizeof line, f)) {
+        int right, total;
+        if (sscanf(line, "done %63s", id) == 1) {
+            ProgressEntry *x = entry(p, id, 1);
+            if (x)
+                x->done = 1;
+        } else if (sscanf(line, "quiz %63s %d %d", id, &right, &total) == 3 && total > 0 && right >= 0 &&
+                   right <= total) {
+            ProgressEntry *x = entry(p, id, 1);
+            if (x) {
+                x->quiz_right = right;
+                x->quiz_total = total;
+            }
+        }
+    }
+    fclose(f);
+}
+
+const ProgressEntry *progress_get(const Progress *p, const char *id)
+{
+    return entry((Progress *)p, id, 0);
+}
+
+void progress_mark_done(Progress *p, const char *id)
+{
+    ProgressEntry *x = entry(p, id, 1);
+    if (x)
+        x->done = 1;
+}
+
+void progress_record_quiz(Progress *p, const char *id, int right, int total)
+{
+    ProgressEntry *x = entry(p, id, 1);
+    if (!x)
+        return;
+    /* better means a larger share right; a new quiz length replaces the old */
+    if (x->quiz_total == 0 || x->quiz_total != total || right > x->quiz_right) {
+        x->quiz_right = right;
+        x->quiz_total = total;
+    }
+}
+
+/* mkdir -p of the file's directory. */
+static int make_dirs(const char *file)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", file);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return 0;
+    *slash = '\0';
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(dir, 0700) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+int progress_save(const Progress *p, Err *e)
+{
+    if (!p->path[0])
+        return err_set(e, ERR_RUNTIME, "cannot save progress: neither XDG_STATE_HOME nor HOME is an absolute path");
+    if (make_dirs(p->path) < 0)
+        return err_set(e, ERR_RUNTIME, "cannot create the state directory for progress: %s", strerror(errno));
+    char tmp[PATH_MAX + 8];
+    snprintf(tmp, sizeof tmp, "%s.tmp", p->path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return err_set(e, ERR_RUNTIME, "cannot save progress: %s", strerror(errno));
+    fprintf(f, "# kvscope lesson progress: `done ID` and `quiz ID RIGHT TOTAL` lines\n");
+    for (size_t i = 0; i < p->n; i++) {
+        if (p->e[i].done)
+            fprintf(f, "done %s\n", p->e[i].id);
+        if (p->e[i].quiz_total)
+            fprintf(f, "quiz %s %d %d\n", p->e[i].id, p->e[i].quiz_right, p->e[i].quiz_total);
+    }
+    if (fclose(f) != 0 || rename(tmp, p->path) < 0) {
+        unlink(tmp);
+        return err_set(e, ERR_RUNTIME, "cannot save progress: %s", strerror(errno));
+    }
+    return 0;
+}

@@ -1,0 +1,397 @@
+/* lesson_run.c: checks, quiz answers and exercises, run against the engine. */
+#include "course/lesson_run.h"
+
+#include <ctype.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "course/lesson_exec.h"
+#include "course/lesson_value.h"
+
+/* Outputs of the commands run so far in this process: a lesson asks the same
+ * command for several figures, and the lint asks every lesson's. */
+#define MEMO_MAX 128
+static struct {
+    char *cmd;
+    ExecResult r;
+} memo[MEMO_MAX];
+static size_t memo_n;
+
+static char *dup_text(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}
+
+/* Run cmd once per process; *r is a copy the caller frees. */
+static int run_memo(const char *cmd, ExecResult *r, Err *e)
+{
+    for (size_t i = 0; i < memo_n; i++)
+        if (strcmp(memo[i].cmd, cmd) == 0) {
+            r->status = memo[i].r.status;
+            r->out = dup_text(memo[i].r.out);
+            r->err = dup_text(memo[i].r.err);
+            if (!r->out || !r->err) {
+                exec_result_free(r);
+                return err_set(e, ERR_RUNTIME, "out of memory");
+            }
+            return 0;
+        }
+    if (exec_kvscope(cmd, r, e) < 0)
+        return -1;
+    if (memo_n < MEMO_MAX) {
+        memo[memo_n].cmd = dup_text(cmd);
+        memo[memo_n].r.status = r->status;
+        memo[memo_n].r.out = dup_text(r->out);
+        memo[memo_n].r.err = dup_text(r->err);
+        if (memo[memo_n].cmd && memo[memo_n].r.out && memo[memo_n].r.err)
+            memo_n++;
+        else {
+            free(memo[memo_n].cmd);
+            exec_result_free(&memo[memo_n].r);
+        }
+    }
+    return 0;
+}
+
+void run_forget(const char *cmd)
+{
+    for (size_t i = 0; i < memo_n; i++)
+        if (strcmp(memo[i].cmd, cmd) == 0) {
+            free(memo[i].cmd);
+            exec_result_free(&memo[i].r);
+            memo[i] = memo[--memo_n];
+            return;
+        }
+}
+
+/* Run cmd and read expr from its output; on failure fill problem. */
+static int command_value(const char *cmd, const char *expr, double *out, char *problem, size_t cap, Err *e)
+{
+    ExecResult r;
+    if (run_memo(cmd, &r, e) < 0)
+        return -1;
+    int rc = -1;
+    if (r.status != 0) {
+        char *nl = strchr(r.err, '\n');
+        if (nl)
+            *nl = '\0';
+        snprintf(problem, cap, "the command failed (exit %d): %s", r.status, *r.err ? r.err : "no message");
+        rc = 1;
+        goto done;
+    }
+    Err pe = { 0 };
+    json_t *root = lv_parse_output(r.out, &pe);
+    if (!root) {
+        snprintf(problem, cap, "%s", pe.msg);
+        rc = 1;
+        goto done;
+    }
+    if (lv_eval(root, expr, out, &pe) < 0) {
+        snprintf(problem, cap, "%s", pe.msg);
+        rc = pe.kind == ERR_USAGE ? -1 : 1;
+        if (rc < 0)
+            *e = pe;
+    } else {
+        rc = 0;
+    }
+    json_decref(root);
+done:
+    exec_result_free(&r);
+    return rc;
+}
+
+int run_check(const CheckSpec *c, CheckOutcome *o, Err *e)
+{
+    memset(o, 0, sizeof *o);
+    LvFigure fig;
+    LvTol tol;
+    if (lv_parse_figure(c->expect, &fig, e) < 0 || lv_parse_tol(c->tol, &tol, e) < 0 ||
+        lv_check_syntax(c->value, e) < 0)
+        return err_wrap(e, "check %s", c->id);
+    double v;
+    int rc = command_value(c->run, c->value, &v, o->problem, sizeof o->problem, e);
+    if (rc < 0)
+        return err_wrap(e, "check %s", c->id);
+    if (rc > 0)
+        return 0;
+    o->have_value = 1;
+    o->actual = v;
+    if (fig.is_bool)
+        snprintf(o->actual_text, sizeof o->actual_text, "%s", v != 0 ? "yes" : "no");
+    else
+        lv_format(o->actual_text, sizeof o->actual_text, v, tol.given ? lv_decimals(c->expect) : -1);
+    if (!fig.is_bool && !tol.given && fig.half_ulp > 0) /* show it at the precision written */
+        lv_format(o->actual_text, sizeof o->actual_text, v, lv_decimals(c->expect));
+    o->pass = fig.is_bool ? ((v != 0) == (fig.value != 0)) : lv_matches(v, &fig, &tol);
+    if (!o->pass && !fig.is_bool && strcmp(o->actual_text, c->expect) == 0) /* same text, not the same number */
+        lv_format(o->actual_text, sizeof o->actual_text, v, -1);
+    return 0;
+}
+
+/* --- quizzes ----------------------------------------------------------------- */
+
+static void substitute(const char *tmpl, const char *choice, char *out, size_t cap)
+{
+    size_t k = 0;
+    for (const char *p = tmpl; *p && k + 1 < cap;) {
+        if (strncmp(p, "{choice}", 8) == 0) {
+            k += (size_t)snprintf(out + k, cap - k, "%s", choice);
+            if (k >= cap)
+                k = cap - 1;
+            p += 8;
+        } else {
+            out[k++] = *p++;
+        }
+    }
+    out[k] = '\0';
+}
+
+int run_quiz_answer(const QuizQuestion *q, double *value, int *choice, char *how, size_t how_cap, Err *e)
+{
+    char problem[512];
+    *choice = -1;
+    if (q->n_choices == 0) {
+        snprintf(how, how_cap, "%s   (then %s)", q->run, q->value);
+        int rc = command_value(q->run, q->value, value, problem, sizeof problem, e);
+        if (rc > 0)
+            return err_set(e, ERR_RUNTIME, "quiz %s: %s", q->id, problem);
+        return rc < 0 ? err_wrap(e, "quiz %s", q->id) : 0;
+    }
+    double best = 0, vals[8];
+    int best_i = -1, ties = 0;
+    for (size_t i = 0; i < q->n_choices; i++) {
+        char cmd[1024];
+        substitute(q->run, q->choices[i], cmd, sizeof cmd);
+        int rc = command_value(cmd, q->value, &vals[i], problem, sizeof problem, e);
+        if (rc > 0)
+            return err_set(e, ERR_RUNTIME, "quiz %s, choice %s: %s", q->id, q->choices[i], problem);
+        if (rc < 0)
+            return err_wrap(e, "quiz %s", q->id);
+        int better = best_i < 0 || (strcmp(q->pick, "max") == 0 ? vals[i] > best : vals[i] < best);
+        if (best_i >= 0 && vals[i] == best)
+            ties++;
+        if (better) {
+            best = vals[i];
+            best_i = (int)i;
+            ties = 0;
+        }
+    }
+    if (ties)
+        return err_set(e, ERR_RUNTIME, "quiz %s: more than one choice has the %s value %g", q->id, q->pick, best);
+    *choice = best_i;
+    *value = best;
+    snprintf(how, how_cap, "for each choice, %s; the answer is the one with the %s %s", q->run,
+             strcmp(q->pick, "max") == 0 ? "largest" : "smallest", q->value);
+    return 0;
+}
+
+int quiz_answer_matches(const QuizQuestion *q, const char *typed, double value, int choice)
+{
+    while (isspace((unsigned char)*typed))
+        typed++;
+    if (q->n_choices) {
+        size_t n = strlen(typed);
+        while (n && isspace((unsigned char)typed[n - 1]))
+            n--;
+        if (n == 1 && tolower((unsigned char)typed[0]) == 'a' + choice)
+            return 1;
+        return n == strlen(q->choices[choice]) && strncasecmp(typed, q->choices[choice], n) == 0;
+    }
+    char num[64];
+    size_t k = 0;
+    for (const char *p = typed; *p && k + 1 < sizeof num; p++) {
+        if (*p == ',')
+            continue;
+        if (!(isdigit((unsigned char)*p) || *p == '.' || *p == '-' || *p == '+' || *p == 'e' || *p == 'E'))
+            break;
+        num[k++] = *p;
+    }
+    num[k] = '\0';
+    char *end;
+    double v = strtod(num, &end);
+    if (end == num)
+        return 0;
+    LvTol tol;
+    if (lv_parse_tol(q->tol, &tol, NULL) < 0 || !tol.given) {
+        memset(&tol, 0, sizeof tol);
+        tol.given = 1;
+        if (value != floor(value)) /* a fraction: 1% will do */
+            tol.rel = 0.01;
+    }
+    LvFigure fig = { .value = value };
+    return lv_matches(v, &fig, &tol);
+}
+
+/* --- exercises ----------------------------------------------------------------- */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define KV_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KV_SANITIZED 1
+#endif
+#endif
+
+/* The compiler that built kvscope, so the library links: $CC overrides. */
+static const char *compiler(void)
+{
+    const char *cc = getenv("CC");
+    if (cc && *cc)
+        return cc;
+#if defined(__clang__)
+    return "clang";
+#else
+    return "cc";
+#endif
+}
+
+static const char *extra_flags(void)
+{
+#ifdef KV_SANITIZED
+    return " -fsanitize=address,undefined";
+#else
+    return "";
+#endif
+}
+
+/* out = a + b, or "" when it does not fit (then nothing will be found there). */
+static void join(char *out, size_t cap, const char *a, const char *b)
+{
+    int n = snprintf(out, cap, "%s%s", a, b);
+    if (n < 0 || (size_t)n >= cap)
+        out[0] = '\0';
+}
+
+static int file_exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+void exercise_outcome_free(ExerciseOutcome *o)
+{
+    free(o->output);
+    o->output = NULL;
+}
+
+int run_exercise(const Course *c, const Exercise *x, const char *learner_file, ExerciseOutcome *o, Err *e)
+{
+    memset(o, 0, sizeof *o);
+    char learner[PATH_MAX], harness[PATH_MAX], src[PATH_MAX], exdir[PATH_MAX], lib[PATH_MAX], self[PATH_MAX];
+    if (!learner_file)
+        course_path(c, x->starter, learner, sizeof learner);
+    else if (!realpath(learner_file, learner))
+        return err_set(e, ERR_USAGE, "cannot read '%s' (the exercise file to check)", learner_file);
+    if (!file_exists(learner))
+        return err_set(e, ERR_USAGE, "'%s' is not a file", learner_file ? learner_file : x->starter);
+    course_path(c, x->harness, harness, sizeof harness);
+    join(src, sizeof src, c->root, "/src");
+    snprintf(exdir, sizeof exdir, "%s", harness);
+    /* the exercise headers sit beside the starters */
+    char starter[PATH_MAX];
+    course_path(c, x->starter, starter, sizeof starter);
+    snprintf(exdir, sizeof exdir, "%s", starter);
+    char *slash = strrchr(exdir, '/');
+    if (slash)
+        *slash = '\0';
+    if (exec_self_dir(self, sizeof self) < 0)
+        return err_set(e, ERR_RUNTIME, "cannot find this executable's directory");
+    join(lib, sizeof lib, self, "/libkvscope.a");
+    if (!file_exists(lib)) {
+        join(lib, sizeof lib, c->root, "/build/libkvscope.a");
+        if (!file_exists(lib))
+            return err_set(e, ERR_RUNTIME, "cannot find libkvscope.a beside kvscope (run `make` first)");
+    }
+
+    /* the name of the program: the checker's file name without .c */
+    const char *base = strrchr(x->harness, '/');
+    base = base ? base + 1 : x->harness;
+    char prog[64];
+    snprintf(prog, sizeof prog, "%.*s", (int)strcspn(base, "."), base);
+
+    /* as the learner would type it */
+    char d_src[PATH_MAX], d_ex[PATH_MAX], d_learner[PATH_MAX], d_harness[PATH_MAX], d_lib[PATH_MAX];
+    exec_display_path(src, d_src, sizeof d_src);
+    exec_display_path(exdir, d_ex, sizeof d_ex);
+    exec_display_path(learner, d_learner, sizeof d_learner);
+    exec_display_path(harness, d_harness, sizeof d_harness);
+    exec_display_path(lib, d_lib, sizeof d_lib);
+    int bn = snprintf(o->build_cmd, sizeof o->build_cmd,
+             "%s -std=c11 -Wall%s -I%s -I%s %s %s %s $(pkg-config --libs gsl inih jansson) -lm -o %s && ./%s",
+             compiler(), extra_flags(), d_src, d_ex, d_learner, d_harness, d_lib, prog, prog);
+    if (bn < 0 || (size_t)bn >= sizeof o->build_cmd)
+        return err_set(e, ERR_RUNTIME, "the paths of the exercise are too long");
+
+    /* as it runs: absolute paths, a private directory for the program */
+    const char *tmpdir = getenv("TMPDIR");
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/kvscope-exercise-XXXXXX", tmpdir && tmpdir[0] == '/' ? tmpdir : P_tmpdir);
+    if (!mkdtemp(dir))
+        return err_set(e, ERR_RUNTIME, "cannot make a temporary directory to build the exercise");
+    char q_src[PATH_MAX + 8], q_ex[PATH_MAX + 8], q_learner[PATH_MAX + 8], q_harness[PATH_MAX + 8],
+        q_lib[PATH_MAX + 8], exe[PATH_MAX + 16], q_exe[PATH_MAX + 24];
+    exec_sh_quote(src, q_src, sizeof q_src);
+    exec_sh_quote(exdir, q_ex, sizeof q_ex);
+    exec_sh_quote(learner, q_learner, sizeof q_learner);
+    exec_sh_quote(harness, q_harness, sizeof q_harness);
+    exec_sh_quote(lib, q_lib, sizeof q_lib);
+    char slash_prog[80];
+    join(slash_prog, sizeof slash_prog, "/", prog);
+    join(exe, sizeof exe, dir, slash_prog);
+    exec_sh_quote(exe, q_exe, sizeof q_exe);
+    char cmd[8 * PATH_MAX];
+    snprintf(cmd, sizeof cmd,
+             "%s -std=c11 -Wall%s -I%s -I%s %s %s %s $(pkg-config --libs gsl inih jansson) -lm -o %s", compiler(),
+             extra_flags(), q_src, q_ex, q_learner, q_harness, q_lib, q_exe);
+    ExecResult r;
+    int rc = exec_shell(cmd, NULL, &r, e);
+    if (rc < 0)
+        goto cleanup;
+    o->compiled = r.status == 0 && file_exists(exe);
+    if (!o->compiled) {
+        o->output = r.out;
+        r.out = NULL;
+        exec_result_free(&r);
+        goto cleanup;
+    }
+    char *warnings = r.out; /* the compiler's warnings, shown before the checker's verdict */
+    r.out = NULL;
+    exec_result_free(&r);
+
+    /* run it, with the data directory it needs for model configs */
+    static char data_env[PATH_MAX + 16];
+    char *env[2] = { NULL, NULL };
+    const char *have = getenv("KVSCOPE_DATA");
+    if (!have || !*have) {
+        char root_data[PATH_MAX + 8];
+        join(root_data, sizeof root_data, c->root, "/data");
+        join(data_env, sizeof data_env, "KVSCOPE_DATA=", root_data);
+        env[0] = data_env;
+    }
+    rc = exec_shell(q_exe, env, &r, e);
+    if (rc == 0) {
+        o->passed = r.status == 0;
+        size_t nw = warnings ? strlen(warnings) : 0, nr = strlen(r.out);
+        o->output = malloc(nw + nr + 1);
+        if (o->output) {
+            memcpy(o->output, warnings ? warnings : "", nw);
+            memcpy(o->output + nw, r.out, nr + 1);
+        }
+        exec_result_free(&r);
+    }
+    free(warnings);
+cleanup:
+    unlink(exe);
+    rmdir(dir);
+    return rc;
+}

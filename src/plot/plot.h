@@ -1,0 +1,107 @@
+/* plot.h: `kvscope plot`'s figures, and what their makers share.
+ *
+ * A figure is made in two halves. The engine half (a maker, in one of the
+ * plot_*.c files) runs the engine or asks its accounting and writes plain
+ * data files into the output directory: NAME.tsv (a header row, then one row
+ * per point, tab-separated), sometimes a second table (NAME.SUFFIX.tsv) and
+ * NAME.labels.gp, the strings the picture prints (caption, fitted slopes).
+ * The drawing half is plots/NAME.gp, a gnuplot script kept in the
+ * repository, copied beside the data and run as
+ *     gnuplot -c NAME.gp NAME.tsv NAME.png png
+ * so the picture can be redrawn, or the script changed, by hand. */
+#ifndef KVSCOPE_PLOT_PLOT_H
+#define KVSCOPE_PLOT_PLOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sim/setup.h"
+#include "util/human.h"
+#include "kernels/kernels.h"
+
+typedef struct {
+    const char *out_dir;  /* where every file goes (exists, writable) */
+    uint64_t seed;        /* prompts and synthetic K/V values */
+    int quick;            /* smaller runs: for tests; the measured figures then mean little */
+    const char *model;    /* figures 1-3: NULL = each figure's default */
+    size_t tokens;        /* figures 1-3: tokens generated; 0 = each figure's default */
+    const Kernels *kern;  /* the kernels the measured figures time */
+    char machine[160];    /* "AMD EPYC 7B13, 2 cores" */
+} PlotCtx;
+
+/* One line a maker hands back for the terminal ("slopes: cached 1.000, ..."). */
+typedef struct {
+    char note[256];
+} PlotNote;
+
+typedef int (*PlotMakeFn)(const PlotCtx *ctx, PlotNote *note, Err *e);
+
+typedef struct {
+    int number;           /* the figure number, 1 .. 10 */
+    const char *name;     /* file stem: plots/NAME.gp, NAME.tsv, NAME.png */
+    const char *title;
+    const char *waiting;  /* NULL when the figure can be made; else the engine parts it waits for */
+    int measured;         /* 1: its data are timings (differ run to run); 0: same seed, same bytes */
+    PlotMakeFn make;
+} PlotFigure;
+
+extern const PlotFigure plot_figures[];
+extern const size_t plot_n_figures;
+
+/* The makers (plot_gen.c, plot_memory.c, plot_kernels.c, plot_paged.c,
+ * plot_eviction.c, plot_beam.c, plot_mla.c). */
+/* Figures 1-3 before any is made: the model and --tokens fit (ERR_USAGE). */
+int plot_gen_check(const PlotCtx *ctx, Err *e);
+int plot_projection(const PlotCtx *ctx, PlotNote *note, Err *e);
+int plot_attention_flops(const PlotCtx *ctx, PlotNote *note, Err *e);
+int plot_step_time(const PlotCtx *ctx, PlotNote *note, Err *e);
+int plot_memory(const PlotCtx *ctx, PlotNote *note, Err *e);
+int plot_bandwidth(const PlotCtx *ctx, PlotNote *note, Err *e);
+int plot_quant_error(const PlotCtx *ctx, PlotNote *note, Err *e);
+int plot_paged(const PlotCtx *ctx, PlotNote *note, Err *e);
+int plot_eviction(const PlotCtx *ctx, PlotNote *note, Err *e);
+int plot_beam(const PlotCtx *ctx, PlotNote *note, Err *e);
+int plot_mla(const PlotCtx *ctx, PlotNote *note, Err *e);
+
+/* --- files (plot_io.c) ------------------------------------------------------ */
+
+/* Create DIR (and missing parents) and check that a file can be written in
+ * it. ERR_USAGE when it cannot: the user named a bad --out. */
+int plot_prepare_dir(const char *dir, Err *e);
+
+/* Open ctx->out_dir/name for writing. NULL and ERR_RUNTIME on failure. */
+FILE *plot_open(const PlotCtx *ctx, const char *name, Err *e);
+/* Close f, reporting a failed write of `name` (ERR_RUNTIME); f may be NULL. */
+int plot_close(FILE *f, const char *name, Err *e);
+
+/* Write s as a gnuplot double-quoted string: backslash and quote escaped, a
+ * newline written as the two characters \n. */
+void plot_gp_string(FILE *f, const char *s);
+
+/* The labels file NAME.labels.gp: `caption = '...'` and any `key = value`
+ * lines the caller adds between open and close. */
+FILE *plot_labels_open(const PlotCtx *ctx, const char *name, const char *title, const char *caption, Err *e);
+
+/* This machine, for captions: CPU model from /proc/cpuinfo and online cores. */
+void plot_machine(char *buf, size_t cap);
+
+/* Find plots/NAME.gp ($KVSCOPE_PLOTS, else plots/ beside or above the
+ * executable, else ./plots) into out. -1 when it is nowhere. */
+int plot_script_path(const char *name, char *out, size_t cap);
+
+/* Copy plots/NAME.gp into the output directory. ERR_RUNTIME when the script
+ * is missing or cannot be copied. */
+int plot_copy_script(const PlotCtx *ctx, const char *name, Err *e);
+
+/* 1 when a gnuplot executable is on PATH. */
+int plot_have_gnuplot(void);
+
+/* Run `gnuplot -c NAME.gp NAME.tsv OUT TERM` in the output directory (OUT
+ * "-" for the dumb terminal: the picture goes to stdout). Whatever gnuplot
+ * writes to stderr is returned in errbuf; a failure (non-zero exit, or a
+ * line on stderr) is ERR_RUNTIME quoting its first line. */
+int plot_render(const PlotCtx *ctx, const char *name, const char *term, const char *out, char *errbuf,
+                size_t cap, Err *e);
+
+#endif

@@ -1,0 +1,245 @@
+/* bench_report.c: `kvscope bench`'s tables and TSV rows. */
+#include "report/bench_report.h"
+#include "util/human.h"
+
+#include <math.h>
+#include <stdio.h>
+
+const size_t bench_groups[BENCH_N_GROUPS] = { 1, 4 };
+const AttendAlgo bench_algos[BENCH_N_ALGOS] = { ATTEND_FLASH, ATTEND_NAIVE, ATTEND_MATERIALIZE };
+
+static const char *const algo_story[BENCH_N_ALGOS] = {
+    "tiles of " STR_OF(ATTEND_TILE) " rows, online softmax, dequantization fused",
+    "all scores, softmax, weighted sum; rows decoded where read",
+    "every row decoded into an f32 view first, then naive over it",
+};
+
+/* "41.2 us", "2.74 ms", "1.203 s" */
+static const char *fmt_time(char *buf, size_t cap, double s)
+{
+    if (s < 1e-3)
+        snprintf(buf, cap, "%.1f us", s * 1e6);
+    else if (s < 1.0)
+        snprintf(buf, cap, "%.2f ms", s * 1e3);
+    else
+        snprintf(buf, cap, "%.3f s", s);
+    return buf;
+}
+
+static int is_wrong(const BenchResult *r)
+{
+    return !(r->max_rel_diff <= BENCH_TOLERANCE); /* NaN too */
+}
+
+static double gbps(const BenchResult *r)
+{
+    return r->seconds > 0 ? (double)(r->bytes + r->view_bytes) / r->seconds / 1e9 : 0;
+}
+
+static double pct_bw(const BenchReport *rep, const BenchResult *r)
+{
+    return rep->bandwidth > 0 ? 100.0 * gbps(r) * 1e9 / rep->bandwidth : 0;
+}
+
+static const char TSV_HEADER[] = "section\tisa\timpl\tform\tgroup\tcache\tsize\tformat\tseconds\tseconds_min\tseconds_max\tbytes\t"
+                                 "view_bytes\t"
+                                 "gb_per_s\tpct_bandwidth\tspeedup_vs_f32\tg4_over_g1\tours_speedup\tmax_rel_diff\n";
+
+/* One TSV row; a negative ratio prints as "-". */
+static void tsv_row(const BenchReport *rep, const char *section, const char *impl, const char *form, const char *group,
+                    const char *cache, const char *size, const char *format, const BenchResult *r, double vs_f32,
+                    double g4_g1, double ours)
+{
+    printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.9f\t%.9f\t%.9f\t%llu\t%llu\t%.3f\t%.1f\t", section, rep->isa, impl,
+           form, group, cache, size, format, r->seconds, r->seconds_min, r->seconds_max, (unsigned long long)r->bytes,
+           (unsigned long long)r->view_bytes, gbps(r), pct_bw(rep, r));
+    const double ratios[3] = { vs_f32, g4_g1, ours };
+    for (int i = 0; i < 3; i++)
+        printf(ratios[i] < 0 ? "-\t" : "%.3f\t", ratios[i]);
+    printf("%.3g\n", r->max_rel_diff);
+}
+
+void bench_report_start(BenchReport *rep)
+{
+    if (rep->out == OUT_TSV) {
+        fputs(TSV_HEADER, stdout);
+        return;
+    }
+    char b1[32], b2[32];
+    printf("kvscope bench: kernels %s (this CPU runs: %s), one thread; %zu rounds, each measuring everything\n"
+           "once, the bandwidth first; every figure is the median of its %zu repetitions\n",
+           rep->isa, rep->isa_list, rep->reps, rep->reps);
+    if (rep->llc)
+        printf("last-level cache: %s (%s); cold data cycles through %s (%.1fx the LLC)\n",
+               human_bytes(b1, sizeof b1, (double)rep->llc), rep->llc_source,
+               human_bytes(b2, sizeof b2, (double)rep->pool_bytes), (double)rep->pool_bytes / (double)rep->llc);
+    else
+        printf("last-level cache: unknown (this system does not say); cold data cycles through %s\n",
+               human_bytes(b2, sizeof b2, (double)rep->pool_bytes));
+    if (rep->quick)
+        printf("quick: sizes far too small to mean anything about this machine; for tests only\n");
+    printf("GB/s is 10^9 bytes per second; %% bw is a figure's GB/s over the read bandwidth measured first\n");
+}
+
+void bench_report_bandwidth(BenchReport *rep, const BenchResult *r, const BenchResult *dot)
+{
+    rep->bandwidth = r->seconds > 0 ? (double)r->bytes / r->seconds : 0;
+    rep->wrong += (size_t)is_wrong(r) + (size_t)is_wrong(dot);
+    if (rep->out == OUT_TSV) {
+        char size[32], impl[64];
+        snprintf(size, sizeof size, "%zu", rep->read_bytes);
+        const char *how[2] = { rep->read_how, rep->dot_how };
+        const BenchResult *res[2] = { r, dot };
+        for (int i = 0; i < 2; i++) {
+            snprintf(impl, sizeof impl, "%s", how[i]);
+            for (char *c = impl; *c; c++)
+                *c = *c == ' ' ? '-' : *c;
+            tsv_row(rep, "bandwidth", impl, "-", "-", "cold", size, "f32", res[i], -1, -1, -1);
+        }
+        return;
+    }
+    char b1[32], t1[32];
+    printf("\n== 1. read bandwidth, one core, cold\n");
+    printf("a %s float array", human_bytes(b1, sizeof b1, (double)r->bytes));
+    if (rep->llc)
+        printf(" (%.1fx the LLC%s)", (double)r->bytes / (double)rep->llc,
+               r->bytes < 8 * (uint64_t)rep->llc ? ", below 8x: partly cached" : "");
+    printf(", summed by the %s: %s per read%s\n", rep->read_how, fmt_time(t1, sizeof t1, r->seconds),
+           is_wrong(r) ? "  WRONG SUM" : "");
+    printf("read bandwidth: %.2f GB/s (every %% bw below is against this)\n", rep->bandwidth / 1e9);
+    if (rep->reps > 1 && r->seconds_min > 0)
+        printf("the median of %zu rounds; across them %.2f to %.2f GB/s (a shared machine's memory is shared too)\n",
+               rep->reps, (double)r->bytes / r->seconds_max / 1e9, (double)r->bytes / r->seconds_min / 1e9);
+    printf("the same read through the %s kernel (16 KiB rows, the query in L1): %.2f GB/s, %.0f%%%s\n",
+           rep->dot_how, gbps(dot), pct_bw(rep, dot), is_wrong(dot) ? "  WRONG SUM" : "");
+}
+
+/* The time ratio of a (ci, f, gi, ai, cold) cell to f32's; -1 when undefined. */
+static double vs_f32(const BenchReport *rep, size_t ci, Format f, size_t gi, size_t ai, int cold)
+{
+    const BenchResult *r = bench_attn_at(rep, ci, f, gi, ai, cold);
+    const BenchResult *base = bench_attn_at(rep, ci, FMT_F32, gi, ai, cold);
+    return r->seconds > 0 ? base->seconds / r->seconds : -1;
+}
+
+static double g4_over_g1(const BenchReport *rep, size_t ci, Format f, size_t ai, int cold)
+{
+    const BenchResult *g1 = bench_attn_at(rep, ci, f, 0, ai, cold);
+    const BenchResult *g4 = bench_attn_at(rep, ci, f, 1, ai, cold);
+    return g1->seconds > 0 ? g4->seconds / g1->seconds : -1;
+}
+
+static void attention_tsv(const BenchReport *rep)
+{
+    for (size_t ai = 0; ai < BENCH_N_ALGOS; ai++)
+        for (int cold = 1; cold >= 0; cold--)
+            for (size_t ci = 0; ci < rep->n_contexts; ci++)
+                for (size_t gi = 0; gi < BENCH_N_GROUPS; gi++)
+                    for (int f = 0; f < FMT_ROW_COUNT; f++) {
+                        char size[32], group[16];
+                        snprintf(size, sizeof size, "%zu", rep->contexts[ci]);
+                        snprintf(group, sizeof group, "%zu", bench_groups[gi]);
+                        tsv_row(rep, "attention", "kvscope", attend_algo_name(bench_algos[ai]), group,
+                                cold ? "cold" : "warm", size, format_name((Format)f),
+                                bench_attn_at(rep, ci, (Format)f, gi, ai, cold), vs_f32(rep, ci, (Format)f, gi, ai, cold),
+                                gi == 1 ? g4_over_g1(rep, ci, (Format)f, ai, cold) : -1, -1);
+                    }
+}
+
+static void attention_block(const BenchReport *rep, size_t ai, int cold)
+{
+    printf("\n%s, %s: %s\n", attend_algo_name(bench_algos[ai]), cold ? "cold" : "warm", algo_story[ai]);
+    printf("%-17s%-11s", "", "");
+    for (size_t gi = 0; gi < BENCH_N_GROUPS; gi++)
+        printf("  ------------ G = %zu ------------", bench_groups[gi]);
+    printf("\n%7s  %-6s %12s ", "context", "format", "bytes/step");
+    for (size_t gi = 0; gi < BENCH_N_GROUPS; gi++)
+        printf("  %10s %6s %5s  %6s", "time/step", "GB/s", "% bw", "vs f32");
+    printf("  %6s\n", "G4/G1");
+    for (size_t ci = 0; ci < rep->n_contexts; ci++)
+        for (int f = 0; f < FMT_ROW_COUNT; f++) {
+            const BenchResult *r1 = bench_attn_at(rep, ci, (Format)f, 0, ai, cold);
+            char b[32], t[32];
+            uint64_t bytes = r1->bytes + r1->view_bytes;
+            int beyond = !cold && rep->llc && bytes > rep->llc;
+            printf("%7zu  %-6s %11s%s", rep->contexts[ci], format_name((Format)f),
+                   human_bytes(b, sizeof b, (double)bytes), beyond ? "*" : " ");
+            int wrong = 0;
+            for (size_t gi = 0; gi < BENCH_N_GROUPS; gi++) {
+                const BenchResult *r = bench_attn_at(rep, ci, (Format)f, gi, ai, cold);
+                wrong |= is_wrong(r);
+                printf("  %10s %6.2f %4.0f%%  %5.2fx", fmt_time(t, sizeof t, r->seconds), gbps(r), pct_bw(rep, r),
+                       vs_f32(rep, ci, (Format)f, gi, ai, cold));
+            }
+            printf("  %5.2fx%s\n", g4_over_g1(rep, ci, (Format)f, ai, cold), wrong ? "  WRONG" : "");
+        }
+}
+
+/* The headline: the longest context, cold, flash, G = 1. */
+static void attention_summary(const BenchReport *rep)
+{
+    const size_t ci = rep->n_contexts - 1;
+    printf("\nsummary: flash, cold, context %zu, G = 1 (the longest context measured)\n", rep->contexts[ci]);
+    printf("  %-6s %10s %7s %6s %16s\n", "format", "time/step", "GB/s", "% bw", "speedup over f32");
+    for (int f = 0; f < FMT_ROW_COUNT; f++) {
+        const BenchResult *r = bench_attn_at(rep, ci, (Format)f, 0, 0, 1);
+        char t[32];
+        printf("  %-6s %10s %7.2f %5.0f%% %15.2fx\n", format_name((Format)f), fmt_time(t, sizeof t, r->seconds),
+               gbps(r), pct_bw(rep, r), vs_f32(rep, ci, (Format)f, 0, 0, 1));
+    }
+    printf("  G = 4 step / G = 1 step, f32, flash: cold %.2fx, warm %.2fx (one K/V read serves the group)\n",
+           g4_over_g1(rep, ci, FMT_F32, 0, 1), g4_over_g1(rep, ci, FMT_F32, 0, 0));
+}
+
+void bench_report_attention(BenchReport *rep)
+{
+    for (size_t i = 0; i < rep->n_contexts * FMT_COUNT * BENCH_N_GROUPS * BENCH_N_ALGOS * 2; i++)
+        rep->wrong += (size_t)is_wrong(&rep->attn[i]);
+    if (rep->out == OUT_TSV) {
+        attention_tsv(rep);
+        return;
+    }
+    char b[32];
+    printf("\n== 2. decode attention: one step of one KV head, head_dim %zu, every row visible\n", rep->head_dim);
+    printf("cold: each step reads the next of many identical K/V copies (%s in all), so its rows come from memory\n",
+           human_bytes(b, sizeof b, (double)rep->pool_bytes));
+    printf("warm: the same K/V every step, read once before timing; it stays cached only where it fits the LLC\n"
+           "      (* marks a step whose bytes exceed the LLC: warm or not, they come from memory)\n");
+    printf("bytes/step: the bytes the kernel counted reading K/V (materialize: plus its f32 view, written and\n"
+           "read back); vs f32: the f32 step's time over this one's, same context, form, G and cache;\n"
+           "G4/G1: the G = 4 step's time over the G = 1 step's\n");
+    for (size_t ai = 0; ai < BENCH_N_ALGOS; ai++)
+        for (int cold = 1; cold >= 0; cold--)
+            attention_block(rep, ai, cold);
+    attention_summary(rep);
+}
+
+void bench_report_matvec(BenchReport *rep, size_t rows, size_t cols, size_t n_copies, const BenchMatvecRow *mv,
+                         size_t n, const char *openblas_missing)
+{
+    for (size_t i = 0; i < n; i++)
+        rep->wrong += (size_t)is_wrong(&mv[i].r);
+    const double ours = mv[0].r.seconds;
+    if (rep->out == OUT_TSV) {
+        char size[48];
+        snprintf(size, sizeof size, "%zux%zu", rows, cols);
+        for (size_t i = 0; i < n; i++)
+            tsv_row(rep, "matvec", mv[i].id, "-", "-", "cold", size, "f32", &mv[i].r, -1, -1,
+                    ours > 0 ? mv[i].r.seconds / ours : -1);
+        return;
+    }
+    char b[32], t[32];
+    printf("\n== 3. matvec: y = W x, W %zu x %zu f32 (%s), cold: %zu copies of W cycled\n", rows, cols,
+           human_bytes(b, sizeof b, (double)rows * cols * sizeof(float)), n_copies);
+    printf("%-40s %10s %7s %6s %13s %10s\n", "implementation", "time", "GB/s", "% bw", "max rel diff", "ours is");
+    for (size_t i = 0; i < n; i++) {
+        const BenchResult *r = &mv[i].r;
+        char speed[32];
+        snprintf(speed, sizeof speed, "%.2fx", r->seconds > 0 ? r->seconds / ours : 0);
+        printf("%-40.40s %10s %7.2f %5.0f%% %13.1e %10s%s\n", mv[i].name, fmt_time(t, sizeof t, r->seconds), gbps(r),
+               pct_bw(rep, r), r->max_rel_diff, i == 0 ? "-" : speed, is_wrong(r) ? "  WRONG" : "");
+    }
+    if (openblas_missing)
+        printf("OpenBLAS: not installed (%s)\n", openblas_missing);
+    printf("ours is: that row's time over %s's (2.00x: kvscope is twice as fast)\n", mv[0].name);
+}

@@ -1,0 +1,64 @@
+/* bench_report.h: how `kvscope bench` prints what it measured, as tables
+ * or as TSV (one row per measurement, one header row). */
+#ifndef KVSCOPE_REPORT_BENCH_REPORT_H
+#define KVSCOPE_REPORT_BENCH_REPORT_H
+
+#include <stddef.h>
+
+#include "report/out_format.h"
+#include "kernels/bench.h"
+
+#define BENCH_N_GROUPS 2
+#define BENCH_N_ALGOS 3
+extern const size_t bench_groups[BENCH_N_GROUPS];   /* 1, 4 query heads per KV head */
+extern const AttendAlgo bench_algos[BENCH_N_ALGOS]; /* flash first: the main figure */
+
+typedef struct {
+    OutFormat out;           /* OUT_TABLE or OUT_TSV */
+    const char *isa;         /* the kernel table measured */
+    const char *read_how;    /* how the bandwidth was read: "avx512 loop" */
+    const char *dot_how;     /* how the comparison read was made: "avx512 f32 dot" */
+    const char *isa_list;    /* every table this CPU runs, "ref, avx2, avx512" */
+    size_t reps;
+    int quick;
+    size_t llc;              /* bytes; 0 = unknown */
+    const char *llc_source;
+    size_t read_bytes;       /* the bandwidth buffer */
+    size_t pool_bytes;       /* each cold pool */
+    double bandwidth;        /* measured read bandwidth, bytes/s (0 until measured) */
+    size_t head_dim;
+    const size_t *contexts;
+    size_t n_contexts;
+    BenchResult *attn;       /* see bench_attn_at */
+    size_t wrong;            /* results found beyond BENCH_TOLERANCE */
+} BenchReport;
+
+/* The attention result for context index ci, format f, group index gi,
+ * form index ai (into bench_algos) and cold (0 warm, 1 cold). */
+static inline BenchResult *bench_attn_at(const BenchReport *rep, size_t ci, Format f, size_t gi, size_t ai, int cold)
+{
+    return &rep->attn[(((ci * FMT_COUNT + (size_t)f) * BENCH_N_GROUPS + gi) * BENCH_N_ALGOS + ai) * 2 +
+                      (size_t)cold];
+}
+
+/* What every table starts with (table) or the header row (tsv). */
+void bench_report_start(BenchReport *rep);
+/* Section 1: the read (r, whose rate becomes rep->bandwidth) and the same
+ * read through the f32 dot kernel (dot). */
+void bench_report_bandwidth(BenchReport *rep, const BenchResult *r, const BenchResult *dot);
+/* Section 2, once every rep->attn entry is measured. */
+void bench_report_attention(BenchReport *rep);
+
+typedef struct {
+    const char *name;  /* for the table: "kvscope avx512", "GSL CBLAS", ... */
+    const char *id;    /* for tsv: "kvscope-avx512", "gsl-cblas", "openblas" */
+    BenchResult r;
+} BenchMatvecRow;
+
+/* Section 3: rows[0] is kvscope's matvec on rep->isa, the one the others
+ * are compared with; openblas_missing names why OpenBLAS is absent (NULL
+ * when it was measured). */
+void bench_report_matvec(BenchReport *rep, size_t rows, size_t cols, size_t n_copies, const BenchMatvecRow *mv,
+                         size_t n, const char *openblas_missing);
+
+#endif

@@ -1,0 +1,129 @@
+#include "report/run_report.h"
+#include "util/human.h"
+
+#include <inttypes.h>
+
+static const char *phase_name(Phase p)
+{
+    return p == PHASE_PREFILL ? "prefill" : "decode";
+}
+
+void report_header(FILE *f, OutFormat fmt)
+{
+    if (fmt == OUT_TABLE)
+        fprintf(f, "%-8s %4s %-7s %6s %6s %11s %13s %13s %13s %11s %11s %11s %9s %6s\n", "run", "step", "phase",
+                "proj", "cache", "attention", "proj FLOPs", "attn FLOPs", "total FLOPs", "weights B", "kv read B",
+                "kv write B", "time ms", "token");
+    else if (fmt == OUT_TSV)
+        fprintf(f, "run\tstep\tphase\ttokens_projected\tcache_len\tattn_q\tattn_k\tproj_flops\tattn_flops\t"
+                   "ffn_flops\ttotal_flops\tweight_bytes_read\tkv_bytes_read\tkv_bytes_written\tallocations\t"
+                   "bytes_copied\tcache_bytes_used\tcache_bytes_reserved\tseconds\ttoken\n");
+}
+
+json_t *report_counters_json(const Counters *c)
+{
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
+                     "tokens_projected", (json_int_t)c->tokens_projected, "flops_q", (json_int_t)c->flops_q,
+                     "flops_k", (json_int_t)c->flops_k, "flops_v", (json_int_t)c->flops_v, "flops_o",
+                     (json_int_t)c->flops_o, "flops_qk", (json_int_t)c->flops_qk, "flops_av",
+                     (json_int_t)c->flops_av, "flops_softmax", (json_int_t)c->flops_softmax, "flops_ffn",
+                     (json_int_t)c->flops_ffn, "flops_other", (json_int_t)c->flops_other, "weight_bytes_read",
+                     (json_int_t)c->weight_bytes_read, "kv_bytes_read", (json_int_t)c->kv_bytes_read,
+                     "kv_bytes_written", (json_int_t)c->kv_bytes_written, "allocations",
+                     (json_int_t)c->allocations, "bytes_copied", (json_int_t)c->bytes_copied, "cache_bytes_used",
+                     (json_int_t)c->cache_bytes_used, "seconds", c->seconds);
+}
+
+void report_step(FILE *f, OutFormat fmt, const StepRow *row, json_t *steps_json)
+{
+    const StepReport *r = &row->rep;
+    const Counters *c = &r->ctr;
+    size_t cache_len = r->context; /* rows per sequence after the pass */
+    if (fmt == OUT_TABLE) {
+        char shape[32], tok[16] = "-";
+        snprintf(shape, sizeof shape, "%zux%zu", r->n_new, r->context);
+        if (row->sampled0 >= 0)
+            snprintf(tok, sizeof tok, "%d", row->sampled0);
+        fprintf(f, "%-8s %4zu %-7s %6" PRIu64 " %6zu %11s %13" PRIu64 " %13" PRIu64 " %13" PRIu64 " %11" PRIu64
+                   " %11" PRIu64 " %11" PRIu64 " %9.3f %6s\n",
+                row->run, r->step, phase_name(r->phase), c->tokens_projected / row->n_seqs, cache_len, shape,
+                counters_proj_flops(c), counters_attn_flops(c), counters_total_flops(c), c->weight_bytes_read,
+                c->kv_bytes_read, c->kv_bytes_written, c->seconds * 1e3, tok);
+    } else if (fmt == OUT_TSV) {
+        fprintf(f,
+                "%s\t%zu\t%s\t%" PRIu64 "\t%zu\t%zu\t%zu\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
+                "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
+                "\t%.9f\t%d\n",
+                row->run, r->step, phase_name(r->phase), c->tokens_projected / row->n_seqs, cache_len, r->n_new,
+                r->context, counters_proj_flops(c), counters_attn_flops(c), c->flops_ffn, counters_total_flops(c),
+                c->weight_bytes_read, c->kv_bytes_read, c->kv_bytes_written, c->allocations, c->bytes_copied,
+                c->cache_bytes_used, c->cache_bytes_reserved, c->seconds, row->sampled0);
+    } else if (steps_json) {
+        json_t *o = json_pack("{s:s, s:I, s:s, s:I, s:I, s:[I,I], s:o}", "run", row->run, "step",
+                              (json_int_t)r->step, "phase", phase_name(r->phase), "tokens_projected_per_seq",
+                              (json_int_t)(c->tokens_projected / row->n_seqs), "cache_len", (json_int_t)cache_len,
+                              "attention_shape", (json_int_t)r->n_new, (json_int_t)r->context, "counters",
+                              report_counters_json(c));
+        if (row->sampled0 >= 0)
+            json_object_set_new(o, "token", json_integer(row->sampled0));
+        json_array_append_new(steps_json, o);
+    }
+}
+
+void report_totals(FILE *f, OutFormat fmt, const char *run, const Counters *t, json_t *obj)
+{
+    if (fmt == OUT_JSON) {
+        json_object_set_new(obj, run, report_counters_json(t));
+        return;
+    }
+    if (fmt != OUT_TABLE)
+        return;
+    char used[32], reserved[32], copied[32];
+    fprintf(f, "%s totals: %" PRIu64 " token rows projected, %" PRIu64 " FLOPs (projections %" PRIu64
+               ", attention %" PRIu64 ", FFN %" PRIu64 "), %.3f ms\n",
+            run, t->tokens_projected, counters_total_flops(t), counters_proj_flops(t), counters_attn_flops(t),
+            t->flops_ffn, t->seconds * 1e3);
+    fprintf(f, "%s bytes: weights read %" PRIu64 ", K/V read %" PRIu64 ", K/V written %" PRIu64 "\n", run,
+            t->weight_bytes_read, t->kv_bytes_read, t->kv_bytes_written);
+    if (t->cache_bytes_reserved)
+        fprintf(f, "%s cache: %s used, %s reserved; %" PRIu64 " allocations, %s copied by reallocation\n", run,
+                human_bytes(used, sizeof used, (double)t->cache_bytes_used),
+                human_bytes(reserved, sizeof reserved, (double)t->cache_bytes_reserved), t->allocations,
+                human_bytes(copied, sizeof copied, (double)t->bytes_copied));
+}
+
+void report_pages(FILE *f, OutFormat fmt, const KvCache *cache, json_t *root)
+{
+    KvStats st;
+    kv_stats(cache, &st);
+    if (!st.page_rows)
+        return;
+    if (fmt == OUT_JSON && root) {
+        json_object_set_new(root, "pages",
+                            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I}",
+                                      "page_rows",
+                                      (json_int_t)st.page_rows, "total", (json_int_t)st.pages_total, "used",
+                                      (json_int_t)st.pages_used, "free", (json_int_t)st.pages_free, "cached",
+                                      (json_int_t)st.pages_cached, "shared", (json_int_t)st.pages_shared,
+                                      "waste_rows", (json_int_t)st.waste_rows, "prefix_hits",
+                                      (json_int_t)st.prefix_hits, "cow_copies", (json_int_t)st.cow_copies,
+                                      "evictions", (json_int_t)st.evictions, "sparse_on", st.sparse_on,
+                                      "pages_dropped", (json_int_t)st.pages_dropped, "bytes_saved",
+                                      (json_int_t)st.bytes_saved));
+        return;
+    }
+    if (fmt != OUT_TABLE)
+        return;
+    fprintf(f, "pages: %zu used of %zu (%zu rows each), %zu free, %zu cached; %zu shared, %zu prefix hits, "
+               "%zu copied on write; %zu empty slots in last pages\n",
+            st.pages_used, st.pages_total, st.page_rows, st.pages_free, st.pages_cached, st.pages_shared,
+            st.prefix_hits, st.cow_copies, st.waste_rows);
+    if (st.prefix_hits)
+        fprintf(f, "prefix sharing: only full pages are shared; %zu page(s) mapped instead of written\n",
+                st.prefix_hits);
+    if (st.pages_dropped) {
+        char saved[32];
+        fprintf(f, "block-sparse: %s; %zu pages attended, %zu dropped, %s saved\n", st.sparse_on ? "on" : "off",
+                st.pages_active, st.pages_dropped, human_bytes(saved, sizeof saved, (double)st.bytes_saved));
+    }
+}

@@ -1,0 +1,179 @@
+#include "sim/setup.h"
+
+#include <gsl/gsl_rng.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/human.h"
+#include "util/parse.h"
+#include "util/sysmem.h"
+
+/* With --shared the vocabulary is capped so that a real model's shape fits:
+ * a 128k vocabulary alone is 2 GB of f32 embeddings. */
+#define SHARED_VOCAB_CAP 4096
+
+int setup_load_config(const ModelOpts *mo, Config *cfg, Err *e)
+{
+    if (config_load(cfg, mo->model, e) < 0)
+        return -1;
+    if (mo->shared) {
+        cfg->shared_layers = 1;
+        if (cfg->vocab > SHARED_VOCAB_CAP)
+            cfg->vocab = SHARED_VOCAB_CAP;
+    }
+    for (size_t i = 0; i < mo->n_sets; i++) {
+        char key[64];
+        const char *eq = strchr(mo->sets[i], '=');
+        size_t len = (size_t)(eq - mo->sets[i]);
+        if (len == 0 || len >= sizeof key)
+            return err_set(e, ERR_USAGE, "--set: '%s' has no usable key", mo->sets[i]);
+        memcpy(key, mo->sets[i], len);
+        key[len] = '\0';
+        if (config_set(cfg, key, eq + 1, e) < 0)
+            return err_wrap(e, "--set");
+    }
+    return config_validate(cfg, e);
+}
+
+int setup_check_memory(size_t bytes, const char *what, Err *e)
+{
+    size_t have = sysmem_physical_bytes();
+    if (have && bytes > have) {
+        char need_s[32], have_s[32];
+        return err_set(e, ERR_USAGE, "%s needs %s but this machine has %s (try --shared, a smaller "
+                       "--set max_seq_len, or `kvscope calc`)",
+                       what, human_bytes(need_s, sizeof need_s, (double)bytes),
+                       human_bytes(have_s, sizeof have_s, (double)have));
+    }
+    return 0;
+}
+
+int setup_load_model(const ModelOpts *mo, size_t extra_bytes, Model *m, Err *e)
+{
+    Config cfg;
+    if (setup_load_config(mo, &cfg, e) < 0)
+        return -1;
+    const Kernels *k = kernels_select(mo->isa, e);
+    if (!k)
+        return -1;
+    char what[128];
+    snprintf(what, sizeof what, "model '%s' (weights, cache and activations)", cfg.name);
+    if (setup_check_memory(model_param_floats(&cfg) * sizeof(float) + extra_bytes, what, e) < 0)
+        return -1;
+    return model_init(m, &cfg, k, e);
+}
+
+/* "1,2,3" into ids (at most cap); each must be a whole number. */
+static int parse_ids(const char *text, int *ids, size_t cap, size_t *n, Err *e)
+{
+    char buf[32];
+    *n = 0;
+    const char *p = text;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == 0 || len >= sizeof buf)
+            return err_set(e, ERR_USAGE, "--prompt: '%s' is not a comma-separated list of token ids", text);
+        memcpy(buf, p, len);
+        buf[len] = '\0';
+        size_t v;
+        if (parse_size0(buf, "--prompt token id", &v, e) < 0)
+            return -1;
+        if (v > 0x7fffffff)
+            return err_set(e, ERR_USAGE, "--prompt: token id %s is too large", buf);
+        if (*n == cap)
+            return err_set(e, ERR_USAGE, "--prompt: more than %zu tokens", cap);
+        ids[(*n)++] = (int)v;
+        p += len + (comma ? 1 : 0);
+        if (comma && !*p)
+            return err_set(e, ERR_USAGE, "--prompt: '%s' ends with a comma", text);
+    }
+    if (*n == 0)
+        return err_set(e, ERR_USAGE, "--prompt: no token ids given");
+    return 0;
+}
+
+/* Explicit prompts: "a,b;c,d" -> rows of equal length. */
+static int parse_prompts(const char *text, size_t want_batch, int **out, size_t *batch, size_t *len, Err *e)
+{
+    size_t n_rows = 1;
+    for (const char *p = text; *p; p++)
+        n_rows += (*p == ';');
+    size_t cap = strlen(text) / 2 + 1;
+    int *ids = malloc(n_rows * cap * sizeof(int));
+    char *copy = strdup(text);
+    if (!ids || !copy) {
+        free(ids);
+        free(copy);
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    }
+    size_t row = 0, row_len = 0;
+    char *save = NULL;
+    for (char *part = strtok_r(copy, ";", &save); part; part = strtok_r(NULL, ";", &save), row++) {
+        size_t n;
+        if (parse_ids(part, ids + row * cap, cap, &n, e) < 0 ||
+            (row > 0 && n != row_len && err_set(e, ERR_USAGE, "--prompt: prompts differ in length (%zu vs %zu); "
+                                                "a batch needs equal lengths", row_len, n) < 0)) {
+            free(ids);
+            free(copy);
+            return -1;
+        }
+        row_len = n;
+    }
+    free(copy);
+    if (row != n_rows) {
+        free(ids);
+        return err_set(e, ERR_USAGE, "--prompt: '%s' has an empty prompt", text);
+    }
+    if (want_batch > 1 && n_rows > 1 && want_batch != n_rows) {
+        free(ids);
+        return err_set(e, ERR_USAGE, "--batch %zu but --prompt holds %zu prompts", want_batch, n_rows);
+    }
+    *batch = n_rows > 1 ? n_rows : want_batch;
+    *len = row_len;
+    int *packed = malloc(*batch * row_len * sizeof(int));
+    if (!packed) {
+        free(ids);
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    }
+    for (size_t b = 0; b < *batch; b++)
+        memcpy(packed + b * row_len, ids + (n_rows > 1 ? b : 0) * cap, row_len * sizeof(int));
+    free(ids);
+    *out = packed;
+    return 0;
+}
+
+int setup_make_prompt(const PromptOpts *po, const Config *cfg, int **out, size_t *batch, size_t *len, Err *e)
+{
+    size_t want_batch = po->batch ? po->batch : 1;
+    if (po->ids) {
+        if (parse_prompts(po->ids, want_batch, out, batch, len, e) < 0)
+            return -1;
+        for (size_t i = 0; i < *batch * *len; i++)
+            if ((size_t)(*out)[i] >= cfg->vocab) {
+                int bad_id = (*out)[i];
+                free(*out);
+                *out = NULL;
+                return err_set(e, ERR_USAGE, "--prompt: token id %d is outside model '%s''s vocabulary 0..%zu",
+                               bad_id, cfg->name, cfg->vocab - 1);
+            }
+        return 0;
+    }
+    *batch = want_batch;
+    *len = po->len ? po->len : 8;
+    *out = malloc(*batch * *len * sizeof(int));
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!*out || !rng) {
+        free(*out);
+        *out = NULL;
+        if (rng)
+            gsl_rng_free(rng);
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    }
+    gsl_rng_set(rng, (unsigned long)(po->seed ? po->seed : 1));
+    for (size_t i = 0; i < *batch * *len; i++)
+        (*out)[i] = (int)gsl_rng_uniform_int(rng, cfg->vocab);
+    gsl_rng_free(rng);
+    return 0;
+}

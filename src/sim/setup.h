@@ -1,0 +1,45 @@
+/* setup.h: a model and a prompt from what a user asked for: the model
+ * options every command shares (--model, --set, --shared, --isa) and the
+ * prompt options (--prompt, --prompt-len, --batch, --prompt-seed), turned
+ * into a validated Config, loaded weights and token ids. The commands parse
+ * the words (app/cli.c); the plot makers fill the same structs in code. */
+#ifndef KVSCOPE_SIM_SETUP_H
+#define KVSCOPE_SIM_SETUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/model.h"
+#include "util/err.h"
+
+/* The options that choose and shape a model. */
+typedef struct {
+    const char *model;  /* name in data/models, or an .ini path; default set by the command */
+    const char *isa;    /* kernels: ref, auto (NULL = auto) */
+    const char *sets[32];
+    size_t n_sets;
+    int shared;         /* --shared: one set of layer weights for all layers, vocab capped */
+} ModelOpts;
+
+/* The prompt: explicit ids ("1,2,3", or "1,2;3,4" for a batch of two), or a
+ * length of seeded random ids (a different prompt per sequence). */
+typedef struct {
+    const char *ids;    /* --prompt */
+    size_t len;         /* --prompt-len (used when ids is NULL) */
+    size_t batch;       /* --batch; with ids, a single prompt is repeated */
+    uint64_t seed;      /* --prompt-seed */
+} PromptOpts;
+
+/* Load and validate the config the options name (with --set applied). */
+int setup_load_config(const ModelOpts *mo, Config *cfg, Err *e);
+
+/* Fail (ERR_USAGE) when `bytes` of `what` exceed this machine's memory. */
+int setup_check_memory(size_t bytes, const char *what, Err *e);
+
+/* Config, memory check (weights + extra_bytes) and weights, in one go. */
+int setup_load_model(const ModelOpts *mo, size_t extra_bytes, Model *m, Err *e);
+
+/* Build the prompts: *out is [*batch][*len] ids below cfg->vocab (caller frees). */
+int setup_make_prompt(const PromptOpts *po, const Config *cfg, int **out, size_t *batch, size_t *len, Err *e);
+
+#endif
