@@ -1,8 +1,7 @@
-/* run_beam.c: `kvscope run --model encdec --beams W`: beam search over an
- * encoder-decoder (seed 003) with the self-attention cache the user names
- * and one shared cross-attention cache, without a cache, or both; a row per
- * step, the hypotheses, and the memory per beam beside the seed's estimate. */
-#include "app/run_beam.h"
+/* beam_report.c: what `kvscope run` prints of a beam search (beam_report.h):
+ * a row per step, the hypotheses, the memory per beam beside seed 003's
+ * estimate, what the run measured, and the cached/uncached comparison. */
+#include "report/beam_report.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -12,34 +11,15 @@
 #include <string.h>
 
 #include "report/run_report.h"
+#include "util/human.h"
 #include "kv/cache.h"
 #include "model/beam.h"
 #include "model/encdec.h"
 
-/* Largest score difference accepted between cached and uncached f32 runs. */
-#define SCORE_TOL 1e-5
-
 /* The width the seed's memory estimate is worked for ("beam_width=8"). */
 #define SEED_WIDTH 8
 
-const char run_beam_help[] =
-    "  --beams W           beam search of width W (encoder-decoder models, e.g. --model encdec;\n"
-    "                      default 1): the source is encoded once, its cross-attention K/V are\n"
-    "                      computed once and shared by every beam; each beam's self-attention\n"
-    "                      rows are a sequence of --cache (paged: forks share pages)\n"
-    "  --src-len N         source tokens (default: the model's src_len); --prompt gives the\n"
-    "                      source ids themselves\n"
-    "  --alpha A           length normalisation: score = sum log p / len^A (default 1)\n"
-    "  (--tokens N is then the most target tokens, default the model's max_seq_len)\n";
-
-typedef struct {
-    const char *label;
-    OutFormat fmt;
-    size_t src_len;
-    json_t *steps;
-} Sink;
-
-static void step_header(OutFormat fmt)
+void beam_report_step_header(OutFormat fmt)
 {
     if (fmt == OUT_TABLE)
         printf("%-8s %4s %5s %4s %5s %13s %11s %10s %7s %5s %5s %10s %5s %6s %4s %11s %4s %8s %4s %5s\n", "run",
@@ -51,9 +31,9 @@ static void step_header(OutFormat fmt)
                "cross_refs\tseconds\tfinished\tbest_token\n");
 }
 
-static int on_step(void *user, const BeamStep *st)
+int beam_report_step(void *user, const BeamStep *st)
 {
-    Sink *k = user;
+    BeamSink *k = user;
     const Counters *c = &st->ctr;
     int best = st->n_kept ? st->token[0] : -1;
     char tok[16] = "-";
@@ -100,7 +80,7 @@ static const char *dec_bytes(char *buf, size_t cap, double b)
     return buf;
 }
 
-static void print_hyps(const char *run, const BeamResult *r, double alpha)
+void beam_report_hyps(const char *run, const BeamResult *r, double alpha)
 {
     printf("hypotheses, %s (best first; score = log p / len^%g):\n", run, alpha);
     printf("  %2s %10s %10s %4s %-4s %s\n", "#", "score", "log p", "len", "end", "tokens");
@@ -113,7 +93,7 @@ static void print_hyps(const char *run, const BeamResult *r, double alpha)
     }
 }
 
-static json_t *hyps_json(const BeamResult *r)
+json_t *beam_report_hyps_json(const BeamResult *r)
 {
     json_t *a = json_array();
     for (size_t i = 0; i < r->n; i++) {
@@ -128,7 +108,7 @@ static json_t *hyps_json(const BeamResult *r)
 }
 
 /* The seed's estimate recomputed from the config, and kvscope's sharing. */
-static int print_memory(const Config *c, size_t width, json_t *root, OutFormat fmt, Err *e)
+int beam_report_memory(const Config *c, size_t width, json_t *root, OutFormat fmt, Err *e)
 {
     EncDecMemory mem, mem8;
     if (encdec_memory(c, c->max_seq_len, width, &mem, e) < 0 ||
@@ -167,7 +147,7 @@ static int print_memory(const Config *c, size_t width, json_t *root, OutFormat f
 }
 
 /* What this run measured: memory per beam, sharing, copies. */
-static void print_measured(const KvCache *self, const BeamResult *r, json_t *root, OutFormat fmt)
+void beam_report_measured(const KvCache *self, const BeamResult *r, json_t *root, OutFormat fmt)
 {
     KvStats st = r->kv;
     size_t beams = r->beams_last ? r->beams_last : 1;
@@ -210,74 +190,9 @@ static void print_measured(const KvCache *self, const BeamResult *r, json_t *roo
                r->forks, r->drops, r->total.bytes_copied, self->ops->name);
 }
 
-/* The first hypothesis whose tokens or end differ between a and b, or n
- * when none does (then a->n == b->n == n); *worst gets the largest score or
- * log-probability difference over the hypotheses compared. */
-static size_t first_different(const BeamResult *a, const BeamResult *b, double *worst)
-{
-    size_t n = a->n < b->n ? a->n : b->n;
-    *worst = 0;
-    for (size_t i = 0; i < n; i++) {
-        const Hypothesis *x = &a->hyps[i], *y = &b->hyps[i];
-        if (x->len != y->len || x->finished != y->finished ||
-            memcmp(x->tokens, y->tokens, x->len * sizeof *x->tokens) != 0)
-            return i;
-        *worst = fmax(*worst, fmax(fabs(x->score - y->score), fabs(x->logp - y->logp)));
-    }
-    return a->n == b->n ? a->n : n;
-}
 
-/* The source: --prompt ids, or src_len seeded random ids. */
-static int make_source(const BeamRunArgs *a, Config *cfg, int **src, Err *e)
-{
-    const PromptOpts *po = a->po;
-    if (po->len)
-        return err_set(e, ERR_USAGE, "run: --prompt-len is for decoder-only models; an encoder-decoder's "
-                       "source length is --src-len");
-    if (po->batch > 1)
-        return err_set(e, ERR_USAGE, "run: beam search reads one source; --batch is for decoder-only models");
-    PromptOpts p = *po;
-    if (!p.ids) {
-        if (a->src_len)
-            cfg->src_len = a->src_len;
-        p.len = cfg->src_len;
-    }
-    size_t batch, len;
-    if (setup_make_prompt(&p, cfg, src, &batch, &len, e) < 0)
-        return -1;
-    if (batch != 1) {
-        free(*src);
-        *src = NULL;
-        return err_set(e, ERR_USAGE, "run: beam search reads one source; --prompt holds %zu", batch);
-    }
-    if (p.ids && a->src_len && a->src_len != len) {
-        free(*src);
-        *src = NULL;
-        return err_set(e, ERR_USAGE, "run: --src-len %zu but --prompt holds %zu source tokens", a->src_len, len);
-    }
-    cfg->src_len = len;
-    if (config_validate(cfg, e) < 0) {
-        free(*src);
-        *src = NULL;
-        return -1;
-    }
-    return 0;
-}
-
-static int refuse(const BeamRunArgs *a, const Config *cfg, Err *e)
-{
-    if (cfg->architecture != ARCH_ENCDEC)
-        return err_set(e, ERR_USAGE, "run: model '%s' is decoder-only; --beams and --src-len apply to an "
-                       "encoder-decoder (e.g. --model encdec)", cfg->name);
-    const char *bad = a->chunk ? "--chunk" : a->temperature > 0 ? "--temperature" : a->top_k ? "--top-k"
-                      : a->bugs ? "--bug" : NULL;
-    if (bad)
-        return err_set(e, ERR_USAGE, "run: %s applies to decoder-only models (beam search over model '%s' is "
-                       "deterministic: no prefill chunks, no sampling, no pitfalls)", bad, cfg->name);
-    return 0;
-}
-
-static void print_header(const Model *m, const BeamRunArgs *a, const BeamOptions *bo, const int *src)
+void beam_report_header(const Model *m, const int *src, const BeamOptions *bo, const PromptOpts *po,
+                        const char *cache_spec)
 {
     const Config *c = &m->cfg;
     printf("model %s: encoder-decoder, encoder %zu layers, decoder %zu layers, d_model %zu, %zu heads, %zu KV heads, "
@@ -285,9 +200,9 @@ static void print_header(const Model *m, const BeamRunArgs *a, const BeamOptions
            c->name, c->encoder_layers, c->n_layers, c->d_model, c->n_heads, c->n_kv_heads, c->head_dim, c->ffn_dim,
            c->vocab, c->src_len, c->max_seq_len);
     printf("weights: %s; kernels: %s; attention: %s\n", m->source, m->kern->isa, attend_algo_name(m->attend));
-    printf("source: %zu tokens (%s", c->src_len, a->po->ids ? "given" : "random ids, gsl mt19937");
-    if (!a->po->ids)
-        printf(", prompt seed %" PRIu64, a->po->seed ? a->po->seed : 1);
+    printf("source: %zu tokens (%s", c->src_len, po->ids ? "given" : "random ids, gsl mt19937");
+    if (!po->ids)
+        printf(", prompt seed %" PRIu64, po->seed ? po->seed : 1);
     printf("), starting");
     for (size_t i = 0; i < c->src_len && i < 8; i++)
         printf(" %d", src[i]);
@@ -298,180 +213,66 @@ static void print_header(const Model *m, const BeamRunArgs *a, const BeamOptions
         printf("none\n");
     printf("beam search: width %zu, up to %zu tokens, score = sum log p / len^%g, stops when %zu hypotheses end\n",
            bo->width, bo->max_len, bo->alpha, bo->width);
-    if (a->no_cache)
+    if (!cache_spec)
         printf("cache: none (every step re-runs each beam's target and recomputes the cross K/V)\n");
     else
         printf("self-attention cache: %s, one sequence per beam; cross-attention cache: contiguous f32, computed "
-               "once, shared by every beam\n", a->cache_spec);
+               "once, shared by every beam\n", cache_spec);
 }
 
-int run_beam(const BeamRunArgs *a, const Config *cfg_in)
+void beam_report_totals(OutFormat fmt, const BeamResult *cached, const BeamResult *uncached, size_t n_layers,
+                        json_t *root)
 {
-    Err e = { 0 };
-    Config cfg = *cfg_in;
-    int *src = NULL;
-    if (refuse(a, &cfg, &e) < 0 || make_source(a, &cfg, &src, &e) < 0)
-        return cli_fail(&e);
-    BeamOptions bo = { .width = a->beams ? a->beams : 1, .max_len = a->tokens ? a->tokens : cfg.max_seq_len,
-                       .alpha = a->alpha };
-    if (bo.max_len > cfg.max_seq_len) {
-        free(src);
-        err_set(&e, ERR_USAGE, "run: --tokens %zu; model '%s' decodes at most max_seq_len = %zu target tokens",
-                bo.max_len, cfg.name, cfg.max_seq_len);
-        return cli_fail(&e);
-    }
-    if (bo.width > 4096 || !(bo.alpha >= 0 && bo.alpha <= 10)) {
-        free(src);
-        if (bo.width > 4096)
-            err_set(&e, ERR_USAGE, "--beams: %zu is beyond kvscope's limit of 4096", bo.width);
-        else
-            err_set(&e, ERR_USAGE, "--alpha: must be 0 to 10, got %g", bo.alpha);
-        return cli_fail(&e);
-    }
-
-    Model m;
-    KvCache *self = NULL;
-    const Kernels *k = kernels_select(a->mo->isa, &e);
-    char what[128];
-    snprintf(what, sizeof what, "model '%s' (weights)", cfg.name);
-    if (!k || setup_check_memory(model_param_floats(&cfg) * sizeof(float), what, &e) < 0 ||
-        model_init(&m, &cfg, k, &e) < 0) {
-        free(src);
-        return cli_fail(&e);
-    }
-    m.attend = a->attend;
-    if (!a->no_cache) { /* before printing anything: a bad spec is one clean line */
-        KvGeometry geo = encdec_self_geometry(&m, bo.width);
-        self = kv_open(a->cache_spec, &geo, &e);
-        if (!self) {
-            free(src);
-            model_free(&m);
-            return cli_fail(&e);
-        }
-    }
-
-    int rc = EXIT_OK;
-    BeamResult rc_res = { 0 }, ru_res = { 0 };
-    json_t *root = a->fmt == OUT_JSON ? json_object() : NULL, *steps = root ? json_array() : NULL;
-    Sink sc = { "cached", a->fmt, cfg.src_len, steps }, su = { "uncached", a->fmt, cfg.src_len, steps };
-    if (root) {
-        json_object_set_new(root, "model", json_string(cfg.name));
-        json_object_set_new(root, "architecture", json_string("encdec"));
-        json_object_set_new(root, "weights", json_string(m.source));
-        json_object_set_new(root, "kernels", json_string(m.kern->isa));
-        json_object_set_new(root, "attention", json_string(attend_algo_name(m.attend)));
-        json_object_set_new(root, "cache", json_string(a->no_cache ? "none" : a->cache_spec));
-        json_object_set_new(root, "beams", json_integer((json_int_t)bo.width));
-        json_object_set_new(root, "src_len", json_integer((json_int_t)cfg.src_len));
-        json_object_set_new(root, "max_len", json_integer((json_int_t)bo.max_len));
-        json_object_set_new(root, "alpha", json_real(bo.alpha));
-        json_object_set_new(root, "steps", steps);
-    }
-    if (a->fmt == OUT_TABLE)
-        print_header(&m, a, &bo, src);
-    step_header(a->fmt);
-
-    int run_cached = !a->no_cache, run_uncached = a->no_cache || a->compare;
-    if ((run_cached && beam_search(&m, src, self, &bo, &rc_res, on_step, &sc, &e) < 0) ||
-        (run_uncached && beam_search(&m, src, NULL, &bo, &ru_res, on_step, &su, &e) < 0)) {
-        fflush(stdout);
-        rc = cli_fail(&e);
-        goto done;
-    }
-
     json_t *totals = root ? json_object() : NULL;
-    if (run_cached) {
-        /* the cache's memory and copies are reported below, per beam: the
-         * generic line would call fork copies "reallocation" */
-        Counters t = rc_res.total;
+    if (cached) {
+        /* the cache's memory and copies are reported per beam (beam_report_measured):
+         * the generic line would call fork copies "reallocation" */
+        Counters t = cached->total;
         t.cache_bytes_reserved = 0;
-        report_totals(stdout, a->fmt, "cached", &t, totals);
-        if (a->fmt == OUT_TABLE)
+        report_totals(stdout, fmt, "cached", &t, totals);
+        if (fmt == OUT_TABLE)
             printf("cached encoder: %" PRIu64 " FLOPs, run once; the cross K/V of %zu layers computed from it "
-                   "once\n", counters_total_flops(&rc_res.encoder), cfg.n_layers);
+                   "once\n", counters_total_flops(&cached->encoder), n_layers);
     }
-    if (run_uncached) {
-        report_totals(stdout, a->fmt, "uncached", &ru_res.total, totals);
-        if (a->fmt == OUT_TABLE)
+    if (uncached) {
+        report_totals(stdout, fmt, "uncached", &uncached->total, totals);
+        if (fmt == OUT_TABLE)
             printf("uncached encoder: %" PRIu64 " FLOPs, run once; the cross K/V recomputed by every beam at every "
                    "step (%" PRIu64 " memory rows projected)\n",
-                   counters_total_flops(&ru_res.encoder), ru_res.cross_kv_rows);
+                   counters_total_flops(&uncached->encoder), uncached->cross_kv_rows);
     }
     if (root)
         json_object_set_new(root, "totals", totals);
-    if (run_cached)
-        report_pages(stdout, a->fmt, self, root);
-    if (a->fmt == OUT_TABLE) {
-        if (run_cached)
-            print_hyps("cached", &rc_res, bo.alpha);
-        if (run_uncached && !run_cached)
-            print_hyps("uncached", &ru_res, bo.alpha);
-    } else if (root) {
-        json_t *h = json_object();
-        if (run_cached)
-            json_object_set_new(h, "cached", hyps_json(&rc_res));
-        if (run_uncached)
-            json_object_set_new(h, "uncached", hyps_json(&ru_res));
-        json_object_set_new(root, "hypotheses", h);
-    }
-    if (print_memory(&cfg, bo.width, root, a->fmt, &e) < 0) {
-        rc = cli_fail(&e);
-        goto done;
-    }
-    if (run_cached)
-        print_measured(self, &rc_res, root, a->fmt);
+}
 
-    if (a->compare) {
-        double worst;
-        size_t diff = first_different(&rc_res, &ru_res, &worst);
-        int same = diff == rc_res.n && rc_res.n == ru_res.n;
-        double flop_ratio = (double)counters_total_flops(&ru_res.total) / (double)counters_total_flops(&rc_res.total);
-        int exact = self->k_fmt == FMT_F32 && self->v_fmt == FMT_F32;
-        if (a->fmt == OUT_TABLE) {
-            if (same)
-                printf("beams identical: yes (%zu hypotheses: same tokens, same ends)\n", rc_res.n);
-            else
-                printf("beams identical: NO, from hypothesis %zu on (cached %zu, uncached %zu hypotheses)\n",
-                       diff + 1, rc_res.n, ru_res.n);
-            printf("max score difference: %.3g (tolerance %.0e)%s\n", worst, SCORE_TOL,
-                   same ? "" : ", over the hypotheses that agree");
-            printf("cross K/V memory rows projected: cached %" PRIu64 " (once), uncached %" PRIu64 "\n",
-                   rc_res.cross_kv_rows, ru_res.cross_kv_rows);
-            printf("FLOPs: cached %" PRIu64 ", uncached %" PRIu64 " (%.2fx)\n", counters_total_flops(&rc_res.total),
-                   counters_total_flops(&ru_res.total), flop_ratio);
-            printf("measured time: cached %.3f ms, uncached %.3f ms\n", rc_res.total.seconds * 1e3,
-                   ru_res.total.seconds * 1e3);
-            if (!exact)
-                printf("(a lossy cache: these differences are its quantization error, not a fault)\n");
-        } else if (root) {
-            json_object_set_new(root, "compare",
-                                json_pack("{s:b, s:f, s:f, s:I, s:I, s:f}", "beams_identical", same,
-                                          "max_score_diff", worst, "tolerance", SCORE_TOL, "cross_kv_rows_cached",
-                                          (json_int_t)rc_res.cross_kv_rows, "cross_kv_rows_uncached",
-                                          (json_int_t)ru_res.cross_kv_rows, "flop_ratio", flop_ratio));
-        }
-        if (exact && (!same || worst > SCORE_TOL)) {
-            if (root)
-                json_dumpf(root, stdout, JSON_INDENT(2)), printf("\n");
-            fflush(stdout);
-            err_set(&e, ERR_RUNTIME, "cached and uncached beam search differ (%s; score difference %.3g)",
-                    same ? "same beams" : "different beams", worst);
-            rc = cli_fail(&e);
-            json_decref(root);
-            root = NULL;
-            goto done;
-        }
-    }
+void beam_report_compare(OutFormat fmt, const BeamResult *cached, const BeamResult *uncached, size_t first_diff,
+                         double worst, double tolerance, int exact, json_t *root)
+{
+    int same = first_diff == cached->n && cached->n == uncached->n;
+    double flop_ratio = (double)counters_total_flops(&uncached->total) / (double)counters_total_flops(&cached->total);
     if (root) {
-        json_dumpf(root, stdout, JSON_INDENT(2));
-        printf("\n");
+        json_object_set_new(root, "compare",
+                            json_pack("{s:b, s:f, s:f, s:I, s:I, s:f}", "beams_identical", same, "max_score_diff",
+                                      worst, "tolerance", tolerance, "cross_kv_rows_cached",
+                                      (json_int_t)cached->cross_kv_rows, "cross_kv_rows_uncached",
+                                      (json_int_t)uncached->cross_kv_rows, "flop_ratio", flop_ratio));
+        return;
     }
-done:
-    json_decref(root);
-    beam_result_free(&rc_res);
-    beam_result_free(&ru_res);
-    kv_free(self);
-    free(src);
-    model_free(&m);
-    return rc;
+    if (fmt != OUT_TABLE)
+        return;
+    if (same)
+        printf("beams identical: yes (%zu hypotheses: same tokens, same ends)\n", cached->n);
+    else
+        printf("beams identical: NO, from hypothesis %zu on (cached %zu, uncached %zu hypotheses)\n", first_diff + 1,
+               cached->n, uncached->n);
+    printf("max score difference: %.3g (tolerance %.0e)%s\n", worst, tolerance,
+           same ? "" : ", over the hypotheses that agree");
+    printf("cross K/V memory rows projected: cached %" PRIu64 " (once), uncached %" PRIu64 "\n",
+           cached->cross_kv_rows, uncached->cross_kv_rows);
+    printf("FLOPs: cached %" PRIu64 ", uncached %" PRIu64 " (%.2fx)\n", counters_total_flops(&cached->total),
+           counters_total_flops(&uncached->total), flop_ratio);
+    printf("measured time: cached %.3f ms, uncached %.3f ms\n", cached->total.seconds * 1e3,
+           uncached->total.seconds * 1e3);
+    if (!exact)
+        printf("(a lossy cache: these differences are its quantization error, not a fault)\n");
 }
