@@ -1,3 +1,6 @@
+/* attend.c: the attention forms by name, and the one entry point that runs
+ * the chosen form (naive and materialize in attend_naive.c, flash in
+ * attend_flash.c). */
 #include <string.h>
 
 #include "kernels/attend_rows.h"
@@ -21,14 +24,6 @@ int attend_algo_parse(const char *name, AttendAlgo *out)
             return 0;
         }
     return -1;
-}
-
-void block_decode_row(const FormatOps *codec, const KvBlock *blk, size_t r, size_t head_dim, float *k, float *v)
-{
-    codec[blk->k_fmt].dequantize(k, attend_row(blk->k, blk->k_stride, r), head_dim);
-    for (size_t i = 0; blk->k_chan && i < head_dim; i++)
-        k[i] = k[i] * fp16_to_f32(blk->k_chan[i]) + fp16_to_f32(blk->k_chan[head_dim + i]);
-    codec[blk->v_fmt].dequantize(v, attend_row(blk->v, blk->v_stride, r), head_dim);
 }
 
 void attend(const Kernels *k, AttendAlgo algo, const AttnArgs *a, Counters *ctr)

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/mla.h"
+#include "model/mla_shape.h"
 #include "model/model.h"
 
 static size_t layer_floats(const Config *c)

@@ -59,11 +59,11 @@ static void add(Chooser *c, const char *item, const char *note, int current)
     c->n++;
 }
 
-static int open_caches(View *v, Chooser *c)
+static int open_caches(const View *v, Chooser *c, const char **why)
 {
     Session *s = cache_target(v, &c->side);
     if (!s) {
-        view_status(v, 1, "no session to choose a cache for");
+        *why = "no session to choose a cache for";
         return -1;
     }
     const char *cur = session_cache_spec(s);
@@ -86,7 +86,7 @@ static int open_caches(View *v, Chooser *c)
     return 0;
 }
 
-static int open_models(View *v, Chooser *c)
+static int open_models(const View *v, Chooser *c, const char **why)
 {
     char list[2048];
     config_list(list, sizeof list);
@@ -103,24 +103,23 @@ static int open_models(View *v, Chooser *c)
         add(c, name, note, strcmp(name, cur) == 0);
     }
     if (c->n == 0) {
-        view_status(v, 1, "no models found in data/models (is KVSCOPE_DATA right?)");
+        *why = "no models found in data/models (is KVSCOPE_DATA right?)";
         return -1;
     }
     return 0;
 }
 
-int chooser_open(View *v, ChooseKind kind)
+int chooser_open(Chooser *c, const View *v, ChooseKind kind, const char **why)
 {
-    Chooser *c = &v->chooser;
     memset(c, 0, sizeof *c);
-    int rc = kind == CHOOSE_CACHE ? open_caches(v, c) : open_models(v, c);
+    int rc = kind == CHOOSE_CACHE ? open_caches(v, c, why) : open_models(v, c, why);
     c->kind = rc == 0 ? kind : CHOOSE_NONE;
     return rc;
 }
 
-unsigned chooser_key(View *v, int key)
+unsigned chooser_key(Chooser *c, int key, ChooseKind *chosen)
 {
-    Chooser *c = &v->chooser;
+    *chosen = CHOOSE_NONE;
     switch (key) {
     case VK_UP:
     case 'k':
@@ -141,14 +140,10 @@ unsigned chooser_key(View *v, int key)
         c->sel = c->n ? c->n - 1 : 0;
         break;
     case VK_ENTER:
-    case ' ': {
-        char item[96];
-        snprintf(item, sizeof item, "%s", c->items[c->sel]);
-        ChooseKind kind = c->kind;
+    case ' ':
+        *chosen = c->kind;
         c->kind = CHOOSE_NONE;
-        (void)view_apply_choice(v, kind, c->side, item);
         break;
-    }
     case VK_ESC:
     case 'q':
         c->kind = CHOOSE_NONE;

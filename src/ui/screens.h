@@ -26,14 +26,12 @@ extern const Screen screen_compare; /* scr_compare.c */
 /* Overlays, drawn over a screen. */
 void help_draw(Frame *f, const View *v);       /* help.c */
 void chooser_draw(Frame *f, const View *v);    /* chooser.c */
-unsigned chooser_key(View *v, int key);
-/* Fill the chooser with caches (for the session on screen, or compare side)
- * or models; returns 0, or -1 with the reason in the status line. */
-int chooser_open(View *v, ChooseKind kind);
+/* Fill c with caches (for the session on screen in v, or compare's side)
+ * or models; returns 0, or -1 with *why set to the reason (c stays closed). */
+int chooser_open(Chooser *c, const View *v, ChooseKind kind, const char **why);
+/* Move in the open list or close it; Enter closes it and sets *chosen to its
+ * kind (the item is c->items[c->sel]), otherwise *chosen is CHOOSE_NONE. */
+unsigned chooser_key(Chooser *c, int key, ChooseKind *chosen);
 void small_draw(Frame *f, const View *v);      /* too small to lay out */
-
-/* Switch the cache (of the session on screen, or compare's `side`) or the
- * model to `item`; 0, or -1 with the reason in the status. */
-int view_apply_choice(View *v, ChooseKind kind, int side, const char *item);  /* view.c */
 
 #endif

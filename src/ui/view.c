@@ -252,16 +252,57 @@ static unsigned global_key(View *v, int key)
         clamp_layer_head(v);
         return KR_HANDLED | KR_CHANGED;
     case 'c':
+    case 'm': {
+        const char *why;
         v->playing = 0;
-        (void)chooser_open(v, CHOOSE_CACHE);
+        if (chooser_open(&v->chooser, v, key == 'c' ? CHOOSE_CACHE : CHOOSE_MODEL, &why) < 0)
+            view_status(v, 1, "%s", why);
         return KR_HANDLED | KR_CHANGED;
-    case 'm':
-        v->playing = 0;
-        (void)chooser_open(v, CHOOSE_MODEL);
-        return KR_HANDLED | KR_CHANGED;
+    }
     default:
         return KR_NONE;
     }
+}
+
+/* Switch the cache (of the session on screen, or compare's `side`) or the
+ * model to `item`; 0, or -1 with the reason in the status. */
+static int apply_choice(View *v, ChooseKind kind, int side, const char *item)
+{
+    Err e = { 0 };
+    if (kind == CHOOSE_CACHE) {
+        Session *target = v->screen == SCR_EXAMPLE ? v->ex : v->screen == SCR_SIM ? v->sim : v->cmp[side];
+        if (!target || session_set_cache(target, item, &e) < 0) {
+            view_status(v, 1, "cache '%s': %s", item, target ? e.msg : "no session");
+            return -1;
+        }
+        if (v->screen == SCR_COMPARE)
+            snprintf(v->cmp_spec[side], sizeof v->cmp_spec[0], "%s", item);
+        view_status(v, 0, "cache now %s, replayed to pass %zu", item, session_steps(target));
+        return 0;
+    }
+    /* a model: the simulation (and compare) switch to it, with a prompt made
+     * for it as the command line's options make one */
+    Config cfg;
+    const Kernels *kern;
+    int *prompt = NULL;
+    size_t plen;
+    if (!v->hooks.load_model || v->hooks.load_model(v->hooks.ctx, item, &cfg, &kern, &e) < 0 ||
+        v->hooks.make_prompt(v->hooks.ctx, &cfg, &prompt, &plen, &e) < 0 ||
+        session_set_model(v->sim, &cfg, kern, prompt, plen, &e) < 0) {
+        free(prompt);
+        view_status(v, 1, "%s", v->hooks.load_model ? e.msg : "models cannot be loaded here");
+        return -1;
+    }
+    free(prompt);
+    free_compare(v);
+    snprintf(v->cmp_spec[0], sizeof v->cmp_spec[0], "%s", session_cache_spec(v->sim));
+    if (v->screen == SCR_EXAMPLE)
+        v->screen = SCR_SIM;
+    if (v->screen == SCR_COMPARE)
+        (void)ensure_compare(v);
+    clamp_layer_head(v);
+    view_status(v, 0, "model now %s, at pass %zu", item, session_steps(v->sim));
+    return 0;
 }
 
 unsigned view_key(View *v, int key)
@@ -276,8 +317,13 @@ unsigned view_key(View *v, int key)
     v->status[0] = '\0';
     if (v->w < VIEW_MIN_W || v->h < VIEW_MIN_H)
         return key == 'q' ? KR_HANDLED | KR_QUIT : had_status;
-    if (v->chooser.kind != CHOOSE_NONE)
-        return chooser_key(v, key) | had_status;
+    if (v->chooser.kind != CHOOSE_NONE) {
+        ChooseKind chosen;
+        unsigned r = chooser_key(&v->chooser, key, &chosen);
+        if (chosen != CHOOSE_NONE)
+            (void)apply_choice(v, chosen, v->chooser.side, v->chooser.items[v->chooser.sel]);
+        return r | had_status;
+    }
     if (v->help) {
         if (key == 'q')
             return KR_HANDLED | KR_QUIT;
@@ -377,43 +423,4 @@ void view_draw(const View *v, Frame *f)
         help_draw(f, v);
     if (v->chooser.kind != CHOOSE_NONE)
         chooser_draw(f, v);
-}
-
-int view_apply_choice(View *v, ChooseKind kind, int side, const char *item)
-{
-    Err e = { 0 };
-    if (kind == CHOOSE_CACHE) {
-        Session *target = v->screen == SCR_EXAMPLE ? v->ex : v->screen == SCR_SIM ? v->sim : v->cmp[side];
-        if (!target || session_set_cache(target, item, &e) < 0) {
-            view_status(v, 1, "cache '%s': %s", item, target ? e.msg : "no session");
-            return -1;
-        }
-        if (v->screen == SCR_COMPARE)
-            snprintf(v->cmp_spec[side], sizeof v->cmp_spec[0], "%s", item);
-        view_status(v, 0, "cache now %s, replayed to pass %zu", item, session_steps(target));
-        return 0;
-    }
-    /* a model: the simulation (and compare) switch to it, with a prompt made
-     * for it as the command line's options make one */
-    Config cfg;
-    const Kernels *kern;
-    int *prompt = NULL;
-    size_t plen;
-    if (!v->hooks.load_model || v->hooks.load_model(v->hooks.ctx, item, &cfg, &kern, &e) < 0 ||
-        v->hooks.make_prompt(v->hooks.ctx, &cfg, &prompt, &plen, &e) < 0 ||
-        session_set_model(v->sim, &cfg, kern, prompt, plen, &e) < 0) {
-        free(prompt);
-        view_status(v, 1, "%s", v->hooks.load_model ? e.msg : "models cannot be loaded here");
-        return -1;
-    }
-    free(prompt);
-    free_compare(v);
-    snprintf(v->cmp_spec[0], sizeof v->cmp_spec[0], "%s", session_cache_spec(v->sim));
-    if (v->screen == SCR_EXAMPLE)
-        v->screen = SCR_SIM;
-    if (v->screen == SCR_COMPARE)
-        (void)ensure_compare(v);
-    clamp_layer_head(v);
-    view_status(v, 0, "model now %s, at pass %zu", item, session_steps(v->sim));
-    return 0;
 }
