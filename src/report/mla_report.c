@@ -1,4 +1,4 @@
-/* run_mla.c: the MLA lines of `kvscope run` (run_mla.h). */
+/* mla_report.c: the MLA lines of `kvscope run` (mla_report.h). */
 #include "report/mla_report.h"
 #include "util/human.h"
 
@@ -7,30 +7,7 @@
 
 #include "model/memory.h"
 
-const char run_mla_help[] =
-    "  --mla PATH          MLA models: how attention reads the latent cache: absorbed\n"
-    "                      (default: W_uk folded into the query, W_uv into the output, K\n"
-    "                      and V never built) or decompress (every row up-projected to\n"
-    "                      per-head K and V, through an LRU of 4 decompressed tiles)\n";
-
-int run_mla_parse(const char *text, MlaPath *out, Err *e)
-{
-    if (mla_path_parse(text, out) < 0)
-        return err_set(e, ERR_USAGE, "--mla: '%s' is not one of absorbed, decompress", text);
-    return 0;
-}
-
-int run_mla_check(const Config *c, int given, unsigned bugs, Err *e)
-{
-    if (given && c->attention != ATTN_MLA)
-        return err_set(e, ERR_USAGE, "--mla: model '%s' uses GQA attention; --mla applies to MLA models "
-                       "(`kvscope calc --list` names them)", c->name);
-    if (bugs && c->attention == ATTN_MLA)
-        return err_set(e, ERR_USAGE, "--bug: the pitfalls act on GQA attention; model '%s' uses MLA", c->name);
-    return 0;
-}
-
-const char *run_mla_attention_name(const Model *m, const char *form)
+const char *mla_report_attention_name(const Model *m, const char *form)
 {
     if (m->cfg.attention != ATTN_MLA)
         return form;
@@ -38,7 +15,7 @@ const char *run_mla_attention_name(const Model *m, const char *form)
                                          : "mla absorbed (online softmax over the stored latent rows)";
 }
 
-void run_mla_collect(RunMla *dst, const StepReport *r)
+void mla_report_collect(MlaRunStats *dst, const StepReport *r)
 {
     const MlaStats *st = r->state ? mla_state_stats(r->state->mla) : NULL;
     if (!st)
@@ -56,7 +33,7 @@ static size_t held_positions(const KvCache *cache)
     return n;
 }
 
-void run_mla_report(FILE *f, OutFormat fmt, const char *label, const Model *m, const RunMla *rm,
+void mla_report_summary(FILE *f, OutFormat fmt, const char *label, const Model *m, const MlaRunStats *rm,
                     const KvCache *cache, json_t *root)
 {
     if (!rm->seen)

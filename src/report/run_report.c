@@ -1,7 +1,10 @@
+/* run_report.c: `kvscope run`'s lines in each format (run_report.h). */
 #include "report/run_report.h"
-#include "util/human.h"
 
 #include <inttypes.h>
+
+#include "report/mla_report.h"
+#include "util/human.h"
 
 static const char *phase_name(Phase p)
 {
@@ -126,4 +129,78 @@ void report_pages(FILE *f, OutFormat fmt, const KvCache *cache, json_t *root)
         fprintf(f, "block-sparse: %s; %zu pages attended, %zu dropped, %s saved\n", st.sparse_on ? "on" : "off",
                 st.pages_active, st.pages_dropped, human_bytes(saved, sizeof saved, (double)st.bytes_saved));
     }
+}
+
+void report_run_header(FILE *f, const Model *m, const RunHeader *h)
+{
+    const Config *c = &m->cfg;
+    if (h->preset)
+        fprintf(f, "preset %s: %s\n", h->preset->name, h->preset->description);
+    fprintf(f, "model %s: d_model %zu, %zu layers%s, %zu heads, %zu KV heads, head_dim %zu, ffn %zu, vocab %zu, "
+            "max_seq_len %zu\n",
+            c->name, c->d_model, c->n_layers, c->shared_layers ? " (shared weights)" : "", c->n_heads,
+            c->n_kv_heads, c->head_dim, c->ffn_dim, c->vocab, c->max_seq_len);
+    fprintf(f, "weights: %s; kernels: %s; attention: %s\n", m->source, m->kern->isa,
+            mla_report_attention_name(m, attend_algo_name(m->attend)));
+    fprintf(f, "cache: %s; prompt: %zu tokens x %zu sequence(s) (%s); generate %zu; %s\n", h->cache, h->plen,
+            h->batch, h->po->ids ? "given" : "random ids, gsl mt19937", h->go->n_generate,
+            h->go->temperature > 0 ? "sampling" : "greedy");
+    if (!h->po->ids)
+        fprintf(f, "prompt seed: %" PRIu64 "\n", h->po->seed ? h->po->seed : 1);
+    if (structure_on(h->structure)) {
+        char desc[512];
+        fprintf(f, "attention structure: %s\n", structure_describe(h->structure, desc, sizeof desc));
+    }
+    if (h->go->temperature > 0)
+        fprintf(f, "sampling: temperature %g, top-k %zu, sample seed %" PRIu64 "\n", h->go->temperature,
+                h->go->top_k, h->go->sample_seed);
+}
+
+void report_tokens(FILE *f, OutFormat fmt, const int *out, size_t batch, size_t n, json_t *root)
+{
+    if (fmt == OUT_TABLE) {
+        for (size_t b = 0; b < batch; b++) {
+            fprintf(f, "tokens (sequence %zu):", b);
+            for (size_t i = 0; i < n; i++)
+                fprintf(f, " %d", out[b * n + i]);
+            fprintf(f, "\n");
+        }
+    } else if (root) {
+        json_t *tok = json_array();
+        for (size_t b = 0; b < batch; b++) {
+            json_t *row = json_array();
+            for (size_t i = 0; i < n; i++)
+                json_array_append_new(row, json_integer(out[b * n + i]));
+            json_array_append_new(tok, row);
+        }
+        json_object_set_new(root, "tokens", tok);
+    }
+}
+
+void report_compare(FILE *f, OutFormat fmt, const GenComparison *c, double tolerance, const Counters *cached,
+                    const Counters *uncached, json_t *root)
+{
+    if (root) {
+        json_object_set_new(root, "compare",
+                            json_pack("{s:b, s:I, s:f, s:f, s:f, s:f, s:f, s:f}", "tokens_identical", c->same,
+                                      "first_divergence", (json_int_t)c->first_divergence, "max_logit_diff_abs",
+                                      c->logit_abs, "max_logit_diff_rel", c->logit_rel, "tolerance_rel", tolerance,
+                                      "projected_ratio", c->proj_ratio, "flop_ratio", c->flop_ratio, "time_ratio",
+                                      c->time_ratio));
+        return;
+    }
+    if (fmt != OUT_TABLE)
+        return;
+    if (c->same)
+        fprintf(f, "tokens identical: yes\n");
+    else
+        fprintf(f, "tokens identical: NO, from generated token %zu on\n", c->first_divergence);
+    fprintf(f, "max logit difference: %.3g absolute, %.3g relative (tolerance %.0e relative)%s\n", c->logit_abs,
+            c->logit_rel, tolerance, c->same ? "" : ", over the steps fed the same tokens");
+    fprintf(f, "token rows projected: cached %" PRIu64 ", uncached %" PRIu64 " (%.2fx)\n", cached->tokens_projected,
+            uncached->tokens_projected, c->proj_ratio);
+    fprintf(f, "FLOPs: cached %" PRIu64 ", uncached %" PRIu64 " (%.2fx)\n", counters_total_flops(cached),
+            counters_total_flops(uncached), c->flop_ratio);
+    fprintf(f, "measured time: cached %.3f ms, uncached %.3f ms (%.2fx)\n", cached->seconds * 1e3,
+            uncached->seconds * 1e3, c->time_ratio);
 }

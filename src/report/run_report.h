@@ -9,6 +9,10 @@
 #include "report/out_format.h"
 #include "kv/cache.h"
 #include "model/generate.h"
+#include "model/structure.h"
+#include "sim/compare.h"
+#include "sim/preset.h"
+#include "sim/setup.h"
 
 /* One pass as printed: the report plus which run it belongs to. */
 typedef struct {
@@ -25,5 +29,27 @@ void report_totals(FILE *f, OutFormat fmt, const char *run, const Counters *t, j
 json_t *report_counters_json(const Counters *c);
 /* The page pool of a paged cache (nothing for other layouts). */
 void report_pages(FILE *f, OutFormat fmt, const KvCache *cache, json_t *root);
+
+/* What a run's first lines say (tables). */
+typedef struct {
+    const Preset *preset;        /* NULL: none */
+    const char *cache;           /* the spec, or what runs instead */
+    size_t batch, plen;
+    const PromptOpts *po;        /* given ids, or the random prompt's seed */
+    const GenOptions *go;
+    const Structure *structure;  /* an attention structure, when on */
+} RunHeader;
+
+/* The model, kernels, attention, cache, prompt and sampling of a run. */
+void report_run_header(FILE *f, const Model *m, const RunHeader *h);
+
+/* The generated tokens [batch][n]: a line per sequence (table), or the
+ * "tokens" member of root (json). */
+void report_tokens(FILE *f, OutFormat fmt, const int *out, size_t batch, size_t n, json_t *root);
+
+/* The cached run against the uncached one (sim/compare.h): a few lines
+ * (table), or the "compare" member of root (json). */
+void report_compare(FILE *f, OutFormat fmt, const GenComparison *c, double tolerance, const Counters *cached,
+                    const Counters *uncached, json_t *root);
 
 #endif
