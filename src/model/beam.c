@@ -210,11 +210,9 @@ static int finish(Search *s, BeamResult *out, Err *e)
     return 0;
 }
 
-int beam_search(const Model *m, const int *src, KvCache *self, const BeamOptions *o, BeamResult *out,
-                BeamStepFn fn, void *user, Err *e)
+static int check_options(const Model *m, const KvCache *self, const BeamOptions *o, Err *e)
 {
     const Config *c = &m->cfg;
-    memset(out, 0, sizeof *out);
     if (o->width == 0)
         return err_set(e, ERR_USAGE, "beam search: the width must be at least 1");
     if (o->max_len == 0 || o->max_len > c->max_seq_len)
@@ -227,107 +225,168 @@ int beam_search(const Model *m, const int *src, KvCache *self, const BeamOptions
     if (self && (self->geo.n_seqs < o->width || self->geo.max_seq_len < o->max_len))
         return err_set(e, ERR_RUNTIME, "beam search: the cache holds %zu sequences of %zu; width %zu of %zu "
                        "needs more", self->geo.n_seqs, self->geo.max_seq_len, o->width, o->max_len);
+    return 0;
+}
 
-    Search s = { .m = m, .self = self, .W = o->width, .V = c->vocab, .T = o->max_len, .eos = c->eos_token,
+/* The logits of every beam's next token at position pos into s->logits:
+ * with a cache, one new row per beam; without, each beam's whole target. */
+static int decode_step(Search *s, EncDec *ed, CrossCache *cross, size_t pos, BeamStep *st, Err *e)
+{
+    if (s->self) {
+        for (size_t b = 0; b < s->n; b++)
+            s->feed[b] = s->seq[b * (s->T + 1) + pos];
+        if (encdec_decode(ed, s->self, cross, s->slot, s->feed, s->n, pos, s->logits, &st->ctr, e) < 0)
+            return -1;
+        st->self_bytes_used = kv_bytes_used(s->self);
+        st->self_bytes_reserved = kv_bytes_reserved(s->self);
+        return 0;
+    }
+    for (size_t b = 0; b < s->n; b++)
+        memcpy(s->feed + b * (pos + 1), s->seq + b * (s->T + 1), (pos + 1) * sizeof *s->feed);
+    return encdec_decode_uncached(ed, s->feed, s->n, pos + 1, s->logits, &st->ctr, e);
+}
+
+/* The best k_top extensions: EOS ones finish (into the pool), the first W
+ * others go on (parent, token, kept_logp). Returns how many go on, or -1. */
+static long choose(Search *s, size_t k_top, size_t pos, Err *e)
+{
+    size_t n_top = select_top(s, k_top < s->n * s->V ? k_top : s->n * s->V), n_kept = 0;
+    for (size_t i = 0; i < n_top && n_kept < s->W; i++) {
+        const Cand *cd = &s->top[i];
+        if (cd->token == s->eos) {
+            if (pool_add(s, s->seq + (size_t)cd->beam * (s->T + 1), pos, cd->token, cd->logp, 1, e) < 0)
+                return -1;
+            continue;
+        }
+        s->parent[n_kept] = cd->beam, s->token[n_kept] = cd->token, s->kept_logp[n_kept] = cd->logp;
+        n_kept++;
+    }
+    return (long)n_kept;
+}
+
+/* The kept extensions' token rows and log-probabilities, for the next step. */
+static void extend(Search *s, size_t n_kept, size_t pos)
+{
+    for (size_t j = 0; j < n_kept; j++) {
+        int *dst = s->seq_next + j * (s->T + 1);
+        memcpy(dst, s->seq + (size_t)s->parent[j] * (s->T + 1), (pos + 1) * sizeof *dst);
+        dst[pos + 1] = s->token[j];
+        s->logp_next[j] = s->kept_logp[j];
+    }
+}
+
+/* The next step's beams are the kept extensions. */
+static void advance(Search *s, size_t n_kept)
+{
+    int *ti = s->seq;
+    s->seq = s->seq_next, s->seq_next = ti;
+    double *td = s->logp;
+    s->logp = s->logp_next, s->logp_next = td;
+    size_t *tz = s->slot;
+    s->slot = s->slot_next, s->slot_next = tz;
+    s->n = n_kept;
+}
+
+/* What step st reports beyond its counters, and the run's totals. */
+static void record_step(const Search *s, const CrossCache *cross, BeamStep *st, BeamResult *out)
+{
+    st->ctr.cache_bytes_used = st->self_bytes_used;
+    st->ctr.cache_bytes_reserved = st->self_bytes_reserved;
+    st->parent = s->parent, st->token = s->token, st->logp = s->kept_logp;
+    if (s->self) {
+        kv_stats(s->self, &st->kv);
+        st->cow_copies = st->kv.cow_copies - out->kv.cow_copies;
+        st->cross_bytes = out->cross_bytes;
+        st->cross_refs = cross->refs; /* one per beam holding a cache sequence */
+    }
+    counters_add(&out->total, &st->ctr);
+    out->steps++;
+    out->forks += st->forks, out->drops += st->drops;
+    out->self_bytes_last = st->self_bytes_used, out->beams_last = s->n;
+    if (st->self_bytes_used > out->self_bytes_peak)
+        out->self_bytes_peak = st->self_bytes_used;
+    out->kv = st->kv;
+}
+
+/* The encoder once; with a cache, the cross K/V once; then the first beam
+ * (BOS) in cache sequence 0. */
+static int start(Search *s, EncDec *ed, CrossCache *cross, const int *src, BeamResult *out, Err *e)
+{
+    double t0 = now_seconds();
+    if (encdec_encode(ed, src, &out->encoder, e) < 0 || (s->self && cross_cache_build(cross, ed, &out->encoder, e) < 0))
+        return -1;
+    out->encoder.seconds = now_seconds() - t0;
+    out->total = out->encoder;
+    out->cross_fills = cross->fills;
+    out->cross_bytes = s->self ? kv_bytes_used(cross->kv) : 0;
+    s->n = 1;
+    s->seq[0] = s->m->cfg.bos_token;
+    s->logp[0] = 0;
+    if (s->self) {
+        s->slot[0] = 0;
+        s->held[0] = 1;
+        cross_cache_acquire(cross);
+        kv_stats(s->self, &out->kv); /* the steps report copies on write from here on */
+    }
+    return 0;
+}
+
+/* Every beam gives its cache sequence and its cross reference back. */
+static void release_beams(Search *s, CrossCache *cross, BeamResult *out)
+{
+    for (size_t i = 0; i < s->W && s->held; i++)
+        if (s->held[i]) {
+            kv_drop(s->self, i);
+            cross_cache_release(cross);
+            s->held[i] = 0;
+        }
+    out->cross_peak_refs = cross->peak_refs;
+    out->cross_refs_end = cross->refs;
+}
+
+int beam_search(const Model *m, const int *src, KvCache *self, const BeamOptions *o, BeamResult *out,
+                BeamStepFn fn, void *user, Err *e)
+{
+    memset(out, 0, sizeof *out);
+    if (check_options(m, self, o, e) < 0)
+        return -1;
+    Search s = { .m = m, .self = self, .W = o->width, .V = m->cfg.vocab, .T = o->max_len, .eos = m->cfg.eos_token,
                  .alpha = o->alpha };
     EncDec ed;
     CrossCache cross = { 0 };
     int rc = -1;
     if (encdec_init(&ed, m, self ? s.W : s.W * s.T, e) < 0)
         return -1;
-    if (search_alloc(&s, e) < 0)
+    if (search_alloc(&s, e) < 0 || start(&s, &ed, &cross, src, out, e) < 0)
         goto done;
-
-    /* the encoder once; with a cache, the cross K/V once */
-    double t0 = now_seconds();
-    if (encdec_encode(&ed, src, &out->encoder, e) < 0 || (self && cross_cache_build(&cross, &ed, &out->encoder, e) < 0))
-        goto done;
-    out->encoder.seconds = now_seconds() - t0;
-    out->total = out->encoder;
-    out->cross_fills = cross.fills;
-    out->cross_bytes = self ? kv_bytes_used(cross.kv) : 0;
-
-    s.n = 1;
-    s.seq[0] = c->bos_token;
-    s.logp[0] = 0;
-    if (self) {
-        s.slot[0] = 0;
-        s.held[0] = 1;
-        cross_cache_acquire(&cross);
-        kv_stats(self, &out->kv); /* the steps report copies on write from here on */
-    }
     const size_t k_top = s.eos >= 0 ? 2 * s.W : s.W; /* at most one EOS per beam ranks above the kept */
     for (size_t pos = 0; pos < s.T; pos++) {
         BeamStep st = { .step = pos, .pos = pos, .n_beams = s.n };
         uint64_t rows0 = ed.cross_kv_rows;
-        t0 = now_seconds();
-        if (self) {
-            for (size_t b = 0; b < s.n; b++)
-                s.feed[b] = s.seq[b * (s.T + 1) + pos];
-            if (encdec_decode(&ed, self, &cross, s.slot, s.feed, s.n, pos, s.logits, &st.ctr, e) < 0)
-                goto done;
-            st.self_bytes_used = kv_bytes_used(self);
-            st.self_bytes_reserved = kv_bytes_reserved(self);
-        } else {
-            for (size_t b = 0; b < s.n; b++)
-                memcpy(s.feed + b * (pos + 1), s.seq + b * (s.T + 1), (pos + 1) * sizeof *s.feed);
-            if (encdec_decode_uncached(&ed, s.feed, s.n, pos + 1, s.logits, &st.ctr, e) < 0)
-                goto done;
-        }
-
-        /* the best extensions: EOS ones finish, the first W others go on */
-        size_t n_top = select_top(&s, k_top < s.n * s.V ? k_top : s.n * s.V), n_kept = 0;
-        for (size_t i = 0; i < n_top && n_kept < s.W; i++) {
-            const Cand *cd = &s.top[i];
-            if (cd->token == s.eos) {
-                if (pool_add(&s, s.seq + (size_t)cd->beam * (s.T + 1), pos, cd->token, cd->logp, 1, e) < 0)
-                    goto done;
-                continue;
-            }
-            s.parent[n_kept] = cd->beam, s.token[n_kept] = cd->token, s.kept_logp[n_kept] = cd->logp;
-            n_kept++;
-        }
-        size_t n_finished = 0;
+        double t0 = now_seconds();
+        if (decode_step(&s, &ed, &cross, pos, &st, e) < 0)
+            goto done;
+        long kept = choose(&s, k_top, pos, e);
+        if (kept < 0)
+            goto done;
+        size_t n_kept = (size_t)kept, n_finished = 0;
         for (size_t i = 0; i < s.n_pool; i++)
             n_finished += s.pool[i].finished;
         const int last = pos + 1 == s.T, stop = last || n_finished >= s.W || n_kept == 0;
         if (!stop && self && reorder(&s, &cross, n_kept, &st.forks, &st.drops, &st.ctr, e) < 0)
             goto done;
-
-        /* the next beams' tokens */
-        for (size_t j = 0; j < n_kept; j++) {
-            int *dst = s.seq_next + j * (s.T + 1);
-            memcpy(dst, s.seq + (size_t)s.parent[j] * (s.T + 1), (pos + 1) * sizeof *dst);
-            dst[pos + 1] = s.token[j];
-            s.logp_next[j] = s.kept_logp[j];
-        }
+        extend(&s, n_kept, pos);
         st.ctr.seconds = now_seconds() - t0;
-        st.ctr.cache_bytes_used = st.self_bytes_used;
-        st.ctr.cache_bytes_reserved = st.self_bytes_reserved;
         st.n_finished = n_finished;
         st.n_next = stop ? 0 : n_kept;
         st.n_kept = n_kept;
-        st.parent = s.parent, st.token = s.token, st.logp = s.kept_logp;
         st.slots = self && !stop ? s.slot_next : NULL;
         st.cross_kv_rows = ed.cross_kv_rows - rows0;
-        if (self) {
-            kv_stats(self, &st.kv);
-            st.cow_copies = st.kv.cow_copies - out->kv.cow_copies;
-            st.cross_bytes = out->cross_bytes;
-            st.cross_refs = cross.refs; /* one per beam holding a cache sequence */
-        }
-        counters_add(&out->total, &st.ctr);
-        out->steps++;
-        out->forks += st.forks, out->drops += st.drops;
-        out->self_bytes_last = st.self_bytes_used, out->beams_last = s.n;
-        if (st.self_bytes_used > out->self_bytes_peak)
-            out->self_bytes_peak = st.self_bytes_used;
-        out->kv = st.kv;
+        record_step(&s, &cross, &st, out);
         if (fn && fn(user, &st)) {
             err_set(e, ERR_RUNTIME, "stopped");
             goto done;
         }
-
         if (stop) {
             if (last) /* the beams alive at max_len are hypotheses too */
                 for (size_t j = 0; j < n_kept; j++)
@@ -335,26 +394,12 @@ int beam_search(const Model *m, const int *src, KvCache *self, const BeamOptions
                         goto done;
             break;
         }
-        int *ti = s.seq;
-        s.seq = s.seq_next, s.seq_next = ti;
-        double *td = s.logp;
-        s.logp = s.logp_next, s.logp_next = td;
-        size_t *tz = s.slot;
-        s.slot = s.slot_next, s.slot_next = tz;
-        s.n = n_kept;
+        advance(&s, n_kept);
     }
     rc = finish(&s, out, e);
 done:
-    if (self) { /* every beam gives its sequence and its cross reference back */
-        for (size_t i = 0; i < s.W && s.held; i++)
-            if (s.held[i]) {
-                kv_drop(self, i);
-                cross_cache_release(&cross);
-                s.held[i] = 0;
-            }
-        out->cross_peak_refs = cross.peak_refs;
-        out->cross_refs_end = cross.refs;
-    }
+    if (self)
+        release_beams(&s, &cross, out);
     out->cross_kv_rows = ed.cross_kv_rows;
     cross_cache_free(&cross);
     encdec_free(&ed);
