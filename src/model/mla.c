@@ -320,16 +320,13 @@ static void attend_decompress(MlaState *st, const Group *g, Counters *ctr)
 }
 
 /* The absorbed path: scores against the stored latent rows themselves. */
-static void attend_absorbed(MlaState *st, const Group *g, Counters *ctr)
+/* The absorbed queries into st->qx [n_q][H][L]: [W_uk_h^T q_nope_h | q_rope_h],
+ * scaled. q_lat_h is built a row of W_uk_h at a time, scaled by q_nope_h[i]
+ * of every query and added in, so each W_uk row is read once for all. */
+static void absorb_queries(MlaState *st, const Group *g, float scale, Counters *ctr)
 {
-    const Kernels *K = g->m->kern;
-    const FormatOps *f32 = &K->codec[FMT_F32];
-    const size_t H = st->H, r = st->r, p = st->p, dn = st->dn, dv = st->dv, L = st->lat, qd = dn + p;
-    const size_t n_q = g->n_q, T = MLA_TILE_ROWS;
-    const float scale = 1.0f / sqrtf((float)qd);
-
-    /* q_lat_h = W_uk_h^T q_nope_h: row i of W_uk_h, scaled by q_nope_h[i] of
-     * every query, added in (each W_uk row read once for all queries) */
+    const FormatOps *f32 = &g->m->kern->codec[FMT_F32];
+    const size_t H = st->H, r = st->r, p = st->p, dn = st->dn, L = st->lat, qd = dn + p, n_q = g->n_q;
     float *qlat = st->tmp; /* [H][n_q][r] */
     memset(qlat, 0, H * n_q * r * sizeof(float));
     for (size_t h = 0; h < H; h++)
@@ -340,7 +337,7 @@ static void attend_absorbed(MlaState *st, const Group *g, Counters *ctr)
         }
     ctr->flops_q += 2 * (uint64_t)n_q * H * dn * r;
     ctr->weight_bytes_read += (uint64_t)H * dn * r * sizeof(float);
-    float *qa = st->qx; /* [n_q][H][L]: [q_lat_h | q_rope_h], scaled */
+    float *qa = st->qx;
     for (size_t t = 0; t < n_q; t++)
         for (size_t h = 0; h < H; h++) {
             float *dst = qa + (t * H + h) * L;
@@ -350,52 +347,58 @@ static void attend_absorbed(MlaState *st, const Group *g, Counters *ctr)
                 dst[r + i] = g->q[t * H * qd + h * qd + dn + i] * scale;
         }
     ctr->flops_other += n_q * H * L;
-    start_queries(st, n_q, r);
+}
 
-    for (size_t c = 0; c < g->n_chunks; c++) {
-        const MlaChunk *ch = &st->chunks[c];
-        const FormatOps *ops = &K->codec[ch->fmt];
-        /* the weighted sum needs c_kv, the row's first r values: read in place
-         * when the format keeps them as a prefix, else decoded first */
-        const int prefix = format_row_extra(ch->fmt) == 0 && r % format_block_values(ch->fmt) == 0;
-        const size_t row_bytes = format_row_bytes(ch->fmt, L);
-        prefetch_step(st, g, c, 0);
-        for (size_t t = 0; t < n_q; t++) {
-            size_t lo, hi;
-            visible(ch, g->pos0 + t, g->m->cfg.sliding_window, &lo, &hi);
-            if (lo == hi)
-                continue;
-            const size_t nv = hi - lo;
-            float *acc = st->acc + t * H * r; /* [H][r] */
-            for (size_t j = lo; j < hi; j++) { /* one dot of r + p values per head, on the stored row */
-                ops->dot(st->dots, qa + t * H * L, H, ch->k + j * ch->stride, L);
-                for (size_t h = 0; h < H; h++)
-                    st->sc[h * T + j - lo] = st->dots[h];
-            }
-            if (g->probs)
-                keep_scores(st, g, t, nv);
-            for (size_t h = 0; h < H; h++)
-                fold(K, st->sc + h * T, nv, &st->m[t * H + h], &st->l[t * H + h], acc + h * r, r);
-            for (size_t j = lo; j < hi; j++) {
-                for (size_t h = 0; h < H; h++)
-                    st->dots[h] = st->sc[h * T + j - lo];
-                const unsigned char *row = ch->k + j * ch->stride;
-                if (prefix) {
-                    ops->axpy(acc, st->dots, H, row, r);
-                } else {
-                    ops->dequantize(st->row, row, L);
-                    f32->axpy(acc, st->dots, H, st->row, r);
-                }
-            }
-            st->seen[t] += nv;
-            ctr->kv_bytes_read += nv * row_bytes;
-            ctr->flops_qk += 2 * (uint64_t)nv * H * L;
-            ctr->flops_av += 2 * (uint64_t)nv * H * r;
-            ctr->flops_softmax += 5 * (uint64_t)nv * H;
+/* Query t over the rows it sees in chunk ch: scores straight on the stored
+ * latent rows, folded into the online softmax, and the weighted sum of the
+ * rows' c_kv into st->acc [n_q][H][r]. */
+static void attend_latent_chunk(MlaState *st, const Group *g, const MlaChunk *ch, size_t t, Counters *ctr)
+{
+    const Kernels *K = g->m->kern;
+    const FormatOps *ops = &K->codec[ch->fmt], *f32 = &K->codec[FMT_F32];
+    const size_t H = st->H, r = st->r, L = st->lat, T = MLA_TILE_ROWS;
+    /* the weighted sum needs c_kv, the row's first r values: read in place
+     * when the format keeps them as a prefix, else decoded first */
+    const int prefix = format_row_extra(ch->fmt) == 0 && r % format_block_values(ch->fmt) == 0;
+    size_t lo, hi;
+    visible(ch, g->pos0 + t, g->m->cfg.sliding_window, &lo, &hi);
+    if (lo == hi)
+        return;
+    const size_t nv = hi - lo;
+    float *acc = st->acc + t * H * r; /* [H][r] */
+    for (size_t j = lo; j < hi; j++) { /* one dot of r + p values per head, on the stored row */
+        ops->dot(st->dots, st->qx + t * H * L, H, ch->k + j * ch->stride, L);
+        for (size_t h = 0; h < H; h++)
+            st->sc[h * T + j - lo] = st->dots[h];
+    }
+    if (g->probs)
+        keep_scores(st, g, t, nv);
+    for (size_t h = 0; h < H; h++)
+        fold(K, st->sc + h * T, nv, &st->m[t * H + h], &st->l[t * H + h], acc + h * r, r);
+    for (size_t j = lo; j < hi; j++) {
+        for (size_t h = 0; h < H; h++)
+            st->dots[h] = st->sc[h * T + j - lo];
+        const unsigned char *row = ch->k + j * ch->stride;
+        if (prefix) {
+            ops->axpy(acc, st->dots, H, row, r);
+        } else {
+            ops->dequantize(st->row, row, L);
+            f32->axpy(acc, st->dots, H, st->row, r);
         }
     }
+    st->seen[t] += nv;
+    ctr->kv_bytes_read += nv * format_row_bytes(ch->fmt, L);
+    ctr->flops_qk += 2 * (uint64_t)nv * H * L;
+    ctr->flops_av += 2 * (uint64_t)nv * H * r;
+    ctr->flops_softmax += 5 * (uint64_t)nv * H;
+}
 
-    /* out_h = W_uv_h o_h, o_h = the attended latent: each W_uv row read once */
+/* out_h = W_uv_h o_h into g->out [n_q][H][dv], o_h the attended latent
+ * (st->acc over the softmax sum): each W_uv row read once for all queries. */
+static void project_out(MlaState *st, const Group *g, Counters *ctr)
+{
+    const FormatOps *f32 = &g->m->kern->codec[FMT_F32];
+    const size_t H = st->H, r = st->r, dv = st->dv, n_q = g->n_q;
     float *olat = st->tmp; /* [H][n_q][r] */
     for (size_t t = 0; t < n_q; t++)
         for (size_t h = 0; h < H; h++) {
@@ -412,81 +415,120 @@ static void attend_absorbed(MlaState *st, const Group *g, Counters *ctr)
         }
     ctr->flops_o += 2 * (uint64_t)n_q * H * dv * r;
     ctr->weight_bytes_read += (uint64_t)H * dv * r * sizeof(float);
+}
+
+static void attend_absorbed(MlaState *st, const Group *g, Counters *ctr)
+{
+    absorb_queries(st, g, 1.0f / sqrtf((float)(st->dn + st->p)), ctr);
+    start_queries(st, g->n_q, st->r);
+    for (size_t c = 0; c < g->n_chunks; c++) {
+        prefetch_step(st, g, c, 0);
+        for (size_t t = 0; t < g->n_q; t++)
+            attend_latent_chunk(st, g, &st->chunks[c], t, ctr);
+    }
+    project_out(st, g, ctr);
     if (g->probs)
         finish_probs(st, g);
 }
 
-int sublayer_mla_attention(const Model *m, ForwardState *s, size_t layer, const AttnPass *p, Counters *ctr, Err *e)
+/* What a pass must be for MLA: the scratch made, no pitfalls, causal, rows
+ * within the scratch, a cache opened with the latent geometry. */
+static int check_pass(const Model *m, const MlaState *st, const AttnPass *p, Err *e)
 {
     const Config *c = &m->cfg;
-    const Kernels *K = m->kern;
-    MlaState *st = s->mla;
     if (!st)
         return err_set(e, ERR_RUNTIME, "MLA: the forward state holds no MLA scratch");
     if (m->bugs)
         return err_set(e, ERR_USAGE, "the pitfalls (--bug) act on GQA attention; model '%s' uses MLA", c->name);
     if (p->bidirectional)
         return err_set(e, ERR_USAGE, "model '%s': MLA attention is causal only", c->name);
-    const size_t d = c->d_model, H = st->H, r = st->r, L = st->lat, dv = st->dv;
-    const size_t qd = c->qk_nope_dim + c->qk_rope_dim, rows = p->n_seqs * p->n_new, n_new = p->n_new;
-    const size_t pos0 = p->pos0;
-    if (rows > st->max_rows)
-        return err_set(e, ERR_RUNTIME, "MLA: %zu token rows, scratch holds %zu", rows, st->max_rows);
-    if (p->cache && (p->cache->geo.n_kv_heads != 1 || p->cache->geo.head_dim != L))
+    if (p->n_seqs * p->n_new > st->max_rows)
+        return err_set(e, ERR_RUNTIME, "MLA: %zu token rows, scratch holds %zu", p->n_seqs * p->n_new,
+                       st->max_rows);
+    if (p->cache && (p->cache->geo.n_kv_heads != 1 || p->cache->geo.head_dim != st->lat))
         return err_set(e, ERR_RUNTIME, "model '%s' caches one latent row of %zu values per token and layer; cache "
-                       "'%s' holds %zu heads of %zu (open it with model_kv_geometry)", c->name, L,
+                       "'%s' holds %zu heads of %zu (open it with model_kv_geometry)", c->name, st->lat,
                        p->cache->spec, p->cache->geo.n_kv_heads, p->cache->geo.head_dim);
-    const int decompress = m->mla_path == MLA_DECOMPRESS;
-    if (decompress && mla_tiles_reserve(st, m->mla_tiles, e) < 0)
-        return -1;
-    const LayerWeights *w = model_layer(m, layer);
-    const MlaWeights *a = &m->mla[c->shared_layers ? 0 : layer];
+    return 0;
+}
 
-    /* projections: the queries, and the latent row [c_kv | k_rope] of each token */
+/* The queries into s->q [rows][H][qd] and each token's latent row
+ * [c_kv | k_rope] into st->lat_rows [rows][L], RoPE at absolute positions. */
+static void project_latent(const Model *m, ForwardState *s, const LayerWeights *w, const MlaWeights *a,
+                           const AttnPass *p, Counters *ctr)
+{
+    const Config *c = &m->cfg;
+    const Kernels *K = m->kern;
+    MlaState *st = s->mla;
+    const size_t d = c->d_model, H = st->H, r = st->r, L = st->lat, qd = c->qk_nope_dim + c->qk_rope_dim;
+    const size_t rows = p->n_seqs * p->n_new;
     K->rmsnorm(s->xb, s->x, w->attn_norm, rows, d, (float)c->norm_eps, ctr);
     K->matmul(s->q, s->xb, w->wq, rows, d, H * qd, &ctr->flops_q, ctr);
     K->matmul(st->lat_rows, s->xb, a->w_dkv, rows, d, L, &ctr->flops_k, ctr);
     for (size_t i = 0; i < rows; i++) {
-        size_t pos = pos0 + i % n_new;
+        size_t pos = p->pos0 + i % p->n_new;
         float *lat = st->lat_rows + i * L;
         K->rmsnorm(lat, lat, a->kv_norm, 1, r, (float)c->norm_eps, ctr);
         K->rope(lat + r, 1, c->qk_rope_dim, pos, c->rope_theta, ctr);
         for (size_t h = 0; h < H; h++)
             K->rope(s->q + i * H * qd + h * qd + c->qk_nope_dim, 1, c->qk_rope_dim, pos, c->rope_theta, ctr);
     }
+}
 
-    for (size_t b = 0; b < p->n_seqs; b++) {
-        const size_t first = b * n_new, seq = p->slots ? p->slots[b] : b;
-        const float *lat = st->lat_rows + first * L;
-        if (layer == 0 && pos0 == 0 && st->reserved) /* the sequence restarts: its tiles are stale */
-            mla_tiles_forget_seq(st, seq);
-        /* the cache stores the latent as a K row; V (k_only) is not stored */
-        if (p->cache && kv_append(p->cache, layer, seq, pos0, n_new, lat, lat, ctr, e) < 0)
-            return -1;
-        Group g = { .m = m, .a = a, .cache = p->cache, .layer = layer, .seq = seq,
-                    .use_lru = p->slots == NULL, .q = s->q + first * H * qd, .n_q = n_new, .pos0 = pos0,
-                    .out = st->att + first * H * dv };
-        if (s->probs && b == 0) {
-            g.probs = s->probs + layer * H * s->max_q * c->max_seq_len;
-            g.probs_q_stride = c->max_seq_len;
-            g.probs_h_stride = s->max_q * c->max_seq_len;
-        }
-        if (gather_chunks(st, p->cache, layer, seq, lat, n_new, pos0, &g.n_chunks, e) < 0)
-            return -1;
-        if (decompress)
-            attend_decompress(st, &g, ctr);
-        else
-            attend_absorbed(st, &g, ctr);
+/* Sequence b of the pass: its latent rows appended to the cache, then its
+ * queries attend by the model's read path into st->att [n_new][H][dv]. */
+static int attend_sequence(const Model *m, ForwardState *s, size_t layer, const MlaWeights *a, const AttnPass *p,
+                           size_t b, Counters *ctr, Err *e)
+{
+    const Config *c = &m->cfg;
+    MlaState *st = s->mla;
+    const size_t H = st->H, L = st->lat, dv = st->dv, qd = c->qk_nope_dim + c->qk_rope_dim, n_new = p->n_new;
+    const size_t first = b * n_new, seq = p->slots ? p->slots[b] : b;
+    const float *lat = st->lat_rows + first * L;
+    if (layer == 0 && p->pos0 == 0 && st->reserved) /* the sequence restarts: its tiles are stale */
+        mla_tiles_forget_seq(st, seq);
+    /* the cache stores the latent as a K row; V (k_only) is not stored */
+    if (p->cache && kv_append(p->cache, layer, seq, p->pos0, n_new, lat, lat, ctr, e) < 0)
+        return -1;
+    Group g = { .m = m, .a = a, .cache = p->cache, .layer = layer, .seq = seq, .use_lru = p->slots == NULL,
+                .q = s->q + first * H * qd, .n_q = n_new, .pos0 = p->pos0, .out = st->att + first * H * dv };
+    if (s->probs && b == 0) {
+        g.probs = s->probs + layer * H * s->max_q * c->max_seq_len;
+        g.probs_q_stride = c->max_seq_len;
+        g.probs_h_stride = s->max_q * c->max_seq_len;
     }
+    if (gather_chunks(st, p->cache, layer, seq, lat, n_new, p->pos0, &g.n_chunks, e) < 0)
+        return -1;
+    if (m->mla_path == MLA_DECOMPRESS)
+        attend_decompress(st, &g, ctr);
+    else
+        attend_absorbed(st, &g, ctr);
+    return 0;
+}
+
+int sublayer_mla_attention(const Model *m, ForwardState *s, size_t layer, const AttnPass *p, Counters *ctr, Err *e)
+{
+    const Config *c = &m->cfg;
+    MlaState *st = s->mla;
+    if (check_pass(m, st, p, e) < 0)
+        return -1;
+    if (m->mla_path == MLA_DECOMPRESS && mla_tiles_reserve(st, m->mla_tiles, e) < 0)
+        return -1;
+    const size_t d = c->d_model, H = st->H, dv = st->dv, rows = p->n_seqs * p->n_new;
+    const MlaWeights *a = &m->mla[c->shared_layers ? 0 : layer];
+    project_latent(m, s, model_layer(m, layer), a, p, ctr);
+    for (size_t b = 0; b < p->n_seqs; b++)
+        if (attend_sequence(m, s, layer, a, p, b, ctr, e) < 0)
+            return -1;
 
     if (s->att_layers) { /* sequence 0's outputs, in the [q_dim] rows the views read */
         float *dst = s->att_layers + layer * s->max_q * config_q_dim(c);
-        for (size_t t = 0; t < n_new; t++) {
+        for (size_t t = 0; t < p->n_new; t++) {
             memset(dst + t * config_q_dim(c), 0, config_q_dim(c) * sizeof(float));
             memcpy(dst + t * config_q_dim(c), st->att + t * H * dv, H * dv * sizeof(float));
         }
     }
-    K->matmul(s->xb, st->att, a->w_o, rows, H * dv, d, &ctr->flops_o, ctr);
+    m->kern->matmul(s->xb, st->att, a->w_o, rows, H * dv, d, &ctr->flops_o, ctr);
     for (size_t i = 0; i < rows * d; i++)
         s->x[i] += s->xb[i];
     ctr->flops_other += (uint64_t)rows * d; /* the residual add */
