@@ -42,27 +42,30 @@ static int rank(int state)
     return state >= 0 && state <= CELL_SHARED ? r[state] : 0;
 }
 
-void panel_map(Frame *f, Rect r, const View *v, const Session *s, const char *title, int focused)
-{
-    const KvCache *cache = session_cache(s);
-    const Config *c = &session_model(s)->cfg;
-    const size_t P = session_positions(s);
-    const int cols = r.w - LABEL_W;
-    if (cols < 1 || r.h < 2)
-        return;
-    const size_t per = (P + (size_t)cols - 1) / (size_t)cols; /* positions per column */
-    /* with room to spare a position takes up to 3 columns: 2 glyphs and a gap */
-    const int cw = per == 1 ? ((size_t)cols >= 3 * P ? 3 : (size_t)cols >= 2 * P ? 2 : 1) : 1;
-    KvCell *cells = calloc(P, sizeof *cells);
-    if (!cells)
-        return;
+/* How positions fit the panel's columns. */
+typedef struct {
+    size_t P;      /* positions */
+    int cols;      /* columns for cells */
+    size_t per;    /* positions per column */
+    int cw;        /* columns a position takes: 1, or 2-3 (glyphs and a gap) with room to spare */
+} MapGeom;
 
+static int is_new_row(const StepRecord *last, size_t j)
+{
+    return last && j >= last->pos0 && j < last->pos0 + last->n_new;
+}
+
+/* The rule: the panel's name, the layers and positions, and how the cache
+ * is stored (pages, blocks); shortened when the panel is narrow. */
+static void map_title(Frame *f, Rect r, const KvCache *cache, const MapGeom *mg, KvCell *cells, const char *title,
+                      int focused)
+{
     /* pages, or blocks of storage (a page start past 0) for other layouts */
     KvStats st;
     kv_stats(cache, &st);
-    kv_cells(cache, 0, 0, cells, P);
+    kv_cells(cache, 0, 0, cells, mg->P);
     size_t blocks = 1;
-    for (size_t j = 1; j < P; j++)
+    for (size_t j = 1; j < mg->P; j++)
         blocks += cells[j].page_start;
     char paging[48], full[256], scale[48] = "";
     if (st.page_rows)
@@ -71,67 +74,89 @@ void panel_map(Frame *f, Rect r, const View *v, const Session *s, const char *ti
         snprintf(paging, sizeof paging, "not paged, stored in blocks");
     else
         snprintf(paging, sizeof paging, "not paged");
-    if (per > 1)
-        snprintf(scale, sizeof scale, ", 1 column = %zu positions", per);
-    snprintf(full, sizeof full, "%s: layers \u00d7 positions 0-%zu%s, %s", title, P - 1, scale, paging);
+    if (mg->per > 1)
+        snprintf(scale, sizeof scale, ", 1 column = %zu positions", mg->per);
+    snprintf(full, sizeof full, "%s: layers \u00d7 positions 0-%zu%s, %s", title, mg->P - 1, scale, paging);
     if (text_width(full) + 3 > r.w) /* too long: the name and how it is stored */
         snprintf(full, sizeof full, "%s (%s)", title, st.page_rows ? "paged" : "not paged");
     frame_rule(f, r, 0, full, focused);
+}
 
-    const StepRecord *last = session_steps(s) ? session_record(s, session_steps(s) - 1) : NULL;
-    const int rows = r.h - 2;
-    size_t first = 0;
-    if ((size_t)rows < c->n_layers && v->layer >= (size_t)rows)
-        first = v->layer - (size_t)rows + 1;
-    for (int y = 0; y < rows && first + (size_t)y < c->n_layers; y++) {
-        size_t l = first + (size_t)y;
-        int sel = l == v->layer;
-        if (sel)
-            frame_put_glyph(f, r, 0, 1 + y, G_PLAY, ROLE_FOCUS);
-        frame_print(f, r, 1, 1 + y, sel ? ROLE_FOCUS : ROLE_DIM, "L%zu", l);
-        kv_cells(cache, l, 0, cells, P);
-        for (int x = 0; x < cols && (size_t)x * per < P; x++) {
-            size_t lo = (size_t)x * per, hi = lo + per < P ? lo + per : P;
-            int best = CELL_EMPTY, is_new = 0;
-            KvCell shown = { 0 };
-            for (size_t j = lo; j < hi; j++) {
-                if (rank(cells[j].state) > rank(best)) {
-                    best = cells[j].state;
-                    shown = cells[j];
-                }
-                if (last && j >= last->pos0 && j < last->pos0 + last->n_new)
-                    is_new = 1;
+/* Layer l's row at y: a column shows the most telling state of its
+ * positions; this pass's rows are marked new. */
+static void map_layer_row(Frame *f, Rect r, const KvCache *cache, const MapGeom *mg, KvCell *cells, size_t l, int y,
+                          int sel, const StepRecord *last)
+{
+    if (sel)
+        frame_put_glyph(f, r, 0, y, G_PLAY, ROLE_FOCUS);
+    frame_print(f, r, 1, y, sel ? ROLE_FOCUS : ROLE_DIM, "L%zu", l);
+    kv_cells(cache, l, 0, cells, mg->P);
+    for (int x = 0; x < mg->cols && (size_t)x * mg->per < mg->P; x++) {
+        size_t lo = (size_t)x * mg->per, hi = lo + mg->per < mg->P ? lo + mg->per : mg->P;
+        int best = CELL_EMPTY, is_new = 0;
+        KvCell shown = { 0 };
+        for (size_t j = lo; j < hi; j++) {
+            if (rank(cells[j].state) > rank(best)) {
+                best = cells[j].state;
+                shown = cells[j];
             }
-            int role;
-            Glyph g = panel_cell_glyph(best, shown.k_fmt, shown.v_fmt, &role);
-            for (int k = 0; k < (cw > 1 ? cw - 1 : 1); k++)
-                frame_put_glyph(f, r, LABEL_W + x * cw + k, 1 + y, g,
-                                is_new && best != CELL_EMPTY ? ROLE_NEW : role);
+            is_new |= is_new_row(last, j);
         }
+        int role;
+        Glyph g = panel_cell_glyph(best, shown.k_fmt, shown.v_fmt, &role);
+        for (int k = 0; k < (mg->cw > 1 ? mg->cw - 1 : 1); k++)
+            frame_put_glyph(f, r, LABEL_W + x * mg->cw + k, y, g, is_new && best != CELL_EMPTY ? ROLE_NEW : role);
     }
-    /* the axis: this pass's slots, page starts, and where the run ends */
-    int ay = 1 + (rows < (int)c->n_layers ? rows : (int)c->n_layers);
+}
+
+/* The axis at row ay: this pass's slots, page starts, and where the run ends. */
+static void map_axis(Frame *f, Rect r, const KvCache *cache, const MapGeom *mg, KvCell *cells, int ay,
+                     const StepRecord *last)
+{
     frame_text(f, r, 0, ay, ROLE_DIM, "pos");
-    kv_cells(cache, 0, 0, cells, P);
+    kv_cells(cache, 0, 0, cells, mg->P);
     int used = 0;
-    for (int x = 0; x < cols && (size_t)x * per < P; x++, used++) {
-        size_t lo = (size_t)x * per, hi = lo + per < P ? lo + per : P;
+    for (int x = 0; x < mg->cols && (size_t)x * mg->per < mg->P; x++, used++) {
+        size_t lo = (size_t)x * mg->per, hi = lo + mg->per < mg->P ? lo + mg->per : mg->P;
         int is_new = 0, page = 0;
         for (size_t j = lo; j < hi; j++) {
-            is_new |= last && j >= last->pos0 && j < last->pos0 + last->n_new;
+            is_new |= is_new_row(last, j);
             page |= j > 0 && cells[j].page_start;
         }
         if (is_new)
-            frame_put_glyph(f, r, LABEL_W + x * cw, ay, G_NEW, ROLE_NEW);
+            frame_put_glyph(f, r, LABEL_W + x * mg->cw, ay, G_NEW, ROLE_NEW);
         else if (page)
-            frame_put_glyph(f, r, LABEL_W + x * cw, ay, G_PAGE, ROLE_DIM);
+            frame_put_glyph(f, r, LABEL_W + x * mg->cw, ay, G_PAGE, ROLE_DIM);
     }
-    used *= cw;
+    used *= mg->cw;
     if (last && LABEL_W + used + 2 < r.w) {
         char note[64];
         snprintf(note, sizeof note, "%s %zu", last->n_new > 1 ? "new rows from" : "new row at", last->pos0);
         if (LABEL_W + used + 2 + (int)strlen(note) + 4 <= r.w)
             frame_text(f, r, LABEL_W + used + 2, ay, ROLE_NEW, note);
     }
+}
+
+void panel_map(Frame *f, Rect r, const View *v, const Session *s, const char *title, int focused)
+{
+    const KvCache *cache = session_cache(s);
+    const Config *c = &session_model(s)->cfg;
+    MapGeom mg = { .P = session_positions(s), .cols = r.w - LABEL_W };
+    if (mg.cols < 1 || r.h < 2)
+        return;
+    mg.per = (mg.P + (size_t)mg.cols - 1) / (size_t)mg.cols;
+    mg.cw = mg.per == 1 ? ((size_t)mg.cols >= 3 * mg.P ? 3 : (size_t)mg.cols >= 2 * mg.P ? 2 : 1) : 1;
+    KvCell *cells = calloc(mg.P, sizeof *cells);
+    if (!cells)
+        return;
+    map_title(f, r, cache, &mg, cells, title, focused);
+    const StepRecord *last = session_steps(s) ? session_record(s, session_steps(s) - 1) : NULL;
+    const int rows = r.h - 2;
+    size_t first = 0; /* keep the selected layer in sight */
+    if ((size_t)rows < c->n_layers && v->layer >= (size_t)rows)
+        first = v->layer - (size_t)rows + 1;
+    for (int y = 0; y < rows && first + (size_t)y < c->n_layers; y++)
+        map_layer_row(f, r, cache, &mg, cells, first + (size_t)y, 1 + y, first + (size_t)y == v->layer, last);
+    map_axis(f, r, cache, &mg, cells, 1 + (rows < (int)c->n_layers ? rows : (int)c->n_layers), last);
     free(cells);
 }
