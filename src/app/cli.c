@@ -100,3 +100,29 @@ int cli_prompt_option(PromptOpts *po, const char *opt, const char *arg, Err *e)
     return 0;
 }
 
+
+int cli_generation_option(GenOptions *go, AttendAlgo *attend, const char *opt, const char *arg, Err *e)
+{
+    int rc = 0;
+    if (strcmp(opt, "tokens") == 0) {
+        rc = parse_size(arg, "--tokens", &go->n_generate, e);
+    } else if (strcmp(opt, "chunk") == 0) {
+        rc = parse_size(arg, "--chunk", &go->chunk, e);
+    } else if (strcmp(opt, "temperature") == 0) {
+        rc = parse_double(arg, "--temperature", &go->temperature, e);
+        if (rc == 0 && go->temperature < 0)
+            rc = err_set(e, ERR_USAGE, "--temperature: must be 0 (greedy) or more, got %s", arg);
+    } else if (strcmp(opt, "top-k") == 0) {
+        rc = parse_size(arg, "--top-k", &go->top_k, e);
+    } else if (strcmp(opt, "sample-seed") == 0) {
+        unsigned long long v;
+        rc = parse_u64(arg, "--sample-seed", &v, e);
+        go->sample_seed = v;
+    } else if (strcmp(opt, "attention") == 0) {
+        if (attend_algo_parse(arg, attend) < 0)
+            rc = err_set(e, ERR_USAGE, "--attention: '%s' is not one of flash, naive, materialize", arg);
+    } else {
+        return 0;
+    }
+    return rc < 0 ? -1 : 1;
+}

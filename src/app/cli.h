@@ -8,6 +8,8 @@
 #ifndef KVSCOPE_APP_CLI_H
 #define KVSCOPE_APP_CLI_H
 
+#include "kernels/kernels.h"
+#include "model/generate.h"
 #include "sim/setup.h"
 #include "util/err.h"
 #include "util/human.h"
@@ -42,5 +44,10 @@ int cli_model_option(ModelOpts *mo, const char *opt, const char *arg, Err *e);
 extern const char cli_prompt_help[];
 /* Take --prompt, --prompt-len, --batch, --prompt-seed: 1 taken, 0 not, -1 error. */
 int cli_prompt_option(PromptOpts *po, const char *opt, const char *arg, Err *e);
+
+/* Take one generation option (--tokens, --chunk, --temperature, --top-k,
+ * --sample-seed) into go, or --attention into attend: 1 taken, 0 not, -1
+ * error. */
+int cli_generation_option(GenOptions *go, AttendAlgo *attend, const char *opt, const char *arg, Err *e);
 
 #endif

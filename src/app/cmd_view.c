@@ -100,6 +100,52 @@ static int parse_size_wh(const char *s, int *w, int *h, Err *e)
     return 0;
 }
 
+/* Take one option of how the view shows itself (--uncached, --screen,
+ * --no-color, --ascii, --headless, --measure, --size, --keys, --frames):
+ * 1 taken, 0 not, -1 error. */
+static int display_option(ViewOpts *o, const char *name, const char *arg, Err *e)
+{
+    int rc = 0;
+    if (strcmp(name, "uncached") == 0) {
+        if (strcmp(arg, "auto") == 0)
+            o->uncached = UNCACHED_AUTO;
+        else if (strcmp(arg, "measured") == 0)
+            o->uncached = UNCACHED_MEASURED;
+        else if (strcmp(arg, "formula") == 0)
+            o->uncached = UNCACHED_FORMULA;
+        else
+            rc = err_set(e, ERR_USAGE, "--uncached: '%s' is not one of auto, measured, formula", arg);
+    } else if (strcmp(name, "screen") == 0) {
+        if (strcmp(arg, "example") && strcmp(arg, "sim") && strcmp(arg, "compare"))
+            rc = err_set(e, ERR_USAGE, "--screen: '%s' is not one of example, sim, compare", arg);
+        o->screen = arg;
+    } else if (strcmp(name, "no-color") == 0)
+        o->no_color = 1;
+    else if (strcmp(name, "ascii") == 0)
+        o->ascii = 1;
+    else if (strcmp(name, "headless") == 0)
+        o->headless = 1;
+    else if (strcmp(name, "measure") == 0)
+        o->measure = 1;
+    else if (strcmp(name, "size") == 0)
+        rc = parse_size_wh(arg, &o->w, &o->h, e);
+    else if (strcmp(name, "keys") == 0)
+        o->keys = arg;
+    else if (strcmp(name, "frames") == 0) {
+        if (strcmp(arg, "all") == 0)
+            o->frames = FRAMES_ALL;
+        else if (strcmp(arg, "last") == 0)
+            o->frames = FRAMES_LAST;
+        else if (strcmp(arg, "none") == 0)
+            o->frames = FRAMES_NONE;
+        else
+            rc = err_set(e, ERR_USAGE, "--frames: '%s' is not one of all, last, none", arg);
+    } else {
+        return 0;
+    }
+    return rc < 0 ? -1 : 1;
+}
+
 static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
 {
     static const struct option longopts[] = {
@@ -127,69 +173,16 @@ static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
         int taken = cli_model_option(&o->mo, name, optarg, e);
         if (taken == 0 && strcmp(name, "batch") != 0)
             taken = cli_prompt_option(&o->po, name, optarg, e);
+        if (taken == 0)
+            taken = cli_generation_option(&o->go, &o->attend, name, optarg, e);
+        if (taken == 0)
+            taken = display_option(o, name, optarg, e);
         if (taken < 0)
             return -1;
-        if (taken)
-            continue;
-        int rc = 0;
-        if (strcmp(name, "tokens") == 0)
-            rc = parse_size(optarg, "--tokens", &o->go.n_generate, e);
-        else if (strcmp(name, "chunk") == 0)
-            rc = parse_size(optarg, "--chunk", &o->go.chunk, e);
-        else if (strcmp(name, "temperature") == 0) {
-            rc = parse_double(optarg, "--temperature", &o->go.temperature, e);
-            if (rc == 0 && o->go.temperature < 0)
-                rc = err_set(e, ERR_USAGE, "--temperature: must be 0 (greedy) or more, got %s", optarg);
-        } else if (strcmp(name, "top-k") == 0)
-            rc = parse_size(optarg, "--top-k", &o->go.top_k, e);
-        else if (strcmp(name, "sample-seed") == 0) {
-            unsigned long long v;
-            rc = parse_u64(optarg, "--sample-seed", &v, e);
-            o->go.sample_seed = v;
-        } else if (strcmp(name, "preset") == 0) {
+        if (strcmp(name, "preset") == 0)
             o->model_given = 1; /* applied before the options, by preset_scan */
-        } else if (strcmp(name, "cache") == 0)
+        else if (strcmp(name, "cache") == 0)
             o->cache_spec = optarg;
-        else if (strcmp(name, "attention") == 0) {
-            if (attend_algo_parse(optarg, &o->attend) < 0)
-                rc = err_set(e, ERR_USAGE, "--attention: '%s' is not one of flash, naive, materialize", optarg);
-        } else if (strcmp(name, "uncached") == 0) {
-            if (strcmp(optarg, "auto") == 0)
-                o->uncached = UNCACHED_AUTO;
-            else if (strcmp(optarg, "measured") == 0)
-                o->uncached = UNCACHED_MEASURED;
-            else if (strcmp(optarg, "formula") == 0)
-                o->uncached = UNCACHED_FORMULA;
-            else
-                rc = err_set(e, ERR_USAGE, "--uncached: '%s' is not one of auto, measured, formula", optarg);
-        } else if (strcmp(name, "screen") == 0) {
-            if (strcmp(optarg, "example") && strcmp(optarg, "sim") && strcmp(optarg, "compare"))
-                rc = err_set(e, ERR_USAGE, "--screen: '%s' is not one of example, sim, compare", optarg);
-            o->screen = optarg;
-        } else if (strcmp(name, "no-color") == 0)
-            o->no_color = 1;
-        else if (strcmp(name, "ascii") == 0)
-            o->ascii = 1;
-        else if (strcmp(name, "headless") == 0)
-            o->headless = 1;
-        else if (strcmp(name, "measure") == 0)
-            o->measure = 1;
-        else if (strcmp(name, "size") == 0)
-            rc = parse_size_wh(optarg, &o->w, &o->h, e);
-        else if (strcmp(name, "keys") == 0)
-            o->keys = optarg;
-        else if (strcmp(name, "frames") == 0) {
-            if (strcmp(optarg, "all") == 0)
-                o->frames = FRAMES_ALL;
-            else if (strcmp(optarg, "last") == 0)
-                o->frames = FRAMES_LAST;
-            else if (strcmp(optarg, "none") == 0)
-                o->frames = FRAMES_NONE;
-            else
-                rc = err_set(e, ERR_USAGE, "--frames: '%s' is not one of all, last, none", optarg);
-        }
-        if (rc < 0)
-            return -1;
     }
     if (got != CLI_DONE)
         return got == CLI_HELP ? 1 : -1;

@@ -103,43 +103,28 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
     const char *name;
     int got;
     while ((got = cli_next_option(argc, argv, longopts, "run", &name, e)) == CLI_OPTION) {
+        o->tokens_given |= strcmp(name, "tokens") == 0;
         int taken = cli_model_option(&o->mo, name, optarg, e);
         if (taken == 0)
             taken = cli_prompt_option(&o->po, name, optarg, e);
+        if (taken == 0)
+            taken = cli_generation_option(&o->go, &o->attend, name, optarg, e);
         if (taken < 0)
             return -1;
         if (taken)
             continue;
         int rc = 0;
-        if (strcmp(name, "tokens") == 0) {
-            rc = parse_size(optarg, "--tokens", &o->go.n_generate, e);
-            o->tokens_given = 1;
-        } else if (strcmp(name, "beams") == 0)
+        if (strcmp(name, "beams") == 0)
             rc = parse_size(optarg, "--beams", &o->beams, e);
         else if (strcmp(name, "src-len") == 0)
             rc = parse_size(optarg, "--src-len", &o->src_len, e);
         else if (strcmp(name, "alpha") == 0)
             rc = parse_double(optarg, "--alpha", &o->alpha, e), o->alpha_given = 1;
-        else if (strcmp(name, "chunk") == 0)
-            rc = parse_size(optarg, "--chunk", &o->go.chunk, e);
         else if (strcmp(name, "structure") == 0)
             rc = structure_parse(optarg, &o->structure, e);
-        else if (strcmp(name, "temperature") == 0) {
-            rc = parse_double(optarg, "--temperature", &o->go.temperature, e);
-            if (rc == 0 && o->go.temperature < 0)
-                rc = err_set(e, ERR_USAGE, "--temperature: must be 0 (greedy) or more, got %s", optarg);
-        } else if (strcmp(name, "top-k") == 0)
-            rc = parse_size(optarg, "--top-k", &o->go.top_k, e);
-        else if (strcmp(name, "sample-seed") == 0) {
-            unsigned long long v;
-            rc = parse_u64(optarg, "--sample-seed", &v, e);
-            o->go.sample_seed = v;
-        } else if (strcmp(name, "cache") == 0)
+        else if (strcmp(name, "cache") == 0)
             o->cache_spec = optarg;
-        else if (strcmp(name, "attention") == 0) {
-            if (attend_algo_parse(optarg, &o->attend) < 0)
-                rc = err_set(e, ERR_USAGE, "--attention: '%s' is not one of flash, naive, materialize", optarg);
-        } else if (strcmp(name, "bug") == 0) {
+        else if (strcmp(name, "bug") == 0) {
             Bug b;
             if (bug_parse(optarg, &b) < 0)
                 rc = err_set(e, ERR_USAGE, "--bug: '%s' is not one of %s", optarg, bug_names);
