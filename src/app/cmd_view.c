@@ -266,6 +266,47 @@ static void print_measure(const Measure *m)
            m->play_steps_s, m->play_steps);
 }
 
+/* A preset's model, cache and workload become the defaults. */
+static void apply_preset(ViewOpts *o, const Preset *p)
+{
+    o->mo.model = p->model[0] ? p->model : o->mo.model;
+    o->mo.shared |= p->shared;
+    o->cache_spec = p->cache[0] ? p->cache : o->cache_spec;
+    if (p->tokens)
+        o->go.n_generate = p->tokens;
+    if (p->prompt_len)
+        o->po.len = p->prompt_len;
+    if (p->attention[0] && strcmp(p->attention, "flash") != 0) /* the view keeps weights: not flash */
+        attend_algo_parse(p->attention, &o->attend);
+}
+
+/* --screen, else the simulation when a model was named, else the example. */
+static ScreenId start_screen(const ViewOpts *o)
+{
+    if (!o->screen)
+        return o->model_given ? SCR_SIM : SCR_EXAMPLE;
+    return strcmp(o->screen, "example") == 0 ? SCR_EXAMPLE : strcmp(o->screen, "sim") == 0 ? SCR_SIM : SCR_COMPARE;
+}
+
+/* Measure, render headless frames, or open the terminal; the exit code. */
+static int show(View *v, const ViewOpts *o, const ScriptKey *keys, size_t n_keys)
+{
+    Err e = { 0 };
+    if (o->measure) {
+        Measure m;
+        if (tty_measure(v, o->w, o->h, 200, &m, &e) < 0)
+            return cli_fail(&e);
+        print_measure(&m);
+        return EXIT_OK;
+    }
+    if (o->headless) {
+        v->hide_times = 1;
+        return headless_run(v, o->w, o->h, keys, n_keys, o->frames, stdout, &e) < 0 ? cli_fail(&e) : EXIT_OK;
+    }
+    int t = tty_run(v, &e);
+    return t < 0 ? cli_fail(&e) : t;
+}
+
 int cmd_view(int argc, char **argv)
 {
     ViewOpts o = { .mo.model = "tiny", .go.n_generate = 32, .go.sample_seed = 1, .cache_spec = "contiguous",
@@ -275,17 +316,8 @@ int cmd_view(int argc, char **argv)
     int has_preset = preset_scan(argc, argv, &preset, &e);
     if (has_preset < 0)
         return cli_fail(&e);
-    if (has_preset) {
-        o.mo.model = preset.model[0] ? preset.model : o.mo.model;
-        o.mo.shared |= preset.shared;
-        o.cache_spec = preset.cache[0] ? preset.cache : o.cache_spec;
-        if (preset.tokens)
-            o.go.n_generate = preset.tokens;
-        if (preset.prompt_len)
-            o.po.len = preset.prompt_len;
-        if (preset.attention[0] && strcmp(preset.attention, "flash") != 0) /* the view keeps weights: not flash */
-            attend_algo_parse(preset.attention, &o.attend);
-    }
+    if (has_preset)
+        apply_preset(&o, &preset);
     int pr = parse_options(argc, argv, &o, &e);
     if (pr == 1) {
         help();
@@ -309,34 +341,16 @@ int cmd_view(int argc, char **argv)
         free(keys);
         return cli_fail(&e);
     }
-    ScreenId start = o.model_given ? SCR_SIM : SCR_EXAMPLE;
-    if (o.screen)
-        start = strcmp(o.screen, "example") == 0 ? SCR_EXAMPLE : strcmp(o.screen, "sim") == 0 ? SCR_SIM
-                                                                                             : SCR_COMPARE;
     ViewHooks hooks = { load_model, make_prompt, &o };
     View v;
     view_init(&v, ex, sim, SCR_EXAMPLE, &hooks);
     const char *no_color = getenv("NO_COLOR");
     v.color = !o.no_color && !(no_color && *no_color);
     v.ascii = o.ascii;
-    (void)view_key(&v, '1' + (int)start); /* through the key, so compare starts as a user would start it */
+    (void)view_key(&v, '1' + (int)start_screen(&o)); /* through the key, as a user would start it */
     v.status[0] = '\0';
 
-    int rc = EXIT_OK;
-    if (o.measure) {
-        Measure m;
-        if (tty_measure(&v, o.w, o.h, 200, &m, &e) < 0)
-            rc = cli_fail(&e);
-        else
-            print_measure(&m);
-    } else if (o.headless) {
-        v.hide_times = 1;
-        if (headless_run(&v, o.w, o.h, keys, n_keys, o.frames, stdout, &e) < 0)
-            rc = cli_fail(&e);
-    } else {
-        int t = tty_run(&v, &e);
-        rc = t < 0 ? cli_fail(&e) : t;
-    }
+    int rc = show(&v, &o, keys, n_keys);
     view_free(&v);
     free(keys);
     return rc;

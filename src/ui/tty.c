@@ -79,42 +79,28 @@ static void restore_signals(const SavedSignals *saved)
     sigaction(SIGHUP, &saved->hup, NULL);
 }
 
-int tty_run(View *v, Err *e)
+/* ncurses on stdout in the modes the view needs: raw keys (Ctrl-C is a key,
+ * so quitting is one clean path), no echo, keypad, no cursor. NULL when
+ * the terminal cannot start. */
+static SCREEN *start_terminal(void)
 {
-    if (tty_check(e) < 0)
-        return -1;
-    /* wide characters need the user's locale; without UTF-8, ASCII glyphs */
-    setlocale(LC_ALL, "");
-    if (strcmp(nl_langinfo(CODESET), "UTF-8") != 0)
-        v->ascii = 1;
-    SavedSignals saved;
-    stop_signal = 0;
-    catch_signals(&saved); /* before newterm, so ncurses leaves them to us */
     SCREEN *scr = newterm(NULL, stdout, stdin);
-    if (!scr) {
-        restore_signals(&saved);
-        return err_set(e, ERR_USAGE, "cannot start the terminal (TERM=%s)", getenv("TERM"));
-    }
+    if (!scr)
+        return NULL;
     set_term(scr);
-    raw(); /* Ctrl-C arrives as a key, so quitting is one clean path */
+    raw();
     noecho();
     nonl();
     keypad(stdscr, TRUE);
     (void)curs_set(0);
     set_escdelay(25);
-    Emitter em;
-    emit_init(&em, v->color);
-    Frame f;
-    int rc = 0;
-    if (frame_init(&f, COLS, LINES, v->ascii) < 0) {
-        rc = err_set(e, ERR_RUNTIME, "out of memory for a %dx%d frame", COLS, LINES);
-        goto done;
-    }
-    v->w = COLS;
-    v->h = LINES;
-    view_draw(v, &f);
-    emit_frame(&em, &f);
+    return scr;
+}
 
+/* Keys, resizes and play ticks until q or a signal; a frame is built and
+ * emitted only when something changed. */
+static void event_loop(View *v, Frame *f, Emitter *em)
+{
     double next_tick = 0;
     while (!stop_signal) {
         int ms = view_tick_ms(v), wait = 200; /* paused: wake now and then to see a signal's flag */
@@ -136,11 +122,9 @@ int tty_run(View *v, Err *e)
             }
         } else {
             int key = translate(got, ch);
-            if (key == VK_RESIZE) {
-                if (frame_resize(&f, COLS, LINES) == 0) {
-                    v->w = COLS;
-                    v->h = LINES;
-                }
+            if (key == VK_RESIZE && frame_resize(f, COLS, LINES) == 0) {
+                v->w = COLS;
+                v->h = LINES;
             }
             if (key)
                 r = view_key(v, key);
@@ -150,14 +134,44 @@ int tty_run(View *v, Err *e)
         if (r & KR_QUIT)
             break;
         if (r & KR_CHANGED) {
-            view_draw(v, &f);
-            emit_frame(&em, &f);
+            view_draw(v, f);
+            emit_frame(em, f);
         }
     }
-    if (stop_signal)
-        rc = 128 + stop_signal;
-    frame_free(&f);
-done:
+}
+
+int tty_run(View *v, Err *e)
+{
+    if (tty_check(e) < 0)
+        return -1;
+    /* wide characters need the user's locale; without UTF-8, ASCII glyphs */
+    setlocale(LC_ALL, "");
+    if (strcmp(nl_langinfo(CODESET), "UTF-8") != 0)
+        v->ascii = 1;
+    SavedSignals saved;
+    stop_signal = 0;
+    catch_signals(&saved); /* before newterm, so ncurses leaves them to us */
+    SCREEN *scr = start_terminal();
+    if (!scr) {
+        restore_signals(&saved);
+        return err_set(e, ERR_USAGE, "cannot start the terminal (TERM=%s)", getenv("TERM"));
+    }
+    Emitter em;
+    emit_init(&em, v->color);
+    Frame f;
+    int rc = 0;
+    if (frame_init(&f, COLS, LINES, v->ascii) < 0) {
+        rc = err_set(e, ERR_RUNTIME, "out of memory for a %dx%d frame", COLS, LINES);
+    } else {
+        v->w = COLS;
+        v->h = LINES;
+        view_draw(v, &f);
+        emit_frame(&em, &f);
+        event_loop(v, &f, &em);
+        if (stop_signal)
+            rc = 128 + stop_signal;
+        frame_free(&f);
+    }
     endwin();
     delscreen(scr);
     restore_signals(&saved);
