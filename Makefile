@@ -42,7 +42,7 @@ TEST_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 # tree is warning-free under a second compiler
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-.PHONY: all bin run test unit-tests cli-tests sanitize cross-test deps clean plots check-lessons
+.PHONY: all bin run test unit-tests cli-tests sanitize cross-test deps clean plots check-lessons check-layers
 
 # deps first, then a fresh make, so pkg-config is asked after any install
 all: deps
@@ -94,6 +94,10 @@ unit-tests: $(TEST_BIN)
 check-lessons: $(BIN) $(LIB)
 	$(BIN) lesson lint
 
+# the layer rule: every #include points to the same room or one below it
+check-layers:
+	@sh tests/layers.sh
+
 cli-tests: $(BIN)
 	KVSCOPE_BIN=$(BIN) sh tests/cli/run.sh
 
@@ -115,7 +119,7 @@ cross-test:
 		echo "== $$t (neon, qemu-aarch64)"; qemu-aarch64 $(BUILD)/cross/$$t; done
 
 test: deps
-	$(MAKE) --no-print-directory unit-tests cli-tests check-lessons
+	$(MAKE) --no-print-directory check-layers unit-tests cli-tests check-lessons
 	$(MAKE) --no-print-directory sanitize
 	$(MAKE) --no-print-directory cross-test
 	@echo "make test: all passed"

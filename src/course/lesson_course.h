@@ -1,4 +1,10 @@
-/* lesson_course.h: the course manifest (lessons/manifest.json).
+/* course/: the lessons' engine behind `kvscope lesson`: the manifest, the
+ * Markdown and its fenced checks, values and their rounding, quizzes,
+ * exercises compiled against the library, progress and the course lint.
+ * Checks run the kvscope binary itself, as a learner would, so this room
+ * uses only util/; it returns errors and leaves the words to app/.
+ *
+ * lesson_course.h: the course manifest (lessons/manifest.json).
  *
  * One manifest drives the runner and the lint: it lists the lessons in the
  * order a learner takes them (a lesson's number is its place in the list),

@@ -1,4 +1,9 @@
-/* plot.h: `kvscope plot`'s figures, and what their makers share.
+/* plot/: the figure factory behind `kvscope plot` and `make plots`. Makers
+ * run the engine (sim/, model/, kv/, kernels/) and write data files and
+ * gnuplot scripts; they may use sim/ and everything below it, never the
+ * terminal, and they return errors instead of printing them.
+ *
+ * plot.h: `kvscope plot`'s figures, and what their makers share.
  *
  * A figure is made in two halves. The engine half (a maker, in one of the
  * plot_*.c files) runs the engine or asks its accounting and writes plain

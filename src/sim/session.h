@@ -1,4 +1,9 @@
-/* session.h: a model, a cache, a prompt and generation options, stepped one
+/* sim/: the engine put to work for the front ends: a stepped session, a
+ * lossy cache against an exact shadow, cached against uncached runs, and
+ * models and prompts set up from options. Uses model/, kv/, kernels/,
+ * stats/ and util/; prints nothing.
+ *
+ * session.h: a model, a cache, a prompt and generation options, stepped one
  * forward pass at a time: what the interactive view drives.
  *
  * A Session owns its Model, its KvCache and a Generator over them. Each
