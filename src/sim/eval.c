@@ -1,0 +1,151 @@
+/* eval.c: streaming a text through caches in lockstep (eval.h). */
+#include "sim/eval.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/forward.h"
+
+/* log of the sum of exp(x[i]), stable: the softmax's normaliser. */
+static double log_sum_exp(const float *x, size_t n)
+{
+    float mx = x[0];
+    for (size_t i = 1; i < n; i++)
+        mx = x[i] > mx ? x[i] : mx;
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += exp((double)x[i] - mx);
+    return mx + log(s);
+}
+
+static size_t argmax(const float *x, size_t n)
+{
+    size_t best = 0;
+    for (size_t i = 1; i < n; i++)
+        if (x[i] > x[best])
+            best = i;
+    return best;
+}
+
+/* KL(p || q) of the softmaxes of logits a (p) and b (q), with their
+ * normalisers la and lb: sum p_i (ln p_i - ln q_i). */
+static double kl_div(const float *a, double la, const float *b, double lb, size_t n)
+{
+    double kl = 0;
+    for (size_t i = 0; i < n; i++) {
+        double lp = (double)a[i] - la, lq = (double)b[i] - lb;
+        kl += exp(lp) * (lp - lq);
+    }
+    return kl > 0 ? kl : 0; /* rounding can dip below 0 when the two agree */
+}
+
+/* One cache's run: its scratch and the last pass's logits. */
+typedef struct {
+    KvCache *cache;
+    ForwardState fs;
+    int fs_ready;
+    float *logits; /* [vocab] */
+} Lane;
+
+/* The score of step t (logits predicting ids[t + 1]) for every lane. */
+static void score(Lane *lanes, size_t n_lanes, const int *ids, size_t t, size_t k, size_t V, const EvalOptions *o,
+                  EvalResult *res)
+{
+    const double ref_lse = log_sum_exp(lanes[0].logits, V);
+    const size_t ref_top = argmax(lanes[0].logits, V);
+    for (size_t c = 0; c < n_lanes; c++) {
+        const float *lg = lanes[c].logits;
+        const double lse = c == 0 ? ref_lse : log_sum_exp(lg, V);
+        const double nll = lse - lg[ids[t + 1]];
+        res[c].nll += nll;
+        res[c].bytes += o->token_bytes ? (double)o->token_bytes[t + 1] : 1.0;
+        if (res[c].nll_at)
+            res[c].nll_at[k] = nll;
+        if (c == 0)
+            continue;
+        res[c].kl += kl_div(lanes[0].logits, ref_lse, lg, lse, V);
+        res[c].top1_agree += argmax(lg, V) == ref_top;
+        for (size_t i = 0; i < V; i++)
+            res[c].max_logit_err = fmax(res[c].max_logit_err, fabs((double)lg[i] - lanes[0].logits[i]));
+    }
+}
+
+static void finish(EvalResult *res, size_t n_lanes)
+{
+    for (size_t c = 0; c < n_lanes; c++) {
+        EvalResult *r = &res[c];
+        r->bits_per_byte = r->bytes > 0 ? r->nll / log(2.0) / r->bytes : 0;
+        r->perplexity = r->scored ? exp(r->nll / (double)r->scored) : 0;
+        r->kl = c && r->scored ? r->kl / (double)r->scored : 0;
+        r->top1_agree = c && r->scored ? r->top1_agree / (double)r->scored : c ? 0 : 1;
+    }
+}
+
+int eval_run(const Model *m, KvCache *const *caches, size_t n_caches, const int *ids, size_t n,
+             const EvalOptions *o, EvalResult *results, EvalProgressFn progress, void *user, Err *e)
+{
+    const Config *c = &m->cfg;
+    const size_t V = c->vocab, P = o->prefill;
+    memset(results, 0, n_caches * sizeof *results);
+    if (n_caches == 0)
+        return err_set(e, ERR_USAGE, "eval: no cache to measure");
+    if (P == 0 || n <= P)
+        return err_set(e, ERR_USAGE, "eval: %zu tokens leave nothing to score after a prefill of %zu", n, P);
+    if (n > c->max_seq_len)
+        return err_set(e, ERR_USAGE, "eval: %zu tokens; model '%s' is set up for %zu positions", n, c->name,
+                       c->max_seq_len);
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || (size_t)ids[i] >= V)
+            return err_set(e, ERR_USAGE, "eval: token %d at %zu is outside the vocabulary 0..%zu", ids[i], i, V - 1);
+    Lane *lanes = calloc(n_caches, sizeof *lanes);
+    if (!lanes)
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    int rc = -1;
+    for (size_t k = 0; k < n_caches; k++) {
+        lanes[k].cache = caches[k];
+        lanes[k].logits = malloc(V * sizeof(float));
+        results[k].scored = n - P;
+        if (o->per_position)
+            results[k].nll_at = calloc(n - P, sizeof(double));
+        if (!lanes[k].logits || (o->per_position && !results[k].nll_at) ||
+            forward_state_init(&lanes[k].fs, c, P, 0, e) < 0) {
+            err_set(e, ERR_RUNTIME, "out of memory for cache %zu's run", k);
+            goto done;
+        }
+        lanes[k].fs_ready = 1;
+    }
+    /* step t feeds token t (the prefill feeds 0 .. P-1 at once) and its
+     * logits predict token t + 1 */
+    for (size_t t = P - 1; t + 1 < n; t++) {
+        const size_t pos0 = t == P - 1 ? 0 : t, n_new = t == P - 1 ? P : 1;
+        for (size_t k = 0; k < n_caches; k++) {
+            Counters ctr = { 0 };
+            if (model_forward(m, &lanes[k].fs, lanes[k].cache, ids + pos0, 1, n_new, pos0, lanes[k].logits, &ctr,
+                              e) < 0)
+                goto done;
+            counters_add(&results[k].total, &ctr);
+        }
+        score(lanes, n_caches, ids, t, t - (P - 1), V, o, results);
+        if (progress && progress(user, t + 1, n - 1)) {
+            err_set(e, ERR_RUNTIME, "eval: stopped at position %zu of %zu", t + 1, n - 1);
+            goto done;
+        }
+    }
+    finish(results, n_caches);
+    rc = 0;
+done:
+    for (size_t k = 0; k < n_caches; k++) {
+        free(lanes[k].logits);
+        if (lanes[k].fs_ready)
+            forward_state_free(&lanes[k].fs);
+    }
+    free(lanes);
+    return rc;
+}
+
+void eval_result_free(EvalResult *r)
+{
+    free(r->nll_at);
+    r->nll_at = NULL;
+}

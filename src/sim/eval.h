@@ -1,0 +1,56 @@
+/* eval.h: a cache judged by what it does to a model's predictions on a text.
+ *
+ * The tokens are streamed through the model as a deployment would: a
+ * prefill of the first P tokens, then one token per decode step, each cache
+ * keeping what its policy keeps. Every prediction from position P - 1 on is
+ * scored: the negative log-likelihood of the token that follows, and, for
+ * each cache after the first (the reference, normally an exact one), how
+ * far its next-token distribution is from the reference's at that step: the
+ * KL divergence KL(ref || cache), whether the top-1 token agrees, and the
+ * largest logit difference. All caches step in lockstep on the same tokens,
+ * so no logits are kept beyond one step. Nothing here prints. */
+#ifndef KVSCOPE_SIM_EVAL_H
+#define KVSCOPE_SIM_EVAL_H
+
+#include <stddef.h>
+
+#include "kv/cache.h"
+#include "model/model.h"
+#include "stats/counters.h"
+#include "util/err.h"
+
+typedef struct {
+    size_t prefill;          /* P: tokens of the first pass, >= 1 */
+    const size_t *token_bytes; /* [n] bytes each token stands for (bits per byte); NULL = 1 each */
+    int per_position;        /* keep every scored token's negative log-likelihood */
+} EvalOptions;
+
+typedef struct {
+    size_t scored;           /* predictions scored: n - P */
+    double bytes;            /* bytes of the scored tokens */
+    double nll;              /* sum of -ln p(next token), nats */
+    double bits_per_byte;    /* nll / ln 2 / bytes */
+    double perplexity;       /* exp(nll / scored) */
+    /* against the reference (cache 0); zero for the reference itself */
+    double kl;               /* mean KL(reference || this) per scored step, nats */
+    double top1_agree;       /* share of steps whose greedy token agrees */
+    double max_logit_err;    /* largest |logit - reference logit| */
+    double *nll_at;          /* [scored] -ln p per scored token (per_position), else NULL; owned */
+    Counters total;          /* the run's work */
+} EvalResult;
+
+/* Called after each step with the positions done so far (of n - 1); a
+ * non-zero return stops the run (returned as an error). */
+typedef int (*EvalProgressFn)(void *user, size_t done, size_t total);
+
+/* Stream ids [n] through m with each of caches[n_caches] (empty, one
+ * sequence, geometry from model_kv_geometry with max_seq_len >= n) and fill
+ * results[n_caches]. m's config must allow n positions (max_seq_len >= n).
+ * Fails with ERR_USAGE when n <= P or P is 0, ERR_RUNTIME when a pass
+ * fails; free the results with eval_result_free either way. */
+int eval_run(const Model *m, KvCache *const *caches, size_t n_caches, const int *ids, size_t n,
+             const EvalOptions *o, EvalResult *results, EvalProgressFn progress, void *user, Err *e);
+
+void eval_result_free(EvalResult *r);
+
+#endif

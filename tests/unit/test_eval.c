@@ -1,0 +1,133 @@
+/* test_eval.c: eval's scores against the engine's own reference. The exact
+ * cache's log-likelihood equals the uncached forward's, position by
+ * position; a second exact layout agrees with it to the bit; a window that
+ * drops rows moves the distribution (KL > 0) and the bytes and perplexity
+ * follow from the log-likelihood. */
+#include "testutil.h"
+
+#include "kv/cache.h"
+#include "model/forward.h"
+#include "sim/eval.h"
+
+#define N_TOK 48
+#define PREFILL 5
+
+/* -ln p(ids[t + 1]) from the uncached forward over ids[0 .. t], in double. */
+static double uncached_nll(const Model *m, const int *ids, size_t t)
+{
+    const size_t V = m->cfg.vocab;
+    ForwardState fs;
+    Err e = { 0 };
+    float *logits = malloc(V * sizeof(float));
+    assert_non_null(logits);
+    if (forward_state_init(&fs, &m->cfg, t + 1, 0, &e) < 0)
+        fail_msg("forward_state_init: %s", e.msg);
+    Counters ctr = { 0 };
+    if (model_forward(m, &fs, NULL, ids, 1, t + 1, 0, logits, &ctr, &e) < 0)
+        fail_msg("uncached forward: %s", e.msg);
+    double mx = logits[0], s = 0;
+    for (size_t i = 1; i < V; i++)
+        mx = logits[i] > mx ? logits[i] : mx;
+    for (size_t i = 0; i < V; i++)
+        s += exp((double)logits[i] - mx);
+    double nll = mx + log(s) - logits[ids[t + 1]];
+    forward_state_free(&fs);
+    free(logits);
+    return nll;
+}
+
+static KvCache *open_cache(const Model *m, const char *spec)
+{
+    Err e = { 0 };
+    KvGeometry geo = model_kv_geometry(m, 1);
+    KvCache *c = kv_open(spec, &geo, &e);
+    if (!c)
+        fail_msg("%s: %s", spec, e.msg);
+    return c;
+}
+
+static void test_eval_against_uncached(void **state)
+{
+    (void)state;
+    Config cfg = test_config(2, 4, 2);
+    Model m;
+    test_model(&m, &cfg);
+    int ids[N_TOK];
+    test_tokens(ids, N_TOK, cfg.vocab, 3);
+    const char *specs[] = { "contiguous", "dynamic", "ring:window=8,sinks=2", "contiguous+quant:k=q4_0,v=q4_0" };
+    enum { N = sizeof specs / sizeof specs[0] };
+    KvCache *caches[N];
+    for (size_t i = 0; i < N; i++)
+        caches[i] = open_cache(&m, specs[i]);
+    size_t bytes[N_TOK];
+    for (size_t i = 0; i < N_TOK; i++)
+        bytes[i] = 1 + i % 3; /* tokens of 1 to 3 bytes */
+    EvalOptions o = { .prefill = PREFILL, .token_bytes = bytes, .per_position = 1 };
+    EvalResult r[N];
+    Err e = { 0 };
+    if (eval_run(&m, caches, N, ids, N_TOK, &o, r, NULL, NULL, &e) < 0)
+        fail_msg("eval: %s", e.msg);
+
+    /* the exact cache, position by position, against the uncached forward */
+    double sum = 0, scored_bytes = 0;
+    assert_int_equal(r[0].scored, N_TOK - PREFILL);
+    for (size_t t = PREFILL - 1; t + 1 < N_TOK; t++) {
+        double ref = uncached_nll(&m, ids, t), got = r[0].nll_at[t - (PREFILL - 1)];
+        assert_true(fabs(got - ref) <= 1e-5 * fmax(1.0, fabs(ref)));
+        sum += ref;
+        scored_bytes += (double)bytes[t + 1];
+    }
+    assert_true(fabs(r[0].nll - sum) <= 1e-5 * sum);
+    assert_true(fabs(r[0].bits_per_byte - sum / log(2.0) / scored_bytes) <= 1e-9 * r[0].bits_per_byte);
+    assert_true(fabs(r[0].perplexity - exp(sum / (double)(N_TOK - PREFILL))) <= 1e-5 * r[0].perplexity);
+
+    /* another exact layout: the same numbers */
+    assert_true(r[1].kl < 1e-12);
+    assert_true(r[1].max_logit_err < 1e-6);
+    assert_true(r[1].top1_agree == 1.0);
+    /* a window of 8 over 48 tokens forgets: the distribution moves */
+    printf("  ring: KL %.3g nats, top-1 agreement %.3f, logit error %.3g, bits/byte %.4f vs %.4f\n", r[2].kl,
+           r[2].top1_agree, r[2].max_logit_err, r[2].bits_per_byte, r[0].bits_per_byte);
+    assert_true(r[2].kl > 1e-6);
+    assert_true(r[2].max_logit_err > 1e-4);
+    /* q4_0 rounds every row: a small move, nonzero */
+    printf("  q4_0: KL %.3g nats, top-1 agreement %.3f, logit error %.3g\n", r[3].kl, r[3].top1_agree,
+           r[3].max_logit_err);
+    assert_true(r[3].kl > 0 && r[3].max_logit_err > 0);
+
+    for (size_t i = 0; i < N; i++) {
+        eval_result_free(&r[i]);
+        kv_free(caches[i]);
+    }
+    model_free(&m);
+}
+
+static void test_eval_bad_input(void **state)
+{
+    (void)state;
+    Config cfg = test_config(1, 2, 1);
+    Model m;
+    test_model(&m, &cfg);
+    KvCache *c = open_cache(&m, "contiguous");
+    int ids[4] = { 1, 2, 3, 4 };
+    EvalResult r;
+    Err e = { 0 };
+    EvalOptions o = { .prefill = 4 };
+    assert_int_equal(eval_run(&m, &c, 1, ids, 4, &o, &r, NULL, NULL, &e), -1); /* nothing left to score */
+    assert_int_equal(e.kind, ERR_USAGE);
+    o.prefill = 1;
+    ids[2] = (int)cfg.vocab;
+    assert_int_equal(eval_run(&m, &c, 1, ids, 4, &o, &r, NULL, NULL, &e), -1); /* outside the vocabulary */
+    assert_non_null(strstr(e.msg, "vocabulary"));
+    kv_free(c);
+    model_free(&m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_eval_against_uncached),
+        cmocka_unit_test(test_eval_bad_input),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
