@@ -49,19 +49,24 @@ int setup_check_memory(size_t bytes, const char *what, Err *e)
     return 0;
 }
 
+int setup_model(const Config *cfg, const char *isa, size_t extra_bytes, Model *m, Err *e)
+{
+    const Kernels *k = kernels_select(isa, e);
+    if (!k)
+        return -1;
+    char what[128];
+    snprintf(what, sizeof what, "model '%s' (weights, cache and activations)", cfg->name);
+    if (setup_check_memory(model_param_floats(cfg) * sizeof(float) + extra_bytes, what, e) < 0)
+        return -1;
+    return model_init(m, cfg, k, e);
+}
+
 int setup_load_model(const ModelOpts *mo, size_t extra_bytes, Model *m, Err *e)
 {
     Config cfg;
     if (setup_load_config(mo, &cfg, e) < 0)
         return -1;
-    const Kernels *k = kernels_select(mo->isa, e);
-    if (!k)
-        return -1;
-    char what[128];
-    snprintf(what, sizeof what, "model '%s' (weights, cache and activations)", cfg.name);
-    if (setup_check_memory(model_param_floats(&cfg) * sizeof(float) + extra_bytes, what, e) < 0)
-        return -1;
-    return model_init(m, &cfg, k, e);
+    return setup_model(&cfg, mo->isa, extra_bytes, m, e);
 }
 
 /* "1,2,3" into ids (at most cap); each must be a whole number. */

@@ -36,6 +36,10 @@ int setup_load_config(const ModelOpts *mo, Config *cfg, Err *e);
 /* Fail (ERR_USAGE) when `bytes` of `what` exceed this machine's memory. */
 int setup_check_memory(size_t bytes, const char *what, Err *e);
 
+/* The weights of a loaded config on kernels isa (NULL = auto), after the
+ * memory check (weights + extra_bytes). */
+int setup_model(const Config *cfg, const char *isa, size_t extra_bytes, Model *m, Err *e);
+
 /* Config, memory check (weights + extra_bytes) and weights, in one go. */
 int setup_load_model(const ModelOpts *mo, size_t extra_bytes, Model *m, Err *e);
 

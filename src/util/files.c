@@ -1,6 +1,7 @@
 #include "util/files.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,4 +61,52 @@ void files_list(const char *dir, const char *suffix, char *buf, size_t cap)
     qsort(names, n, sizeof names[0], cmp_name); /* the same order on every machine */
     for (size_t i = 0; i < n && used < cap; i++)
         used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", names[i]);
+}
+
+int files_read_text(const char *path, size_t max_bytes, char **out, size_t *len, Err *e)
+{
+    *out = NULL;
+    *len = 0;
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f)
+        return err_set(e, ERR_USAGE, "cannot read '%s': %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    int rc = 0;
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n > max_bytes) {
+            rc = err_set(e, ERR_USAGE, "'%s' is larger than %zu bytes", path, max_bytes);
+            break;
+        }
+        if (got == 0)
+            break;
+        if (n == cap) {
+            char *bigger = realloc(buf, 2 * cap + 1);
+            if (!bigger)
+                free(buf);
+            buf = bigger;
+            cap *= 2;
+        }
+    }
+    if (!buf)
+        rc = err_set(e, ERR_RUNTIME, "out of memory reading '%s'", path);
+    else if (rc == 0 && ferror(f))
+        rc = err_set(e, ERR_USAGE, "cannot read '%s': %s", path, strerror(errno));
+    else if (rc == 0 && n == 0)
+        rc = err_set(e, ERR_USAGE, "'%s' is empty", path);
+    else if (rc == 0 && memchr(buf, '\0', n))
+        rc = err_set(e, ERR_USAGE, "'%s' is not text: a NUL byte at offset %zu", path,
+                     (size_t)((char *)memchr(buf, '\0', n) - buf));
+    if (f != stdin)
+        fclose(f);
+    if (rc < 0) {
+        free(buf);
+        return -1;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return 0;
 }

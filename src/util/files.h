@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "util/err.h"
+
 /* Find rel under the folder named `folder` ("data", "plots"): in $env_var
  * when that is set, else in that folder beside the executable, one level
  * above it, or in share/kvscope one level above it, else in the working
@@ -15,5 +17,11 @@ int files_find(const char *env_var, const char *folder, const char *rel, char *o
 /* The names of the files in folder dir that end in suffix, without it,
  * sorted and comma-separated into buf (empty when the folder is missing). */
 void files_list(const char *dir, const char *suffix, char *buf, size_t cap);
+
+/* Read a whole text file (path "-" is stdin) into *out, NUL-terminated,
+ * its length in *len; the caller frees *out. ERR_USAGE, one line, for a
+ * missing or unreadable file, one that is empty, one larger than max_bytes,
+ * or one that holds a NUL byte (binary, not text). */
+int files_read_text(const char *path, size_t max_bytes, char **out, size_t *len, Err *e);
 
 #endif

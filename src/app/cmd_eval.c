@@ -1,0 +1,256 @@
+/* cmd_eval.c: `kvscope eval`: how much a cache costs a model's predictions
+ * on a text: bits per byte and perplexity per cache, and the distance of
+ * each from the exact cache on the same tokens (sim/eval.c measures,
+ * report/eval_report.c prints). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "app/cli.h"
+#include "app/commands.h"
+#include "kv/cache.h"
+#include "report/eval_report.h"
+#include "sim/eval.h"
+#include "util/files.h"
+#include "util/parse.h"
+
+#define MAX_CACHES 8
+#define MAX_TEXT_BYTES ((size_t)64 << 20)
+#define REFERENCE_SPEC "contiguous"
+
+typedef struct {
+    ModelOpts mo;
+    const char *text;
+    const char *caches[MAX_CACHES];
+    size_t n_caches;
+    size_t tokens;       /* 0: the whole text */
+    size_t prefill;
+    AttendAlgo attend;
+    OutFormat fmt;
+    int per_position;
+} EvalOpts;
+
+static void help(void)
+{
+    char caches[2048];
+    kv_spec_help(caches, sizeof caches);
+    printf("usage: kvscope eval --text FILE [--cache SPEC]... [OPTIONS]\n\n"
+           "Stream a text through the model the way a deployment would (a prefill of P\n"
+           "tokens, then one token per decode step) once per cache, and score each: bits\n"
+           "per byte and perplexity of the text, and against the exact cache (%s, f32,\n"
+           "always the first row) on the same tokens: the KL divergence of the next-token\n"
+           "distributions, how often the greedy token agrees, and the largest logit error.\n\n"
+           "model:\n%s\n"
+           "text:\n"
+           "  --text FILE         the text to score (- reads stdin); a model without a\n"
+           "                      tokenizer reads it as bytes, token = byte value\n"
+           "  --tokens N          score only the first N tokens (default: all)\n"
+           "  --prefill P         tokens of the first pass (default 1); the rest one per step\n\n"
+           "caches (repeatable, at most %d besides the reference):\n"
+           "  --cache SPEC        one of:\n%s"
+           "  --attention FORM    flash (default), naive or materialize\n\n"
+           "output:\n"
+           "  --format F          table (default), tsv or json\n"
+           "  --per-position      instead: -ln p of every scored token, a column per cache\n"
+           "                      (tsv; json: an array per cache), for plots\n\n"
+           "The model's positions are extended to the text's length: a cache that forgets\n"
+           "(a window, eviction) keeps what its policy keeps, the exact cache keeps all.\n"
+           "example: kvscope eval --model tiny --text README.md --tokens 600 \\\n"
+           "             --cache ring:window=64,sinks=4 --cache contiguous+quant:k=q4_0,v=q4_0\n",
+           REFERENCE_SPEC, cli_model_help, MAX_CACHES - 1, caches);
+}
+
+static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
+{
+    static const struct option longopts[] = {
+        { "model", required_argument, 0, 0 },   { "set", required_argument, 0, 0 },
+        { "isa", required_argument, 0, 0 },     { "shared", no_argument, 0, 0 },
+        { "text", required_argument, 0, 0 },    { "cache", required_argument, 0, 0 },
+        { "tokens", required_argument, 0, 0 },  { "prefill", required_argument, 0, 0 },
+        { "attention", required_argument, 0, 0 }, { "format", required_argument, 0, 0 },
+        { "per-position", no_argument, 0, 0 },  { "help", no_argument, 0, 'h' },
+        { 0, 0, 0, 0 },
+    };
+    cli_options_begin();
+    const char *name;
+    int got;
+    while ((got = cli_next_option(argc, argv, longopts, "eval", &name, e)) == CLI_OPTION) {
+        int rc = cli_model_option(&o->mo, name, optarg, e);
+        if (rc == 0 && strcmp(name, "attention") == 0) {
+            GenOptions unused = { 0 };
+            rc = cli_generation_option(&unused, &o->attend, name, optarg, e);
+        } else if (rc == 0) {
+            rc = 1;
+            if (strcmp(name, "text") == 0)
+                o->text = optarg;
+            else if (strcmp(name, "cache") == 0 && o->n_caches == MAX_CACHES - 1)
+                rc = err_set(e, ERR_USAGE, "--cache: at most %d caches besides the reference", MAX_CACHES - 1);
+            else if (strcmp(name, "cache") == 0)
+                o->caches[++o->n_caches] = optarg;
+            else if (strcmp(name, "tokens") == 0)
+                rc = parse_size(optarg, "--tokens", &o->tokens, e);
+            else if (strcmp(name, "prefill") == 0)
+                rc = parse_size(optarg, "--prefill", &o->prefill, e);
+            else if (strcmp(name, "format") == 0)
+                rc = out_format_parse(optarg, &o->fmt, e);
+            else if (strcmp(name, "per-position") == 0)
+                o->per_position = 1;
+        }
+        if (rc < 0)
+            return -1;
+    }
+    if (got != CLI_DONE)
+        return got == CLI_HELP ? 1 : -1;
+    if (optind < argc)
+        return err_set(e, ERR_USAGE, "eval: unexpected argument '%s' (see `kvscope eval --help`)", argv[optind]);
+    if (!o->text)
+        return err_set(e, ERR_USAGE, "eval: --text FILE is required (see `kvscope eval --help`)");
+    return 0;
+}
+
+/* The text as token ids: byte values, for a model without a tokenizer.
+ * *bytes[i] is what token i stands for (1 each here). */
+static int text_to_ids(const Config *cfg, const char *text, size_t len, int **ids, size_t **bytes, Err *e)
+{
+    if (cfg->vocab < 256)
+        return err_set(e, ERR_USAGE, "model '%s' has a vocabulary of %zu and no tokenizer: it cannot read text "
+                       "(reading bytes needs 256 ids)", cfg->name, cfg->vocab);
+    *ids = malloc(len * sizeof **ids);
+    *bytes = malloc(len * sizeof **bytes);
+    if (!*ids || !*bytes)
+        return err_set(e, ERR_RUNTIME, "out of memory for %zu tokens", len);
+    for (size_t i = 0; i < len; i++) {
+        (*ids)[i] = (unsigned char)text[i];
+        (*bytes)[i] = 1;
+    }
+    return 0;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A progress line on stderr, when it is a terminal and the run is longer
+ * than a second; redrawn at most ten times a second. */
+typedef struct {
+    double start, last;
+    int shown;
+} Progress;
+
+static int on_progress(void *user, size_t done, size_t total)
+{
+    Progress *p = user;
+    double now = now_seconds();
+    if (now - p->start < 1.0 || (now - p->last < 0.1 && done < total))
+        return 0;
+    double eta = (now - p->start) * (double)(total - done) / (double)done;
+    fprintf(stderr, "\reval: %zu of %zu positions (%3.0f%%), %.1f s, about %.0f s left ", done, total,
+            100.0 * (double)done / (double)total, now - p->start, eta);
+    p->last = now;
+    p->shown = 1;
+    return 0;
+}
+
+/* What one run owns. */
+typedef struct {
+    char *text;
+    size_t text_len;
+    int *ids;
+    size_t *bytes;
+    Model m;
+    int model_ready;
+    KvCache *caches[MAX_CACHES];
+    EvalResult results[MAX_CACHES];
+    size_t used[MAX_CACHES];
+} EvalJob;
+
+static void job_free(EvalJob *j, size_t n_caches)
+{
+    for (size_t i = 0; i < n_caches; i++) {
+        kv_free(j->caches[i]);
+        eval_result_free(&j->results[i]);
+    }
+    if (j->model_ready)
+        model_free(&j->m);
+    free(j->ids);
+    free(j->bytes);
+    free(j->text);
+}
+
+/* The text, its tokens, the model stretched to them and the caches. */
+static int job_open(EvalJob *j, EvalOpts *o, size_t *n, Err *e)
+{
+    Config cfg;
+    if (files_read_text(o->text, MAX_TEXT_BYTES, &j->text, &j->text_len, e) < 0 ||
+        setup_load_config(&o->mo, &cfg, e) < 0)
+        return -1;
+    if (cfg.architecture == ARCH_ENCDEC)
+        return err_set(e, ERR_USAGE, "eval: model '%s' is an encoder-decoder; eval streams a decoder-only model",
+                       cfg.name);
+    if (text_to_ids(&cfg, j->text, j->text_len, &j->ids, &j->bytes, e) < 0)
+        return -1;
+    *n = o->tokens ? o->tokens : j->text_len;
+    if (*n > j->text_len)
+        return err_set(e, ERR_USAGE, "--tokens %zu: '%s' holds only %zu tokens", *n, o->text, j->text_len);
+    if (*n <= o->prefill)
+        return err_set(e, ERR_USAGE, "eval: %zu tokens leave nothing to score after --prefill %zu", *n, o->prefill);
+    if (cfg.max_seq_len < *n)
+        cfg.max_seq_len = *n; /* positions past the trained context: the cache decides what is kept */
+    KvGeometry shape = config_kv_geometry(&cfg, 1);
+    size_t extra = (o->n_caches + 1) * cfg.n_layers * cfg.max_seq_len * kv_row_pair_bytes(&shape, FMT_F32, FMT_F32);
+    if (setup_model(&cfg, o->mo.isa, extra, &j->m, e) < 0)
+        return -1;
+    j->model_ready = 1;
+    j->m.attend = o->attend;
+    KvGeometry geo = model_kv_geometry(&j->m, 1);
+    for (size_t i = 0; i <= o->n_caches; i++)
+        if (!(j->caches[i] = kv_open(o->caches[i], &geo, e)))
+            return err_wrap(e, "--cache");
+    return 0;
+}
+
+int cmd_eval(int argc, char **argv)
+{
+    EvalOpts o = { .mo.model = "tiny", .prefill = 1, .attend = ATTEND_FLASH, .caches = { REFERENCE_SPEC } };
+    Err e = { 0 };
+    int pr = parse_options(argc, argv, &o, &e);
+    if (pr == 1) {
+        help();
+        return EXIT_OK;
+    }
+    if (pr < 0)
+        return cli_fail(&e);
+    EvalJob j = { 0 };
+    size_t n = 0, n_caches = o.n_caches + 1;
+    if (job_open(&j, &o, &n, &e) < 0) {
+        job_free(&j, n_caches);
+        return cli_fail(&e);
+    }
+    EvalOptions eo = { .prefill = o.prefill, .token_bytes = j.bytes, .per_position = o.per_position };
+    Progress prog = { .start = now_seconds() };
+    int rc = eval_run(&j.m, j.caches, n_caches, j.ids, n, &eo, j.results, isatty(2) ? on_progress : NULL, &prog,
+                      &e);
+    if (prog.shown)
+        fprintf(stderr, "\r%*s\r", 72, "");
+    if (rc < 0) {
+        job_free(&j, n_caches);
+        return cli_fail(&e);
+    }
+    for (size_t i = 0; i < n_caches; i++)
+        j.used[i] = kv_bytes_used(j.caches[i]);
+    EvalRun run = { .model = j.m.cfg.name, .weights = j.m.source, .text = o.text, .tokenizer = "bytes",
+                    .tokens = n, .prefill = o.prefill, .text_bytes = j.text_len,
+                    .seconds = now_seconds() - prog.start };
+    if (o.per_position)
+        eval_report_positions(stdout, o.fmt, &run, o.caches, j.results, n_caches);
+    else
+        eval_report(stdout, o.fmt, &run, o.caches, j.results, j.used, n_caches);
+    job_free(&j, n_caches);
+    return EXIT_OK;
+}

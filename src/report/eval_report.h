@@ -1,0 +1,33 @@
+/* eval_report.h: what `kvscope eval` prints: one row per cache (the exact
+ * reference first) with bits per byte, perplexity and the distance from the
+ * reference, or the per-token curve for plots. */
+#ifndef KVSCOPE_REPORT_EVAL_REPORT_H
+#define KVSCOPE_REPORT_EVAL_REPORT_H
+
+#include <stdio.h>
+
+#include "report/out_format.h"
+#include "sim/eval.h"
+
+/* The run being reported: what was streamed and how. */
+typedef struct {
+    const char *model;
+    const char *weights;     /* the model's weights source */
+    const char *text;        /* the text's name (a path, or "-") */
+    const char *tokenizer;   /* how the text became tokens */
+    size_t tokens, prefill;
+    size_t text_bytes;
+    double seconds;          /* wall time of the whole run */
+} EvalRun;
+
+/* The summary: a table, tsv rows or a json document. specs[i] names
+ * results[i]; used[i] is the cache's bytes in use at the end. */
+void eval_report(FILE *f, OutFormat fmt, const EvalRun *run, const char *const *specs, const EvalResult *results,
+                 const size_t *used, size_t n);
+
+/* Every scored token's -ln p for each cache: tsv (position, then one
+ * column per cache) or json (one array per cache). Needs per_position. */
+void eval_report_positions(FILE *f, OutFormat fmt, const EvalRun *run, const char *const *specs,
+                           const EvalResult *results, size_t n);
+
+#endif

@@ -1,0 +1,42 @@
+# test_eval.sh: `kvscope eval` scores caches on a text against the exact one.
+
+evtext=$(mktemp)
+head -c 400 README.md >"$evtext"
+expect_ok "eval: the exact cache is the reference row" '^contiguous .*\(reference\)' \
+    $KV eval --text "$evtext" --tokens 120
+run "eval: a second exact layout agrees to the bit" $KV eval --text "$evtext" --tokens 120 --cache dynamic --format tsv
+if [ "$status" -eq 0 ] && awk -F'\t' 'NR == 2 { ref = $4 } NR == 3 { exit !($4 == ref && $7 == 0 && $8 == 1) }' "$out"
+then ok "eval: a second exact layout agrees to the bit"
+else bad "eval: a second exact layout agrees to the bit" "exit $status" "$(head -c 400 "$out")"; fi
+run "eval: a window forgets: KL above zero, fewer bytes" \
+    $KV eval --text "$evtext" --tokens 200 --cache ring:window=16,sinks=2 --format json
+if [ "$status" -eq 0 ] && python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+ref, win = d["caches"]
+assert ref["reference"] and ref["kl_nats"] == 0 and ref["scored"] == 199
+assert win["kl_nats"] > 0 and win["top1_agree"] < 1
+assert win["cache_bytes_used"] < ref["cache_bytes_used"]
+assert abs(ref["bits_per_byte"] - ref["nll_nats"] / 0.6931471805599453 / ref["bytes"]) < 1e-6
+' "$out"; then ok "eval: a window forgets: KL above zero, fewer bytes"
+else bad "eval: a window forgets: KL above zero, fewer bytes" "exit $status" "$(head -c 400 "$err")"; fi
+run "eval: per position, a row per scored token" \
+    $KV eval --text "$evtext" --tokens 50 --prefill 10 --cache contiguous+quant:k=q8_0,v=q8_0 --per-position --format tsv
+if [ "$status" -eq 0 ] && [ "$(wc -l <"$out")" -eq 41 ] && head -n 2 "$out" | tail -n 1 | grep -q '^10	'
+then ok "eval: per position, a row per scored token"
+else bad "eval: per position, a row per scored token" "exit $status, $(wc -l <"$out") lines" "$(head -c 200 "$out")"; fi
+expect_ok "eval: past the model's context, the text sets the positions" 'prefill 1 tokens' \
+    $KV eval --text README.md --tokens 300 --set max_seq_len=64 --cache ring:window=32
+: >"$evtext.empty"
+printf 'ab\000cd' >"$evtext.bin"
+expect_fail "eval: --text is required" 2 "--text FILE is required" $KV eval
+expect_fail "eval: a missing file" 2 "cannot read" $KV eval --text "$evtext.missing"
+expect_fail "eval: an empty file" 2 "is empty" $KV eval --text "$evtext.empty"
+expect_fail "eval: a binary file" 2 "is not text: a NUL byte at offset 2" $KV eval --text "$evtext.bin"
+expect_fail "eval: --tokens beyond the text" 2 "holds only 400 tokens" $KV eval --text "$evtext" --tokens 401
+expect_fail "eval: nothing left after the prefill" 2 "nothing to score" $KV eval --text "$evtext" --tokens 8 --prefill 8
+expect_fail "eval: a bad cache" 2 "unknown cache 'nope'" $KV eval --text "$evtext" --cache nope
+expect_fail "eval: a model without a tokenizer and few ids" 2 "cannot read text" \
+    $KV eval --model worked-example --text "$evtext"
+expect_fail "eval: not an encoder-decoder" 2 "encoder-decoder" $KV eval --model encdec --text "$evtext"
+rm -f "$evtext" "$evtext.empty" "$evtext.bin"
