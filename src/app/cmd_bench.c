@@ -220,10 +220,13 @@ typedef struct {
     BenchMatrix mat;
     BenchOpenblas ob;
     int have_ob;
-    char why[256], ours[48], ob_name[160];
+    char why[256], ours[48], ob_name[160], rep_dot_how[48];
     Impl impl[4];
     size_t n_impl, n_attn;
-    BenchResult *rounds;  /* [2 + n_attn + n_impl][reps]: bandwidth (loop, dot), attention, matvec */
+    const BenchLoop *loops; /* [n_loops]: the read loops of read_k's ISA; NULL: none (ref, NEON) */
+    size_t n_loops;
+    size_t n_read;        /* n_loops + 1: the loops, then the read through the f32 dot */
+    BenchResult *rounds;  /* [n_read + n_attn + n_impl][reps]: bandwidth reads, attention, matvec */
 } Bench;
 
 static void run_free(Bench *b)
@@ -291,13 +294,14 @@ static int run_prepare(Bench *b, Err *e)
     /* one untimed pass of the reads and matvecs: first touches, lazy loading
      * and clock ramps then fall outside every round */
     BenchResult warmup;
-    bench_read(b->read_k, &b->read, &warmup);
-    bench_read_dot(b->read_k, &b->read, &warmup);
+    for (size_t l = 0; l < b->n_loops; l++)
+        bench_read(b->read_k, &b->loops[l], &b->read, &warmup);
+    bench_read(b->read_k, NULL, &b->read, &warmup);
     for (size_t i = 0; i < b->n_impl; i++)
         bench_matvec(b->impl[i].fn, b->impl[i].ctx, &b->mat, &warmup);
 
     b->n_attn = n_kv * BENCH_N_GROUPS * BENCH_N_ALGOS * 2;
-    b->rounds = calloc((2 + b->n_attn + b->n_impl) * o->reps, sizeof *b->rounds);
+    b->rounds = calloc((b->n_read + b->n_attn + b->n_impl) * o->reps, sizeof *b->rounds);
     if (!b->rounds)
         return err_set(e, ERR_RUNTIME, "bench: out of memory");
     return 0;
@@ -310,8 +314,9 @@ static int run_round(Bench *b, BenchReport *rep, size_t round, Err *e)
     const size_t R = o->reps;
     const double warm_min = o->quick ? 0.002 : 0.02;
     fprintf(stderr, "kvscope bench: round %zu of %zu: read bandwidth\n", round + 1, R);
-    bench_read(b->read_k, &b->read, &b->rounds[round]);
-    bench_read_dot(b->read_k, &b->read, &b->rounds[R + round]);
+    for (size_t l = 0; l < b->n_loops; l++)
+        bench_read(b->read_k, &b->loops[l], &b->read, &b->rounds[l * R + round]);
+    bench_read(b->read_k, NULL, &b->read, &b->rounds[b->n_loops * R + round]);
     for (size_t ci = 0; ci < o->n_contexts; ci++) {
         fprintf(stderr, "kvscope bench: round %zu of %zu: decode attention, context %zu\n", round + 1, R,
                 o->contexts[ci]);
@@ -324,14 +329,14 @@ static int run_round(Bench *b, BenchReport *rep, size_t round, Err *e)
                     for (int cold = 1; cold >= 0; cold--) {
                         size_t m = (size_t)(bench_attn_at(rep, ci, (Format)f, gi, ai, cold) - rep->attn);
                         bench_attend(b->k, &b->pool, bq, &b->scratch, bench_algos[ai], cold, warm_min,
-                                     &b->rounds[(2 + m) * R + round]);
+                                     &b->rounds[(b->n_read + m) * R + round]);
                     }
             }
         }
     }
     fprintf(stderr, "kvscope bench: round %zu of %zu: matvec %zu x %zu\n", round + 1, R, o->matvec_n, o->matvec_n);
     for (size_t i = 0; i < b->n_impl; i++)
-        bench_matvec(b->impl[i].fn, b->impl[i].ctx, &b->mat, &b->rounds[(2 + b->n_attn + i) * R + round]);
+        bench_matvec(b->impl[i].fn, b->impl[i].ctx, &b->mat, &b->rounds[(b->n_read + b->n_attn + i) * R + round]);
     return 0;
 }
 
@@ -339,17 +344,21 @@ static int run_round(Bench *b, BenchReport *rep, size_t round, Err *e)
 static void run_print(Bench *b, BenchReport *rep)
 {
     const size_t R = b->o->reps;
-    BenchResult bw, dot;
-    bench_summarize(&bw, b->rounds, R);
-    bench_summarize(&dot, &b->rounds[R], R);
-    bench_report_bandwidth(rep, &bw, &dot);
+    BenchResult reads[BENCH_N_LOOPS + 1];
+    const char *names[BENCH_N_LOOPS + 1];
+    for (size_t l = 0; l < b->n_read; l++) {
+        bench_summarize(&reads[l], &b->rounds[l * R], R);
+        names[l] = l < b->n_loops ? b->loops[l].name : b->rep_dot_how;
+    }
+    /* without read loops the f32 dot's read is the bandwidth, and its own comparison */
+    bench_report_bandwidth(rep, reads, names, b->n_loops ? b->n_loops : 1, &reads[b->n_read - 1]);
     for (size_t m = 0; m < b->n_attn; m++)
-        bench_summarize(&rep->attn[m], &b->rounds[(2 + m) * R], R);
+        bench_summarize(&rep->attn[m], &b->rounds[(b->n_read + m) * R], R);
     bench_report_attention(rep);
     BenchMatvecRow rows[4];
     for (size_t i = 0; i < b->n_impl; i++) {
         rows[i] = (BenchMatvecRow){ .name = b->impl[i].name, .id = b->impl[i].id };
-        bench_summarize(&rows[i].r, &b->rounds[(2 + b->n_attn + i) * R], R);
+        bench_summarize(&rows[i].r, &b->rounds[(b->n_read + b->n_attn + i) * R], R);
     }
     bench_report_matvec(rep, b->mat.rows, b->mat.cols, b->mat.n_copies, rows, b->n_impl,
                         b->have_ob ? NULL : b->why);
@@ -382,10 +391,11 @@ int cmd_bench(int argc, char **argv)
     for (size_t i = 0; i < n_have; i++)
         snprintf(isa_list + strlen(isa_list), sizeof isa_list - strlen(isa_list), "%s%s", i ? ", " : "", have[i]->isa);
     b.read_k = have[n_have - 1]; /* the bandwidth is the machine's: the best table reads it */
-    char read_how[48], dot_how[48];
-    BenchReport rep = { .out = o.fmt, .isa = b.k->isa, .isa_list = isa_list,
-                        .read_how = bench_read_how(b.read_k, 0, read_how, sizeof read_how),
-                        .dot_how = bench_read_how(b.read_k, 1, dot_how, sizeof dot_how),
+    b.loops = bench_read_loops(b.read_k);
+    b.n_loops = b.loops ? BENCH_N_LOOPS : 0;
+    b.n_read = b.n_loops + 1;
+    snprintf(b.rep_dot_how, sizeof b.rep_dot_how, "%s f32 dot", b.read_k->isa);
+    BenchReport rep = { .out = o.fmt, .isa = b.k->isa, .isa_list = isa_list, .dot_how = b.rep_dot_how,
                         .reps = o.reps, .quick = o.quick, .llc = llc, .llc_source = llc_source,
                         .read_bytes = o.read_mib * MIB, .pool_bytes = o.pool_mib * MIB, .head_dim = HEAD_DIM,
                         .contexts = o.contexts, .n_contexts = o.n_contexts };

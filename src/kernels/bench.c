@@ -128,42 +128,34 @@ int bench_read_init(BenchRead *b, size_t bytes, Err *e)
     }
     for (size_t i = 0; i < READ_CHUNK; i++)
         b->ones[i] = 1.0f;
-    /* Small integers whose sign alternates every 64 floats, so that each
-     * SIMD lane's partial sum stays small (exact in float): block pairs
-     * add (1 + v) and -v for v = i % 4, 64 per pair, n / 2 in all. */
+    /* Small integers whose sign alternates every 128 floats, so that each
+     * SIMD lane's partial sum stays small (exact in float) in every loop,
+     * whatever it reads an iteration (32 to 128 floats): block pairs add
+     * (1 + v) and -v for v = i % 4, 128 per pair, n / 2 in all. */
     for (size_t i = 0; i < b->n; i++)
-        b->buf[i] = (i / 64) % 2 ? -(float)(i % 4) : (float)(1 + i % 4);
+        b->buf[i] = (i / 128) % 2 ? -(float)(i % 4) : (float)(1 + i % 4);
     return 0;
 }
 
-typedef double (*SumFn)(const float *p, size_t n);
-
-/* The plain loop for k's ISA, or NULL. */
-static SumFn plain_sum(const Kernels *k)
+const BenchLoop *bench_read_loops(const Kernels *k)
 {
 #if defined(__x86_64__)
     if (strcmp(k->isa, "avx512") == 0)
-        return bench_sum_avx512;
+        return bench_loops_avx512;
     if (strcmp(k->isa, "avx2") == 0)
-        return bench_sum_avx2;
+        return bench_loops_avx2;
 #endif
     (void)k;
     return NULL;
 }
 
-const char *bench_read_how(const Kernels *k, int dot, char *buf, size_t cap)
-{
-    snprintf(buf, cap, "%s %s", k->isa, !dot && plain_sum(k) ? "loop" : "f32 dot");
-    return buf;
-}
-
-static void read_with(const Kernels *k, SumFn plain, const BenchRead *b, BenchResult *r)
+void bench_read(const Kernels *k, const BenchLoop *l, const BenchRead *b, BenchResult *r)
 {
     const FormatOps *f32 = &k->codec[FMT_F32];
     double sum = 0;
     double t0 = bench_now();
-    if (plain)
-        sum = plain(b->buf, b->n);
+    if (l)
+        sum = l->sum(b->buf, b->n);
     else
         for (size_t c = 0; c < b->n; c += READ_CHUNK) {
             float s;
@@ -171,20 +163,29 @@ static void read_with(const Kernels *k, SumFn plain, const BenchRead *b, BenchRe
             sum += s;
         }
     const double seconds = bench_now() - t0;
-    const double want = 0.5 * (double)b->n; /* see bench_read_init; n is a multiple of 128 */
+    const double want = 0.5 * (double)b->n; /* see bench_read_init; n is a multiple of 256 */
     *r = (BenchResult){ .seconds = seconds, .seconds_min = seconds, .seconds_max = seconds,
                         .bytes = (uint64_t)b->n * sizeof(float), .ops_per_rep = 1,
                         .max_rel_diff = fabs(sum - want) / want };
 }
 
-void bench_read(const Kernels *k, const BenchRead *b, BenchResult *r)
+void bench_read_best(const Kernels *k, const BenchRead *b, size_t reps, BenchResult *out, const char **how)
 {
-    read_with(k, plain_sum(k), b, r);
-}
-
-void bench_read_dot(const Kernels *k, const BenchRead *b, BenchResult *r)
-{
-    read_with(k, NULL, b, r);
+    const BenchLoop *loops = bench_read_loops(k);
+    const size_t n = loops ? BENCH_N_LOOPS : 1;
+    BenchResult rounds[BENCH_MAX_REPS];
+    if (reps > BENCH_MAX_REPS)
+        reps = BENCH_MAX_REPS;
+    for (size_t l = 0; l < n; l++) {
+        for (size_t r = 0; r < reps; r++)
+            bench_read(k, loops ? &loops[l] : NULL, b, &rounds[r]);
+        BenchResult m;
+        bench_summarize(&m, rounds, reps);
+        if (l == 0 || (m.seconds > 0 && m.seconds < out->seconds)) {
+            *out = m;
+            *how = loops ? loops[l].name : "f32 dot";
+        }
+    }
 }
 
 /* --- 3. matrix-vector product --------------------------------------------- */

@@ -73,17 +73,29 @@ typedef struct {
 int bench_read_init(BenchRead *b, size_t bytes, Err *e);
 void bench_read_free(BenchRead *b);
 
-/* Read the whole buffer once and sum it with the plain loop of k's ISA
- * (AVX-512 or AVX2 loads into independent accumulators: what one core can
- * read), or with k's f32 dot where there is no such loop (ref, NEON).
+/* A plain read loop: the sum of p[0..n), n a multiple of 256, p 64-byte
+ * aligned. The loops differ in how they keep memory busy (accumulators,
+ * unrolling, software prefetch, streams); the bandwidth is the best of them. */
+#define BENCH_N_LOOPS 4
+typedef struct {
+    const char *name; /* "avx512, 8 accumulators, prefetch" */
+    double (*sum)(const float *p, size_t n);
+} BenchLoop;
+
+/* The BENCH_N_LOOPS read loops of k's ISA, or NULL where it has none (ref,
+ * NEON: their reads go through the f32 dot). */
+const BenchLoop *bench_read_loops(const Kernels *k);
+
+/* Read the whole buffer once and sum it: with loop l, or with l NULL
+ * through k->codec[FMT_F32].dot, 16 KiB at a time against a vector that
+ * stays in L1 (how close the dot kernel comes to the loops).
  * r->max_rel_diff checks the sum against the known total. */
-void bench_read(const Kernels *k, const BenchRead *b, BenchResult *r);
-/* The same read through k->codec[FMT_F32].dot, 16 KiB at a time against a
- * vector that stays in L1: how close the dot kernel comes to the loop. */
-void bench_read_dot(const Kernels *k, const BenchRead *b, BenchResult *r);
-/* How they read: dot = 0 for bench_read ("avx512 loop", or "ref f32 dot"),
- * 1 for bench_read_dot ("avx512 f32 dot"). */
-const char *bench_read_how(const Kernels *k, int dot, char *buf, size_t cap);
+void bench_read(const Kernels *k, const BenchLoop *l, const BenchRead *b, BenchResult *r);
+
+/* The bandwidth in one call: every read loop of k's ISA (or the f32 dot
+ * where there is none) reps times (at most BENCH_MAX_REPS), and the one
+ * whose median is fastest into *out, its name in *how. */
+void bench_read_best(const Kernels *k, const BenchRead *b, size_t reps, BenchResult *out, const char **how);
 
 /* --- 2. decode attention ---------------------------------------------------- */
 

@@ -9,11 +9,10 @@
 
 #include "kernels/bench.h"
 
-/* The plain reads of bench_read, one per ISA file (bench_avx2.c,
- * bench_avx512.c): the sum of p[0..n), n a multiple of 64, p 64-byte
- * aligned. Call only where the CPU runs that ISA. */
-double bench_sum_avx2(const float *p, size_t n);
-double bench_sum_avx512(const float *p, size_t n);
+/* The plain read loops, one table per ISA file (bench_avx2.c,
+ * bench_avx512.c). Call them only where the CPU runs that ISA. */
+extern const BenchLoop bench_loops_avx2[BENCH_N_LOOPS];
+extern const BenchLoop bench_loops_avx512[BENCH_N_LOOPS];
 
 /* bytes (> 0), 64-byte aligned, uninitialized; NULL with e set on failure. */
 static inline void *bench_alloc(size_t bytes, const char *what, Err *e)

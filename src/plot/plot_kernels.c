@@ -49,11 +49,10 @@ int plot_bandwidth(const PlotCtx *ctx, PlotNote *note, Err *e)
     BenchKv kv = { 0 };
     BenchQuery bq = { 0 };
     BenchResult rounds[BW_REPS], bw, res[FMT_COUNT][2];
+    const char *read_how = "";
     int rc = bench_read_init(&br, read_bytes, e);
-    for (size_t r = 0; r < reps && rc == 0; r++)
-        bench_read(k, &br, &rounds[r]);
     if (rc == 0)
-        bench_summarize(&bw, rounds, reps);
+        bench_read_best(k, &br, reps, &bw, &read_how);
     bench_read_free(&br);
     if (rc == 0 && !(bw.max_rel_diff <= BENCH_TOLERANCE))
         rc = err_set(e, ERR_RUNTIME, "plot: the bandwidth read summed wrong (%.3g)", bw.max_rel_diff);
@@ -109,11 +108,11 @@ int plot_bandwidth(const PlotCtx *ctx, PlotNote *note, Err *e)
     char caption[512], llc_s[32], pool_s[32], read_s[32];
     snprintf(caption, sizeof caption,
              "one decode step over one KV head: context %zu, head_dim %d, %d query heads share it (GQA); K/V seed %"
-             PRIu64 "\ncold: steps cycle through %s of K/V copies (LLC %s, %s); bandwidth: %s read with the f32 dot"
+             PRIu64 "\ncold: steps cycle through %s of K/V copies (LLC %s, %s); bandwidth: a %s read, fastest loop %s"
              "\nkernels %s; every figure the median of %zu runs%s; machine: %s",
              context, BW_HEAD_DIM, BW_GROUP, ctx->seed, human_bytes(pool_s, sizeof pool_s, (double)target),
              llc ? human_bytes(llc_s, sizeof llc_s, (double)llc) : "unknown", llc ? llc_source : "assumed 32 MiB",
-             human_bytes(read_s, sizeof read_s, (double)read_bytes), k->isa, reps,
+             human_bytes(read_s, sizeof read_s, (double)read_bytes), read_how, k->isa, reps,
              ctx->quick ? " (quick: sizes too small to mean anything)" : "", ctx->machine);
     FILE *labels = plot_labels_open(ctx, "bandwidth", "Decode attention read rate per cache format vs this machine's "
                                     "read bandwidth", caption, e);

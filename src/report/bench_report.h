@@ -16,7 +16,7 @@ extern const AttendAlgo bench_algos[BENCH_N_ALGOS]; /* flash first: the main fig
 typedef struct {
     OutFormat out;           /* OUT_TABLE or OUT_TSV */
     const char *isa;         /* the kernel table measured */
-    const char *read_how;    /* how the bandwidth was read: "avx512 loop" */
+    const char *read_how;    /* the read loop that set the bandwidth (bench_report_bandwidth) */
     const char *dot_how;     /* how the comparison read was made: "avx512 f32 dot" */
     const char *isa_list;    /* every table this CPU runs, "ref, avx2, avx512" */
     size_t reps;
@@ -31,6 +31,7 @@ typedef struct {
     size_t n_contexts;
     BenchResult *attn;       /* see bench_attn_at */
     size_t wrong;            /* results found beyond BENCH_TOLERANCE */
+    size_t over;             /* figures above the bandwidth by more than BENCH_CEILING_SLACK */
 } BenchReport;
 
 /* The attention result for context index ci, format f, group index gi,
@@ -43,9 +44,15 @@ static inline BenchResult *bench_attn_at(const BenchReport *rep, size_t ci, Form
 
 /* What every table starts with (table) or the header row (tsv). */
 void bench_report_start(BenchReport *rep);
-/* Section 1: the read (r, whose rate becomes rep->bandwidth) and the same
- * read through the f32 dot kernel (dot). */
-void bench_report_bandwidth(BenchReport *rep, const BenchResult *r, const BenchResult *dot);
+/* A figure may pass the measured bandwidth by this share before the tables
+ * say "over" instead of a percentage. */
+#define BENCH_CEILING_SLACK 0.05
+
+/* Section 1: the read loops (loops[n_loops], named names[i]; the fastest
+ * sets rep->bandwidth and rep->read_how) and the same read through the f32
+ * dot kernel (dot). */
+void bench_report_bandwidth(BenchReport *rep, const BenchResult *loops, const char *const *names, size_t n_loops,
+                            const BenchResult *dot);
 /* Section 2, once every rep->attn entry is measured. */
 void bench_report_attention(BenchReport *rep);
 

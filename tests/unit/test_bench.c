@@ -58,13 +58,20 @@ static void test_read_sums(void **state)
     assert_int_equal(bench_read_init(&b, 1 << 20, &e), 0);
     for (size_t i = 0; i < n; i++) {
         BenchResult r, d;
-        char how[48];
-        bench_read(ks[i], &b, &r);
-        bench_read_dot(ks[i], &b, &d);
-        printf("  %s: read sum off by %g, dot sum off by %g\n", bench_read_how(ks[i], 0, how, sizeof how),
-               r.max_rel_diff, d.max_rel_diff);
-        assert_true(r.max_rel_diff == 0 && d.max_rel_diff == 0); /* small integers: exact */
-        assert_true(r.bytes == (1 << 20) && r.seconds > 0);
+        bench_read(ks[i], NULL, &b, &d);
+        printf("  %s f32 dot: sum off by %g\n", ks[i]->isa, d.max_rel_diff);
+        assert_true(d.max_rel_diff == 0); /* small integers: exact */
+        const BenchLoop *loops = bench_read_loops(ks[i]);
+        for (size_t l = 0; loops && l < BENCH_N_LOOPS; l++) {
+            bench_read(ks[i], &loops[l], &b, &r);
+            printf("  %s: sum off by %g\n", loops[l].name, r.max_rel_diff);
+            assert_true(r.max_rel_diff == 0);
+            assert_true(r.bytes == (1 << 20) && r.seconds > 0);
+        }
+        const char *how = NULL;
+        bench_read_best(ks[i], &b, 2, &r, &how);
+        assert_non_null(how);
+        assert_true(r.max_rel_diff == 0 && r.seconds > 0);
     }
     bench_read_free(&b);
 }
@@ -162,7 +169,7 @@ static void test_broken_kernel_caught(void **state)
 
     BenchRead b;
     assert_int_equal(bench_read_init(&b, 1 << 16, &e), 0);
-    bench_read_dot(&broken, &b, &r);
+    bench_read(&broken, NULL, &b, &r);
     assert_true(r.max_rel_diff > BENCH_TOLERANCE);
     bench_read_free(&b);
     bench_query_free(&bq);
