@@ -108,7 +108,7 @@ sanitize:
 # The NEON kernels, on this x86 machine: the ISA tests cross-built for
 # AArch64 (a small stand-in for cmocka in tests/cross) and run under qemu.
 CROSS_CC  := aarch64-linux-gnu-gcc
-CROSS_SRC := $(filter-out %_avx2.c %_avx512.c %/bench_blas.c,$(wildcard src/kernels/*.c)) src/util/err.c src/stats/counters.c
+CROSS_SRC := $(filter-out %_avx2.c %_avx512.c %/bench_blas.c,$(wildcard src/kernels/*.c)) src/util/err.c src/util/clock.c src/stats/counters.c
 CROSS_TESTS := test_kernels test_attend test_codec test_bench
 cross-test:
 	@mkdir -p $(BUILD)/cross

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "app/cli.h"
@@ -16,6 +15,7 @@
 #include "sim/eval.h"
 #include "util/files.h"
 #include "util/parse.h"
+#include "util/clock.h"
 
 #define MAX_CACHES 8
 #define MAX_TEXT_BYTES ((size_t)64 << 20)
@@ -129,13 +129,6 @@ static int text_to_ids(const Config *cfg, const char *text, size_t len, int **id
     return 0;
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* A progress line on stderr, when it is a terminal and the run is longer
  * than a second; redrawn at most ten times a second. */
 typedef struct {
@@ -146,7 +139,7 @@ typedef struct {
 static int on_progress(void *user, size_t done, size_t total)
 {
     Progress *p = user;
-    double now = now_seconds();
+    double now = clock_seconds();
     if (now - p->start < 1.0 || (now - p->last < 0.1 && done < total))
         return 0;
     double eta = (now - p->start) * (double)(total - done) / (double)done;
@@ -233,7 +226,7 @@ int cmd_eval(int argc, char **argv)
         return cli_fail(&e);
     }
     EvalOptions eo = { .prefill = o.prefill, .token_bytes = j.bytes, .per_position = o.per_position };
-    Progress prog = { .start = now_seconds() };
+    Progress prog = { .start = clock_seconds() };
     int rc = eval_run(&j.m, j.caches, n_caches, j.ids, n, &eo, j.results, isatty(2) ? on_progress : NULL, &prog,
                       &e);
     if (prog.shown)
@@ -246,7 +239,7 @@ int cmd_eval(int argc, char **argv)
         j.used[i] = kv_bytes_used(j.caches[i]);
     EvalRun run = { .model = j.m.cfg.name, .weights = j.m.source, .text = o.text, .tokenizer = "bytes",
                     .tokens = n, .prefill = o.prefill, .text_bytes = j.text_len,
-                    .seconds = now_seconds() - prog.start };
+                    .seconds = clock_seconds() - prog.start };
     if (o.per_position)
         eval_report_positions(stdout, o.fmt, &run, o.caches, j.results, n_caches);
     else

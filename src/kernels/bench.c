@@ -2,20 +2,13 @@
  * products (bench_attend.c times attention). */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "kernels/bench_mem.h"
+#include "util/clock.h"
 
 /* Floats per chunk of the read: 16 KiB, a vector that stays in L1. */
 #define READ_CHUNK 4096
-
-double bench_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -153,7 +146,7 @@ void bench_read(const Kernels *k, const BenchLoop *l, const BenchRead *b, BenchR
 {
     const FormatOps *f32 = &k->codec[FMT_F32];
     double sum = 0;
-    double t0 = bench_now();
+    double t0 = clock_seconds();
     if (l)
         sum = l->sum(b->buf, b->n);
     else
@@ -162,7 +155,7 @@ void bench_read(const Kernels *k, const BenchLoop *l, const BenchRead *b, BenchR
             f32->dot(&s, b->ones, 1, b->buf + c, READ_CHUNK);
             sum += s;
         }
-    const double seconds = bench_now() - t0;
+    const double seconds = clock_seconds() - t0;
     const double want = 0.5 * (double)b->n; /* see bench_read_init; n is a multiple of 256 */
     *r = (BenchResult){ .seconds = seconds, .seconds_min = seconds, .seconds_max = seconds,
                         .bytes = (uint64_t)b->n * sizeof(float), .ops_per_rep = 1,
@@ -242,12 +235,12 @@ void bench_matvec_kernels(const void *ctx, float *y, const float *w, const float
 void bench_matvec(BenchMatvecFn fn, const void *ctx, BenchMatrix *m, BenchResult *r)
 {
     const size_t copy = m->rows * m->cols;
-    double t0 = bench_now();
+    double t0 = clock_seconds();
     for (size_t c = 0; c < m->n_copies; c++) {
         fn(ctx, m->y, m->pool + m->next * copy, m->x, m->rows, m->cols);
         m->next = (m->next + 1) % m->n_copies;
     }
-    const double seconds = (bench_now() - t0) / (double)m->n_copies;
+    const double seconds = (clock_seconds() - t0) / (double)m->n_copies;
     double d = 0, scale = 0;
     for (size_t o = 0; o < m->rows; o++) {
         double a = fabs(m->y[o] - m->ref[o]);

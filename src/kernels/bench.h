@@ -29,9 +29,6 @@
  * wrong: float summation differs by ~1e-6 here; a broken kernel by far more. */
 #define BENCH_TOLERANCE 1e-3
 
-/* Seconds on a monotonic clock. */
-double bench_now(void);
-
 /* Median of v[0..n); sorts v in place. 0 when n is 0. */
 double bench_median(double *v, size_t n);
 

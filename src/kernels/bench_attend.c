@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "kernels/bench_mem.h"
+#include "util/clock.h"
 
 static size_t align64(size_t n)
 {
@@ -178,25 +179,25 @@ void bench_attend(const Kernels *k, BenchPool *p, BenchQuery *bq, BenchScratch *
     double seconds;
     if (cold) {
         steps = p->n_copies;
-        double t0 = bench_now();
+        double t0 = clock_seconds();
         for (size_t i = 0; i < steps; i++) {
             AttnArgs a = step_args(bq, s, &p->blocks[p->next], bq->out, hd);
             p->next = (p->next + 1) % p->n_copies;
             attend(k, algo, &a, i == 0 ? &one : &ctr);
         }
-        seconds = (bench_now() - t0) / (double)steps;
+        seconds = (clock_seconds() - t0) / (double)steps;
     } else {
         /* the copy read last: the cold pass that may follow starts far from it */
         AttnArgs a = step_args(bq, s, &p->blocks[(p->next + p->n_copies - 1) % p->n_copies], bq->out, hd);
-        double t0 = bench_now();
+        double t0 = clock_seconds();
         attend(k, algo, &a, &one); /* brings the rows in, counts, and calibrates */
-        double once = bench_now() - t0;
+        double once = clock_seconds() - t0;
         if (once < min_seconds)
             steps = (size_t)(min_seconds / (once > 1e-7 ? once : 1e-7)) + 1;
-        t0 = bench_now();
+        t0 = clock_seconds();
         for (size_t i = 0; i < steps; i++)
             attend(k, algo, &a, &ctr);
-        seconds = (bench_now() - t0) / (double)steps;
+        seconds = (clock_seconds() - t0) / (double)steps;
     }
     *r = (BenchResult){ .seconds = seconds, .seconds_min = seconds, .seconds_max = seconds,
                         .bytes = one.kv_bytes_read, .view_bytes = one.view_bytes, .ops_per_rep = steps,

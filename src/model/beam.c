@@ -4,9 +4,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "model/encdec.h"
+#include "util/clock.h"
 
 /* One extension of a beam by a token. */
 typedef struct {
@@ -38,13 +38,6 @@ typedef struct {
     Hypothesis *pool;         /* [3W]: finished, then the live ones at max_len */
     size_t n_pool;
 } Search;
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void search_free(Search *s)
 {
@@ -312,10 +305,10 @@ static void record_step(const Search *s, const CrossCache *cross, BeamStep *st, 
  * (BOS) in cache sequence 0. */
 static int start(Search *s, EncDec *ed, CrossCache *cross, const int *src, BeamResult *out, Err *e)
 {
-    double t0 = now_seconds();
+    double t0 = clock_seconds();
     if (encdec_encode(ed, src, &out->encoder, e) < 0 || (s->self && cross_cache_build(cross, ed, &out->encoder, e) < 0))
         return -1;
-    out->encoder.seconds = now_seconds() - t0;
+    out->encoder.seconds = clock_seconds() - t0;
     out->total = out->encoder;
     out->cross_fills = cross->fills;
     out->cross_bytes = s->self ? kv_bytes_used(cross->kv) : 0;
@@ -363,7 +356,7 @@ int beam_search(const Model *m, const int *src, KvCache *self, const BeamOptions
     for (size_t pos = 0; pos < s.T; pos++) {
         BeamStep st = { .step = pos, .pos = pos, .n_beams = s.n };
         uint64_t rows0 = ed.cross_kv_rows;
-        double t0 = now_seconds();
+        double t0 = clock_seconds();
         if (decode_step(&s, &ed, &cross, pos, &st, e) < 0)
             goto done;
         long kept = choose(&s, k_top, pos, e);
@@ -376,7 +369,7 @@ int beam_search(const Model *m, const int *src, KvCache *self, const BeamOptions
         if (!stop && self && reorder(&s, &cross, n_kept, &st.forks, &st.drops, &st.ctr, e) < 0)
             goto done;
         extend(&s, n_kept, pos);
-        st.ctr.seconds = now_seconds() - t0;
+        st.ctr.seconds = clock_seconds() - t0;
         st.n_finished = n_finished;
         st.n_next = stop ? 0 : n_kept;
         st.n_kept = n_kept;

@@ -3,9 +3,9 @@
 #include <gsl/gsl_rng.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "model/sample.h"
+#include "util/clock.h"
 
 struct Generator {
     const Model *m;
@@ -29,13 +29,6 @@ struct Generator {
 size_t generate_positions(size_t prompt_len, size_t n_generate)
 {
     return prompt_len + n_generate - 1;
-}
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 void gen_free(Generator *g)
@@ -130,7 +123,7 @@ int gen_step(Generator *g, StepReport *rep, Err *e)
 
     memset(rep, 0, sizeof *rep);
     rep->step = g->step++, rep->phase = phase, rep->n_new = n_new, rep->pos0 = pos0, rep->context = pos0 + n_new;
-    double t0 = now_seconds();
+    double t0 = clock_seconds();
     if (model_forward(g->m, &g->fs, g->cache, g->input, g->n_seqs, n_new, pos0, g->logits, &rep->ctr, e) < 0)
         return -1;
     if (choose)
@@ -140,7 +133,7 @@ int gen_step(Generator *g, StepReport *rep, Err *e)
                                                                g->sample_scratch)
                                                  : sample_greedy(lg, vocab);
         }
-    rep->ctr.seconds = now_seconds() - t0;
+    rep->ctr.seconds = clock_seconds() - t0;
     if (g->cache) {
         g->cached = pos0 + n_new;
         rep->ctr.cache_bytes_used = kv_bytes_used(g->cache);

@@ -1,10 +1,10 @@
 #include "sim/session.h"
+#include "util/clock.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Attention weights kept for the heatmaps: [n_layers][n_heads][P][P] floats
  * for P positions, when that fits under this many floats. */
@@ -38,13 +38,6 @@ struct Session {
     float *glogits;       /* [n_generate][vocab] or NULL */
     size_t *held;         /* [positions] scratch: the positions a layer's blocks hold */
 };
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 void session_uncached_formula(const Config *c, size_t context, Counters *out)
 {
@@ -259,10 +252,10 @@ static int uncached_pass(Session *s, const StepReport *r, Counters *out, Err *e)
     }
     size_t len;
     const int *seq = gen_sequence(s->gen, 0, &len);
-    double t0 = now_seconds();
+    double t0 = clock_seconds();
     if (model_forward(s->model, &s->ufs, NULL, seq, 1, r->context, 0, s->ulogits, out, e) < 0)
         return err_wrap(e, "uncached pass");
-    out->seconds = now_seconds() - t0;
+    out->seconds = clock_seconds() - t0;
     return 0;
 }
 

@@ -15,10 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ui/emit.h"
 #include "ui/keys.h"
+#include "util/clock.h"
 
 /* The one global: the signal that asked the loop to stop (0 = none). */
 static volatile sig_atomic_t stop_signal;
@@ -26,13 +26,6 @@ static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig)
 {
     stop_signal = sig;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
 /* An ncurses key (from wget_wch) as a view key; 0 for one the view ignores. */
@@ -105,7 +98,7 @@ static void event_loop(View *v, Frame *f, Emitter *em)
     while (!stop_signal) {
         int ms = view_tick_ms(v), wait = 200; /* paused: wake now and then to see a signal's flag */
         if (ms >= 0) {
-            double now = now_ms();
+            double now = (clock_seconds() * 1e3);
             if (next_tick == 0)
                 next_tick = now + ms;
             wait = next_tick > now ? (int)(next_tick - now) : 0;
@@ -115,10 +108,10 @@ static void event_loop(View *v, Frame *f, Emitter *em)
         int got = wget_wch(stdscr, &ch);
         unsigned r = 0;
         if (got == ERR) {
-            if (ms >= 0 && now_ms() >= next_tick) {
+            if (ms >= 0 && (clock_seconds() * 1e3) >= next_tick) {
                 r = view_tick(v);
                 /* keep the rate, but never try to catch up a backlog */
-                next_tick = next_tick + ms > now_ms() ? next_tick + ms : now_ms() + ms;
+                next_tick = next_tick + ms > (clock_seconds() * 1e3) ? next_tick + ms : (clock_seconds() * 1e3) + ms;
             }
         } else {
             int key = translate(got, ch);
@@ -209,24 +202,24 @@ int tty_measure(View *v, int w, int h, int frames, Measure *out, Err *e)
         (void)view_key(v, '1' + s);
         for (int i = 0; i < 64; i++)
             (void)view_key(v, ' ');
-        double t0 = now_ms();
+        double t0 = (clock_seconds() * 1e3);
         for (int i = 0; i < frames; i++)
             view_draw(v, &f);
-        out->build_ms[s] = (now_ms() - t0) / frames;
+        out->build_ms[s] = ((clock_seconds() * 1e3) - t0) / frames;
     }
     /* emission with every frame different from the last */
     double emit_total = 0;
     for (int i = 0; i < frames; i++) {
         (void)view_key(v, '1' + i % 3);
         view_draw(v, &f);
-        double t0 = now_ms();
+        double t0 = (clock_seconds() * 1e3);
         emit_frame(&em, &f);
-        emit_total += now_ms() - t0;
+        emit_total += (clock_seconds() * 1e3) - t0;
     }
     out->emit_ms = emit_total / frames;
     /* play mode on the simulation, as fast as it goes */
     (void)view_key(v, '2');
-    double t0 = now_ms(), elapsed = 0;
+    double t0 = (clock_seconds() * 1e3), elapsed = 0;
     do {
         (void)view_key(v, 'r');
         v->playing = 1;
@@ -238,7 +231,7 @@ int tty_measure(View *v, int w, int h, int frames, Measure *out, Err *e)
             }
         }
         out->play_steps += session_steps(v->sim);
-        elapsed = now_ms() - t0;
+        elapsed = (clock_seconds() * 1e3) - t0;
     } while (elapsed < 1000);
     out->play_steps_s = (double)out->play_steps / (elapsed / 1e3);
     frame_free(&f);
