@@ -9,6 +9,7 @@
 #include "kernels/bench_blas.h"
 #include "report/bench_report.h"
 #include "app/cli.h"
+#include "app/bench_decode.h"
 #include "app/commands.h"
 #include "util/parse.h"
 #include "util/sysmem.h"
@@ -28,6 +29,9 @@ typedef struct {
     size_t reps, read_mib, pool_mib, matvec_n;
     size_t contexts[MAX_CONTEXTS], n_contexts;
     int quick;
+    int decode;           /* --decode: the bandwidth, then a whole model's decode step */
+    const char *model;    /* --model, for --decode */
+    size_t steps;         /* --steps, for --decode */
 } BenchOpts;
 
 static void help(void)
@@ -45,7 +49,12 @@ static void help(void)
            "     the LLC, so the rows come from memory) and warm (the same K/V every step);\n"
            "  3. a 4096 x 4096 f32 matvec by kvscope's kernels (the chosen ISA and ref), GSL's\n"
            "     CBLAS and OpenBLAS when libopenblas.so.0 is installed (loaded at run time, one\n"
-           "     thread), cold over copies of the matrix.\n\n"
+           "     thread), cold over copies of the matrix.\n"
+           "With --decode, instead of 2 and 3:\n"
+           "  4. one decode step of a whole model (default llama-3-8b, its real shape with one layer's\n"
+           "     weights shared by all layers) with an f16 and a q8_0 cache filled to each context\n"
+           "     (default 1024,16384), against its byte limit: the weight and K/V bytes the step read,\n"
+           "     over the read bandwidth. It holds the model's layer and cache (several GiB).\n\n"
            "How to read it: time is per step (or per matvec); bytes are what the kernel counted\n"
            "reading (Counters.kv_bytes_read; materialize adds its f32 view, view_bytes); GB/s is\n"
            "bytes / time (10^9 bytes per second); %% bw is that over the measured read bandwidth,\n"
@@ -68,7 +77,10 @@ static void help(void)
            "  --pool-mib N        the cold data in MiB (default 8x the LLC)\n"
            "  --quick             tiny sizes, 3 rounds: finishes in seconds (for tests; the figures\n"
            "                      then say nothing about the machine)\n"
-           "  --format F          table (default) or tsv (one row per measurement, a header row)\n\n"
+           "  --format F          table (default) or tsv (one row per measurement, a header row)\n"
+           "  --decode            section 4 (after the bandwidth) instead of sections 2 and 3\n"
+           "  --model NAME        the model --decode runs (default llama-3-8b)\n"
+           "  --steps N           decode steps timed per context and cache (default 5, at most 64)\n\n"
            "Progress goes to stderr, one line per section of each round. A full run takes a minute\n"
            "or two and holds about 1.5 GiB.\n"
            "example: kvscope bench --contexts 4096,32768 --reps 7\n",
@@ -110,6 +122,8 @@ static int parse_options(int argc, char **argv, BenchOpts *o, Err *e)
         { "reps", required_argument, 0, 0 },          { "bandwidth-mib", required_argument, 0, 0 },
         { "pool-mib", required_argument, 0, 0 },      { "quick", no_argument, 0, 0 },
         { "format", required_argument, 0, 0 },        { "help", no_argument, 0, 'h' },
+        { "decode", no_argument, 0, 0 },              { "model", required_argument, 0, 0 },
+        { "steps", required_argument, 0, 0 },
         { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -129,6 +143,12 @@ static int parse_options(int argc, char **argv, BenchOpts *o, Err *e)
             rc = parse_size(optarg, "--pool-mib", &o->pool_mib, e);
         else if (strcmp(name, "quick") == 0)
             o->quick = 1;
+        else if (strcmp(name, "decode") == 0)
+            o->decode = 1;
+        else if (strcmp(name, "model") == 0)
+            o->model = optarg;
+        else if (strcmp(name, "steps") == 0)
+            rc = parse_size(optarg, "--steps", &o->steps, e);
         else if (strcmp(name, "format") == 0) {
             rc = out_format_parse(optarg, &o->fmt, e);
             if (rc == 0 && o->fmt == OUT_JSON)
@@ -145,6 +165,10 @@ static int parse_options(int argc, char **argv, BenchOpts *o, Err *e)
         return err_set(e, ERR_USAGE, "--reps: at most %d, got %zu", BENCH_MAX_REPS, o->reps);
     if (o->read_mib > MAX_READ_MIB)
         return err_set(e, ERR_USAGE, "--bandwidth-mib: at most %d, got %zu", MAX_READ_MIB, o->read_mib);
+    if ((o->model || o->steps) && !o->decode)
+        return err_set(e, ERR_USAGE, "bench: --model and --steps go with --decode");
+    if (o->steps > 64)
+        return err_set(e, ERR_USAGE, "--steps: at most 64, got %zu", o->steps);
     if (o->pool_mib > ((size_t)1 << 20))
         return err_set(e, ERR_USAGE, "--pool-mib: at most 1048576 (1 TiB), got %zu", o->pool_mib);
     return 0;
@@ -160,6 +184,15 @@ static void fill_defaults(BenchOpts *o, size_t llc)
         o->read_mib = o->quick ? 16 : llc8 > MAX_READ_MIB ? MAX_READ_MIB : llc8 > 512 ? llc8 : 512;
     if (!o->pool_mib)
         o->pool_mib = o->quick ? 4 : llc8;
+    if (!o->n_contexts && o->decode) {
+        static const size_t decode[] = { 1024, 16384 }, quick[] = { 64 };
+        o->n_contexts = o->quick ? 1 : 2;
+        memcpy(o->contexts, o->quick ? quick : decode, o->n_contexts * sizeof *decode);
+    }
+    if (!o->model)
+        o->model = o->quick ? "tiny" : "llama-3-8b";
+    if (!o->steps)
+        o->steps = o->quick ? 2 : 5;
     if (!o->n_contexts) {
         static const size_t full[] = { 1024, 8192, 65536 }, quick[] = { 256, 2048 };
         const size_t *src = o->quick ? quick : full;
@@ -382,6 +415,11 @@ int cmd_bench(int argc, char **argv)
     const char *llc_source;
     size_t llc = bench_llc_bytes(&llc_source);
     fill_defaults(&o, llc);
+    if (o.decode) {
+        BenchDecodeArgs da = { .isa = o.isa, .model = o.model, .contexts = o.contexts, .n_contexts = o.n_contexts,
+                               .steps = o.steps, .read_bytes = o.read_mib * MIB, .reps = o.reps, .fmt = o.fmt };
+        return bench_decode(&da);
+    }
     if (check_memory(&o, &e) < 0)
         return cli_fail(&e);
 

@@ -162,7 +162,7 @@ void bench_read(const Kernels *k, const BenchLoop *l, const BenchRead *b, BenchR
                         .max_rel_diff = fabs(sum - want) / want };
 }
 
-void bench_read_best(const Kernels *k, const BenchRead *b, size_t reps, BenchResult *out, const char **how)
+size_t bench_read_each(const Kernels *k, const BenchRead *b, size_t reps, BenchResult *out, const char **names)
 {
     const BenchLoop *loops = bench_read_loops(k);
     const size_t n = loops ? BENCH_N_LOOPS : 1;
@@ -172,13 +172,19 @@ void bench_read_best(const Kernels *k, const BenchRead *b, size_t reps, BenchRes
     for (size_t l = 0; l < n; l++) {
         for (size_t r = 0; r < reps; r++)
             bench_read(k, loops ? &loops[l] : NULL, b, &rounds[r]);
-        BenchResult m;
-        bench_summarize(&m, rounds, reps);
-        if (l == 0 || (m.seconds > 0 && m.seconds < out->seconds)) {
-            *out = m;
-            *how = loops ? loops[l].name : "f32 dot";
-        }
+        bench_summarize(&out[l], rounds, reps);
+        names[l] = loops ? loops[l].name : "f32 dot";
     }
+    return n;
+}
+
+size_t bench_fastest(const BenchResult *r, size_t n)
+{
+    size_t best = 0;
+    for (size_t i = 1; i < n; i++)
+        if (r[i].seconds > 0 && r[i].seconds < r[best].seconds)
+            best = i;
+    return best;
 }
 
 /* --- 3. matrix-vector product --------------------------------------------- */

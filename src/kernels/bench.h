@@ -89,10 +89,13 @@ const BenchLoop *bench_read_loops(const Kernels *k);
  * r->max_rel_diff checks the sum against the known total. */
 void bench_read(const Kernels *k, const BenchLoop *l, const BenchRead *b, BenchResult *r);
 
-/* The bandwidth in one call: every read loop of k's ISA (or the f32 dot
- * where there is none) reps times (at most BENCH_MAX_REPS), and the one
- * whose median is fastest into *out, its name in *how. */
-void bench_read_best(const Kernels *k, const BenchRead *b, size_t reps, BenchResult *out, const char **how);
+/* Every read loop of k's ISA (or the f32 dot where there is none) reps
+ * times (at most BENCH_MAX_REPS): their medians into out[] and their names
+ * into names[] (BENCH_N_LOOPS each); returns how many were measured. */
+size_t bench_read_each(const Kernels *k, const BenchRead *b, size_t reps, BenchResult *out, const char **names);
+
+/* The index of the fastest of r[0..n) (the smallest median time). */
+size_t bench_fastest(const BenchResult *r, size_t n);
 
 /* --- 2. decode attention ---------------------------------------------------- */
 

@@ -48,11 +48,14 @@ int plot_bandwidth(const PlotCtx *ctx, PlotNote *note, Err *e)
     BenchPool pool = { 0 };
     BenchKv kv = { 0 };
     BenchQuery bq = { 0 };
-    BenchResult rounds[BW_REPS], bw, res[FMT_COUNT][2];
-    const char *read_how = "";
+    BenchResult rounds[BW_REPS], loops[BENCH_N_LOOPS], bw, res[FMT_COUNT][2];
+    const char *names[BENCH_N_LOOPS], *read_how = "";
     int rc = bench_read_init(&br, read_bytes, e);
-    if (rc == 0)
-        bench_read_best(k, &br, reps, &bw, &read_how);
+    if (rc == 0) {
+        size_t best = bench_fastest(loops, bench_read_each(k, &br, reps, loops, names));
+        bw = loops[best];
+        read_how = names[best];
+    }
     bench_read_free(&br);
     if (rc == 0 && !(bw.max_rel_diff <= BENCH_TOLERANCE))
         rc = err_set(e, ERR_RUNTIME, "plot: the bandwidth read summed wrong (%.3g)", bw.max_rel_diff);

@@ -111,10 +111,7 @@ void bench_report_start(BenchReport *rep)
 void bench_report_bandwidth(BenchReport *rep, const BenchResult *loops, const char *const *names, size_t n_loops,
                             const BenchResult *dot)
 {
-    size_t best = 0;
-    for (size_t i = 1; i < n_loops; i++)
-        if (loops[i].seconds > 0 && loops[i].seconds < loops[best].seconds)
-            best = i;
+    const size_t best = bench_fastest(loops, n_loops);
     const BenchResult *r = &loops[best];
     rep->read_how = names[best];
     rep->bandwidth = r->seconds > 0 ? (double)r->bytes / r->seconds : 0;
@@ -288,4 +285,38 @@ void bench_report_matvec(BenchReport *rep, size_t rows, size_t cols, size_t n_co
     if (openblas_missing)
         printf("OpenBLAS: not installed (%s)\n", openblas_missing);
     printf("ours is: that row's time over %s's (2.00x: kvscope is twice as fast)\n", mv[0].name);
+}
+
+void bench_report_decode(BenchReport *rep, const Config *cfg, const BenchDecodeRow *rows, size_t n)
+{
+    if (rep->out == OUT_TSV) {
+        for (size_t i = 0; i < n; i++) {
+            const DecodeBench *d = &rows[i].r;
+            BenchResult r = { .seconds = d->seconds, .seconds_min = d->seconds_min, .seconds_max = d->seconds_max,
+                              .bytes = d->weight_bytes + d->kv_bytes, .ops_per_rep = 1 };
+            char size[32];
+            snprintf(size, sizeof size, "%zu", d->context);
+            tsv_row(rep, "decode", cfg->name, "-", "-", "cold", size, rows[i].cache, &r, -1, -1, -1);
+        }
+        return;
+    }
+    char b1[32], b2[32], t1[32], t2[32], pct[16];
+    const size_t over = rep->over;
+    printf("\n== 4. end-to-end decode: model %s, one sequence, one core\n", cfg->name);
+    printf("shared weights: one layer's weights serve all %zu layers, so a step reads them %zu times, as the real\n"
+           "model reads its %zu layers once each; the cache is filled to the context with seeded rows, then\n"
+           "each step is timed (the median of %zu); byte limit: (weights + K/V read) / read bandwidth\n",
+           cfg->n_layers, cfg->n_layers, cfg->n_layers, n ? rows[0].r.steps : 0);
+    printf("%8s  %-5s %13s %11s %11s %9s %11s %10s\n", "context", "cache", "weights/step", "K/V/step", "time/step",
+           "tokens/s", "byte limit", "of limit");
+    for (size_t i = 0; i < n; i++) {
+        const DecodeBench *d = &rows[i].r;
+        BenchResult r = { .seconds = d->seconds, .bytes = d->weight_bytes + d->kv_bytes };
+        printf("%8zu  %-5s %13s %11s %11s %9.2f %11s %10s\n", d->context, rows[i].cache,
+               human_bytes(b1, sizeof b1, (double)d->weight_bytes), human_bytes(b2, sizeof b2, (double)d->kv_bytes),
+               fmt_time(t1, sizeof t1, d->seconds), d->seconds > 0 ? 1.0 / d->seconds : 0,
+               fmt_time(t2, sizeof t2, decode_bench_limit(d, rep->bandwidth)), pct_cell(pct, sizeof pct, 9, rep, &r));
+    }
+    printf("of limit: the byte limit's time over the step's (100%% = the step runs at the read bandwidth)\n");
+    over_note(rep, over);
 }

@@ -7,6 +7,8 @@
 
 #include "report/out_format.h"
 #include "kernels/bench.h"
+#include "model/config.h"
+#include "sim/decode_bench.h"
 
 #define BENCH_N_GROUPS 2
 #define BENCH_N_ALGOS 3
@@ -67,5 +69,15 @@ typedef struct {
  * when it was measured). */
 void bench_report_matvec(BenchReport *rep, size_t rows, size_t cols, size_t n_copies, const BenchMatvecRow *mv,
                          size_t n, const char *openblas_missing);
+
+/* One measured decode: the cache's format and what the step did. */
+typedef struct {
+    const char *cache;  /* "f16" */
+    DecodeBench r;
+} BenchDecodeRow;
+
+/* Section 4: a whole model's decode step per cache and context against its
+ * byte limit (weights + K/V read per step over rep->bandwidth). */
+void bench_report_decode(BenchReport *rep, const Config *cfg, const BenchDecodeRow *rows, size_t n);
 
 #endif
