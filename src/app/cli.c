@@ -75,7 +75,8 @@ int cli_model_option(ModelOpts *mo, const char *opt, const char *arg, Err *e)
 }
 
 const char cli_prompt_help[] =
-    "  --prompt IDS        token ids, e.g. 0,1,2; a batch: 1,2,3;4,5,6 (equal lengths)\n"
+    "  --prompt TEXT       the prompt as text, through the model's tokenizer\n"
+    "  --prompt-ids IDS    token ids instead, e.g. 0,1,2; a batch: 1,2,3;4,5,6 (equal lengths)\n"
     "  --prompt-len N      N random token ids per sequence instead (default 8)\n"
     "  --prompt-seed S     seed of those random ids (default 1; gsl mt19937)\n"
     "  --batch B           sequences generated together (default 1)\n";
@@ -83,6 +84,10 @@ const char cli_prompt_help[] =
 int cli_prompt_option(PromptOpts *po, const char *opt, const char *arg, Err *e)
 {
     if (strcmp(opt, "prompt") == 0) {
+        po->text = arg;
+        return 1;
+    }
+    if (strcmp(opt, "prompt-ids") == 0) {
         po->ids = arg;
         return 1;
     }

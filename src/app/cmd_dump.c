@@ -78,7 +78,7 @@ static int parse_options(int argc, char **argv, DumpOpts *o, Err *e)
     static const struct option longopts[] = {
         { "model", required_argument, 0, 0 },   { "set", required_argument, 0, 0 },
         { "isa", required_argument, 0, 0 },     { "shared", no_argument, 0, 0 },
-        { "prompt", required_argument, 0, 0 },  { "prompt-len", required_argument, 0, 0 },
+        { "prompt", required_argument, 0, 0 },      { "prompt-ids", required_argument, 0, 0 },  { "prompt-len", required_argument, 0, 0 },
         { "prompt-seed", required_argument, 0, 0 }, { "batch", required_argument, 0, 0 },
         { "tokens", required_argument, 0, 0 },  { "cache", required_argument, 0, 0 },
         { "out", required_argument, 0, 0 },     { "force", no_argument, 0, 0 },
@@ -151,7 +151,7 @@ static int prepare(DumpOpts *o, DumpState *s, Err *e)
         return -1;
     if (cfg->attention != ATTN_GQA)
         return err_set(e, ERR_USAGE, "dump: model '%s' uses MLA attention; dump covers GQA models only", cfg->name);
-    s->default_prompt = !o->po.ids && !o->po.len && strcmp(cfg->name, DEFAULT_MODEL) == 0;
+    s->default_prompt = !setup_prompt_given(&o->po) && !o->po.len && strcmp(cfg->name, DEFAULT_MODEL) == 0;
     if (s->default_prompt)
         o->po.ids = DEFAULT_PROMPT;
     if (setup_make_prompt(&o->po, cfg, &s->prompt, &s->batch, &s->plen, e) < 0)

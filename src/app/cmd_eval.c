@@ -45,8 +45,7 @@ static void help(void)
            "distributions, how often the greedy token agrees, and the largest logit error.\n\n"
            "model:\n%s\n"
            "text:\n"
-           "  --text FILE         the text to score (- reads stdin); a model without a\n"
-           "                      tokenizer reads it as bytes, token = byte value\n"
+           "  --text FILE         the text to score (- reads stdin), through the model's tokenizer\n"
            "  --tokens N          score only the first N tokens (default: all)\n"
            "  --prefill P         tokens of the first pass (default 1); the rest one per step\n\n"
            "caches (repeatable, at most %d besides the reference):\n"
@@ -111,22 +110,24 @@ static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
     return 0;
 }
 
-/* The text as token ids: byte values, for a model without a tokenizer.
- * *bytes[i] is what token i stands for (1 each here). */
-static int text_to_ids(const Config *cfg, const char *text, size_t len, int **ids, size_t **bytes, Err *e)
+/* The text as the model's tokens; *bytes[i] is how many bytes token i
+ * stands for (bits per byte counts them). */
+static int text_to_ids(const Config *cfg, const char *text, size_t len, int **ids, size_t **bytes, size_t *n,
+                       char *tok_name, size_t cap, Err *e)
 {
-    if (cfg->vocab < 256)
-        return err_set(e, ERR_USAGE, "model '%s' has a vocabulary of %zu and no tokenizer: it cannot read text "
-                       "(reading bytes needs 256 ids)", cfg->name, cfg->vocab);
-    *ids = malloc(len * sizeof **ids);
-    *bytes = malloc(len * sizeof **bytes);
-    if (!*ids || !*bytes)
-        return err_set(e, ERR_RUNTIME, "out of memory for %zu tokens", len);
-    for (size_t i = 0; i < len; i++) {
-        (*ids)[i] = (unsigned char)text[i];
-        (*bytes)[i] = 1;
-    }
-    return 0;
+    Tokenizer *tok;
+    if (setup_tokenizer(cfg, &tok, e) < 0)
+        return -1;
+    if (!tok)
+        return err_set(e, ERR_USAGE, "model '%s' has no tokenizer: it cannot read text", cfg->name);
+    snprintf(tok_name, cap, "%s", tokenizer_name(tok));
+    int rc = tokenizer_encode(tok, text, len, ids, n, e);
+    if (rc == 0 && !(*bytes = malloc((*n ? *n : 1) * sizeof **bytes)))
+        rc = err_set(e, ERR_RUNTIME, "out of memory for %zu tokens", *n);
+    for (size_t i = 0; rc == 0 && i < *n; i++)
+        tokenizer_piece(tok, (*ids)[i], &(*bytes)[i]);
+    tokenizer_free(tok);
+    return rc;
 }
 
 /* A progress line on stderr, when it is a terminal and the run is longer
@@ -156,6 +157,7 @@ typedef struct {
     size_t text_len;
     int *ids;
     size_t *bytes;
+    char tokenizer[64];
     Model m;
     int model_ready;
     KvCache *caches[MAX_CACHES];
@@ -186,11 +188,12 @@ static int job_open(EvalJob *j, EvalOpts *o, size_t *n, Err *e)
     if (cfg.architecture == ARCH_ENCDEC)
         return err_set(e, ERR_USAGE, "eval: model '%s' is an encoder-decoder; eval streams a decoder-only model",
                        cfg.name);
-    if (text_to_ids(&cfg, j->text, j->text_len, &j->ids, &j->bytes, e) < 0)
+    size_t n_ids;
+    if (text_to_ids(&cfg, j->text, j->text_len, &j->ids, &j->bytes, &n_ids, j->tokenizer, sizeof j->tokenizer, e) < 0)
         return -1;
-    *n = o->tokens ? o->tokens : j->text_len;
-    if (*n > j->text_len)
-        return err_set(e, ERR_USAGE, "--tokens %zu: '%s' holds only %zu tokens", *n, o->text, j->text_len);
+    *n = o->tokens ? o->tokens : n_ids;
+    if (*n > n_ids)
+        return err_set(e, ERR_USAGE, "--tokens %zu: '%s' holds only %zu tokens", *n, o->text, n_ids);
     if (*n <= o->prefill)
         return err_set(e, ERR_USAGE, "eval: %zu tokens leave nothing to score after --prefill %zu", *n, o->prefill);
     if (cfg.max_seq_len < *n)
@@ -237,7 +240,7 @@ int cmd_eval(int argc, char **argv)
     }
     for (size_t i = 0; i < n_caches; i++)
         j.used[i] = kv_bytes_used(j.caches[i]);
-    EvalRun run = { .model = j.m.cfg.name, .weights = j.m.source, .text = o.text, .tokenizer = "bytes",
+    EvalRun run = { .model = j.m.cfg.name, .weights = j.m.source, .text = o.text, .tokenizer = j.tokenizer,
                     .tokens = n, .prefill = o.prefill, .text_bytes = j.text_len,
                     .seconds = clock_seconds() - prog.start };
     if (o.per_position)

@@ -51,6 +51,7 @@ typedef struct {
     Model m;
     int model_ready;
     KvCache *cache;        /* NULL with --no-cache */
+    Tokenizer *tok;        /* the model's, or NULL */
     int *prompt;           /* [batch][plen] */
     size_t batch, plen;
     int *out_c, *out_u;    /* [batch][n_generate] tokens of the cached and uncached runs */
@@ -68,7 +69,7 @@ static size_t activation_bytes(const Config *c, size_t rows)
  * before this succeeds). */
 static int run_open(Run *r, RunOpts *o, const Config *cfg, Err *e)
 {
-    if (setup_make_prompt(&o->po, cfg, &r->prompt, &r->batch, &r->plen, e) < 0 ||
+    if (setup_tokenizer(cfg, &r->tok, e) < 0 || setup_make_prompt(&o->po, cfg, &r->prompt, &r->batch, &r->plen, e) < 0 ||
         (structure_on(&o->structure) && structure_place(&o->structure, r->plen, e) < 0))
         return -1;
     size_t need = generate_positions(r->plen, o->go.n_generate);
@@ -110,6 +111,7 @@ static void run_close(Run *r)
     free(r->cc.logits);
     free(r->cu.logits);
     free(r->prompt);
+    tokenizer_free(r->tok);
     if (r->model_ready)
         model_free(&r->m);
 }
@@ -188,12 +190,14 @@ static int run_generate(Run *r, const RunOpts *o, Err *e)
     }
     if (r->root)
         json_object_set_new(r->root, "totals", totals);
+    RunTokens tokens = { .tok = r->tok, .prompt = r->prompt, .plen = r->plen,
+                         .out = run_cached ? r->out_c : r->out_u, .batch = r->batch, .n = o->go.n_generate };
     if (o->fmt == OUT_TABLE)
-        report_tokens(stdout, o->fmt, run_cached ? r->out_c : r->out_u, r->batch, o->go.n_generate, NULL);
+        report_tokens(stdout, o->fmt, &tokens, NULL);
     if (o->compare && compare(r, o, e) != 0)
         return 1;
     if (r->root)
-        report_tokens(stdout, o->fmt, run_cached ? r->out_c : r->out_u, r->batch, o->go.n_generate, r->root);
+        report_tokens(stdout, o->fmt, &tokens, r->root);
     return 0;
 }
 

@@ -53,7 +53,8 @@ static void help(void)
            "[ ] layer, { } head, c cache, m model, r reset, 1 2 3 screen, ? help, q quit.\n\n"
            "model (the simulation and compare screens; default tiny):\n%s\n"
            "prompt:\n"
-           "  --prompt IDS        token ids, e.g. 0,1,2\n"
+           "  --prompt TEXT       the prompt as text, through the model's tokenizer\n"
+           "  --prompt-ids IDS    token ids instead, e.g. 0,1,2\n"
            "  --prompt-len N      N random token ids instead (default 8)\n"
            "  --prompt-seed S     seed of those random ids (default 1; gsl mt19937)\n\n"
            "generation:\n"
@@ -151,7 +152,7 @@ static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
     static const struct option longopts[] = {
         { "model", required_argument, 0, 0 },       { "set", required_argument, 0, 0 },
         { "isa", required_argument, 0, 0 },         { "shared", no_argument, 0, 0 },
-        { "prompt", required_argument, 0, 0 },      { "prompt-len", required_argument, 0, 0 },
+        { "prompt", required_argument, 0, 0 },      { "prompt-ids", required_argument, 0, 0 },      { "prompt-len", required_argument, 0, 0 },
         { "prompt-seed", required_argument, 0, 0 }, { "tokens", required_argument, 0, 0 },
         { "chunk", required_argument, 0, 0 },       { "temperature", required_argument, 0, 0 },
         { "top-k", required_argument, 0, 0 },       { "sample-seed", required_argument, 0, 0 },

@@ -39,7 +39,7 @@ static int make_source(const BeamRunArgs *a, Config *cfg, int **src, Err *e)
     if (po->batch > 1)
         return err_set(e, ERR_USAGE, "run: beam search reads one source; --batch is for decoder-only models");
     PromptOpts p = *po;
-    if (!p.ids) {
+    if (!setup_prompt_given(&p)) {
         if (a->src_len)
             cfg->src_len = a->src_len;
         p.len = cfg->src_len;
@@ -50,12 +50,12 @@ static int make_source(const BeamRunArgs *a, Config *cfg, int **src, Err *e)
     if (batch != 1) {
         free(*src);
         *src = NULL;
-        return err_set(e, ERR_USAGE, "run: beam search reads one source; --prompt holds %zu", batch);
+        return err_set(e, ERR_USAGE, "run: beam search reads one source; --prompt-ids holds %zu", batch);
     }
-    if (p.ids && a->src_len && a->src_len != len) {
+    if (setup_prompt_given(&p) && a->src_len && a->src_len != len) {
         free(*src);
         *src = NULL;
-        return err_set(e, ERR_USAGE, "run: --src-len %zu but --prompt holds %zu source tokens", a->src_len, len);
+        return err_set(e, ERR_USAGE, "run: --src-len %zu but the prompt holds %zu source tokens", a->src_len, len);
     }
     cfg->src_len = len;
     if (config_validate(cfg, e) < 0) {

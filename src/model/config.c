@@ -24,6 +24,7 @@ typedef struct {
 #define KEY(name, type) { #name, type, offsetof(Config, name) }
 static const KeyDef keys[] = {
     KEY(name, K_STR),          KEY(weights, K_STR),
+    KEY(tokenizer, K_STR),
     KEY(d_model, K_SIZE),      KEY(n_layers, K_SIZE),
     KEY(n_heads, K_SIZE),      KEY(n_kv_heads, K_SIZE),
     KEY(head_dim, K_SIZE),     KEY(ffn_dim, K_SIZE),

@@ -24,6 +24,7 @@ typedef enum {
 typedef struct {
     char name[64];
     char weights[64]; /* "synthetic", or a file in data/weights/ */
+    char tokenizer[64]; /* how text becomes its tokens ("bytes"); "" = none: ids only */
 
     size_t d_model;     /* residual stream width */
     size_t n_layers;

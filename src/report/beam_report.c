@@ -200,8 +200,8 @@ void beam_report_header(const Model *m, const int *src, const BeamOptions *bo, c
            c->name, c->encoder_layers, c->n_layers, c->d_model, c->n_heads, c->n_kv_heads, c->head_dim, c->ffn_dim,
            c->vocab, c->src_len, c->max_seq_len);
     printf("weights: %s; kernels: %s; attention: %s\n", m->source, m->kern->isa, attend_algo_name(m->attend));
-    printf("source: %zu tokens (%s", c->src_len, po->ids ? "given" : "random ids, gsl mt19937");
-    if (!po->ids)
+    printf("source: %zu tokens (%s", c->src_len, setup_prompt_given(po) ? "given" : "random ids, gsl mt19937");
+    if (!setup_prompt_given(po))
         printf(", prompt seed %" PRIu64, po->seed ? po->seed : 1);
     printf("), starting");
     for (size_t i = 0; i < c->src_len && i < 8; i++)

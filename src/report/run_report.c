@@ -2,6 +2,7 @@
 #include "report/run_report.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 #include "report/mla_report.h"
 #include "util/human.h"
@@ -143,9 +144,9 @@ void report_run_header(FILE *f, const Model *m, const RunHeader *h)
     fprintf(f, "weights: %s; kernels: %s; attention: %s\n", m->source, m->kern->isa,
             mla_report_attention_name(m, attend_algo_name(m->attend)));
     fprintf(f, "cache: %s; prompt: %zu tokens x %zu sequence(s) (%s); generate %zu; %s\n", h->cache, h->plen,
-            h->batch, h->po->ids ? "given" : "random ids, gsl mt19937", h->go->n_generate,
+            h->batch, setup_prompt_given(h->po) ? "given" : "random ids, gsl mt19937", h->go->n_generate,
             h->go->temperature > 0 ? "sampling" : "greedy");
-    if (!h->po->ids)
+    if (!setup_prompt_given(h->po))
         fprintf(f, "prompt seed: %" PRIu64 "\n", h->po->seed ? h->po->seed : 1);
     if (structure_on(h->structure)) {
         char desc[512];
@@ -156,24 +157,65 @@ void report_run_header(FILE *f, const Model *m, const RunHeader *h)
                 h->go->top_k, h->go->sample_seed);
 }
 
-void report_tokens(FILE *f, OutFormat fmt, const int *out, size_t batch, size_t n, json_t *root)
+/* ids [n] as text into buf (cap): pieces shown as people read them (the
+ * ids a tokenizer does not make as <id>), or "" without a tokenizer. */
+static char *ids_text(const Tokenizer *tok, const int *ids, size_t n, char *buf, size_t cap)
 {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; tok && i < n && used + 1 < cap; i++) {
+        size_t len;
+        const unsigned char *piece = tokenizer_piece(tok, ids[i], &len);
+        if (piece)
+            tokenizer_show(piece, len, 0, buf + used, cap - used);
+        else
+            snprintf(buf + used, cap - used, "<%d>", ids[i]);
+        used += strlen(buf + used);
+    }
+    return buf;
+}
+
+void report_tokens(FILE *f, OutFormat fmt, const RunTokens *t, json_t *root)
+{
+    char text[4096];
     if (fmt == OUT_TABLE) {
-        for (size_t b = 0; b < batch; b++) {
+        for (size_t b = 0; b < t->batch; b++) {
             fprintf(f, "tokens (sequence %zu):", b);
-            for (size_t i = 0; i < n; i++)
-                fprintf(f, " %d", out[b * n + i]);
+            for (size_t i = 0; i < t->n; i++)
+                fprintf(f, " %d", t->out[b * t->n + i]);
             fprintf(f, "\n");
         }
-    } else if (root) {
-        json_t *tok = json_array();
-        for (size_t b = 0; b < batch; b++) {
-            json_t *row = json_array();
-            for (size_t i = 0; i < n; i++)
-                json_array_append_new(row, json_integer(out[b * n + i]));
-            json_array_append_new(tok, row);
+        for (size_t b = 0; t->tok && b < t->batch; b++) {
+            fprintf(f, "text (sequence %zu, %s tokens): %s", b, tokenizer_name(t->tok),
+                    ids_text(t->tok, t->prompt + b * t->plen, t->plen, text, sizeof text));
+            fprintf(f, " \u2016 %s\n", ids_text(t->tok, t->out + b * t->n, t->n, text, sizeof text));
         }
-        json_object_set_new(root, "tokens", tok);
+        if (t->tok)
+            fprintf(f, "(the prompt, then \u2016 and what was generated; \\n, \\t and \\xHH stand for bytes shown escaped)\n");
+        return;
+    }
+    if (!root)
+        return;
+    json_t *ids = json_array(), *pieces = t->tok ? json_array() : NULL, *texts = t->tok ? json_array() : NULL;
+    for (size_t b = 0; b < t->batch; b++) {
+        json_t *row = json_array(), *prow = t->tok ? json_array() : NULL;
+        for (size_t i = 0; i < t->n; i++) {
+            const int id = t->out[b * t->n + i];
+            json_array_append_new(row, json_integer(id));
+            if (prow)
+                json_array_append_new(prow, json_string(ids_text(t->tok, &id, 1, text, sizeof text)));
+        }
+        json_array_append_new(ids, row);
+        if (prow) {
+            json_array_append_new(pieces, prow);
+            json_array_append_new(texts, json_string(ids_text(t->tok, t->out + b * t->n, t->n, text, sizeof text)));
+        }
+    }
+    json_object_set_new(root, "tokens", ids);
+    if (t->tok) {
+        json_object_set_new(root, "tokenizer", json_string(tokenizer_name(t->tok)));
+        json_object_set_new(root, "pieces", pieces);
+        json_object_set_new(root, "text", texts);
     }
 }
 

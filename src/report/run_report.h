@@ -43,9 +43,19 @@ typedef struct {
 /* The model, kernels, attention, cache, prompt and sampling of a run. */
 void report_run_header(FILE *f, const Model *m, const RunHeader *h);
 
-/* The generated tokens [batch][n]: a line per sequence (table), or the
- * "tokens" member of root (json). */
-void report_tokens(FILE *f, OutFormat fmt, const int *out, size_t batch, size_t n, json_t *root);
+/* What a run generated, and from what. */
+typedef struct {
+    const Tokenizer *tok;  /* the model's, or NULL: ids only */
+    const int *prompt;     /* [batch][plen] */
+    size_t plen;
+    const int *out;        /* [batch][n] generated */
+    size_t batch, n;
+} RunTokens;
+
+/* The generated tokens: a line of ids per sequence and, with a tokenizer,
+ * a line of text (table); or the "tokens" member of root, and with a
+ * tokenizer "pieces" and "text" (json). */
+void report_tokens(FILE *f, OutFormat fmt, const RunTokens *t, json_t *root);
 
 /* The cached run against the uncached one (sim/compare.h): a few lines
  * (table), or the "compare" member of root (json). */

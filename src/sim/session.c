@@ -1,10 +1,12 @@
 #include "sim/session.h"
-#include "util/clock.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "sim/setup.h"
+#include "util/clock.h"
 
 /* Attention weights kept for the heatmaps: [n_layers][n_heads][P][P] floats
  * for P positions, when that fits under this many floats. */
@@ -22,6 +24,7 @@ struct Session {
     char cache_spec[128];
     int *prompt;          /* [prompt_len] */
     Model *model;         /* heap: the generator holds its address */
+    Tokenizer *tok;       /* the model's tokenizer, or NULL: ids only */
     KvCache *cache;
     Generator *gen;
     int keep_probs;
@@ -85,6 +88,7 @@ void session_free(Session *s)
     free(s->held);
     free(s->rec);
     free(s->prompt);
+    tokenizer_free(s->tok);
     free(s);
 }
 
@@ -158,6 +162,10 @@ int session_init(Session **out, const SessionSpec *spec, Err *e)
         return err_set(e, ERR_RUNTIME, "out of memory");
     }
     memcpy(s->prompt, spec->prompt, spec->prompt_len * sizeof(int));
+    if (setup_tokenizer(c, &s->tok, e) < 0) {
+        session_free(s);
+        return -1;
+    }
     if (model_init(s->model, c, spec->kern, e) < 0) {
         free(s->model);
         s->model = NULL;
@@ -397,6 +405,7 @@ size_t session_steps(const Session *s) { return s->steps; }
 size_t session_total_steps(const Session *s) { return s->total_steps; }
 size_t session_positions(const Session *s) { return s->positions; }
 const Model *session_model(const Session *s) { return s->model; }
+const Tokenizer *session_tokenizer(const Session *s) { return s->tok; }
 const KvCache *session_cache(const Session *s) { return s->cache; }
 const char *session_cache_spec(const Session *s) { return s->cache_spec; }
 AttendAlgo session_attend(const Session *s) { return s->model->attend; }

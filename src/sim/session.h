@@ -27,6 +27,7 @@
 #include "model/generate.h"
 #include "model/model.h"
 #include "stats/counters.h"
+#include "text/tokenizer.h"
 
 /* How a session learns what each pass would cost without a cache. */
 typedef enum {
@@ -111,6 +112,8 @@ const StepRecord *session_record(const Session *s, size_t i); /* i < session_ste
  * (gauges: the newest pass's). *formula is set when any pass used it. */
 void session_totals(const Session *s, Counters *cached, Counters *uncached, int *formula);
 const Model *session_model(const Session *s);
+/* The model's tokenizer (to show tokens as text), or NULL for one without. */
+const Tokenizer *session_tokenizer(const Session *s);
 const KvCache *session_cache(const Session *s);
 const char *session_cache_spec(const Session *s);
 AttendAlgo session_attend(const Session *s);

@@ -79,23 +79,23 @@ static int parse_ids(const char *text, int *ids, size_t cap, size_t *n, Err *e)
         const char *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
         if (len == 0 || len >= sizeof buf)
-            return err_set(e, ERR_USAGE, "--prompt: '%s' is not a comma-separated list of token ids", text);
+            return err_set(e, ERR_USAGE, "--prompt-ids: '%s' is not a comma-separated list of token ids", text);
         memcpy(buf, p, len);
         buf[len] = '\0';
         size_t v;
-        if (parse_size0(buf, "--prompt token id", &v, e) < 0)
+        if (parse_size0(buf, "--prompt-ids token id", &v, e) < 0)
             return -1;
         if (v > 0x7fffffff)
-            return err_set(e, ERR_USAGE, "--prompt: token id %s is too large", buf);
+            return err_set(e, ERR_USAGE, "--prompt-ids: token id %s is too large", buf);
         if (*n == cap)
-            return err_set(e, ERR_USAGE, "--prompt: more than %zu tokens", cap);
+            return err_set(e, ERR_USAGE, "--prompt-ids: more than %zu tokens", cap);
         ids[(*n)++] = (int)v;
         p += len + (comma ? 1 : 0);
         if (comma && !*p)
-            return err_set(e, ERR_USAGE, "--prompt: '%s' ends with a comma", text);
+            return err_set(e, ERR_USAGE, "--prompt-ids: '%s' ends with a comma", text);
     }
     if (*n == 0)
-        return err_set(e, ERR_USAGE, "--prompt: no token ids given");
+        return err_set(e, ERR_USAGE, "--prompt-ids: no token ids given");
     return 0;
 }
 
@@ -118,7 +118,7 @@ static int parse_prompts(const char *text, size_t want_batch, int **out, size_t 
     for (char *part = strtok_r(copy, ";", &save); part; part = strtok_r(NULL, ";", &save), row++) {
         size_t n;
         if (parse_ids(part, ids + row * cap, cap, &n, e) < 0 ||
-            (row > 0 && n != row_len && err_set(e, ERR_USAGE, "--prompt: prompts differ in length (%zu vs %zu); "
+            (row > 0 && n != row_len && err_set(e, ERR_USAGE, "--prompt-ids: prompts differ in length (%zu vs %zu); "
                                                 "a batch needs equal lengths", row_len, n) < 0)) {
             free(ids);
             free(copy);
@@ -129,11 +129,11 @@ static int parse_prompts(const char *text, size_t want_batch, int **out, size_t 
     free(copy);
     if (row != n_rows) {
         free(ids);
-        return err_set(e, ERR_USAGE, "--prompt: '%s' has an empty prompt", text);
+        return err_set(e, ERR_USAGE, "--prompt-ids: '%s' has an empty prompt", text);
     }
     if (want_batch > 1 && n_rows > 1 && want_batch != n_rows) {
         free(ids);
-        return err_set(e, ERR_USAGE, "--batch %zu but --prompt holds %zu prompts", want_batch, n_rows);
+        return err_set(e, ERR_USAGE, "--batch %zu but --prompt-ids holds %zu prompts", want_batch, n_rows);
     }
     *batch = n_rows > 1 ? n_rows : want_batch;
     *len = row_len;
@@ -149,9 +149,61 @@ static int parse_prompts(const char *text, size_t want_batch, int **out, size_t 
     return 0;
 }
 
+int setup_tokenizer(const Config *cfg, Tokenizer **out, Err *e)
+{
+    *out = NULL;
+    if (!cfg->tokenizer[0])
+        return 0;
+    if (tokenizer_open(out, cfg->tokenizer, e) < 0)
+        return err_wrap(e, cfg->name);
+    if (tokenizer_vocab(*out) > cfg->vocab) {
+        err_set(e, ERR_USAGE, "model '%s': tokenizer '%s' makes %zu ids, more than its vocabulary of %zu", cfg->name,
+                cfg->tokenizer, tokenizer_vocab(*out), cfg->vocab);
+        tokenizer_free(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* --prompt TEXT: the model's tokens for it, the same for every sequence. */
+static int encode_prompt(const char *text, const Config *cfg, size_t batch, int **out, size_t *len, Err *e)
+{
+    Tokenizer *tok;
+    if (setup_tokenizer(cfg, &tok, e) < 0)
+        return -1;
+    if (!tok)
+        return err_set(e, ERR_USAGE, "--prompt: model '%s' has no tokenizer: its tokens are ids (give them with "
+                       "--prompt-ids, e.g. --prompt-ids 1,2,3)", cfg->name);
+    int *ids;
+    size_t n;
+    int rc = strlen(text) == 0 ? err_set(e, ERR_USAGE, "--prompt: the text is empty")
+                               : tokenizer_encode(tok, text, strlen(text), &ids, &n, e);
+    tokenizer_free(tok);
+    if (rc < 0)
+        return -1;
+    *out = malloc(batch * n * sizeof(int));
+    if (!*out) {
+        free(ids);
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    }
+    for (size_t b = 0; b < batch; b++)
+        memcpy(*out + b * n, ids, n * sizeof(int));
+    free(ids);
+    *len = n;
+    return 0;
+}
+
 int setup_make_prompt(const PromptOpts *po, const Config *cfg, int **out, size_t *batch, size_t *len, Err *e)
 {
     size_t want_batch = po->batch ? po->batch : 1;
+    *out = NULL;
+    if (po->text && po->ids)
+        return err_set(e, ERR_USAGE, "--prompt and --prompt-ids exclude each other");
+    if (po->text) {
+        *batch = want_batch;
+        return encode_prompt(po->text, cfg, want_batch, out, len, e);
+    }
     if (po->ids) {
         if (parse_prompts(po->ids, want_batch, out, batch, len, e) < 0)
             return -1;
@@ -160,7 +212,7 @@ int setup_make_prompt(const PromptOpts *po, const Config *cfg, int **out, size_t
                 int bad_id = (*out)[i];
                 free(*out);
                 *out = NULL;
-                return err_set(e, ERR_USAGE, "--prompt: token id %d is outside model '%s''s vocabulary 0..%zu",
+                return err_set(e, ERR_USAGE, "--prompt-ids: token id %d is outside model '%s''s vocabulary 0..%zu",
                                bad_id, cfg->name, cfg->vocab - 1);
             }
         return 0;

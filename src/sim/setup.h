@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "model/model.h"
+#include "text/tokenizer.h"
 #include "util/err.h"
 
 /* The options that choose and shape a model. */
@@ -21,10 +22,12 @@ typedef struct {
     int shared;         /* --shared: one set of layer weights for all layers, vocab capped */
 } ModelOpts;
 
-/* The prompt: explicit ids ("1,2,3", or "1,2;3,4" for a batch of two), or a
- * length of seeded random ids (a different prompt per sequence). */
+/* The prompt: text (through the model's tokenizer), explicit ids ("1,2,3",
+ * or "1,2;3,4" for a batch of two), or a length of seeded random ids (a
+ * different prompt per sequence). */
 typedef struct {
-    const char *ids;    /* --prompt */
+    const char *text;   /* --prompt */
+    const char *ids;    /* --prompt-ids */
     size_t len;         /* --prompt-len (used when ids is NULL) */
     size_t batch;       /* --batch; with ids, a single prompt is repeated */
     uint64_t seed;      /* --prompt-seed */
@@ -43,7 +46,18 @@ int setup_model(const Config *cfg, const char *isa, size_t extra_bytes, Model *m
 /* Config, memory check (weights + extra_bytes) and weights, in one go. */
 int setup_load_model(const ModelOpts *mo, size_t extra_bytes, Model *m, Err *e);
 
-/* Build the prompts: *out is [*batch][*len] ids below cfg->vocab (caller frees). */
+/* Whether the prompt was given (text or ids) rather than drawn at random. */
+static inline int setup_prompt_given(const PromptOpts *po)
+{
+    return po->text || po->ids;
+}
+
+/* The tokenizer cfg names into *out, checked against its vocabulary; *out
+ * is NULL, and 0 returned, for a model without one (ids only). */
+int setup_tokenizer(const Config *cfg, Tokenizer **out, Err *e);
+
+/* Build the prompts: *out is [*batch][*len] ids below cfg->vocab (caller
+ * frees); text is encoded by cfg's tokenizer and repeated for a batch. */
 int setup_make_prompt(const PromptOpts *po, const Config *cfg, int **out, size_t *batch, size_t *len, Err *e);
 
 #endif

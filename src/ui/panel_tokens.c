@@ -1,21 +1,36 @@
 /* panel_tokens.c: the prompt, then the tokens generated; the newest in
- * brackets. When they do not fit, the oldest go first. */
+ * brackets. A model with a tokenizer shows each token as its piece of text
+ * (a space inside a piece as ␣, control bytes escaped, one blank between
+ * pieces so the boundaries show); one without shows ids. When they do not
+ * fit, the oldest go first. */
 #include <stdio.h>
 #include <string.h>
 
 #include "ui/panels.h"
+
+/* Token id as shown: its piece, or its id without a tokenizer. */
+static const char *token_label(const Tokenizer *tk, int id, char *buf, size_t cap)
+{
+    size_t len;
+    const unsigned char *piece = tk ? tokenizer_piece(tk, id, &len) : NULL;
+    if (piece)
+        return tokenizer_show(piece, len, 1, buf, cap);
+    snprintf(buf, cap, tk ? "<%d>" : "%d", id);
+    return buf;
+}
 
 void panel_tokens(Frame *f, Rect r, const View *v, const Session *s, int focused)
 {
     (void)v;
     size_t len;
     const int *tok = session_tokens(s, &len);
+    const Tokenizer *tk = session_tokenizer(s);
     const size_t plen = session_prompt_len(s);
     SessionSpec sp;
     session_spec(s, &sp);
-    char title[96];
-    snprintf(title, sizeof title, "tokens: prompt %zu, generated %zu of %zu (newest in brackets)", plen, len - plen,
-             sp.go.n_generate);
+    char title[128];
+    snprintf(title, sizeof title, "tokens%s: prompt %zu, generated %zu of %zu (newest in brackets)",
+             tk ? " as text" : "", plen, len - plen, sp.go.n_generate);
     frame_rule(f, r, 0, title, focused);
     if (r.h < 2)
         return;
@@ -24,8 +39,8 @@ void panel_tokens(Frame *f, Rect r, const View *v, const Session *s, int focused
     int need = 0;
     size_t first = len;
     while (first > 0) {
-        char buf[24];
-        int w = snprintf(buf, sizeof buf, "%d ", tok[first - 1]) + (first - 1 == plen ? 2 : 0) + 2;
+        char buf[64];
+        int w = text_width(token_label(tk, tok[first - 1], buf, sizeof buf)) + 1 + (first - 1 == plen ? 2 : 0) + 2;
         if (need + w > width - 4)
             break;
         need += w;
@@ -37,7 +52,7 @@ void panel_tokens(Frame *f, Rect r, const View *v, const Session *s, int focused
         x = 2;
     }
     for (size_t i = first; i < len; i++) {
-        char buf[24];
+        char label[64], buf[72];
         int newest = i + 1 == len && i >= plen;
         if (i == plen) {
             if (x + 2 > r.w)
@@ -45,7 +60,9 @@ void panel_tokens(Frame *f, Rect r, const View *v, const Session *s, int focused
             frame_put_glyph(f, r, x, y, G_VLINE, ROLE_DIM);
             x += 2;
         }
-        int w = snprintf(buf, sizeof buf, newest ? "[%d]" : "%d", tok[i]);
+        token_label(tk, tok[i], label, sizeof label);
+        snprintf(buf, sizeof buf, newest ? "[%s]" : "%s", label);
+        int w = text_width(buf);
         if (x + w > r.w)
             x = 0, y++;
         frame_text(f, r, x, y, newest ? ROLE_NEW : i < plen ? ROLE_DIM : ROLE_NORMAL, buf);

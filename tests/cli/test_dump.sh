@@ -16,7 +16,7 @@ expect_ok "dump worked-example" 'wrote [0-9]+ arrays' $KV dump --out "$dump_tmp/
 expect_ok "dump tiny, batch 2" 'wrote [0-9]+ arrays' \
     $KV dump --out "$dump_tmp/tiny" --model tiny --prompt-len 5 --tokens 6 --batch 2
 expect_ok "dump dynamic cache, shared layers" 'wrote [0-9]+ arrays' \
-    $KV dump --out "$dump_tmp/shared" --model tiny --shared --cache dynamic --prompt 3,1,4,1 --tokens 3
+    $KV dump --out "$dump_tmp/shared" --model tiny --shared --cache dynamic --prompt-ids 3,1,4,1 --tokens 3
 
 if [ -z "$dump_py" ]; then
     bad "numpy check" "NumPy is required for this test (Debian: python3-numpy, listed in data/packages.txt;" \

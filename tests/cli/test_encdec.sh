@@ -50,7 +50,7 @@ expect_ok "encdec: the uncached path recomputes the cross K/V" 'cross K/V memory
     $KV run --model encdec --beams 4 --compare
 expect_ok "encdec: --no-cache" '^hypotheses, uncached' $KV run --model encdec --beams 2 --src-len 10 --no-cache
 expect_ok "encdec: explicit source ids" 'source: 5 tokens \(given\), starting 3 4 5 6 7;' \
-    $KV run --model encdec --beams 2 --prompt 3,4,5,6,7 --tokens 3
+    $KV run --model encdec --beams 2 --prompt-ids 3,4,5,6,7 --tokens 3
 expect_ok "encdec: tsv has a header row" '^run	step	beams	self_rows	cross_rows' \
     $KV run --model encdec --beams 2 --src-len 10 --tokens 3 --format tsv
 
@@ -75,10 +75,10 @@ expect_fail "encdec: --chunk is for decoder-only models" 2 "--chunk applies to d
 expect_fail "encdec: --prompt-len is for decoder-only models" 2 "source length is --src-len" \
     $KV run --model encdec --prompt-len 5
 expect_fail "encdec: --tokens beyond the target length" 2 "at most max_seq_len = 20" $KV run --model encdec --tokens 21
-expect_fail "encdec: two sources" 2 "reads one source" $KV run --model encdec --prompt '1,2;3,4'
-expect_fail "encdec: a source id outside the vocabulary" 2 "token id 99 is outside" $KV run --model encdec --prompt 1,99
-expect_fail "encdec: --src-len disagrees with --prompt" 2 "--src-len 5 but --prompt holds 3" \
-    $KV run --model encdec --prompt 1,2,3 --src-len 5
+expect_fail "encdec: two sources" 2 "reads one source" $KV run --model encdec --prompt-ids '1,2;3,4'
+expect_fail "encdec: a source id outside the vocabulary" 2 "token id 99 is outside" $KV run --model encdec --prompt-ids 1,99
+expect_fail "encdec: --src-len disagrees with --prompt" 2 "--src-len 5 but the prompt holds 3" \
+    $KV run --model encdec --prompt-ids 1,2,3 --src-len 5
 expect_fail "encdec: --alpha out of range" 2 "--alpha: must be 0 to 10" $KV run --model encdec --alpha -1
 expect_fail "encdec: end token equal to the start token" 2 "eos_token and bos_token are both 1" \
     $KV run --model encdec --set eos_token=1

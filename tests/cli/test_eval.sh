@@ -36,7 +36,7 @@ expect_fail "eval: a binary file" 2 "is not text: a NUL byte at offset 2" $KV ev
 expect_fail "eval: --tokens beyond the text" 2 "holds only 400 tokens" $KV eval --text "$evtext" --tokens 401
 expect_fail "eval: nothing left after the prefill" 2 "nothing to score" $KV eval --text "$evtext" --tokens 8 --prefill 8
 expect_fail "eval: a bad cache" 2 "unknown cache 'nope'" $KV eval --text "$evtext" --cache nope
-expect_fail "eval: a model without a tokenizer and few ids" 2 "cannot read text" \
+expect_fail "eval: a model without a tokenizer" 2 "has no tokenizer: it cannot read text" \
     $KV eval --model worked-example --text "$evtext"
 expect_fail "eval: not an encoder-decoder" 2 "encoder-decoder" $KV eval --model encdec --text "$evtext"
 rm -f "$evtext" "$evtext.empty" "$evtext.bin"

@@ -17,7 +17,7 @@ expect_ok "run --compare on small, GQA, chunked prefill, batch 2" '^tokens ident
     $KV run --model small --prompt-len 12 --chunk 5 --batch 2 --tokens 5 --compare
 expect_ok "run --compare with the dynamic cache counts copies" 'copied by reallocation' \
     $KV run --cache dynamic --tokens 4 --compare
-expect_ok "run with explicit batch prompts" 'tokens \(sequence 1\)' $KV run --prompt '1,2,3;4,5,6' --tokens 3
+expect_ok "run with explicit batch prompts" 'tokens \(sequence 1\)' $KV run --prompt-ids '1,2,3;4,5,6' --tokens 3
 expect_ok "run --no-cache" '^uncached +0 prefill' $KV run --no-cache --tokens 3
 expect_ok "run with sampling prints its seed" 'sample seed 9' $KV run --temperature 0.8 --top-k 5 --sample-seed 9 --tokens 4
 expect_ok "run tsv has a header row" '^run	step	phase	tokens_projected' $KV run --tokens 3 --format tsv
@@ -52,9 +52,9 @@ expect_fail "prompt plus tokens beyond max_seq_len" 2 "needs 300 positions; mode
     $KV run --prompt-len 100 --tokens 201
 expect_fail "unknown cache" 2 "unknown cache 'magic' \(accepted: contiguous, dynamic, .*paged" $KV run --cache magic
 expect_fail "bad cache option" 2 "has no option 'window'" $KV run --cache contiguous:window=4
-expect_fail "non-numeric token ids" 2 "'a' is not a whole number" $KV run --prompt 1,a,3
-expect_fail "token id beyond the vocabulary" 2 "token id 999 is outside" $KV run --prompt 1,999
-expect_fail "unequal batch prompts" 2 "prompts differ in length" $KV run --prompt '1,2;3'
+expect_fail "non-numeric token ids" 2 "'a' is not a whole number" $KV run --prompt-ids 1,a,3
+expect_fail "token id beyond the vocabulary" 2 "token id 999 is outside" $KV run --prompt-ids 1,999
+expect_fail "unequal batch prompts" 2 "prompts differ in length" $KV run --prompt-ids '1,2;3'
 expect_fail "bad format" 2 "'xml' is not one of table, tsv, json" $KV run --format xml
 expect_fail "bad temperature" 2 "--temperature: must be 0" $KV run --temperature -1
 expect_fail "a model larger than this machine" 2 "needs .* but this machine has" \

@@ -96,7 +96,13 @@ if panel["FLOPs"][2] != str(total(uncached, "total_flops")): bad.append(("FLOPs 
 # the tokens generated
 tok_line = [l for l in frame if "\u2502" in l and "[" in l][0]
 gen = tok_line.split("\u2502")[1].replace("[", "").replace("]", "").split()
-if gen != [r["token"] for r in cached]: bad.append(("tokens", gen))
+# tiny reads bytes: each token shown as its byte (a space as an open box, others escaped)
+def shown(b):
+    b = int(b)
+    if b == 32: return "\u2423"
+    if b in (9, 10): return "\\t" if b == 9 else "\\n"
+    return chr(b) if 32 < b < 127 else "\\x%02x" % b
+if gen != [shown(r["token"]) for r in cached]: bad.append(("tokens", gen))
 if bad:
     print(bad)
     sys.exit(1)

@@ -1,0 +1,108 @@
+/* tokenizer.c: the tokenizer interface (tokenizer.h) and its "bytes" kind. */
+#include "text/tokenizer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct Tokenizer {
+    char name[64];
+    size_t vocab;
+    unsigned char byte[256]; /* bytes: piece of id i is byte[i] */
+};
+
+int tokenizer_open(Tokenizer **out, const char *name, Err *e)
+{
+    *out = NULL;
+    if (strcmp(name, "bytes") != 0)
+        return err_set(e, ERR_USAGE, "tokenizer '%s' is not one kvscope knows (known: bytes)", name);
+    Tokenizer *t = calloc(1, sizeof *t);
+    if (!t)
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->vocab = 256;
+    for (size_t i = 0; i < 256; i++)
+        t->byte[i] = (unsigned char)i;
+    *out = t;
+    return 0;
+}
+
+void tokenizer_free(Tokenizer *t)
+{
+    free(t);
+}
+
+const char *tokenizer_name(const Tokenizer *t)
+{
+    return t->name;
+}
+
+size_t tokenizer_vocab(const Tokenizer *t)
+{
+    return t->vocab;
+}
+
+int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, int **ids, size_t *n, Err *e)
+{
+    (void)t;
+    *ids = malloc((len ? len : 1) * sizeof **ids);
+    if (!*ids)
+        return err_set(e, ERR_RUNTIME, "out of memory for %zu tokens", len);
+    for (size_t i = 0; i < len; i++)
+        (*ids)[i] = (unsigned char)text[i];
+    *n = len;
+    return 0;
+}
+
+const unsigned char *tokenizer_piece(const Tokenizer *t, int id, size_t *len)
+{
+    if (id < 0 || (size_t)id >= t->vocab) {
+        *len = 0;
+        return NULL;
+    }
+    *len = 1;
+    return &t->byte[id];
+}
+
+/* Length of the valid UTF-8 sequence of 2 to 4 bytes at p (n left), 0 if
+ * there is none (a lone or bad byte: shown as \xHH). */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+    size_t want = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : 0;
+    if (p[0] >= 0xf8 || want == 0 || want > n)
+        return 0;
+    for (size_t i = 1; i < want; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    return want;
+}
+
+char *tokenizer_show(const unsigned char *piece, size_t len, int show_space, char *buf, size_t cap)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < len && o + 1 < cap;) {
+        char tmp[8];
+        size_t u = piece[i] >= 0x80 ? utf8_len(piece + i, len - i) : 0;
+        const char *add = tmp;
+        size_t add_len;
+        if (u) {
+            add = (const char *)piece + i, add_len = u;
+        } else if (piece[i] == ' ' && show_space) {
+            add = "\xe2\x90\xa3", add_len = 3; /* U+2423 OPEN BOX */
+        } else if (piece[i] == '\n' || piece[i] == '\t') {
+            add = piece[i] == '\n' ? "\\n" : "\\t", add_len = 2;
+        } else if (piece[i] >= 0x20 && piece[i] < 0x7f) {
+            tmp[0] = (char)piece[i], add_len = 1;
+        } else {
+            add_len = (size_t)snprintf(tmp, sizeof tmp, "\\x%02x", piece[i]);
+        }
+        if (o + add_len + 1 > cap)
+            break;
+        memcpy(buf + o, add, add_len);
+        o += add_len;
+        i += u ? u : 1;
+    }
+    buf[o] = '\0';
+    return buf;
+}

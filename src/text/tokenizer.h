@@ -1,0 +1,41 @@
+/* text/: turning text into the token ids a model reads and back: the
+ * byte-level tokenizers kvscope's models use. Uses util/ only.
+ *
+ * tokenizer.h: one interface over a model's tokenizer. "bytes" reads text
+ * as its bytes (token = byte value, 256 ids); a learnt byte-level BPE is
+ * another kind behind the same calls. Every byte sequence encodes, and the
+ * pieces of its ids concatenate back to it. */
+#ifndef KVSCOPE_TEXT_TOKENIZER_H
+#define KVSCOPE_TEXT_TOKENIZER_H
+
+#include <stddef.h>
+
+#include "util/err.h"
+
+typedef struct Tokenizer Tokenizer;
+
+/* The tokenizer a config names: "bytes". *out is NULL on failure (ERR_USAGE
+ * for an unknown name). The caller frees it with tokenizer_free. */
+int tokenizer_open(Tokenizer **out, const char *name, Err *e);
+void tokenizer_free(Tokenizer *t);
+
+/* Its name, as configs write it ("bytes"). */
+const char *tokenizer_name(const Tokenizer *t);
+/* Ids it can produce: 0 .. vocab - 1. */
+size_t tokenizer_vocab(const Tokenizer *t);
+
+/* text[0..len) into *ids (malloc'd, *n of them; the caller frees).
+ * ERR_RUNTIME when memory runs out. */
+int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, int **ids, size_t *n, Err *e);
+
+/* The bytes id stands for (*len of them), or NULL for an id it never
+ * produces (then *len is 0). */
+const unsigned char *tokenizer_piece(const Tokenizer *t, int id, size_t *len);
+
+/* A piece as people read it in a terminal, into buf (cap bytes, always
+ * terminated): printable ASCII and valid UTF-8 as they are, a space as
+ * "␣" when show_space is set, newline and tab as \n and \t, any other
+ * byte as \xHH. Returns buf. */
+char *tokenizer_show(const unsigned char *piece, size_t len, int show_space, char *buf, size_t cap);
+
+#endif
