@@ -1,5 +1,7 @@
-# kvscope: `make run` opens the main job, `make test` runs every test.
-# Both first check the Debian packages listed in data/packages.txt.
+# kvscope: `make run` opens the main job, `make test` runs every test,
+# `make install` puts kvscope on PATH. `make run` first checks the Debian
+# packages running needs (data/packages-run.txt); `make test` also those the
+# tests need (data/packages-test.txt).
 
 CC       ?= cc
 BUILD    ?= build
@@ -42,7 +44,8 @@ TEST_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 # tree is warning-free under a second compiler
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-.PHONY: all bin run test unit-tests cli-tests sanitize cross-test deps clean plots check-lessons check-layers
+.PHONY: all bin run test unit-tests cli-tests sanitize cross-test deps deps-test clean plots check-lessons \
+	check-layers install uninstall
 
 # deps first, then a fresh make, so pkg-config is asked after any install
 all: deps
@@ -118,14 +121,39 @@ cross-test:
 			-o $(BUILD)/cross/$$t tests/unit/$$t.c $(CROSS_SRC) -lm; \
 		echo "== $$t (neon, qemu-aarch64)"; qemu-aarch64 $(BUILD)/cross/$$t; done
 
-test: deps
+test: deps-test
 	$(MAKE) --no-print-directory check-layers unit-tests cli-tests check-lessons
 	$(MAKE) --no-print-directory sanitize
 	$(MAKE) --no-print-directory cross-test
 	@echo "make test: all passed"
 
 deps:
-	@sh tests/deps.sh data/packages.txt
+	@sh tests/deps.sh data/packages-run.txt
+
+deps-test:
+	@sh tests/deps.sh data/packages-run.txt data/packages-test.txt
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the binary; data, lessons and
+# the plot scripts under share/kvscope (found from the binary's place, see
+# src/util/files.c); the library and headers the lesson exercises link; the
+# man page and the bash completion. make uninstall removes exactly these.
+PREFIX   ?= /usr/local
+SHARE    := $(DESTDIR)$(PREFIX)/share/kvscope
+MAN1     := $(DESTDIR)$(PREFIX)/share/man/man1
+COMPL    := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+install: $(BIN) $(LIB)
+	install -d $(DESTDIR)$(PREFIX)/bin $(SHARE)/lib $(MAN1) $(COMPL)
+	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/kvscope
+	install -m 644 $(LIB) $(SHARE)/lib/libkvscope.a
+	@set -e; for f in $$(find data lessons plots -type f) $$(find src -name '*.h'); do \
+		install -D -m 644 "$$f" "$(SHARE)/$$f"; done
+	install -m 644 data/kvscope.1 $(MAN1)/kvscope.1
+	install -m 644 data/kvscope.bash-completion $(COMPL)/kvscope
+	@echo "installed kvscope in $(DESTDIR)$(PREFIX)/bin (its files in $(SHARE))"
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/kvscope $(MAN1)/kvscope.1 $(COMPL)/kvscope
+	rm -rf $(SHARE)
 
 clean:
 	rm -rf $(BUILD)

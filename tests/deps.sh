@@ -1,16 +1,17 @@
 #!/bin/sh
-# deps.sh LIST: make sure the Debian packages named in LIST are installed.
+# deps.sh LIST...: make sure the Debian packages named in the LISTs are installed.
 # Installs the missing ones with apt-get when root, with sudo when that works
 # without a password, and otherwise stops with the exact command to run.
 set -u
-list=$1
+[ $# -gt 0 ] || { echo "usage: deps.sh LIST..." >&2; exit 2; }
+pkgs=$(cat "$@" | grep -v '^#') || { echo "kvscope: cannot read $*" >&2; exit 1; }
 missing=""
 command -v dpkg-query >/dev/null 2>&1 || {
     echo "kvscope: not a Debian-like system (no dpkg-query); make sure these are installed:" \
-        "$(grep -v '^#' "$list" | tr '\n' ' ')" >&2
+        "$(echo $pkgs)" >&2
     exit 0
 }
-for pkg in $(grep -v '^#' "$list"); do
+for pkg in $pkgs; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
         missing="$missing $pkg"
 done

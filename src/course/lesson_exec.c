@@ -235,7 +235,8 @@ int exec_find_course(char *dir, size_t cap, Err *e)
     }
     char self[PATH_MAX], cand[PATH_MAX + 32];
     if (exec_self_dir(self, sizeof self) == 0) {
-        static const char *const up[] = { "/lessons", "/../lessons", "/../../lessons", "/../../../lessons" };
+        static const char *const up[] = { "/lessons", "/../lessons", "/../../lessons", "/../../../lessons",
+                                           "/../share/kvscope/lessons" /* make install */ };
         for (size_t i = 0; i < sizeof up / sizeof up[0]; i++) {
             snprintf(cand, sizeof cand, "%s%s", self, up[i]);
             if (has_manifest(cand) && absolute(cand, dir, cap) == 0)

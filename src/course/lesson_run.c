@@ -306,12 +306,14 @@ int run_exercise(const Course *c, const Exercise *x, const char *learner_file, E
         *slash = '\0';
     if (exec_self_dir(self, sizeof self) < 0)
         return err_set(e, ERR_RUNTIME, "cannot find this executable's directory");
+    /* beside the binary (a build), in the tree's build/, or where make install put it */
     join(lib, sizeof lib, self, "/libkvscope.a");
-    if (!file_exists(lib)) {
+    if (!file_exists(lib))
         join(lib, sizeof lib, c->root, "/build/libkvscope.a");
-        if (!file_exists(lib))
-            return err_set(e, ERR_RUNTIME, "cannot find libkvscope.a beside kvscope (run `make` first)");
-    }
+    if (!file_exists(lib))
+        join(lib, sizeof lib, c->root, "/lib/libkvscope.a");
+    if (!file_exists(lib))
+        return err_set(e, ERR_RUNTIME, "cannot find libkvscope.a beside kvscope (run `make` first)");
 
     /* the name of the program: the checker's file name without .c */
     const char *base = strrchr(x->harness, '/');

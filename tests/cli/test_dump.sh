@@ -4,7 +4,7 @@
 
 dump_tmp=$(mktemp -d)
 
-# NumPy is a declared dependency (python3-numpy in data/packages.txt): a
+# NumPy is a declared dependency (python3-numpy in data/packages-test.txt): a
 # missing NumPy fails the test rather than skipping it.
 dump_py=""
 for p in python3 /usr/bin/python3; do
@@ -19,7 +19,7 @@ expect_ok "dump dynamic cache, shared layers" 'wrote [0-9]+ arrays' \
     $KV dump --out "$dump_tmp/shared" --model tiny --shared --cache dynamic --prompt-ids 3,1,4,1 --tokens 3
 
 if [ -z "$dump_py" ]; then
-    bad "numpy check" "NumPy is required for this test (Debian: python3-numpy, listed in data/packages.txt;" \
+    bad "numpy check" "NumPy is required for this test (Debian: python3-numpy, listed in data/packages-test.txt;" \
         "\`make deps\` installs it): neither python3 nor /usr/bin/python3 can import numpy"
 else
     for d in we tiny shared; do
