@@ -284,93 +284,65 @@ void exercise_outcome_free(ExerciseOutcome *o)
     o->output = NULL;
 }
 
-int run_exercise(const Course *c, const Exercise *x, const char *learner_file, ExerciseOutcome *o, Err *e)
+/* Where an exercise's pieces are: the learner's file, the checker, the
+ * headers (src/ and the starter's folder), the library, the program name. */
+typedef struct {
+    char learner[PATH_MAX], harness[PATH_MAX], src[PATH_MAX], exdir[PATH_MAX], lib[PATH_MAX];
+    char prog[64]; /* the checker's file name without .c */
+} ExercisePaths;
+
+static int find_paths(const Course *c, const Exercise *x, const char *learner_file, ExercisePaths *p, Err *e)
 {
-    memset(o, 0, sizeof *o);
-    char learner[PATH_MAX], harness[PATH_MAX], src[PATH_MAX], exdir[PATH_MAX], lib[PATH_MAX], self[PATH_MAX];
     if (!learner_file)
-        course_path(c, x->starter, learner, sizeof learner);
-    else if (!realpath(learner_file, learner))
+        course_path(c, x->starter, p->learner, sizeof p->learner);
+    else if (!realpath(learner_file, p->learner))
         return err_set(e, ERR_USAGE, "cannot read '%s' (the exercise file to check)", learner_file);
-    if (!file_exists(learner))
+    if (!file_exists(p->learner))
         return err_set(e, ERR_USAGE, "'%s' is not a file", learner_file ? learner_file : x->starter);
-    course_path(c, x->harness, harness, sizeof harness);
-    join(src, sizeof src, c->root, "/src");
-    snprintf(exdir, sizeof exdir, "%s", harness);
+    course_path(c, x->harness, p->harness, sizeof p->harness);
+    join(p->src, sizeof p->src, c->root, "/src");
     /* the exercise headers sit beside the starters */
-    char starter[PATH_MAX];
-    course_path(c, x->starter, starter, sizeof starter);
-    snprintf(exdir, sizeof exdir, "%s", starter);
-    char *slash = strrchr(exdir, '/');
+    course_path(c, x->starter, p->exdir, sizeof p->exdir);
+    char *slash = strrchr(p->exdir, '/');
     if (slash)
         *slash = '\0';
+    /* the library: beside the binary (a build), in the tree's build/, or where make install put it */
+    char self[PATH_MAX];
     if (exec_self_dir(self, sizeof self) < 0)
         return err_set(e, ERR_RUNTIME, "cannot find this executable's directory");
-    /* beside the binary (a build), in the tree's build/, or where make install put it */
-    join(lib, sizeof lib, self, "/libkvscope.a");
-    if (!file_exists(lib))
-        join(lib, sizeof lib, c->root, "/build/libkvscope.a");
-    if (!file_exists(lib))
-        join(lib, sizeof lib, c->root, "/lib/libkvscope.a");
-    if (!file_exists(lib))
+    join(p->lib, sizeof p->lib, self, "/libkvscope.a");
+    if (!file_exists(p->lib))
+        join(p->lib, sizeof p->lib, c->root, "/build/libkvscope.a");
+    if (!file_exists(p->lib))
+        join(p->lib, sizeof p->lib, c->root, "/lib/libkvscope.a");
+    if (!file_exists(p->lib))
         return err_set(e, ERR_RUNTIME, "cannot find libkvscope.a beside kvscope (run `make` first)");
-
-    /* the name of the program: the checker's file name without .c */
     const char *base = strrchr(x->harness, '/');
     base = base ? base + 1 : x->harness;
-    char prog[64];
-    snprintf(prog, sizeof prog, "%.*s", (int)strcspn(base, "."), base);
+    snprintf(p->prog, sizeof p->prog, "%.*s", (int)strcspn(base, "."), base);
+    return 0;
+}
 
-    /* as the learner would type it */
-    char d_src[PATH_MAX], d_ex[PATH_MAX], d_learner[PATH_MAX], d_harness[PATH_MAX], d_lib[PATH_MAX];
-    exec_display_path(src, d_src, sizeof d_src);
-    exec_display_path(exdir, d_ex, sizeof d_ex);
-    exec_display_path(learner, d_learner, sizeof d_learner);
-    exec_display_path(harness, d_harness, sizeof d_harness);
-    exec_display_path(lib, d_lib, sizeof d_lib);
-    int bn = snprintf(o->build_cmd, sizeof o->build_cmd,
-             "%s -std=c11 -Wall%s -I%s -I%s %s %s %s $(pkg-config --libs gsl inih jansson) -lm -o %s && ./%s",
-             compiler(), extra_flags(), d_src, d_ex, d_learner, d_harness, d_lib, prog, prog);
-    if (bn < 0 || (size_t)bn >= sizeof o->build_cmd)
-        return err_set(e, ERR_RUNTIME, "the paths of the exercise are too long");
+/* The build command with every path made by `path` (shown or quoted),
+ * the program written to `out_prog`. */
+static int build_command(const ExercisePaths *p, void (*path)(const char *, char *, size_t), const char *out_prog,
+                         char *cmd, size_t cap)
+{
+    char src[PATH_MAX + 8], ex[PATH_MAX + 8], learner[PATH_MAX + 8], harness[PATH_MAX + 8], lib[PATH_MAX + 8];
+    path(p->src, src, sizeof src);
+    path(p->exdir, ex, sizeof ex);
+    path(p->learner, learner, sizeof learner);
+    path(p->harness, harness, sizeof harness);
+    path(p->lib, lib, sizeof lib);
+    int n = snprintf(cmd, cap, "%s -std=c11 -Wall%s -I%s -I%s %s %s %s $(pkg-config --libs gsl inih jansson) -lm -o %s",
+                     compiler(), extra_flags(), src, ex, learner, harness, lib, out_prog);
+    return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
 
-    /* as it runs: absolute paths, a private directory for the program */
-    const char *tmpdir = getenv("TMPDIR");
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/kvscope-exercise-XXXXXX", tmpdir && tmpdir[0] == '/' ? tmpdir : P_tmpdir);
-    if (!mkdtemp(dir))
-        return err_set(e, ERR_RUNTIME, "cannot make a temporary directory to build the exercise");
-    char q_src[PATH_MAX + 8], q_ex[PATH_MAX + 8], q_learner[PATH_MAX + 8], q_harness[PATH_MAX + 8],
-        q_lib[PATH_MAX + 8], exe[PATH_MAX + 16], q_exe[PATH_MAX + 24];
-    exec_sh_quote(src, q_src, sizeof q_src);
-    exec_sh_quote(exdir, q_ex, sizeof q_ex);
-    exec_sh_quote(learner, q_learner, sizeof q_learner);
-    exec_sh_quote(harness, q_harness, sizeof q_harness);
-    exec_sh_quote(lib, q_lib, sizeof q_lib);
-    char slash_prog[80];
-    join(slash_prog, sizeof slash_prog, "/", prog);
-    join(exe, sizeof exe, dir, slash_prog);
-    exec_sh_quote(exe, q_exe, sizeof q_exe);
-    char cmd[8 * PATH_MAX];
-    snprintf(cmd, sizeof cmd,
-             "%s -std=c11 -Wall%s -I%s -I%s %s %s %s $(pkg-config --libs gsl inih jansson) -lm -o %s", compiler(),
-             extra_flags(), q_src, q_ex, q_learner, q_harness, q_lib, q_exe);
-    ExecResult r;
-    int rc = exec_shell(cmd, NULL, &r, e);
-    if (rc < 0)
-        goto cleanup;
-    o->compiled = r.status == 0 && file_exists(exe);
-    if (!o->compiled) {
-        o->output = r.out;
-        r.out = NULL;
-        exec_result_free(&r);
-        goto cleanup;
-    }
-    char *warnings = r.out; /* the compiler's warnings, shown before the checker's verdict */
-    r.out = NULL;
-    exec_result_free(&r);
-
-    /* run it, with the data directory it needs for model configs */
+/* Run the built checker with the data it needs; its output after the
+ * compiler's warnings (taken over) into o. */
+static int run_checker(const Course *c, const char *q_exe, char *warnings, ExerciseOutcome *o, Err *e)
+{
     static char data_env[PATH_MAX + 16];
     char *env[2] = { NULL, NULL };
     const char *have = getenv("KVSCOPE_DATA");
@@ -380,7 +352,8 @@ int run_exercise(const Course *c, const Exercise *x, const char *learner_file, E
         join(data_env, sizeof data_env, "KVSCOPE_DATA=", root_data);
         env[0] = data_env;
     }
-    rc = exec_shell(q_exe, env, &r, e);
+    ExecResult r;
+    int rc = exec_shell(q_exe, env, &r, e);
     if (rc == 0) {
         o->passed = r.status == 0;
         size_t nw = warnings ? strlen(warnings) : 0, nr = strlen(r.out);
@@ -392,7 +365,43 @@ int run_exercise(const Course *c, const Exercise *x, const char *learner_file, E
         exec_result_free(&r);
     }
     free(warnings);
-cleanup:
+    return rc;
+}
+
+int run_exercise(const Course *c, const Exercise *x, const char *learner_file, ExerciseOutcome *o, Err *e)
+{
+    memset(o, 0, sizeof *o);
+    ExercisePaths p;
+    if (find_paths(c, x, learner_file, &p, e) < 0)
+        return -1;
+    /* as the learner would type it */
+    char shown_cmd[sizeof o->build_cmd];
+    if (build_command(&p, exec_display_path, p.prog, shown_cmd, sizeof shown_cmd) < 0 ||
+        snprintf(o->build_cmd, sizeof o->build_cmd, "%s && ./%s", shown_cmd, p.prog) >= (int)sizeof o->build_cmd)
+        return err_set(e, ERR_RUNTIME, "the paths of the exercise are too long");
+
+    /* as it runs: absolute paths, a private directory for the program */
+    const char *tmpdir = getenv("TMPDIR");
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/kvscope-exercise-XXXXXX", tmpdir && tmpdir[0] == '/' ? tmpdir : P_tmpdir);
+    if (!mkdtemp(dir))
+        return err_set(e, ERR_RUNTIME, "cannot make a temporary directory to build the exercise");
+    char exe[PATH_MAX + 80], q_exe[PATH_MAX + 96], cmd[8 * PATH_MAX];
+    snprintf(exe, sizeof exe, "%s/%s", dir, p.prog);
+    exec_sh_quote(exe, q_exe, sizeof q_exe);
+    ExecResult r;
+    int rc = build_command(&p, exec_sh_quote, q_exe, cmd, sizeof cmd) < 0
+                 ? err_set(e, ERR_RUNTIME, "the paths of the exercise are too long")
+                 : exec_shell(cmd, NULL, &r, e);
+    if (rc == 0) {
+        o->compiled = r.status == 0 && file_exists(exe);
+        if (o->compiled) /* the compiler's warnings come before the checker's verdict */
+            rc = run_checker(c, q_exe, r.out, o, e);
+        else
+            o->output = r.out;
+        r.out = NULL;
+        exec_result_free(&r);
+    }
     unlink(exe);
     rmdir(dir);
     return rc;
