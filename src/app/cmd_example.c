@@ -137,10 +137,9 @@ static int count_uncached(void *user, const StepReport *r)
     return 0;
 }
 
-int cmd_example(int argc, char **argv)
+/* --model, --set, --isa, --cache; 1 after --help, -1 after an error (printed), else 0. */
+static int parse_options(int argc, char **argv, ModelOpts *mo, const char **cache_spec)
 {
-    ModelOpts mo = { .model = "worked-example" };
-    const char *cache_spec = "contiguous";
     static const struct option longopts[] = {
         { "model", required_argument, 0, 0 }, { "set", required_argument, 0, 0 },
         { "isa", required_argument, 0, 0 },   { "cache", required_argument, 0, 0 },
@@ -151,91 +150,72 @@ int cmd_example(int argc, char **argv)
     optind = 1;
     int ch, idx;
     while ((ch = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
-        if (ch == 'h') {
-            help();
-            return EXIT_OK;
-        }
+        if (ch == 'h')
+            return 1;
         if (ch == '?')
-            return cli_usage("example", "unknown or incomplete option '%s'", argv[optind - 1]);
+            return cli_usage("example", "unknown or incomplete option '%s'", argv[optind - 1]), -1;
         if (strcmp(longopts[idx].name, "cache") == 0)
-            cache_spec = optarg;
-        else if (cli_model_option(&mo, longopts[idx].name, optarg, &e) < 0)
-            return cli_fail(&e);
+            *cache_spec = optarg;
+        else if (cli_model_option(mo, longopts[idx].name, optarg, &e) < 0)
+            return cli_fail(&e), -1;
     }
     if (optind < argc)
-        return cli_usage("example", "unexpected argument '%s'", argv[optind]);
+        return cli_usage("example", "unexpected argument '%s'", argv[optind]), -1;
+    return 0;
+}
 
-    Model m;
-    if (setup_load_model(&mo, 0, &m, &e) < 0)
-        return cli_fail(&e);
-    const Config *c = &m.cfg;
-    const int prompt[3] = { 0, 1, 2 };
-    if (c->vocab < 3) {
-        model_free(&m);
-        err_set(&e, ERR_USAGE, "the example needs a vocabulary of at least 3 tokens");
-        return cli_fail(&e);
-    }
-    m.attend = ATTEND_NAIVE; /* the walk shows every attention weight */
-    KvGeometry geo = model_kv_geometry(&m, 1);
-    KvCache *cache = kv_open(cache_spec, &geo, &e);
-    if (!cache) {
-        model_free(&m);
-        return cli_fail(&e);
-    }
-    Walk w = { .m = &m, .cache = cache, .prompt = prompt };
+/* The cached run, narrated pass by pass into w; the tokens into out. */
+static int walk_cached(Walk *w, const Model *m, KvCache *cache, const int *prompt, const char *cache_spec, int *out,
+                       Err *e)
+{
+    const Config *c = &m->cfg;
     GenOptions go = { .n_generate = EXAMPLE_TOKENS, .keep_probs = 1 };
-    int out[EXAMPLE_TOKENS], out_u[EXAMPLE_TOKENS];
     Generator *gen;
-    int rc = gen_init(&gen, &m, cache, prompt, 1, 3, &go, &e);
-    if (rc == 0) /* only once the model is known to run: an error stays one line */
-        printf("The worked example of the source document (seed 002): model %s, d_model %zu, %zu layer(s),\n"
-               "%zu head(s), d_k %zu; weights: %s; cache: %s.\n"
-               "Prompt: tokens 0 1 2 (embeddings x0, x1, x2). Generating %d tokens takes %d forward passes.\n",
-               c->name, c->d_model, c->n_layers, c->n_heads, c->head_dim, m.source, cache_spec, EXAMPLE_TOKENS,
-               EXAMPLE_TOKENS);
-
+    int rc = gen_init(&gen, m, cache, prompt, 1, 3, &go, e);
+    if (rc < 0)
+        return -1;
+    /* only once the model is known to run: an error stays one line */
+    printf("The worked example of the source document (seed 002): model %s, d_model %zu, %zu layer(s),\n"
+           "%zu head(s), d_k %zu; weights: %s; cache: %s.\n"
+           "Prompt: tokens 0 1 2 (embeddings x0, x1, x2). Generating %d tokens takes %d forward passes.\n",
+           c->name, c->d_model, c->n_layers, c->n_heads, c->head_dim, m->source, cache_spec, EXAMPLE_TOKENS,
+           EXAMPLE_TOKENS);
     StepReport rep;
-    while (rc == 0 && (rc = gen_step(gen, &rep, &e)) == 1) {
-        size_t len;
+    size_t len;
+    while ((rc = gen_step(gen, &rep, e)) == 1) {
         const int *seq = gen_sequence(gen, 0, &len); /* the walk shows the token just chosen */
-        memcpy(w.tokens, seq, len * sizeof(int));
-        on_step(&w, &rep);
-        rc = 0;
+        memcpy(w->tokens, seq, len * sizeof(int));
+        on_step(w, &rep);
     }
-    if (rc == 0) {
-        size_t len;
-        const int *seq = gen_sequence(gen, 0, &len);
-        memcpy(out, seq + 3, sizeof out);
-    }
-    gen_free(gen);
-    size_t rows_u[16] = { 0 };
-    GenOptions gu = { .n_generate = EXAMPLE_TOKENS };
     if (rc == 0)
-        rc = generate(&m, NULL, prompt, 1, 3, &gu, out_u, count_uncached, rows_u, &e);
-    if (rc < 0) {
-        kv_free(cache);
-        model_free(&m);
-        return cli_fail(&e);
-    }
+        memcpy(out, gen_sequence(gen, 0, &len) + 3, EXAMPLE_TOKENS * sizeof(int));
+    gen_free(gen);
+    return rc;
+}
 
+/* The document's table recomputed, the uncached rows beside it, the tokens
+ * of both runs, and the document's FLOP formula set right. */
+static void print_summary(const Walk *w, const Model *m, const size_t *rows_u, const int *out, const int *out_u)
+{
+    const Config *c = &m->cfg;
     printf("\nSummary (the document's table, recomputed):\n");
     printf("  %-5s %-8s %-17s %-19s %-16s %-19s %s\n", "step", "phase", "tokens projected", "cache length after",
            "attention shape", "projection FLOPs", "uncached: projected");
     size_t total = 0, total_u = 0;
     uint64_t total_f = 0;
-    for (size_t i = 0; i < w.n_steps && i < 16; i++) {
+    for (size_t i = 0; i < w->n_steps && i < 16; i++) {
         char shape[24];
-        snprintf(shape, sizeof shape, "(%zu x %zu)", w.nq[i], w.ctx[i]);
+        snprintf(shape, sizeof shape, "(%zu x %zu)", w->nq[i], w->ctx[i]);
         printf("  %-5zu %-8s %-17zu %-19zu %-16s %-19" PRIu64 " %zu\n", i,
-               w.phase[i] == PHASE_PREFILL ? "prefill" : "decode", w.rows[i], w.ctx[i], shape, w.proj_flops[i],
+               w->phase[i] == PHASE_PREFILL ? "prefill" : "decode", w->rows[i], w->ctx[i], shape, w->proj_flops[i],
                rows_u[i]);
-        total += w.rows[i];
+        total += w->rows[i];
         total_u += rows_u[i];
-        total_f += w.proj_flops[i];
+        total_f += w->proj_flops[i];
     }
     printf("  %-5s %-8s %-17zu %-19s %-16s %-19" PRIu64 " %zu\n", "total", "", total, "", "", total_f, total_u);
     printf("\nWith the cache %zu token rows are projected; without it %zu (", total, total_u);
-    for (size_t i = 0; i < w.n_steps && i < 16; i++)
+    for (size_t i = 0; i < w->n_steps && i < 16; i++)
         printf("%s%zu", i ? " + " : "", rows_u[i]);
     printf("): %.2fx the work.\n", (double)total_u / (double)total);
     printf("Generated tokens: cached");
@@ -244,13 +224,50 @@ int cmd_example(int argc, char **argv)
     printf("; uncached");
     for (int i = 0; i < EXAMPLE_TOKENS; i++)
         printf(" %d", out_u[i]);
-    printf(" (%s).\n", memcmp(out, out_u, sizeof out) == 0 ? "identical" : "DIFFERENT");
+    printf(" (%s).\n", memcmp(out, out_u, EXAMPLE_TOKENS * sizeof(int)) == 0 ? "identical" : "DIFFERENT");
     size_t d = c->d_model, qd = config_q_dim(c), kvd = config_kv_dim(c);
     printf("Projection FLOPs count W_q, W_k, W_v and W_o with a multiply-add as 2 FLOPs: the prefill's\n"
            "%" PRIu64 " = %zu tokens x 2 x (%zu + %zu + %zu + %zu weights). The document writes its prefill cost as\n"
            "tokens x 4 x d_model x d_k = %zu, without the factor 2 that its own code (and kvscope) counts.\n",
-           w.proj_flops[0], w.rows[0], qd * d, kvd * d, kvd * d, d * qd, w.rows[0] * 4 * d * c->head_dim);
+           w->proj_flops[0], w->rows[0], qd * d, kvd * d, kvd * d, d * qd, w->rows[0] * 4 * d * c->head_dim);
+}
+
+int cmd_example(int argc, char **argv)
+{
+    ModelOpts mo = { .model = "worked-example" };
+    const char *cache_spec = "contiguous";
+    int pr = parse_options(argc, argv, &mo, &cache_spec);
+    if (pr == 1) {
+        help();
+        return EXIT_OK;
+    }
+    if (pr < 0)
+        return EXIT_USAGE;
+    Err e = { 0 };
+    Model m;
+    if (setup_load_model(&mo, 0, &m, &e) < 0)
+        return cli_fail(&e);
+    const int prompt[3] = { 0, 1, 2 };
+    KvCache *cache = NULL;
+    if (m.cfg.vocab < 3)
+        err_set(&e, ERR_USAGE, "the example needs a vocabulary of at least 3 tokens");
+    m.attend = ATTEND_NAIVE; /* the walk shows every attention weight */
+    KvGeometry geo = model_kv_geometry(&m, 1);
+    if (e.kind == ERR_NONE)
+        cache = kv_open(cache_spec, &geo, &e);
+    Walk w = { .m = &m, .cache = cache, .prompt = prompt };
+    int out[EXAMPLE_TOKENS], out_u[EXAMPLE_TOKENS];
+    size_t rows_u[16] = { 0 };
+    GenOptions gu = { .n_generate = EXAMPLE_TOKENS };
+    int rc = !cache || walk_cached(&w, &m, cache, prompt, cache_spec, out, &e) < 0 ||
+             generate(&m, NULL, prompt, 1, 3, &gu, out_u, count_uncached, rows_u, &e) < 0
+                 ? cli_fail(&e)
+                 : 0;
+    if (rc == 0) {
+        print_summary(&w, &m, rows_u, out, out_u);
+        rc = memcmp(out, out_u, sizeof out) == 0 ? EXIT_OK : EXIT_RUNTIME;
+    }
     kv_free(cache);
     model_free(&m);
-    return memcmp(out, out_u, sizeof out) == 0 ? EXIT_OK : EXIT_RUNTIME;
+    return rc;
 }

@@ -141,44 +141,21 @@ static void indent(const char *text, const char *pad, size_t max_lines)
         printf("%s...\n", pad);
 }
 
-static int check(const Course *c, const Lesson *l, const char *file)
+/* Run every check block of d, printing ok or what failed; *passed of
+ * *checks. -1 with e set when a check could not be run at all. */
+static int run_checks(const LessonDoc *d, size_t *checks, size_t *passed, Err *e)
 {
-    if (!l->file)
-        return not_written(l);
-    char path[PATH_MAX + 64];
-    course_path(c, l->file, path, sizeof path);
-    LessonDoc d;
-    Err e = { 0 };
-    if (doc_load(path, &d, &e) < 0)
-        return err_wrap(&e, "lessons/%s", l->file), cli_fail(&e);
-    if (file && access(file, R_OK) != 0) {
-        doc_free(&d);
-        err_set(&e, ERR_USAGE, "cannot read '%s' (the exercise file to check)", file);
-        return cli_fail(&e);
-    }
-    if (file && !l->ex.present) {
-        doc_free(&d);
-        err_set(&e, ERR_USAGE, "lesson %zu has no exercise: --file has nothing to check", l->number);
-        return cli_fail(&e);
-    }
-    char rerun[PATH_MAX + 64];
-    snprintf(rerun, sizeof rerun, "kvscope lesson check %zu%s%s", l->number, file ? " --file " : "",
-             file ? file : "");
-
-    printf("lesson %zu, %s: %s\n", l->number, l->id, l->title);
-    size_t checks = 0, passed = 0;
-    for (size_t i = 0; i < d.n; i++) {
-        if (d.blocks[i].kind != BLK_CHECK)
+    *checks = *passed = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        if (d->blocks[i].kind != BLK_CHECK)
             continue;
-        const CheckSpec *ck = &d.blocks[i].check;
-        checks++;
+        const CheckSpec *ck = &d->blocks[i].check;
+        ++*checks;
         CheckOutcome o;
-        if (run_check(ck, &o, &e) < 0) {
-            doc_free(&d);
-            return cli_fail(&e);
-        }
+        if (run_check(ck, &o, e) < 0)
+            return -1;
         if (o.pass) {
-            passed++;
+            ++*passed;
             printf("  ok    %-34s %s\n", ck->id, o.actual_text);
             continue;
         }
@@ -192,40 +169,63 @@ static int check(const Course *c, const Lesson *l, const char *file)
         printf("        command:  %s\n", ck->run);
         printf("                  (then %s)\n", ck->value);
     }
-    doc_free(&d);
+    return 0;
+}
 
-    int ex_ok = 1;
-    if (l->ex.present) {
-        ExerciseOutcome o;
-        if (run_exercise(c, &l->ex, file, &o, &e) < 0)
-            return cli_fail(&e);
-        char starter[PATH_MAX], shown[PATH_MAX];
-        course_path(c, l->ex.starter, starter, sizeof starter);
-        exec_display_path(starter, shown, sizeof shown);
-        printf("exercise %s: %s (%s)\n", l->ex.id, l->ex.title, file ? file : shown);
-        ex_ok = o.compiled && o.passed;
-        if (!o.compiled) {
-            printf("  FAIL  it does not compile:\n");
-            indent(o.output ? o.output : "", "        ", 40);
-        } else if (!o.passed) {
-            printf("  FAIL  the checker compared it with the reference behaviour:\n");
-            indent(o.output ? o.output : "", "        ", 40);
-        } else {
-            printf("  ok    the checker compared it with the reference behaviour:\n");
-            indent(o.output ? o.output : "", "        ", 40);
-        }
-        if (!ex_ok) {
-            printf("        hint:     %s\n", l->ex.hint);
-            printf("        build it by hand: %s\n", o.build_cmd);
-        }
-        exercise_outcome_free(&o);
+/* Build and check the lesson's exercise (file, or the starter); *ok says
+ * whether it passed. -1 with e set when it could not be tried. */
+static int check_exercise(const Course *c, const Lesson *l, const char *file, int *ok, Err *e)
+{
+    ExerciseOutcome o;
+    if (run_exercise(c, &l->ex, file, &o, e) < 0)
+        return -1;
+    char starter[PATH_MAX], shown[PATH_MAX];
+    course_path(c, l->ex.starter, starter, sizeof starter);
+    exec_display_path(starter, shown, sizeof shown);
+    printf("exercise %s: %s (%s)\n", l->ex.id, l->ex.title, file ? file : shown);
+    *ok = o.compiled && o.passed;
+    printf("  %s\n", !o.compiled ? "FAIL  it does not compile:"
+                   : !o.passed  ? "FAIL  the checker compared it with the reference behaviour:"
+                                : "ok    the checker compared it with the reference behaviour:");
+    indent(o.output ? o.output : "", "        ", 40);
+    if (!*ok) {
+        printf("        hint:     %s\n", l->ex.hint);
+        printf("        build it by hand: %s\n", o.build_cmd);
     }
+    exercise_outcome_free(&o);
+    return 0;
+}
 
-    int all = passed == checks && ex_ok;
+static int check(const Course *c, const Lesson *l, const char *file)
+{
+    if (!l->file)
+        return not_written(l);
+    char path[PATH_MAX + 64];
+    course_path(c, l->file, path, sizeof path);
+    LessonDoc d;
+    Err e = { 0 };
+    if (doc_load(path, &d, &e) < 0)
+        return err_wrap(&e, "lessons/%s", l->file), cli_fail(&e);
+    if (file && access(file, R_OK) != 0)
+        err_set(&e, ERR_USAGE, "cannot read '%s' (the exercise file to check)", file);
+    else if (file && !l->ex.present)
+        err_set(&e, ERR_USAGE, "lesson %zu has no exercise: --file has nothing to check", l->number);
+    if (e.kind != ERR_NONE) {
+        doc_free(&d);
+        return cli_fail(&e);
+    }
+    printf("lesson %zu, %s: %s\n", l->number, l->id, l->title);
+    size_t checks, passed;
+    int rc = run_checks(&d, &checks, &passed, &e);
+    doc_free(&d);
+    int ex_ok = 1;
+    if (rc < 0 || (l->ex.present && check_exercise(c, l, file, &ex_ok, &e) < 0))
+        return cli_fail(&e);
+
     printf("lesson %zu: %zu of %zu checks pass%s", l->number, passed, checks,
            l->ex.present ? (ex_ok ? ", exercise passes" : ", exercise fails") : "");
-    if (!all) {
-        printf("\nre-run: %s\n", rerun);
+    if (passed != checks || !ex_ok) {
+        printf("\nre-run: kvscope lesson check %zu%s%s\n", l->number, file ? " --file " : "", file ? file : "");
         return EXIT_RUNTIME;
     }
     Progress p;

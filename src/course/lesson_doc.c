@@ -87,115 +87,120 @@ static int parse_check(Block *b, Err *e)
     return 0;
 }
 
+/* The paragraph or quote being gathered, line by line. */
+typedef struct {
+    char *text;   /* its lines so far, joined by newlines */
+    size_t len, line;
+    int kind;     /* BLK_PARA or BLK_QUOTE while gathering, -1 between blocks */
+} Gather;
+
+static int flush(Gather *g, BlockVec *v, Err *e)
+{
+    if (g->kind >= 0 && push(v, (BlockKind)g->kind, g->line, g->text, g->len, e) < 0)
+        return -1;
+    g->kind = -1;
+    g->len = 0;
+    return 0;
+}
+
+/* The fenced block whose opening line is t (tlen bytes, after the indent):
+ * its body up to the closing fence becomes a block (a check block parsed as
+ * one). *p moves past the closing fence, *line_no to its line. */
+static int parse_fence(const char *t, size_t tlen, const char *after, const char **p, size_t *line_no, BlockVec *v,
+                       Err *e)
+{
+    char info[32] = "";
+    size_t il = tlen - 3 < sizeof info - 1 ? tlen - 3 : sizeof info - 1;
+    memcpy(info, t + 3, il);
+    info[il] = '\0';
+    char *inf = trim(info);
+    const size_t start_line = *line_no;
+    const char *q = after, *body = after, *end = NULL;
+    while (*q) {
+        const char *qnl = strchr(q, '\n');
+        size_t qlen = qnl ? (size_t)(qnl - q) : strlen(q);
+        ++*line_no;
+        const char *qt = q;
+        while (qt < q + qlen && *qt == ' ' && qt - q < 3)
+            qt++;
+        if ((size_t)(q + qlen - qt) >= 3 && strncmp(qt, "```", 3) == 0) {
+            end = q;
+            *p = qnl ? qnl + 1 : q + qlen;
+            break;
+        }
+        q = qnl ? qnl + 1 : q + qlen;
+    }
+    if (!end)
+        return err_set(e, ERR_RUNTIME, "line %zu: a ``` fence is never closed", start_line);
+    size_t blen = (size_t)(end - body);
+    if (blen && body[blen - 1] == '\n')
+        blen--;
+    int is_check = strcmp(inf, "check") == 0;
+    if (push(v, is_check ? BLK_CHECK : BLK_FENCE, start_line, body, blen, e) < 0)
+        return -1;
+    snprintf(v->b[v->n - 1].info, sizeof v->b[v->n - 1].info, "%s", inf);
+    return is_check ? parse_check(&v->b[v->n - 1], e) : 0;
+}
+
+/* One line of prose (s, len bytes; t after up to 3 spaces of indent):
+ * a blank ends the block, a heading is one, other lines gather. */
+static int prose_line(const char *s, size_t len, const char *t, size_t line_no, Gather *g, BlockVec *v, Err *e)
+{
+    int blank = 1;
+    for (size_t i = 0; i < len; i++)
+        if (!isspace((unsigned char)s[i]))
+            blank = 0;
+    if (blank)
+        return flush(g, v, e);
+    if (t[0] == '#')
+        return flush(g, v, e) < 0 ? -1 : push(v, BLK_HEADING, line_no, s, len, e);
+    int kind = t[0] == '>' ? BLK_QUOTE : BLK_PARA;
+    if (g->kind != kind && flush(g, v, e) < 0)
+        return -1;
+    if (g->kind < 0) {
+        g->kind = kind;
+        g->line = line_no;
+    } else {
+        g->text[g->len++] = '\n';
+    }
+    memcpy(g->text + g->len, s, len);
+    g->len += len;
+    return 0;
+}
+
 int doc_parse(const char *md, LessonDoc *d, Err *e)
 {
     memset(d, 0, sizeof *d);
     BlockVec v = { 0 };
-    char *acc = malloc(strlen(md) + 1); /* the block being gathered */
-    if (!acc)
+    Gather g = { .text = malloc(strlen(md) + 1), .kind = -1 };
+    if (!g.text)
         return err_set(e, ERR_RUNTIME, "out of memory");
-    size_t acc_len = 0, acc_line = 0;
-    int acc_kind = -1; /* BLK_PARA or BLK_QUOTE while gathering */
-
     const char *p = md;
     size_t line_no = 0;
     int rc = 0;
-#define FLUSH()                                                                      \
-    do {                                                                             \
-        if (acc_kind >= 0 && push(&v, (BlockKind)acc_kind, acc_line, acc, acc_len, e) < 0) \
-            goto fail;                                                               \
-        acc_kind = -1;                                                               \
-        acc_len = 0;                                                                 \
-    } while (0)
-    while (*p) {
+    while (*p && rc == 0) {
         const char *nl = strchr(p, '\n');
         size_t len = nl ? (size_t)(nl - p) : strlen(p);
         line_no++;
-        const char *s = p;
         size_t lead = 0;
-        while (lead < 3 && s[lead] == ' ')
+        while (lead < 3 && p[lead] == ' ')
             lead++;
-        const char *t = s + lead;
-        size_t tlen = len - lead;
-        int blank = 1;
-        for (size_t i = 0; i < len; i++)
-            if (!isspace((unsigned char)s[i]))
-                blank = 0;
-
-        if (tlen >= 3 && strncmp(t, "```", 3) == 0) {
-            FLUSH();
-            char info[32] = "";
-            size_t il = tlen - 3 < sizeof info - 1 ? tlen - 3 : sizeof info - 1;
-            memcpy(info, t + 3, il);
-            info[il] = '\0';
-            char *inf = trim(info);
-            size_t start_line = line_no;
-            /* gather until the closing fence */
-            const char *q = nl ? nl + 1 : p + len;
-            const char *body = q;
-            const char *end = NULL;
-            while (*q) {
-                const char *qnl = strchr(q, '\n');
-                size_t qlen = qnl ? (size_t)(qnl - q) : strlen(q);
-                line_no++;
-                const char *qt = q;
-                while (qt < q + qlen && *qt == ' ' && qt - q < 3)
-                    qt++;
-                if ((size_t)(q + qlen - qt) >= 3 && strncmp(qt, "```", 3) == 0) {
-                    end = q;
-                    p = qnl ? qnl + 1 : q + qlen;
-                    break;
-                }
-                q = qnl ? qnl + 1 : q + qlen;
-            }
-            if (!end) {
-                rc = err_set(e, ERR_RUNTIME, "line %zu: a ``` fence is never closed", start_line);
-                goto fail;
-            }
-            size_t blen = (size_t)(end - body);
-            if (blen && body[blen - 1] == '\n')
-                blen--;
-            int is_check = strcmp(inf, "check") == 0;
-            if (push(&v, is_check ? BLK_CHECK : BLK_FENCE, start_line, body, blen, e) < 0)
-                goto fail;
-            snprintf(v.b[v.n - 1].info, sizeof v.b[v.n - 1].info, "%s", inf);
-            if (is_check && parse_check(&v.b[v.n - 1], e) < 0)
-                goto fail;
+        const char *t = p + lead;
+        if (len - lead >= 3 && strncmp(t, "```", 3) == 0) {
+            rc = flush(&g, &v, e) < 0 ? -1 : parse_fence(t, len - lead, nl ? nl + 1 : p + len, &p, &line_no, &v, e);
             continue;
         }
-        if (blank) {
-            FLUSH();
-        } else if (t[0] == '#') {
-            FLUSH();
-            if (push(&v, BLK_HEADING, line_no, s, len, e) < 0)
-                goto fail;
-        } else {
-            int kind = t[0] == '>' ? BLK_QUOTE : BLK_PARA;
-            if (acc_kind != kind)
-                FLUSH();
-            if (acc_kind < 0) {
-                acc_kind = kind;
-                acc_line = line_no;
-            } else {
-                acc[acc_len++] = '\n';
-            }
-            memcpy(acc + acc_len, s, len);
-            acc_len += len;
-        }
+        rc = prose_line(p, len, t, line_no, &g, &v, e);
         p = nl ? nl + 1 : p + len;
     }
-    FLUSH();
-#undef FLUSH
-    free(acc);
+    if (rc == 0)
+        rc = flush(&g, &v, e);
+    free(g.text);
     d->blocks = v.b;
     d->n = v.n;
-    return 0;
-fail:
-    free(acc);
-    d->blocks = v.b;
-    d->n = v.n;
-    doc_free(d);
-    return rc ? rc : -1;
+    if (rc < 0)
+        doc_free(d);
+    return rc;
 }
 
 int doc_load(const char *path, LessonDoc *d, Err *e)
@@ -307,6 +312,91 @@ static int prev_word_is(const char *start, const char *at, const char *word)
     return w == start || !isalnum((unsigned char)w[-1]);
 }
 
+/* Whether the digits at start (in s) belong to a name: "v2", "x_1",
+ * "Llama-3", "seed 42", "lesson 4". */
+static int name_before(const char *s, const char *start)
+{
+    if (start > s) {
+        char c = start[-1];
+        if (isalpha((unsigned char)c) || c == '_' || c == '.')
+            return 1;
+        if (c == '-' && start - 1 > s && isalnum((unsigned char)start[-2]))
+            return 1;
+    }
+    return prev_word_is(s, start, "seed") || prev_word_is(s, start, "lesson") || prev_word_is(s, start, "lessons");
+}
+
+/* The end of the number at p: digits, thousands groups, one decimal part. */
+static const char *number_end(const char *p, int *has_dot)
+{
+    const char *q = p;
+    while (isdigit((unsigned char)*q))
+        q++;
+    while (*q == ',' && isdigit((unsigned char)q[1]) && isdigit((unsigned char)q[2]) && isdigit((unsigned char)q[3]) &&
+           !isdigit((unsigned char)q[4]))
+        q += 4;
+    *has_dot = 0;
+    if (*q == '.' && isdigit((unsigned char)q[1])) {
+        *has_dot = 1;
+        q++;
+        while (isdigit((unsigned char)*q))
+            q++;
+    }
+    return q;
+}
+
+/* What follows a number ending at q: a unit (*unit set), or letters or an
+ * underscore that make it part of a name (returns 1). *after is where the
+ * scan goes on. */
+static int name_after(const char *q, int *unit, const char **after)
+{
+    const char *r = q;
+    while (isalpha((unsigned char)*r))
+        r++;
+    *after = r;
+    *unit = 0;
+    if (r > q) {
+        if (!isalnum((unsigned char)*r) && *r != '_' && word_in(q, (size_t)(r - q), attached_units, 11))
+            return *unit = 1, 0;
+        return 1;
+    }
+    if (*q == '%')
+        *unit = 1;
+    else if (*q == '_')
+        return 1;
+    else if (*q == ' ') {
+        const char *w = q + 1, *we = w;
+        while (isalpha((unsigned char)*we) || *we == '/')
+            we++;
+        *unit = we > w && word_in(w, (size_t)(we - w), spaced_units, sizeof spaced_units / sizeof *spaced_units);
+    }
+    return 0;
+}
+
+/* The number [start, end) of s, a minus before it included, into f. */
+static void record(const char *s, const char *start, const char *end, size_t line, DocFigure *f, size_t *digits)
+{
+    char num[48];
+    size_t k = 0;
+    int neg = start > s && start[-1] == '-' && (start - 1 == s || !isalnum((unsigned char)start[-2]));
+    if (neg)
+        num[k++] = '-';
+    *digits = 0;
+    for (const char *c = start; c < end && k + 1 < sizeof num; c++) {
+        *digits += isdigit((unsigned char)*c) != 0;
+        if (*c != ',')
+            num[k++] = *c;
+    }
+    num[k] = '\0';
+    size_t tl = (size_t)(end - start) + (size_t)neg;
+    if (tl >= sizeof f->text)
+        tl = sizeof f->text - 1;
+    memcpy(f->text, start - neg, tl);
+    f->text[tl] = '\0';
+    f->value = strtod(num, NULL);
+    f->line = line;
+}
+
 size_t doc_numbers(const char *text, size_t line, int only_figures, DocFigure *out, size_t cap)
 {
     char *s = strdup(text);
@@ -316,95 +406,30 @@ size_t doc_numbers(const char *text, size_t line, int only_figures, DocFigure *o
     size_t found = 0, ln = line;
     const char *p = s;
     while (*p) {
-        if (*p == '\n') {
+        if (*p == '\n')
             ln++;
-            p++;
-            continue;
-        }
         if (!isdigit((unsigned char)*p)) {
             p++;
             continue;
         }
-        const char *start = p;
-        int name_part = 0;
-        if (start > s) {
-            char c = start[-1];
-            if (isalpha((unsigned char)c) || c == '_' || c == '.')
-                name_part = 1;
-            if (c == '-' && start - 1 > s && isalnum((unsigned char)start[-2]))
-                name_part = 1;
-        }
-        /* the number: digits, thousands groups, one decimal part */
-        const char *q = p;
-        while (isdigit((unsigned char)*q))
-            q++;
-        while (*q == ',' && isdigit((unsigned char)q[1]) && isdigit((unsigned char)q[2]) &&
-               isdigit((unsigned char)q[3]) && !isdigit((unsigned char)q[4]))
-            q += 4;
-        int has_dot = 0;
-        if (*q == '.' && isdigit((unsigned char)q[1])) {
-            has_dot = 1;
-            q++;
-            while (isdigit((unsigned char)*q))
-                q++;
-        }
-        /* what follows: a unit, or letters that make it part of a name */
-        int unit = 0;
-        const char *r = q;
-        while (isalpha((unsigned char)*r))
-            r++;
-        if (r > q) {
-            if (!isalnum((unsigned char)*r) && *r != '_' && word_in(q, (size_t)(r - q), attached_units, 11))
-                unit = 1;
-            else
-                name_part = 1;
-        } else if (*q == '%') {
-            unit = 1;
-        } else if (*q == '_') {
-            name_part = 1;
-        } else if (*q == ' ') {
-            const char *w = q + 1, *we = w;
-            while (isalpha((unsigned char)*we) || *we == '/')
-                we++;
-            if (we > w && word_in(w, (size_t)(we - w), spaced_units, sizeof spaced_units / sizeof *spaced_units))
-                unit = 1;
-        }
-        if (prev_word_is(s, start, "seed") || prev_word_is(s, start, "lesson") ||
-            prev_word_is(s, start, "lessons"))
-            name_part = 1;
-        p = r > q ? r : q;
-        if (name_part)
+        const char *start = p, *after;
+        int has_dot, unit;
+        const char *q = number_end(p, &has_dot);
+        int name = name_after(q, &unit, &after) | name_before(s, start);
+        p = after > q ? after : q;
+        if (name)
             continue;
-
-        size_t digits = 0;
-        char num[48];
-        size_t k = 0;
-        int neg = start > s && start[-1] == '-' && (start - 1 == s || !isalnum((unsigned char)start[-2]));
-        if (neg)
-            num[k++] = '-';
-        for (const char *c = start; c < q && k + 1 < sizeof num; c++) {
-            if (isdigit((unsigned char)*c))
-                digits++;
-            if (*c != ',')
-                num[k++] = *c;
-        }
-        num[k] = '\0';
+        DocFigure f;
+        size_t digits;
+        record(s, start, q, ln, &f, &digits);
         /* a unit of bytes makes a figure from two digits on ("2 bytes a value"
          * is a definition); a ratio or a share from one ("8x", "3%") */
         int ratio = unit && (*q == 'x' || *q == '%');
         int figure = digits >= 3 || has_dot || ratio || (unit && digits >= 2);
         if (only_figures && !figure)
             continue;
-        if (found < cap) {
-            DocFigure *f = &out[found];
-            size_t tl = (size_t)(q - start) + (size_t)neg;
-            if (tl >= sizeof f->text)
-                tl = sizeof f->text - 1;
-            memcpy(f->text, start - neg, tl);
-            f->text[tl] = '\0';
-            f->value = strtod(num, NULL);
-            f->line = ln;
-        }
+        if (found < cap)
+            out[found] = f;
         found++;
     }
     free(s);
