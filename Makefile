@@ -44,7 +44,7 @@ TEST_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 # tree is warning-free under a second compiler
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-.PHONY: all bin run test unit-tests cli-tests sanitize cross-test deps deps-test clean plots check-lessons \
+.PHONY: corpus tokenizer all bin run test unit-tests cli-tests sanitize cross-test deps deps-test clean plots check-lessons \
 	check-layers install uninstall
 
 # deps first, then a fresh make, so pkg-config is asked after any install
@@ -132,6 +132,16 @@ deps:
 
 deps-test:
 	@sh tests/deps.sh data/packages-run.txt data/packages-test.txt
+
+# The training text (data/README.md): the King James Bible from Debian's
+# bible-kjv, extracted, split by whole books and checked by its SHA-256.
+corpus:
+	@sh tests/deps.sh data/packages-corpus.txt
+	@sh data/corpus.sh $(BUILD)/corpus
+
+# The shipped BPE merges, learnt again from the training text.
+tokenizer: corpus $(BIN)
+	$(BIN) tokenize --learn --text $(BUILD)/corpus/kjv-train.txt --vocab 1024 --out data/tokenizer/kjv-bpe.txt
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary; data, lessons and
 # the plot scripts under share/kvscope (found from the binary's place, see

@@ -1,34 +1,82 @@
-/* tokenizer.c: the tokenizer interface (tokenizer.h) and its "bytes" kind. */
+/* tokenizer.c: the tokenizer interface (tokenizer.h): "bytes", or a BPE
+ * read from its merges file (bpe.h). */
 #include "text/tokenizer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "text/bpe.h"
+#include "util/files.h"
+
 struct Tokenizer {
     char name[64];
     size_t vocab;
+    int is_bpe;
+    Bpe bpe;                 /* is_bpe */
     unsigned char byte[256]; /* bytes: piece of id i is byte[i] */
 };
+
+/* NAME -> data/tokenizer/NAME.txt, or a path to a merges file as it is. */
+static int merges_path(const char *name, char *out, size_t cap)
+{
+    if (strchr(name, '/')) {
+        snprintf(out, cap, "%s", name);
+        return 0;
+    }
+    char rel[128];
+    snprintf(rel, sizeof rel, "tokenizer/%s.txt", name);
+    return files_find("KVSCOPE_DATA", "data", rel, out, cap);
+}
 
 int tokenizer_open(Tokenizer **out, const char *name, Err *e)
 {
     *out = NULL;
-    if (strcmp(name, "bytes") != 0)
-        return err_set(e, ERR_USAGE, "tokenizer '%s' is not one kvscope knows (known: bytes)", name);
     Tokenizer *t = calloc(1, sizeof *t);
     if (!t)
         return err_set(e, ERR_RUNTIME, "out of memory");
     snprintf(t->name, sizeof t->name, "%s", name);
-    t->vocab = 256;
-    for (size_t i = 0; i < 256; i++)
-        t->byte[i] = (unsigned char)i;
+    if (strcmp(name, "bytes") == 0) {
+        t->vocab = 256;
+        for (size_t i = 0; i < 256; i++)
+            t->byte[i] = (unsigned char)i;
+        *out = t;
+        return 0;
+    }
+    char path[4096];
+    if (merges_path(name, path, sizeof path) < 0) {
+        free(t);
+        return err_set(e, ERR_USAGE, "tokenizer '%s' is not one kvscope knows (bytes, or a merges file in "
+                       "data/tokenizer/)", name);
+    }
+    if (bpe_load(&t->bpe, path, e) < 0) {
+        free(t);
+        return -1;
+    }
+    t->is_bpe = 1;
+    t->vocab = t->bpe.vocab;
+    *out = t;
+    return 0;
+}
+
+int tokenizer_from_bpe(Tokenizer **out, const char *name, Bpe *b, Err *e)
+{
+    Tokenizer *t = calloc(1, sizeof *t);
+    if (!t)
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->is_bpe = 1;
+    t->bpe = *b;
+    memset(b, 0, sizeof *b);
+    t->vocab = t->bpe.vocab;
     *out = t;
     return 0;
 }
 
 void tokenizer_free(Tokenizer *t)
 {
+    if (t && t->is_bpe)
+        bpe_free(&t->bpe);
     free(t);
 }
 
@@ -44,10 +92,13 @@ size_t tokenizer_vocab(const Tokenizer *t)
 
 int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, int **ids, size_t *n, Err *e)
 {
-    (void)t;
-    *ids = malloc((len ? len : 1) * sizeof **ids);
+    *ids = malloc((len ? len : 1) * sizeof **ids); /* never more tokens than bytes */
     if (!*ids)
         return err_set(e, ERR_RUNTIME, "out of memory for %zu tokens", len);
+    if (t->is_bpe) {
+        *n = bpe_encode(&t->bpe, (const unsigned char *)text, len, *ids, len);
+        return 0;
+    }
     for (size_t i = 0; i < len; i++)
         (*ids)[i] = (unsigned char)text[i];
     *n = len;
@@ -59,6 +110,10 @@ const unsigned char *tokenizer_piece(const Tokenizer *t, int id, size_t *len)
     if (id < 0 || (size_t)id >= t->vocab) {
         *len = 0;
         return NULL;
+    }
+    if (t->is_bpe) {
+        *len = t->bpe.piece_len[id];
+        return t->bpe.piece[id];
     }
     *len = 1;
     return &t->byte[id];

@@ -2,21 +2,26 @@
  * byte-level tokenizers kvscope's models use. Uses util/ only.
  *
  * tokenizer.h: one interface over a model's tokenizer. "bytes" reads text
- * as its bytes (token = byte value, 256 ids); a learnt byte-level BPE is
- * another kind behind the same calls. Every byte sequence encodes, and the
+ * as its bytes (token = byte value, 256 ids); a learnt byte-level BPE
+ * (bpe.h) is the other kind behind the same calls. Every byte sequence encodes, and the
  * pieces of its ids concatenate back to it. */
 #ifndef KVSCOPE_TEXT_TOKENIZER_H
 #define KVSCOPE_TEXT_TOKENIZER_H
 
 #include <stddef.h>
 
+#include "text/bpe.h"
 #include "util/err.h"
 
 typedef struct Tokenizer Tokenizer;
 
-/* The tokenizer a config names: "bytes". *out is NULL on failure (ERR_USAGE
- * for an unknown name). The caller frees it with tokenizer_free. */
+/* The tokenizer a config names: "bytes", the name of a merges file in
+ * data/tokenizer/ ("kjv-bpe"), or a path to one. *out is NULL on failure
+ * (ERR_USAGE for an unknown name or a bad file). Free with tokenizer_free. */
 int tokenizer_open(Tokenizer **out, const char *name, Err *e);
+
+/* A tokenizer over a BPE just learnt (taken over: *b is emptied). */
+int tokenizer_from_bpe(Tokenizer **out, const char *name, Bpe *b, Err *e);
 void tokenizer_free(Tokenizer *t);
 
 /* Its name, as configs write it ("bytes"). */
