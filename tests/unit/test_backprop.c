@@ -1,0 +1,206 @@
+/* test_backprop.c: the trainer's forward and backward. The forward's logits
+ * are the engine's uncached forward's; every weight's gradient is checked
+ * against central differences of a double-precision reference of the loss. */
+#include "testutil.h"
+
+#include <string.h>
+
+#include "model/forward.h"
+#include "train/backprop.h"
+
+#define T_LEN 8
+
+static Config tiny_config(void)
+{
+    Config c = test_config(2, 2, 1);
+    c.d_model = 8, c.head_dim = 4, c.ffn_dim = 12, c.vocab = 16, c.max_seq_len = 16;
+    return c;
+}
+
+/* The loss in double, straight from the definition, with weight `at` of
+ * the arena moved by delta. */
+static double ref_loss(const Model *m, const int *tok, size_t T, size_t at, double delta)
+{
+    const Config *c = &m->cfg;
+    const size_t d = c->d_model, H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim, f = c->ffn_dim, V = c->vocab;
+    const size_t qd = H * hd, kvd = KV * hd;
+    double *w = malloc(m->arena_floats * sizeof *w);
+    for (size_t i = 0; i < m->arena_floats; i++)
+        w[i] = m->arena[i];
+    w[at] += delta;
+#define W(ptr) (w + ((ptr) - m->arena))
+    double x[T_LEN][64], xn[T_LEN][64], q[T_LEN][64], k[T_LEN][64], v[T_LEN][64], o[T_LEN][64], g[T_LEN][64],
+        u[T_LEN][64];
+    for (size_t t = 0; t < T; t++)
+        for (size_t i = 0; i < d; i++)
+            x[t][i] = W(m->embed)[(size_t)tok[t] * d + i];
+    for (size_t l = 0; l < c->n_layers; l++) {
+        const LayerWeights *lw = model_layer(m, l);
+        for (int part = 0; part < 2; part++) {
+            const double *gain = part ? W(lw->ffn_norm) : W(lw->attn_norm);
+            for (size_t t = 0; t < T; t++) {
+                double ss = 0;
+                for (size_t i = 0; i < d; i++)
+                    ss += x[t][i] * x[t][i];
+                double r = 1 / sqrt(ss / (double)d + c->norm_eps);
+                for (size_t i = 0; i < d; i++)
+                    xn[t][i] = x[t][i] * r * gain[i];
+            }
+            if (part == 0) {
+                for (size_t t = 0; t < T; t++) {
+                    for (size_t j = 0; j < qd; j++) {
+                        q[t][j] = 0;
+                        for (size_t i = 0; i < d; i++)
+                            q[t][j] += W(lw->wq)[j * d + i] * xn[t][i];
+                    }
+                    for (size_t j = 0; j < kvd; j++) {
+                        k[t][j] = v[t][j] = 0;
+                        for (size_t i = 0; i < d; i++) {
+                            k[t][j] += W(lw->wk)[j * d + i] * xn[t][i];
+                            v[t][j] += W(lw->wv)[j * d + i] * xn[t][i];
+                        }
+                    }
+                    for (size_t j = 0; j < qd + kvd; j += 2) { /* RoPE on q's heads, then k's */
+                        double *vec = j < qd ? q[t] + j : k[t] + j - qd;
+                        size_t i = (j < qd ? j : j - qd) % hd;
+                        double ang = (double)t * pow(c->rope_theta, -(double)i / (double)hd);
+                        double a = vec[0], b = vec[1];
+                        vec[0] = a * cos(ang) - b * sin(ang);
+                        vec[1] = a * sin(ang) + b * cos(ang);
+                    }
+                }
+                for (size_t t = 0; t < T; t++)
+                    for (size_t h = 0; h < H; h++) {
+                        size_t kh = h / (H / KV);
+                        double s[T_LEN], mx = -1e300, sum = 0;
+                        for (size_t j = 0; j <= t; j++) {
+                            s[j] = 0;
+                            for (size_t i = 0; i < hd; i++)
+                                s[j] += q[t][h * hd + i] * k[j][kh * hd + i];
+                            s[j] /= sqrt((double)hd);
+                            mx = s[j] > mx ? s[j] : mx;
+                        }
+                        for (size_t j = 0; j <= t; j++)
+                            sum += s[j] = exp(s[j] - mx);
+                        for (size_t i = 0; i < hd; i++) {
+                            o[t][h * hd + i] = 0;
+                            for (size_t j = 0; j <= t; j++)
+                                o[t][h * hd + i] += s[j] / sum * v[j][kh * hd + i];
+                        }
+                    }
+                for (size_t t = 0; t < T; t++)
+                    for (size_t i = 0; i < d; i++)
+                        for (size_t j = 0; j < qd; j++)
+                            x[t][i] += W(lw->wo)[i * qd + j] * o[t][j];
+            } else {
+                for (size_t t = 0; t < T; t++) {
+                    for (size_t j = 0; j < f; j++) {
+                        g[t][j] = u[t][j] = 0;
+                        for (size_t i = 0; i < d; i++) {
+                            g[t][j] += W(lw->w_gate)[j * d + i] * xn[t][i];
+                            u[t][j] += W(lw->w_up)[j * d + i] * xn[t][i];
+                        }
+                        g[t][j] = g[t][j] / (1 + exp(-g[t][j])) * u[t][j];
+                    }
+                    for (size_t i = 0; i < d; i++)
+                        for (size_t j = 0; j < f; j++)
+                            x[t][i] += W(lw->w_down)[i * f + j] * g[t][j];
+                }
+            }
+        }
+    }
+    double loss = 0;
+    for (size_t t = 0; t < T; t++) {
+        double ss = 0, lg[64], mx = -1e300, sum = 0;
+        for (size_t i = 0; i < d; i++)
+            ss += x[t][i] * x[t][i];
+        double r = 1 / sqrt(ss / (double)d + c->norm_eps);
+        for (size_t j = 0; j < V; j++) {
+            lg[j] = 0;
+            for (size_t i = 0; i < d; i++)
+                lg[j] += W(m->unembed)[j * d + i] * x[t][i] * r * W(m->final_norm)[i];
+            mx = lg[j] > mx ? lg[j] : mx;
+        }
+        for (size_t j = 0; j < V; j++)
+            sum += exp(lg[j] - mx);
+        loss += mx + log(sum) - lg[tok[t + 1]];
+    }
+#undef W
+    free(w);
+    return loss / (double)T;
+}
+
+static void test_forward_is_the_engines(void **state)
+{
+    (void)state;
+    Config cfg = tiny_config();
+    Model m;
+    test_model(&m, &cfg);
+    BackpropState *s;
+    Err e = { 0 };
+    assert_int_equal(backprop_init(&s, &cfg, T_LEN, &e), 0);
+    int tok[T_LEN + 1];
+    test_tokens(tok, T_LEN + 1, cfg.vocab, 4);
+    float logits[T_LEN * 16], last[16];
+    double loss = backprop_forward(&m, s, tok, T_LEN, logits);
+    assert_true(loss > 0 && isfinite(loss));
+    assert_true(fabs(loss - ref_loss(&m, tok, T_LEN, 0, 0)) < 1e-5 * loss);
+    ForwardState fs;
+    assert_int_equal(forward_state_init(&fs, &cfg, T_LEN, 0, &e), 0);
+    for (size_t t = 1; t <= T_LEN; t++) { /* every position: the engine's logits of the prefix's last token */
+        Counters ctr = { 0 };
+        assert_int_equal(model_forward(&m, &fs, NULL, tok, 1, t, 0, last, &ctr, &e), 0);
+        assert_true(max_rel_diff(logits + (t - 1) * 16, last, 16, 1e-5, "logits") <= 1e-5);
+    }
+    forward_state_free(&fs);
+    backprop_free(s);
+    model_free(&m);
+}
+
+static void test_gradients(void **state)
+{
+    (void)state;
+    Config cfg = tiny_config();
+    Model m, g;
+    test_model(&m, &cfg);
+    test_model(&g, &cfg);
+    memset(g.arena, 0, g.arena_floats * sizeof(float));
+    BackpropState *s;
+    Err e = { 0 };
+    assert_int_equal(backprop_init(&s, &cfg, T_LEN, &e), 0);
+    int tok[T_LEN + 1];
+    test_tokens(tok, T_LEN + 1, cfg.vocab, 9);
+    backprop_forward(&m, s, tok, T_LEN, NULL);
+    backprop_backward(&m, s, &g, 1.0f);
+    /* Every weight of the model (a few hundred): central differences of the
+     * double loss, h = 1e-4. The analytic gradient is computed in float, so
+     * the bound is relative 1e-4 of the larger of the two, or 1e-6 absolute
+     * for gradients that are zero to float precision. */
+    double worst = 0, largest = 0;
+    size_t checked = 0;
+    for (size_t i = 0; i < m.arena_floats; i += 1) {
+        const double h = 1e-4;
+        double num = (ref_loss(&m, tok, T_LEN, i, h) - ref_loss(&m, tok, T_LEN, i, -h)) / (2 * h);
+        double ana = g.arena[i], err = fabs(num - ana);
+        double rel = err / fmax(fmax(fabs(num), fabs(ana)), 1e-3);
+        if (err > 1e-6 && rel > 1e-4)
+            fail_msg("weight %zu: analytic %.9g, numeric %.9g", i, ana, num);
+        worst = fmax(worst, rel);
+        largest = fmax(largest, fabs(num));
+        checked++;
+    }
+    printf("  %zu gradients checked, the largest %.3g; worst relative error %.3g\n", checked, largest, worst);
+    assert_true(largest > 1e-2); /* gradients big enough for the check to mean something */
+    backprop_free(s);
+    model_free(&m);
+    model_free(&g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_forward_is_the_engines),
+        cmocka_unit_test(test_gradients),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
