@@ -13,5 +13,6 @@ int cmd_view(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_train(int argc, char **argv);
 
 #endif

@@ -19,6 +19,7 @@ static const Command commands[] = {
     { "dump", cmd_dump, "weights, cache and logits as .npy files, to check in NumPy" },
     { "lesson", cmd_lesson, "lessons whose every figure kvscope recomputes; quizzes; C exercises" },
     { "tokenize", cmd_tokenize, "what a tokenizer makes of a text, token by token; --learn learns a BPE" },
+    { "train", cmd_train, "learn a model's weights from a text (a C trainer: backprop and AdamW)" },
     { "eval", cmd_eval, "how much a cache costs a model's predictions on a text (perplexity)" },
     { "bench", cmd_bench, "this machine's read bandwidth, then attention and matvec against it" },
     { "plot", cmd_plot, "the figures that teach the KV cache: data, gnuplot scripts, images" },

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "ckpt/kvw.h"
 #include "kernels/kernels.h"
 #include "kv/cache.h"
 #include "model/config.h"
@@ -123,6 +124,15 @@ KvGeometry config_kv_geometry(const Config *c, size_t n_seqs);
 
 /* The layer weights layer l uses. */
 const LayerWeights *model_layer(const Model *m, size_t l);
+
+/* The shape a weights file of config c records. */
+KvwShape model_kvw_shape(const Config *c);
+/* A decoder's tensors in the arena's order, named ("embed",
+ * "layer0.wq", ..., "unembed"), stored as dtype (norm gains as f32), into
+ * t (at most cap); returns how many there are. */
+size_t model_tensors(const Model *m, KvwTensor *t, size_t cap, uint32_t dtype);
+/* Read a kvscope weights file into m's arena (weights_kvw.c). */
+int weights_load_kvw(Model *m, const char *path, Err *e);
 
 /* Load tensors from a text weights file into m's arena (weights_file.c). */
 int weights_load_file(Model *m, const char *path, Err *e);

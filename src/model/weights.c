@@ -222,16 +222,21 @@ int model_init(Model *m, const Config *cfg, const Kernels *kern, Err *e)
     }
     char rel[128], path[PATH_MAX];
     snprintf(rel, sizeof rel, "weights/%s", cfg->weights);
-    if (config_data_path(rel, path, sizeof path) < 0) {
+    if (strchr(cfg->weights, '/')) /* a path of its own (--set weights=FILE) */
+        snprintf(path, sizeof path, "%s", cfg->weights);
+    else if (config_data_path(rel, path, sizeof path) < 0) {
         model_free(m);
         return err_set(e, ERR_RUNTIME, "model '%s': weights file '%s' not found in the data directory",
                        cfg->name, cfg->weights);
     }
-    if (weights_load_file(m, path, e) < 0) {
+    size_t wl = strlen(cfg->weights);
+    int kvw = wl > 4 && strcmp(cfg->weights + wl - 4, ".kvw") == 0;
+    if ((kvw ? weights_load_kvw(m, path, e) : weights_load_file(m, path, e)) < 0) {
         model_free(m);
         return err_wrap(e, "weights file '%s'", cfg->weights);
     }
-    snprintf(m->source, sizeof m->source, "file data/weights/%s", cfg->weights);
+    snprintf(m->source, sizeof m->source, strchr(cfg->weights, '/') ? "file %s" : "file data/weights/%s",
+             cfg->weights);
     return 0;
 }
 

@@ -1,0 +1,349 @@
+/* cmd_train.c: `kvscope train`: a model's weights learnt from a text. The
+ * text goes through the model's tokenizer; the loop is train/trainer.c;
+ * this file reads the options, prints the progress line, saves checkpoints
+ * (every --ckpt-every steps and on Ctrl-C) and the final weights with a
+ * sidecar that records how they were made. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "app/cli.h"
+#include "app/commands.h"
+#include "train/trainer.h"
+#include "util/clock.h"
+#include "util/files.h"
+#include "util/parse.h"
+#include "util/version.h"
+
+#define MAX_TEXT_BYTES ((size_t)64 << 20)
+
+typedef struct {
+    ModelOpts mo;
+    const char *text, *valid, *out, *resume;
+    TrainOpts t;
+    size_t ckpt_every;
+    int f16;
+} TrainArgs;
+
+static void help(void)
+{
+    printf("usage: kvscope train --model CONFIG --text FILE --valid FILE --out FILE.kvw [OPTIONS]\n\n"
+           "Learn a decoder's weights from a text: windows of the model's context drawn from the\n"
+           "training text (a seeded gsl mt19937), the mean cross-entropy of each next token, its\n"
+           "gradient through the whole model, an AdamW step per batch (linear warmup, then a cosine\n"
+           "decay to a tenth; the gradient's norm clipped). The text goes through the model's\n"
+           "tokenizer. The validation loss is shown in bits per byte of the held-out text.\n\n"
+           "options:\n"
+           "%s"
+           "  --text FILE         the training text (`make corpus` makes build/corpus/kjv-train.txt)\n"
+           "  --valid FILE        the held-out text\n"
+           "  --out FILE          the weights, a kvscope weights file; FILE.ckpt holds the run's state\n"
+           "                      and FILE.json how it was made\n"
+           "  --steps N           optimizer steps (default 1000)\n"
+           "  --batch B           windows per step (default 16)\n"
+           "  --seq-len T         tokens per window (default: the model's max_seq_len)\n"
+           "  --lr X              the peak learning rate (default 3e-3)\n"
+           "  --warmup N          steps of linear warmup (default 100)\n"
+           "  --weight-decay X    AdamW's decay of the layers' matrices (default 0.1)\n"
+           "  --clip X            the largest gradient norm (default 1)\n"
+           "  --seed S            the seed of the windows drawn (default 1)\n"
+           "  --eval-every N      steps between validation losses (default 100)\n"
+           "  --eval-windows N    validation windows, evenly spaced (default 16)\n"
+           "  --ckpt-every N      steps between checkpoints (default 500; Ctrl-C saves one too)\n"
+           "  --resume FILE       continue the run a checkpoint holds, to --steps\n"
+           "  --f16               store the final weights as f16 (half the bytes)\n\n"
+           "One thread; the same seed and ISA give the same weights.\n"
+           "example: kvscope train --model kjv-tiny --text build/corpus/kjv-train.txt \\\n"
+           "             --valid build/corpus/kjv-valid.txt --out kjv-tiny.kvw --steps 200\n",
+           cli_model_help);
+}
+
+static int parse_options(int argc, char **argv, TrainArgs *a, Err *e)
+{
+    static const struct option longopts[] = {
+        { "model", required_argument, 0, 0 },      { "set", required_argument, 0, 0 },
+        { "isa", required_argument, 0, 0 },        { "shared", no_argument, 0, 0 },
+        { "text", required_argument, 0, 0 },       { "valid", required_argument, 0, 0 },
+        { "out", required_argument, 0, 0 },        { "steps", required_argument, 0, 0 },
+        { "batch", required_argument, 0, 0 },      { "seq-len", required_argument, 0, 0 },
+        { "lr", required_argument, 0, 0 },         { "warmup", required_argument, 0, 0 },
+        { "weight-decay", required_argument, 0, 0 }, { "clip", required_argument, 0, 0 },
+        { "seed", required_argument, 0, 0 },       { "eval-every", required_argument, 0, 0 },
+        { "eval-windows", required_argument, 0, 0 }, { "ckpt-every", required_argument, 0, 0 },
+        { "resume", required_argument, 0, 0 },     { "f16", no_argument, 0, 0 },
+        { "help", no_argument, 0, 'h' },           { 0, 0, 0, 0 },
+    };
+    cli_options_begin();
+    const char *name;
+    int got;
+    while ((got = cli_next_option(argc, argv, longopts, "train", &name, e)) == CLI_OPTION) {
+        int rc = cli_model_option(&a->mo, name, optarg, e);
+        if (rc != 0) {
+            if (rc < 0)
+                return -1;
+            continue;
+        }
+        unsigned long long u;
+        if (strcmp(name, "text") == 0)
+            a->text = optarg;
+        else if (strcmp(name, "valid") == 0)
+            a->valid = optarg;
+        else if (strcmp(name, "out") == 0)
+            a->out = optarg;
+        else if (strcmp(name, "resume") == 0)
+            a->resume = optarg;
+        else if (strcmp(name, "f16") == 0)
+            a->f16 = 1;
+        else if (strcmp(name, "steps") == 0)
+            rc = parse_size(optarg, "--steps", &a->t.steps, e);
+        else if (strcmp(name, "batch") == 0)
+            rc = parse_size(optarg, "--batch", &a->t.batch, e);
+        else if (strcmp(name, "seq-len") == 0)
+            rc = parse_size(optarg, "--seq-len", &a->t.seq_len, e);
+        else if (strcmp(name, "lr") == 0)
+            rc = parse_double(optarg, "--lr", &a->t.opt.lr, e);
+        else if (strcmp(name, "warmup") == 0)
+            rc = parse_size0(optarg, "--warmup", &a->t.opt.warmup, e);
+        else if (strcmp(name, "weight-decay") == 0)
+            rc = parse_double(optarg, "--weight-decay", &a->t.opt.weight_decay, e);
+        else if (strcmp(name, "clip") == 0)
+            rc = parse_double(optarg, "--clip", &a->t.opt.clip, e);
+        else if (strcmp(name, "seed") == 0)
+            rc = parse_u64(optarg, "--seed", &u, e), a->t.seed = u;
+        else if (strcmp(name, "eval-every") == 0)
+            rc = parse_size0(optarg, "--eval-every", &a->t.eval_every, e);
+        else if (strcmp(name, "eval-windows") == 0)
+            rc = parse_size(optarg, "--eval-windows", &a->t.eval_windows, e);
+        else if (strcmp(name, "ckpt-every") == 0)
+            rc = parse_size0(optarg, "--ckpt-every", &a->ckpt_every, e);
+        if (rc < 0)
+            return -1;
+    }
+    if (got != CLI_DONE)
+        return got == CLI_HELP ? 1 : -1;
+    if (optind < argc)
+        return err_set(e, ERR_USAGE, "train: unexpected argument '%s' (see `kvscope train --help`)", argv[optind]);
+    if (!a->text || !a->valid || !a->out)
+        return err_set(e, ERR_USAGE, "train: --text, --valid and --out are required (see `kvscope train --help`)");
+    if (!(a->t.opt.lr > 0 && a->t.opt.lr < 1))
+        return err_set(e, ERR_USAGE, "--lr: between 0 and 1, got %g", a->t.opt.lr);
+    return 0;
+}
+
+/* A text file through the model's tokenizer; *bytes is its length. */
+static int load_ids(const char *path, const Tokenizer *tok, int **ids, size_t *n, size_t *bytes, Err *e)
+{
+    char *text;
+    if (files_read_text(path, MAX_TEXT_BYTES, &text, bytes, e) < 0)
+        return -1;
+    int rc = tokenizer_encode(tok, text, *bytes, ids, n, e);
+    free(text);
+    return rc;
+}
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+typedef struct {
+    const TrainArgs *a;
+    Trainer *tr;
+    char ckpt[4096];
+    double t0, bytes_per_token;
+    uint64_t first_step;
+    double last_valid, last_train;
+    int tty, saved_on_stop;
+    Err *e;
+} Progress;
+
+static void format_seconds(char *buf, size_t cap, double s)
+{
+    if (s >= 3600)
+        snprintf(buf, cap, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+    else
+        snprintf(buf, cap, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+}
+
+static int on_step(void *user, const TrainStep *s)
+{
+    Progress *p = user;
+    const double el = clock_seconds() - p->t0;
+    const double done = (double)(s->step - p->first_step), left = (double)(p->a->t.steps - s->step);
+    char el_s[16], eta_s[16];
+    format_seconds(el_s, sizeof el_s, el);
+    format_seconds(eta_s, sizeof eta_s, done > 0 ? el / done * left : 0);
+    if (s->has_valid)
+        p->last_valid = s->valid_loss;
+    p->last_train = s->loss;
+    const double bpb = p->last_valid / log(2.0) / p->bytes_per_token;
+    const double tps = el > 0 ? done * (double)(p->a->t.batch * p->a->t.seq_len) / el : 0;
+    if (p->tty)
+        fprintf(stderr, "\rstep %llu/%zu  loss %.3f  valid %.3f bits/byte  %.0f tokens/s  %s elapsed, %s left   ",
+                (unsigned long long)s->step, p->a->t.steps, s->loss, bpb, tps, el_s, eta_s);
+    if (s->has_valid)
+        fprintf(p->tty ? stderr : stdout, "%sstep %llu: train loss %.4f nats/token, valid %.4f nats/token = %.4f "
+                "bits/byte; lr %.2e, grad norm %.3g, %.0f tokens/s, %s\n", p->tty ? "\r" : "",
+                (unsigned long long)s->step, s->loss, s->valid_loss, bpb, s->lr, s->grad_norm, tps, el_s);
+    fflush(stdout);
+    int save = interrupted || (p->a->ckpt_every && s->step % p->a->ckpt_every == 0);
+    if (save && trainer_save(p->tr, p->ckpt, p->e) < 0)
+        return -1;
+    p->saved_on_stop = interrupted;
+    return interrupted;
+}
+
+/* FILE.json beside the weights: how they were made. */
+static int write_sidecar(const TrainArgs *a, const Model *m, const char *isa, uint64_t text_hash, size_t steps,
+                         double seconds, double train_bpb, double valid_bpb, Err *e)
+{
+    char path[4096], tmp[4200];
+    snprintf(path, sizeof path, "%s.json", a->out);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return err_set(e, ERR_USAGE, "cannot write '%s'", tmp);
+    fprintf(f, "{\n  \"kvscope\": \"%s\",\n  \"model\": \"%s\",\n  \"command\": \"kvscope train --model %s --text %s "
+            "--valid %s --out %s --steps %zu --batch %zu --seq-len %zu --lr %g --warmup %zu --weight-decay %g "
+            "--clip %g --seed %llu%s\",\n", KVSCOPE_VERSION, m->cfg.name, a->mo.model, a->text, a->valid, a->out,
+            a->t.steps, a->t.batch, a->t.seq_len, a->t.opt.lr, a->t.opt.warmup, a->t.opt.weight_decay, a->t.opt.clip,
+            (unsigned long long)a->t.seed, a->f16 ? " --f16" : "");
+    fprintf(f, "  \"seed\": %llu,\n  \"isa\": \"%s\",\n  \"text_fnv1a64\": \"%016llx\",\n  \"steps\": %zu,\n"
+            "  \"seconds\": %.1f,\n  \"train_bits_per_byte\": %.4f,\n  \"valid_bits_per_byte\": %.4f,\n"
+            "  \"parameters\": %zu\n}\n",
+            (unsigned long long)a->t.seed, isa, (unsigned long long)text_hash, steps, seconds, train_bpb, valid_bpb,
+            model_param_floats(&m->cfg));
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad || rename(tmp, path) != 0)
+        return err_set(e, ERR_RUNTIME, "cannot write '%s'", path);
+    return 0;
+}
+
+static uint64_t fnv1a(const int *ids, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint64_t)(unsigned)ids[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* The text, the model and a trainer: what a run needs before its first step. */
+typedef struct {
+    Tokenizer *tok;
+    int *train, *valid;
+    size_t n_train, n_valid, b_train, b_valid;
+    Model m;
+    int model_ready;
+    Trainer *tr;
+} Run;
+
+static void run_free(Run *r)
+{
+    trainer_free(r->tr);
+    if (r->model_ready)
+        model_free(&r->m);
+    free(r->train);
+    free(r->valid);
+    tokenizer_free(r->tok);
+}
+
+/* Fail now, not after the training, when the weights cannot be written. */
+static int check_writable(const char *out, Err *e)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.ckpt.tmp", out);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return err_set(e, ERR_USAGE, "cannot write '%s' (the run's checkpoint): %s", tmp, strerror(errno));
+    fclose(f);
+    remove(tmp);
+    return 0;
+}
+
+static int run_open(Run *r, TrainArgs *a, Err *e)
+{
+    if (check_writable(a->out, e) < 0)
+        return -1;
+    Config cfg;
+    if (setup_load_config(&a->mo, &cfg, e) < 0 || setup_tokenizer(&cfg, &r->tok, e) < 0)
+        return -1;
+    if (!r->tok)
+        return err_set(e, ERR_USAGE, "train: model '%s' has no tokenizer: it cannot read text", cfg.name);
+    if (load_ids(a->text, r->tok, &r->train, &r->n_train, &r->b_train, e) < 0 ||
+        load_ids(a->valid, r->tok, &r->valid, &r->n_valid, &r->b_valid, e) < 0)
+        return -1;
+    if (!a->t.seq_len)
+        a->t.seq_len = cfg.max_seq_len;
+    if (setup_model(&cfg, a->mo.isa, 0, &r->m, e) < 0)
+        return -1;
+    r->model_ready = 1;
+    return trainer_init(&r->tr, &r->m, &a->t, r->train, r->n_train, r->valid, r->n_valid, e);
+}
+
+int cmd_train(int argc, char **argv)
+{
+    TrainArgs a = { .t = { .steps = 1000, .batch = 16, .eval_every = 100, .eval_windows = 16, .seed = 1,
+                           .opt = { .lr = 3e-3, .warmup = 100, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8,
+                                    .weight_decay = 0.1, .clip = 1.0 } },
+                    .ckpt_every = 500 };
+    Err e = { 0 };
+    int pr = parse_options(argc, argv, &a, &e);
+    if (pr == 1) {
+        help();
+        return EXIT_OK;
+    }
+    if (pr < 0)
+        return cli_fail(&e);
+    a.t.opt.steps = a.t.steps;
+    a.t.opt.lr_min = a.t.opt.lr / 10;
+    Run r = { 0 };
+    Progress p = { .a = &a, .tty = isatty(2), .e = &e };
+    snprintf(p.ckpt, sizeof p.ckpt, "%s.ckpt", a.out);
+    int rc = run_open(&r, &a, &e);
+    if (rc == 0 && a.resume)
+        rc = trainer_load(r.tr, a.resume, &e);
+    if (rc == 0) {
+        p.tr = r.tr;
+        p.bytes_per_token = (double)r.b_valid / (double)r.n_valid;
+        p.first_step = trainer_steps(r.tr);
+        printf("train %s: %zu parameters, %s tokens; text %zu tokens (%.2f bytes each), valid %zu; %zu steps of %zu "
+               "windows of %zu tokens from step %llu\n", r.m.cfg.name, model_param_floats(&r.m.cfg),
+               tokenizer_name(r.tok), r.n_train, (double)r.b_train / (double)r.n_train, r.n_valid, a.t.steps,
+               a.t.batch, a.t.seq_len, (unsigned long long)p.first_step);
+        fflush(stdout);
+        p.t0 = clock_seconds();
+        p.last_valid = trainer_valid_loss(r.tr);
+        signal(SIGINT, on_sigint);
+        rc = trainer_run(r.tr, on_step, &p, &e);
+        signal(SIGINT, SIG_DFL);
+    }
+    if (rc == 0 && p.saved_on_stop) {
+        printf("stopped at step %llu: the run's state is in %s (continue with --resume %s)\n",
+               (unsigned long long)trainer_steps(r.tr), p.ckpt, p.ckpt);
+    } else if (rc == 0) {
+        const double secs = clock_seconds() - p.t0;
+        KvwTensor t[4 + 9 * 256];
+        size_t n = model_tensors(&r.m, t, sizeof t / sizeof t[0], a.f16 ? KVW_F16 : KVW_F32);
+        KvwShape shape = model_kvw_shape(&r.m.cfg);
+        const double valid_bpb = p.last_valid / log(2.0) / p.bytes_per_token;
+        rc = kvw_write(a.out, &shape, t, n, &e);
+        if (rc == 0)
+            rc = trainer_save(r.tr, p.ckpt, &e);
+        if (rc == 0)
+            rc = write_sidecar(&a, &r.m, r.m.kern->isa, fnv1a(r.train, r.n_train), a.t.steps, secs,
+                               p.last_train / log(2.0) / ((double)r.b_train / (double)r.n_train), valid_bpb, &e);
+        if (rc == 0)
+            printf("done: %zu steps in %.1f s; validation %.4f bits per byte; weights in %s (and %s.json)\n",
+                   a.t.steps, secs, valid_bpb, a.out, a.out);
+    }
+    run_free(&r);
+    return rc < 0 ? cli_fail(&e) : EXIT_OK;
+}

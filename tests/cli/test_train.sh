@@ -1,0 +1,56 @@
+# test_train.sh: `kvscope train` learns: the validation loss of a small
+# model falls by a stated margin in 120 steps; a run stopped and resumed
+# ends with the same weights as one that was not; bad input is one line.
+
+tr_tmp=$(mktemp -d)
+cat >"$tr_tmp/micro.ini" <<'INI'
+[model]
+name = micro
+d_model = 32
+n_layers = 1
+n_heads = 2
+n_kv_heads = 1
+head_dim = 16
+ffn_dim = 64
+vocab = 1024
+max_seq_len = 32
+tokenizer = kjv-bpe
+INI
+cat lessons/0*.md lessons/1[0-3]*.md >"$tr_tmp/train.txt"
+cat lessons/14-mla.md lessons/15-encoder-decoder.md >"$tr_tmp/valid.txt"
+common="--model $tr_tmp/micro.ini --text $tr_tmp/train.txt --valid $tr_tmp/valid.txt --batch 4 --eval-windows 8"
+run "train: 120 steps" $KV train $common --out "$tr_tmp/a.kvw" --steps 120 --eval-every 120 --warmup 10
+first=$(sed -n 's/.*valid \([0-9.]*\) nats.*/\1/p' "$out" | head -n 1)
+start=$(env KVSCOPE_DATA=data $KV train $common --out "$tr_tmp/z.kvw" --steps 1 --eval-every 1 --lr 1e-9 --warmup 1 |
+    sed -n 's/.*valid \([0-9.]*\) nats.*/\1/p')
+# the margin: 1 nat per token below where the untrained model starts (about 7.2 = ln 1024 + its noise)
+if [ "$status" -eq 0 ] && [ -f "$tr_tmp/a.kvw" ] && [ -f "$tr_tmp/a.kvw.json" ] &&
+    awk -v a="$first" -v s="$start" 'BEGIN { exit !(a != "" && s != "" && a < s - 1.0) }'
+then ok "train: the validation loss falls by more than 1 nat a token ($start to $first)"
+else bad "train: the validation loss falls by more than 1 nat a token" "exit $status, $start -> $first" \
+    "$(tail -c 300 "$err")"; fi
+run "train: the trained weights load and run" $KV run --model "$tr_tmp/micro.ini" --set weights="$tr_tmp/a.kvw" \
+    --prompt "The cache" --tokens 4 --compare
+[ "$status" -eq 0 ] && grep -q 'tokens identical: yes' "$out" && ok "train: the trained weights load and run" ||
+    bad "train: the trained weights load and run" "exit $status" "$(head -c 300 "$err")"
+# 40 steps at once, or 20, a stop, and 20 more from the checkpoint: the same weights
+$KV train $common --out "$tr_tmp/b.kvw" --steps 40 --eval-every 0 >/dev/null 2>&1
+$KV train $common --out "$tr_tmp/c.kvw" --steps 20 --eval-every 0 >/dev/null 2>&1
+run "train: resume" $KV train $common --out "$tr_tmp/c.kvw" --steps 40 --eval-every 0 --resume "$tr_tmp/c.kvw.ckpt"
+[ "$status" -eq 0 ] && cmp -s "$tr_tmp/b.kvw" "$tr_tmp/c.kvw" && ok "train: stopped at 20 and resumed, the same weights" ||
+    bad "train: stopped at 20 and resumed, the same weights" "exit $status" "$(head -c 300 "$err")"
+expect_fail "train: --text is required" 2 "are required" $KV train --model "$tr_tmp/micro.ini"
+expect_fail "train: a missing text" 2 "cannot read" $KV train $common --text "$tr_tmp/none.txt" --out "$tr_tmp/x.kvw"
+printf 'tiny' >"$tr_tmp/short.txt"
+expect_fail "train: a text too short for a window" 2 "one window needs" \
+    $KV train --model "$tr_tmp/micro.ini" --text "$tr_tmp/short.txt" --valid "$tr_tmp/valid.txt" --out "$tr_tmp/x.kvw"
+expect_fail "train: a model without a tokenizer" 2 "has no tokenizer" \
+    $KV train --model worked-example --text "$tr_tmp/train.txt" --valid "$tr_tmp/valid.txt" --out "$tr_tmp/x.kvw"
+expect_fail "train: an unwritable output" 2 "cannot write" \
+    $KV train $common --out /nonexistent/dir/x.kvw --steps 1 --eval-every 0
+expect_fail "train: weights of another shape" 2 "holds a model with d_model = 32; the config says 64" \
+    $KV run --model tiny --set vocab=1024 --set weights="$tr_tmp/a.kvw" --tokens 1
+printf 'KVSCOPEW' >"$tr_tmp/cut.kvw"
+expect_fail "train: a truncated weights file" 2 "header is cut short|version" \
+    $KV run --model "$tr_tmp/micro.ini" --set weights="$tr_tmp/cut.kvw" --tokens 1
+rm -rf "$tr_tmp"
