@@ -44,7 +44,7 @@ TEST_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 # tree is warning-free under a second compiler
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-.PHONY: corpus tokenizer all bin run test unit-tests cli-tests sanitize cross-test deps deps-test clean plots check-lessons \
+.PHONY: corpus tokenizer models all bin run test unit-tests cli-tests sanitize cross-test deps deps-test clean plots check-lessons \
 	check-layers install uninstall
 
 # deps first, then a fresh make, so pkg-config is asked after any install
@@ -142,6 +142,17 @@ corpus:
 # The shipped BPE merges, learnt again from the training text.
 tokenizer: corpus $(BIN)
 	$(BIN) tokenize --learn --text $(BUILD)/corpus/kjv-train.txt --vocab 1024 --out data/tokenizer/kjv-bpe.txt
+
+# The trained models of data/models/kjv-*.ini, trained again from scratch
+# (minutes for kjv-tiny, under an hour for kjv-small on one core); each run
+# writes data/weights/NAME.kvw and NAME.kvw.json (how it was made).
+TRAIN := $(BIN) train --set weights=synthetic --text $(BUILD)/corpus/kjv-train.txt \
+	--valid $(BUILD)/corpus/kjv-valid.txt --f16
+models: corpus $(BIN)
+	$(TRAIN) --model kjv-tiny --out data/weights/kjv-tiny.kvw --steps 3000 --batch 16 --lr 3e-3 --warmup 100 \
+		--eval-every 250 --ckpt-every 1000
+	$(TRAIN) --model kjv-small --out data/weights/kjv-small.kvw --steps 700 --batch 8 --lr 3e-3 --warmup 50 \
+		--eval-every 50 --ckpt-every 100
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary; data, lessons and
 # the plot scripts under share/kvscope (found from the binary's place, see

@@ -211,9 +211,12 @@ static int write_sidecar(const TrainArgs *a, const Model *m, const char *isa, ui
     FILE *f = fopen(tmp, "w");
     if (!f)
         return err_set(e, ERR_USAGE, "cannot write '%s'", tmp);
-    fprintf(f, "{\n  \"kvscope\": \"%s\",\n  \"model\": \"%s\",\n  \"command\": \"kvscope train --model %s --text %s "
+    char sets[512] = "";
+    for (size_t i = 0; i < a->mo.n_sets; i++)
+        snprintf(sets + strlen(sets), sizeof sets - strlen(sets), " --set %s", a->mo.sets[i]);
+    fprintf(f, "{\n  \"kvscope\": \"%s\",\n  \"model\": \"%s\",\n  \"command\": \"kvscope train --model %s%s --text %s "
             "--valid %s --out %s --steps %zu --batch %zu --seq-len %zu --lr %g --warmup %zu --weight-decay %g "
-            "--clip %g --seed %llu%s\",\n", KVSCOPE_VERSION, m->cfg.name, a->mo.model, a->text, a->valid, a->out,
+            "--clip %g --seed %llu%s\",\n", KVSCOPE_VERSION, m->cfg.name, a->mo.model, sets, a->text, a->valid, a->out,
             a->t.steps, a->t.batch, a->t.seq_len, a->t.opt.lr, a->t.opt.warmup, a->t.opt.weight_decay, a->t.opt.clip,
             (unsigned long long)a->t.seed, a->f16 ? " --f16" : "");
     fprintf(f, "  \"seed\": %llu,\n  \"isa\": \"%s\",\n  \"text_fnv1a64\": \"%016llx\",\n  \"steps\": %zu,\n"
