@@ -87,7 +87,8 @@ static int get(FILE *f, void *p, size_t n)
     return fread(p, 1, n, f) == n ? 0 : -1;
 }
 
-/* The first shape field that differs, or NULL. */
+/* The first shape field that differs, or NULL. max_seq_len is recorded (the
+ * context it was trained at) but not compared: a model may run longer. */
 static const char *shape_differs(const KvwShape *a, const KvwShape *b, uint64_t *va, uint64_t *vb)
 {
     static const char *const names[] = { "d_model", "n_layers", "n_heads", "n_kv_heads",
@@ -96,7 +97,7 @@ static const char *shape_differs(const KvwShape *a, const KvwShape *b, uint64_t 
                             a->head_dim, a->ffn_dim, a->vocab, a->max_seq_len };
     const uint32_t y[8] = { b->d_model, b->n_layers, b->n_heads, b->n_kv_heads,
                             b->head_dim, b->ffn_dim, b->vocab, b->max_seq_len };
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 7; i++)
         if (x[i] != y[i])
             return *va = x[i], *vb = y[i], names[i];
     return NULL;

@@ -41,8 +41,8 @@ typedef struct {
 /* Write shape and tensors to path (through path.tmp). */
 int kvw_write(const char *path, const KvwShape *shape, const KvwTensor *t, size_t n, Err *e);
 
-/* Read path: its shape must equal *want (ERR_USAGE naming the first field
- * that differs), and it must hold each of t[0..n) by name with the same
+/* Read path: its shape must equal *want but for max_seq_len (ERR_USAGE
+ * naming the first field that differs), and it must hold each of t[0..n) by name with the same
  * rows and cols (ERR_USAGE naming the tensor), read into t[i].data (f16 is
  * widened). Tensors of the file not asked for are skipped; with optional
  * set, a tensor t[i] the file lacks is left alone and t[i].rows set to 0. */
