@@ -213,7 +213,7 @@ static int job_open(EvalJob *j, EvalOpts *o, size_t *n, Err *e)
 
 int cmd_eval(int argc, char **argv)
 {
-    EvalOpts o = { .mo.model = "tiny", .prefill = 1, .attend = ATTEND_FLASH, .caches = { REFERENCE_SPEC } };
+    EvalOpts o = { .mo.model = "kjv-tiny", .prefill = 1, .attend = ATTEND_FLASH, .caches = { REFERENCE_SPEC } };
     Err e = { 0 };
     int pr = parse_options(argc, argv, &o, &e);
     if (pr == 1) {

@@ -216,7 +216,7 @@ static int run_beams(const RunOpts *o, const Config *cfg)
 
 int cmd_run(int argc, char **argv)
 {
-    RunOpts o = { .mo.model = "tiny", .go.n_generate = 16, .go.sample_seed = 1, .cache_spec = "contiguous",
+    RunOpts o = { .mo.model = "kjv-tiny", .go.n_generate = 16, .go.sample_seed = 1, .cache_spec = "contiguous",
                   .attend = ATTEND_FLASH, .alpha = 1.0 };
     Err e = { 0 };
     int pr = run_options_read(argc, argv, &o, &e);

@@ -51,7 +51,7 @@ static void help(void)
            "--model it opens on the worked example; with one, on the simulation.\n\n"
            "keys: Space/Right step, Left back (replay), p play/pause, + - speed, Tab panel,\n"
            "[ ] layer, { } head, c cache, m model, r reset, 1 2 3 screen, ? help, q quit.\n\n"
-           "model (the simulation and compare screens; default tiny):\n%s\n"
+           "model (the simulation and compare screens; default kjv-tiny, trained on the KJV):\n%s\n"
            "prompt:\n"
            "  --prompt TEXT       the prompt as text, through the model's tokenizer\n"
            "  --prompt-ids IDS    token ids instead, e.g. 0,1,2\n"
@@ -310,7 +310,7 @@ static int show(View *v, const ViewOpts *o, const ScriptKey *keys, size_t n_keys
 
 int cmd_view(int argc, char **argv)
 {
-    ViewOpts o = { .mo.model = "tiny", .go.n_generate = 32, .go.sample_seed = 1, .cache_spec = "contiguous",
+    ViewOpts o = { .mo.model = "kjv-tiny", .go.n_generate = 32, .go.sample_seed = 1, .cache_spec = "contiguous",
                    .attend = ATTEND_NAIVE, .w = 100, .h = 30 };
     Err e = { 0 };
     Preset preset; /* a seed system's model, cache and workload, as defaults */

@@ -67,7 +67,7 @@ b=$($KV run --model encdec --beams 3 --src-len 16 --format tsv | cut -f20 | tr '
 expect_fail "encdec: --beams 0" 2 "--beams: must be at least 1" $KV run --model encdec --beams 0
 expect_fail "encdec: --beams x" 2 "--beams: 'x' is not a whole number" $KV run --model encdec --beams x
 expect_fail "encdec: a decoder-only model with --src-len" 2 "model 'tiny' is decoder-only" $KV run --model tiny --src-len 10
-expect_fail "encdec: a decoder-only model with --beams" 2 "model 'tiny' is decoder-only" $KV run --beams 4
+expect_fail "encdec: a decoder-only model with --beams" 2 "model 'tiny' is decoder-only" $KV run --model tiny --beams 4
 expect_fail "encdec: a decoder-only model with encoder keys" 2 "encoder_layers and src_len apply to architecture = encdec" \
     $KV run --set src_len=5
 expect_fail "encdec: --chunk is for decoder-only models" 2 "--chunk applies to decoder-only models" \

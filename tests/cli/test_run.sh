@@ -21,7 +21,7 @@ expect_ok "run with explicit batch prompts" 'tokens \(sequence 1\)' $KV run --pr
 expect_ok "run --no-cache" '^uncached +0 prefill' $KV run --no-cache --tokens 3
 expect_ok "run with sampling prints its seed" 'sample seed 9' $KV run --temperature 0.8 --top-k 5 --sample-seed 9 --tokens 4
 expect_ok "run tsv has a header row" '^run	step	phase	tokens_projected' $KV run --tokens 3 --format tsv
-expect_ok "run prints the generator and seed" 'gsl mt19937, seed 42' $KV run --tokens 2
+expect_ok "run prints the generator and seed" 'gsl mt19937, seed 42' $KV run --model tiny --tokens 2
 
 run "run json parses" $KV run --tokens 3 --compare --format json
 if [ "$status" -eq 0 ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["compare"]["tokens_identical"]' "$out"
@@ -49,11 +49,11 @@ expect_fail "negative tokens" 2 "--tokens: must be at least 1, got '-3'" $KV run
 expect_fail "zero layers" 2 "n_layers: must be at least 1, got 0" $KV run --set n_layers=0
 expect_fail "n_heads not a multiple of n_kv_heads" 2 "not a multiple of n_kv_heads" $KV run --set n_heads=3
 expect_fail "prompt plus tokens beyond max_seq_len" 2 "needs 300 positions; model 'tiny' has max_seq_len 256" \
-    $KV run --prompt-len 100 --tokens 201
+    $KV run --model tiny --prompt-len 100 --tokens 201
 expect_fail "unknown cache" 2 "unknown cache 'magic' \(accepted: contiguous, dynamic, .*paged" $KV run --cache magic
 expect_fail "bad cache option" 2 "has no option 'window'" $KV run --cache contiguous:window=4
 expect_fail "non-numeric token ids" 2 "'a' is not a whole number" $KV run --prompt-ids 1,a,3
-expect_fail "token id beyond the vocabulary" 2 "token id 999 is outside" $KV run --prompt-ids 1,999
+expect_fail "token id beyond the vocabulary" 2 "token id 999 is outside" $KV run --model tiny --prompt-ids 1,999
 expect_fail "unequal batch prompts" 2 "prompts differ in length" $KV run --prompt-ids '1,2;3'
 expect_fail "bad format" 2 "'xml' is not one of table, tsv, json" $KV run --format xml
 expect_fail "bad temperature" 2 "--temperature: must be 0" $KV run --temperature -1
