@@ -13,7 +13,7 @@ override CFLAGS += $(OPT) -std=c11 $(WARN) $(shell pkg-config --cflags $(PKGS) 2
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 
 # the library: every layer below app/ (tests and lesson exercises link it)
-LIB_DIRS := util stats kernels kv model sim report plot course
+LIB_DIRS := util stats kernels ckpt kv model sim report plot course
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c))
 
 # per-ISA kernel files carry their own flags; the rest of the program is
