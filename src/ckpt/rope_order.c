@@ -11,7 +11,7 @@ static int permute(float *w, size_t n_heads, size_t head_dim, size_t cols, int t
         return -1;
     size_t half = head_dim / 2, row = cols * sizeof(float);
     float *tmp = malloc(head_dim * row); /* [head_dim][cols]: one head's rows */
-    if (!tmp && head_dim * cols)
+    if (!tmp && head_dim > 0 && cols > 0)
         return -1;
     for (size_t h = 0; h < n_heads; h++) {
         float *head = w + h * head_dim * cols;
