@@ -12,5 +12,6 @@ int cmd_bench(int argc, char **argv);
 int cmd_view(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 #endif

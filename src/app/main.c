@@ -19,6 +19,7 @@ static const Command commands[] = {
     { "dump", cmd_dump, "weights, cache and logits as .npy files, to check in NumPy" },
     { "lesson", cmd_lesson, "lessons whose every figure kvscope recomputes; quizzes; C exercises" },
     { "eval", cmd_eval, "how much a cache costs a model's predictions on a text (perplexity)" },
+    { "export", cmd_export, "write a model as a GGUF file (f32, f16, q8_0, q4_0) for llama.cpp or --weights" },
     { "bench", cmd_bench, "this machine's read bandwidth, then attention and matvec against it" },
     { "plot", cmd_plot, "the figures that teach the KV cache: data, gnuplot scripts, images" },
 };

@@ -43,6 +43,7 @@ typedef struct {
     size_t d_model, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim, vocab;
     size_t context;    /* the trained context length (max_seq_len) */
     double rope_theta, norm_eps;
+    size_t sliding_window; /* 0 = full attention (GGUF: llama.attention.sliding_window, as kvscope writes it) */
     int tied;          /* 1: no classifier of its own, the embedding serves */
 } CkptShape;
 

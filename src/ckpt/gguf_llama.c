@@ -72,6 +72,7 @@ int gguf_llama_shape(Checkpoint *ck, const char *fallback_name, Err *e)
         get_size(g, "attention.key_length", 0, &key_len, e) < 0 ||
         get_size(g, "attention.value_length", 0, &value_len, e) < 0 ||
         get_size(g, "rope.dimension_count", 0, &rope_dim, e) < 0 || get_size(g, "vocab_size", 0, &vocab_meta, e) < 0 ||
+        get_size(g, "attention.sliding_window", 0, &s->sliding_window, e) < 0 ||
         get_double(g, "rope.freq_base", 10000.0, &s->rope_theta, e) < 0 ||
         get_double(g, "attention.layer_norm_rms_epsilon", 1e-5, &s->norm_eps, e) < 0)
         return -1;
