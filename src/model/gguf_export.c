@@ -47,6 +47,26 @@ static Format stored_format(const CkptShape *s, CkptRole r, Format fmt)
     return cols % format_block_values(fmt) == 0 ? fmt : FMT_F32;
 }
 
+/* The tensors in file order, llama.cpp's: the embedding, each layer's nine
+ * (CK_ATTN_NORM .. CK_DOWN), the final norm, the classifier; entry(c, i,
+ * &layer) is the role of the i-th, its layer in *layer. */
+static size_t n_entries(const Config *c)
+{
+    return 3 + 9 * c->n_layers;
+}
+
+static CkptRole entry(const Config *c, size_t i, size_t *layer)
+{
+    *layer = 0;
+    if (i == 0)
+        return CK_EMBED;
+    if (i <= 9 * c->n_layers) {
+        *layer = (i - 1) / 9;
+        return (CkptRole)(CK_ATTN_NORM + (i - 1) % 9);
+    }
+    return i == 9 * c->n_layers + 1 ? CK_FINAL_NORM : CK_OUTPUT;
+}
+
 static void write_metadata(GgufWriter *w, const Config *c, Format fmt)
 {
     gguf_writer_str(w, "general.architecture", "llama");
@@ -99,42 +119,38 @@ int model_export_gguf(const Model *m, const char *path, Format fmt, ExportInfo *
         return err_set(e, ERR_RUNTIME, "out of memory");
     ExportInfo got = { 0 };
     write_metadata(w, c, fmt);
-    size_t scratch_bytes = 0;
-    for (int r = 0; r < CK_ROLE_COUNT; r++) {
-        size_t n = ckpt_role_per_layer((CkptRole)r) ? c->n_layers : 1;
-        size_t rows, cols;
-        ckpt_role_dims(&s, (CkptRole)r, &rows, &cols);
-        Format f = stored_format(&s, (CkptRole)r, fmt);
-        for (size_t l = 0; l < n; l++) {
-            char name[GGUF_MAX_NAME];
-            ckpt_gguf_name((CkptRole)r, l, name, sizeof name);
-            const uint64_t ne[2] = { cols, rows };
-            gguf_writer_tensor(w, name, f, rows == 1 ? 1 : 2, ne);
-            got.n_tensors++;
-            got.n_as_f32 += f != fmt && rows > 1;
-        }
+    size_t scratch_bytes = 0, n = n_entries(c);
+    for (size_t i = 0; i < n; i++) {
+        size_t l, rows, cols;
+        CkptRole r = entry(c, i, &l);
+        ckpt_role_dims(&s, r, &rows, &cols);
+        Format f = stored_format(&s, r, fmt);
+        char name[GGUF_MAX_NAME];
+        ckpt_gguf_name(r, l, name, sizeof name);
+        const uint64_t ne[2] = { cols, rows };
+        gguf_writer_tensor(w, name, f, rows == 1 ? 1 : 2, ne);
+        got.n_tensors++;
+        got.n_as_f32 += f != fmt && rows > 1;
         size_t bytes = rows * format_row_bytes(f, cols);
         if (f != FMT_F32 && bytes > scratch_bytes)
             scratch_bytes = bytes;
     }
     unsigned char *scratch = malloc(scratch_bytes ? scratch_bytes : 1); /* [rows][row_bytes] of one tensor */
     int rc = scratch ? gguf_writer_begin_data(w, e) : err_set(e, ERR_RUNTIME, "out of memory");
-    for (int r = 0; rc == 0 && r < CK_ROLE_COUNT; r++) {
-        size_t n = ckpt_role_per_layer((CkptRole)r) ? c->n_layers : 1;
-        size_t rows, cols;
-        ckpt_role_dims(&s, (CkptRole)r, &rows, &cols);
-        Format f = stored_format(&s, (CkptRole)r, fmt);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        size_t l, rows, cols;
+        CkptRole r = entry(c, i, &l);
+        ckpt_role_dims(&s, r, &rows, &cols);
+        Format f = stored_format(&s, r, fmt);
         const size_t row_bytes = format_row_bytes(f, cols);
-        for (size_t l = 0; rc == 0 && l < n; l++) {
-            const float *x = source(m, (CkptRole)r, l); /* [rows][cols] */
-            if (f == FMT_F32) {
-                rc = gguf_writer_data(w, x, rows * cols * sizeof(float), e);
-                continue;
-            }
-            for (size_t i = 0; i < rows; i++)
-                m->kern->codec[f].quantize(scratch + i * row_bytes, x + i * cols, cols);
-            rc = gguf_writer_data(w, scratch, rows * row_bytes, e);
+        const float *x = source(m, r, l); /* [rows][cols] */
+        if (f == FMT_F32) {
+            rc = gguf_writer_data(w, x, rows * cols * sizeof(float), e);
+            continue;
         }
+        for (size_t j = 0; j < rows; j++)
+            m->kern->codec[f].quantize(scratch + j * row_bytes, x + j * cols, cols);
+        rc = gguf_writer_data(w, scratch, rows * row_bytes, e);
     }
     if (rc == 0)
         rc = gguf_writer_finish(w, e);
