@@ -227,16 +227,23 @@ static int read_info(Cur *c, size_t idx, GgufTensor *t)
     if (t->n_dims < 1 || t->n_dims > GGUF_MAX_DIMS)
         return err_set(c->e, ERR_USAGE, "tensor '%s': %u dimensions (1 to %d allowed)", name, t->n_dims,
                        GGUF_MAX_DIMS);
-    /* every supported type takes more than half a byte per value */
-    size_t n = 1, limit = c->size <= SIZE_MAX / 2 ? 2 * c->size : SIZE_MAX;
     for (uint32_t d = 0; d < GGUF_MAX_DIMS; d++) {
         t->ne[d] = 1;
         if (d < t->n_dims && rd_u64(c, &t->ne[d], "a tensor's dimension") < 0)
             return err_wrap(c->e, "tensor '%s'", name);
-        if (t->ne[d] == 0 || t->ne[d] > limit || n > limit / t->ne[d])
-            return err_set(c->e, ERR_USAGE, "tensor '%s': dimensions %llu x %llu x %llu x %llu cannot fit in a "
-                           "file of %zu bytes", name, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
-                           (unsigned long long)t->ne[2], (unsigned long long)t->ne[3], c->size);
+    }
+    /* every supported type takes more than half a byte per value */
+    size_t n = 1, limit = c->size <= SIZE_MAX / 2 ? 2 * c->size : SIZE_MAX;
+    for (uint32_t d = 0; d < GGUF_MAX_DIMS; d++) {
+        if (t->ne[d] == 0 || t->ne[d] > limit || n > limit / t->ne[d]) {
+            char dims[96];
+            size_t len = 0;
+            for (uint32_t k = 0; k < t->n_dims; k++)
+                len += (size_t)snprintf(dims + len, sizeof dims - len, "%s%llu", k ? " x " : "",
+                                        (unsigned long long)t->ne[k]);
+            return err_set(c->e, ERR_USAGE, "tensor '%s': dimensions %s %s", name, dims,
+                           t->ne[d] == 0 ? "hold no values" : "cannot fit in the file");
+        }
         n *= (size_t)t->ne[d];
     }
     t->n_elems = n;
