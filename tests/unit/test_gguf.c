@@ -701,6 +701,49 @@ static void test_every_value_type(void **state)
     assert_non_null(strstr(e.msg, "unknown value type 77"));
 }
 
+/* The writer's metadata reads back; a custom alignment is honoured. */
+static void test_writer_metadata_and_alignment(void **state)
+{
+    (void)state;
+    char path[512];
+    temp_path(path, sizeof path, ".gguf");
+    GgufWriter *w = gguf_writer_new(path, 64);
+    const char *tokens[] = { "<s>", "</s>", "hello" };
+    gguf_writer_str_array(w, "tokenizer.ggml.tokens", tokens, 3);
+    gguf_writer_f32(w, "x.f", 0.5f);
+    const uint64_t ne[2] = { 32, 3 };
+    gguf_writer_tensor(w, "a", FMT_F32, 1, ne);
+    gguf_writer_tensor(w, "b", FMT_Q8_0, 2, ne);
+    Err e = { 0 };
+    float a[32] = { 1.0f };
+    unsigned char b[3 * 34] = { 7 };
+    assert_int_equal(gguf_writer_begin_data(w, &e), 0);
+    assert_int_equal(gguf_writer_data(w, a, sizeof a - 4, &e), -1); /* the wrong size */
+    assert_int_equal(gguf_writer_data(w, a, sizeof a, &e), 0);
+    assert_int_equal(gguf_writer_finish(w, &e), -1); /* b not written yet */
+    assert_int_equal(gguf_writer_data(w, b, sizeof b, &e), 0);
+    assert_int_equal(gguf_writer_finish(w, &e), 0);
+    gguf_writer_free(w);
+    GgufFile g;
+    if (gguf_open(&g, path, &e) < 0)
+        fail_msg("%s", e.msg);
+    assert_int_equal(g.alignment, 64);
+    assert_int_equal(g.data_offset % 64, 0);
+    GgufValueType et;
+    uint64_t n;
+    assert_int_equal(gguf_get_array(&g, "tokenizer.ggml.tokens", &et, &n, &e), 1);
+    assert_int_equal(et, GGUF_STRING);
+    assert_int_equal(n, 3);
+    const GgufTensor *tb = gguf_find_tensor(&g, "b");
+    assert_non_null(tb);
+    assert_int_equal(tb->offset, 128); /* a's 128 bytes, then b at the next multiple of 64 */
+    assert_int_equal(tb->fmt, FMT_Q8_0);
+    assert_memory_equal(tb->data, b, sizeof b);
+    assert_int_equal(tb->data + tb->bytes - g.map.data, g.map.size); /* nothing after the last tensor */
+    gguf_close(&g);
+    unlink(path);
+}
+
 /* Crashers and odd inputs the fuzzer found, kept as files: each opens or
  * fails with a message, and never crashes (run under the sanitizers too). */
 static void test_fuzz_regressions(void **state)
@@ -745,6 +788,7 @@ int main(void)
         cmocka_unit_test(test_duplicate_missing_and_unknown_tensors),
         cmocka_unit_test(test_dimensions_disagree_with_metadata),
         cmocka_unit_test(test_every_value_type),
+        cmocka_unit_test(test_writer_metadata_and_alignment),
         cmocka_unit_test(test_fuzz_regressions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
