@@ -45,7 +45,7 @@ TEST_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 .PHONY: corpus tokenizer models all bin run test unit-tests cli-tests sanitize cross-test deps deps-test clean plots check-lessons \
-	check-layers install uninstall
+	check-layers install uninstall fuzz
 
 # deps first, then a fresh make, so pkg-config is asked after any install
 all: deps
@@ -121,9 +121,31 @@ cross-test:
 			-o $(BUILD)/cross/$$t tests/unit/$$t.c $(CROSS_SRC) -lm; \
 		echo "== $$t (neon, qemu-aarch64)"; qemu-aarch64 $(BUILD)/cross/$$t; done
 
+# libFuzzer on the GGUF reader for FUZZ_TIME seconds, seeded from (and its
+# crashers kept in) tests/fuzz/gguf/, which test_gguf replays every run; new
+# inputs it finds go to $(BUILD)/fuzz/corpus, a crash to $(BUILD)/fuzz/crash-*
+FUZZ_TIME ?= 20
+FUZZ_SRC  := tests/fuzz/fuzz_gguf.c $(wildcard src/ckpt/*.c) src/kernels/format.c src/util/err.c
+fuzz: $(BUILD)/fuzz/fuzz_gguf
+	@mkdir -p $(BUILD)/fuzz/corpus
+	@if $(BUILD)/fuzz/fuzz_gguf -max_total_time=$(FUZZ_TIME) -max_len=16384 -rss_limit_mb=1024 \
+		-artifact_prefix=$(BUILD)/fuzz/ -print_final_stats=1 $(BUILD)/fuzz/corpus tests/fuzz/gguf \
+		>$(BUILD)/fuzz/log 2>&1; then \
+		grep -E '^stat::(number_of_executed_units|new_units_added)' $(BUILD)/fuzz/log; \
+		echo "fuzz: no crash in $(FUZZ_TIME) s"; \
+	else tail -n 40 $(BUILD)/fuzz/log; \
+		echo "fuzz: the input above is in $(BUILD)/fuzz/: copy it to tests/fuzz/gguf/ and fix"; exit 1; fi
+
+$(BUILD)/fuzz/fuzz_gguf: $(FUZZ_SRC) $(wildcard src/ckpt/*.h)
+	@mkdir -p $(dir $@)
+	@echo "  CC  $@ (clang, libFuzzer + ASan + UBSan)"
+	@clang -std=c11 -g -O1 $(WARN) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(CPPFLAGS) \
+		-o $@ $(FUZZ_SRC)
+
 test: deps-test
 	$(MAKE) --no-print-directory check-layers unit-tests cli-tests check-lessons
 	$(MAKE) --no-print-directory sanitize
+	$(MAKE) --no-print-directory fuzz
 	$(MAKE) --no-print-directory cross-test
 	@echo "make test: all passed"
 

@@ -13,7 +13,8 @@ const char cli_model_help[] =
     "  --set KEY=VALUE     override one config key (repeatable), e.g. --set n_layers=2\n"
     "  --shared            one set of layer weights for every layer, vocab capped at 4096:\n"
     "                      runs a real model's shape in little memory, same bytes per step\n"
-    "  --isa ISA           kernels: auto (default; KVSCOPE_ISA overrides) or ref\n";
+    "  --isa ISA           kernels: auto (default; KVSCOPE_ISA overrides) or ref\n"
+    "  --weights PATH      a GGUF or llama2.c checkpoint: its shape and weights instead of --model's\n";
 
 int cli_fail(const Err *e)
 {
@@ -60,6 +61,8 @@ int cli_model_option(ModelOpts *mo, const char *opt, const char *arg, Err *e)
         mo->model = arg;
     } else if (strcmp(opt, "isa") == 0) {
         mo->isa = arg;
+    } else if (strcmp(opt, "weights") == 0) {
+        mo->weights = arg;
     } else if (strcmp(opt, "shared") == 0) {
         mo->shared = 1;
     } else if (strcmp(opt, "set") == 0) {

@@ -78,6 +78,7 @@ static int parse_options(int argc, char **argv, DumpOpts *o, Err *e)
     static const struct option longopts[] = {
         { "model", required_argument, 0, 0 },   { "set", required_argument, 0, 0 },
         { "isa", required_argument, 0, 0 },     { "shared", no_argument, 0, 0 },
+        { "weights", required_argument, 0, 0 },
         { "prompt", required_argument, 0, 0 },      { "prompt-ids", required_argument, 0, 0 },  { "prompt-len", required_argument, 0, 0 },
         { "prompt-seed", required_argument, 0, 0 }, { "batch", required_argument, 0, 0 },
         { "tokens", required_argument, 0, 0 },  { "cache", required_argument, 0, 0 },

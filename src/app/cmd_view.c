@@ -152,6 +152,7 @@ static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
     static const struct option longopts[] = {
         { "model", required_argument, 0, 0 },       { "set", required_argument, 0, 0 },
         { "isa", required_argument, 0, 0 },         { "shared", no_argument, 0, 0 },
+        { "weights", required_argument, 0, 0 },
         { "prompt", required_argument, 0, 0 },      { "prompt-ids", required_argument, 0, 0 },      { "prompt-len", required_argument, 0, 0 },
         { "prompt-seed", required_argument, 0, 0 }, { "tokens", required_argument, 0, 0 },
         { "chunk", required_argument, 0, 0 },       { "temperature", required_argument, 0, 0 },
@@ -204,7 +205,9 @@ static int load_model(void *ctx, const char *name, Config *cfg, const Kernels **
     ModelOpts mo = o->mo;
     mo.model = name;
     if (strcmp(name, EXAMPLE_MODEL) == 0)
-        mo.n_sets = 0, mo.shared = 0; /* the example's shape is the document's */
+        mo.n_sets = 0, mo.shared = 0, mo.weights = NULL; /* the example's shape is the document's */
+    else if (strcmp(name, o->mo.model) != 0)
+        mo.weights = NULL; /* another model chosen in the view */
     if (setup_load_config(&mo, cfg, e) < 0)
         return -1;
     size_t bytes = model_param_floats(cfg) * sizeof(float);

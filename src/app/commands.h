@@ -14,5 +14,6 @@ int cmd_plot(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 #endif

@@ -25,6 +25,8 @@ typedef struct {
     char name[64];
     char weights[64]; /* "synthetic", or a file in data/weights/ */
     char tokenizer[64]; /* how text becomes its tokens ("bytes"); "" = none: ids only */
+    char checkpoint[1024]; /* "" or a GGUF / llama2.c file (--weights): the shape and weights come from it
+                              (model/checkpoint.h) */
 
     size_t d_model;     /* residual stream width */
     size_t n_layers;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/checkpoint.h"
 #include "model/mla_shape.h"
 #include "model/model.h"
 
@@ -216,6 +217,13 @@ int model_init(Model *m, const Config *cfg, const Kernels *kern, Err *e)
                        m->arena_floats * sizeof(float) >> 20);
     }
     carve(m);
+    if (cfg->checkpoint[0]) { /* --weights: a GGUF or llama2.c file (model/checkpoint.h) */
+        if (weights_load_checkpoint(m, e) < 0) {
+            model_free(m);
+            return -1;
+        }
+        return 0;
+    }
     if (strcmp(cfg->weights, "synthetic") == 0) {
         fill_synthetic(m);
         return 0;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/checkpoint.h"
 #include "util/human.h"
 #include "util/parse.h"
 #include "util/sysmem.h"
@@ -15,7 +16,9 @@
 
 int setup_load_config(const ModelOpts *mo, Config *cfg, Err *e)
 {
-    if (config_load(cfg, mo->model, e) < 0)
+    if (mo->weights && mo->shared)
+        return err_set(e, ERR_USAGE, "--weights and --shared: a checkpoint brings its own layers");
+    if (mo->weights ? config_from_checkpoint(cfg, mo->weights, e) < 0 : config_load(cfg, mo->model, e) < 0)
         return -1;
     if (mo->shared) {
         cfg->shared_layers = 1;

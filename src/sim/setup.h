@@ -20,6 +20,8 @@ typedef struct {
     const char *sets[32];
     size_t n_sets;
     int shared;         /* --shared: one set of layer weights for all layers, vocab capped */
+    const char *weights; /* --weights: a GGUF or llama2.c checkpoint (NULL = none); its shape replaces
+                            --model's, --set still applies (model/checkpoint.h) */
 } ModelOpts;
 
 /* The prompt: text (through the model's tokenizer), explicit ids ("1,2,3",

@@ -1,0 +1,102 @@
+/* cmd_export.c: `kvscope export --gguf OUT`: write a kvscope model (a
+ * trained, synthetic or --shared one, or a loaded checkpoint) as a GGUF
+ * `llama` file that llama.cpp and `--weights` read. model/gguf_export.c
+ * decides the tensors; this file reads the options and reports. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "app/cli.h"
+#include "app/commands.h"
+#include "model/checkpoint.h"
+
+#define DEFAULT_MODEL "tiny"
+
+typedef struct {
+    ModelOpts mo;
+    const char *out;
+    Format fmt;
+} ExportOpts;
+
+static void help(void)
+{
+    printf("usage: kvscope export --gguf OUT [--type f32|f16|q8_0|q4_0] [MODEL OPTIONS]\n\n"
+           "Write a model as a GGUF v3 file of architecture `llama` (metadata and tensors,\n"
+           "aligned to 32 bytes), written to OUT.tmp and renamed, so a failed export leaves\n"
+           "no half file. Norms stay f32; every matrix is written in --type, quantized by\n"
+           "kvscope's own codecs (the q8_0/q4_0 bytes are the ones its caches store); a\n"
+           "matrix whose rows are not whole 32-value blocks stays f32 (the summary counts\n"
+           "them). Shared layers are written out once per layer. The models carry no\n"
+           "tokenizer yet, so the file has none: `kvscope run --weights OUT` runs it.\n\n"
+           "options:\n"
+           "  --gguf OUT          the file to write\n"
+           "  --type TYPE         matrices in f32 (default), f16, q8_0 or q4_0\n"
+           "model (default %s):\n%s\n"
+           "example: kvscope export --model tiny --gguf tiny-q8.gguf --type q8_0\n"
+           "         kvscope run --weights tiny-q8.gguf --compare\n",
+           DEFAULT_MODEL, cli_model_help);
+}
+
+/* 1: --help; 0: options in o; -1: error in e. */
+static int parse_options(int argc, char **argv, ExportOpts *o, Err *e)
+{
+    static const struct option longopts[] = {
+        { "model", required_argument, 0, 0 },   { "set", required_argument, 0, 0 },
+        { "isa", required_argument, 0, 0 },     { "shared", no_argument, 0, 0 },
+        { "weights", required_argument, 0, 0 }, { "gguf", required_argument, 0, 0 },
+        { "type", required_argument, 0, 0 },    { "help", no_argument, 0, 'h' },
+        { 0, 0, 0, 0 },
+    };
+    cli_options_begin();
+    const char *name;
+    int got;
+    while ((got = cli_next_option(argc, argv, longopts, "export", &name, e)) == CLI_OPTION) {
+        int taken = cli_model_option(&o->mo, name, optarg, e);
+        if (taken < 0)
+            return -1;
+        if (taken)
+            continue;
+        if (strcmp(name, "gguf") == 0) {
+            if (!*optarg)
+                return err_set(e, ERR_USAGE, "export: --gguf needs a file name");
+            o->out = optarg;
+        } else if (strcmp(name, "type") == 0) {
+            if (format_parse(optarg, &o->fmt) < 0 ||
+                (o->fmt != FMT_F32 && o->fmt != FMT_F16 && o->fmt != FMT_Q8_0 && o->fmt != FMT_Q4_0))
+                return err_set(e, ERR_USAGE, "export: --type '%s'; GGUF tensors are f32, f16, q8_0 or q4_0", optarg);
+        }
+    }
+    if (got != CLI_DONE)
+        return got == CLI_HELP ? 1 : -1;
+    if (optind < argc)
+        return err_set(e, ERR_USAGE, "export: unexpected argument '%s' (see `kvscope export --help`)", argv[optind]);
+    if (!o->out)
+        return err_set(e, ERR_USAGE, "export: --gguf OUT is required (see `kvscope export --help`)");
+    return 0;
+}
+
+int cmd_export(int argc, char **argv)
+{
+    ExportOpts o = { .mo.model = DEFAULT_MODEL, .fmt = FMT_F32 };
+    Err e = { 0 };
+    int p = parse_options(argc, argv, &o, &e);
+    if (p > 0) {
+        help();
+        return EXIT_OK;
+    }
+    Model m;
+    ExportInfo info;
+    if (p < 0 || setup_load_model(&o.mo, 0, &m, &e) < 0)
+        return cli_fail(&e);
+    int rc = model_export_gguf(&m, o.out, o.fmt, &info, &e);
+    if (rc == 0) {
+        char size[32];
+        printf("wrote %s: model %s (%s), %zu layers, %zu tensors, matrices in %s", o.out, m.cfg.name, m.source,
+               m.cfg.n_layers, info.n_tensors, format_name(o.fmt));
+        if (info.n_as_f32)
+            printf(" (%zu kept in f32: rows not whole blocks)", info.n_as_f32);
+        printf(", %s\n", human_bytes(size, sizeof size, (double)info.file_bytes));
+    }
+    model_free(&m);
+    return rc < 0 ? cli_fail(&e) : EXIT_OK;
+}

@@ -1,0 +1,46 @@
+/* checkpoint.h: models from checkpoint files and back (ckpt/ reads and
+ * writes the files; this is where their tensors meet the Model).
+ *
+ * `--weights PATH` (sim/setup.h) takes the config from the file
+ * (config_from_checkpoint) and model_init then fills the weights from it
+ * (weights_load_checkpoint), dequantizing F16, Q8_0 and Q4_0 tensors to
+ * f32 with the engine's codecs. RoPE needs no conversion for either format
+ * (ckpt/ckpt.h says why). */
+#ifndef KVSCOPE_MODEL_CHECKPOINT_H
+#define KVSCOPE_MODEL_CHECKPOINT_H
+
+#include <stddef.h>
+
+#include "kernels/format.h"
+#include "model/model.h"
+#include "util/err.h"
+
+/* The config of the checkpoint at path (GGUF or llama2.c, found by its
+ * magic), with cfg->checkpoint set to path so model_init loads it. Opens
+ * and checks the whole file (ckpt_open); does not read tensor data. Fails
+ * with the reader's one-line message. */
+int config_from_checkpoint(Config *cfg, const char *path, Err *e);
+
+/* Fill m's carved arena from m->cfg.checkpoint. The config's shape (d_model,
+ * layers, heads, KV heads, head_dim, ffn_dim, vocab) must still be the
+ * file's: a --set that changed one fails here with ERR_USAGE. */
+int weights_load_checkpoint(Model *m, Err *e);
+
+/* What an export wrote. */
+typedef struct {
+    size_t n_tensors;
+    size_t n_as_f32;   /* 2-D tensors kept in f32: rows not whole blocks of the chosen format */
+    size_t file_bytes;
+} ExportInfo;
+
+/* Write m as a GGUF v3 file of architecture `llama` at path (via a
+ * temporary file and a rename): metadata from m->cfg, norms in F32, every
+ * matrix in fmt (f32, f16, q8_0 or q4_0) encoded with m->kern's codecs, so
+ * its bytes are the engine's own quantizer's; a matrix whose rows are not
+ * whole blocks of fmt is written in F32 (counted in info->n_as_f32). A
+ * model with shared layers is written with every layer (the file is the
+ * real model's size). Decoder-only GQA models only: an encoder-decoder or
+ * MLA model fails with ERR_USAGE. info may be NULL. */
+int model_export_gguf(const Model *m, const char *path, Format fmt, ExportInfo *info, Err *e);
+
+#endif

@@ -1,0 +1,795 @@
+/* test_gguf.c: checkpoints in and out (ckpt/, model/checkpoint.h).
+ *
+ * Round trips: export -> load gives the same f32 weights bit for bit and
+ * the same logits; q8_0/q4_0/f16 tensors hold exactly the engine's own
+ * quantizer's bytes; a llama2.c file written here loads and generates the
+ * engine's tokens. RoPE: the row permutation llama.cpp's converter applies
+ * makes a halves-order projection run under the engine's pair-order RoPE.
+ * Malformed files: each kind of damage gives a one-line error, never a
+ * crash (the sanitizer pass runs this file too). */
+#include "testutil.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ckpt/ckpt.h"
+#include "ckpt/gguf.h"
+#include "ckpt/rope_order.h"
+#include "model/checkpoint.h"
+#include "model/forward.h"
+#include "model/generate.h"
+
+/* the fuzzer's seeds and every crasher it found (make fuzz) */
+#define FUZZ_DIR "tests/fuzz/gguf"
+
+/* --- helpers -------------------------------------------------------------- */
+
+/* A fresh temporary file name (the file exists, empty); caller unlinks. */
+static void temp_path(char *buf, size_t cap, const char *suffix)
+{
+    const char *dir = getenv("TMPDIR");
+    snprintf(buf, cap, "%s/kvscope-test-XXXXXX%s", dir && *dir ? dir : P_tmpdir, suffix);
+    int fd = mkstemps(buf, (int)strlen(suffix));
+    assert_true(fd >= 0);
+    close(fd);
+}
+
+static unsigned char *read_all(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    *size = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *buf = malloc(*size ? *size : 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, *size, f), *size);
+    fclose(f);
+    return buf;
+}
+
+static void write_all(const char *path, const void *data, size_t size)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, size, f), size);
+    fclose(f);
+}
+
+/* Logits of the last token after an uncached pass over tokens[0..n). */
+static void logits_of(const Model *m, const int *tokens, size_t n, float *logits)
+{
+    ForwardState s;
+    Err e = { 0 };
+    Counters ctr = { 0 };
+    assert_int_equal(forward_state_init(&s, &m->cfg, n, 0, &e), 0);
+    if (model_forward(m, &s, NULL, tokens, 1, n, 0, logits, &ctr, &e) < 0)
+        fail_msg("forward: %s", e.msg);
+    forward_state_free(&s);
+}
+
+/* Export m as fmt to a temporary file; the caller unlinks path. */
+static void export_to(const Model *m, Format fmt, char *path, size_t cap)
+{
+    Err e = { 0 };
+    temp_path(path, cap, ".gguf");
+    if (model_export_gguf(m, path, fmt, NULL, &e) < 0)
+        fail_msg("export: %s", e.msg);
+}
+
+static void load_from(const char *path, Model *m)
+{
+    Config c;
+    Err e = { 0 };
+    if (config_from_checkpoint(&c, path, &e) < 0 || config_validate(&c, &e) < 0)
+        fail_msg("config_from_checkpoint: %s", e.msg);
+    test_model(m, &c);
+}
+
+/* A valid GGUF of the small test model, as bytes (f32 matrices). */
+static unsigned char *valid_gguf(size_t *size, Format fmt)
+{
+    Config c = test_config(2, 4, 2);
+    Model m;
+    test_model(&m, &c);
+    char path[512];
+    export_to(&m, fmt, path, sizeof path);
+    unsigned char *buf = read_all(path, size);
+    unlink(path);
+    model_free(&m);
+    return buf;
+}
+
+/* Open bytes as a GGUF checkpoint; returns the reader's result, the
+ * message in e (checked to be one line when it fails). */
+static int open_bytes(const void *data, size_t size, Err *e)
+{
+    Checkpoint ck;
+    memset(e, 0, sizeof *e);
+    int rc = ckpt_open_gguf_memory(&ck, data, size, "test", e);
+    if (rc == 0)
+        ckpt_close(&ck);
+    else {
+        assert_true(e->msg[0] != '\0');
+        assert_null(strchr(e->msg, '\n'));
+    }
+    return rc;
+}
+
+static void expect_error(const void *data, size_t size, const char *want)
+{
+    Err e;
+    assert_int_equal(open_bytes(data, size, &e), -1);
+    if (!strstr(e.msg, want))
+        fail_msg("error '%s' does not say '%s'", e.msg, want);
+}
+
+/* Byte position just after the GGUF string `needle` (its u64 length, then
+ * its bytes: a key or a tensor name, not a part of a longer one) in buf. */
+static size_t find_after(const unsigned char *buf, size_t size, const char *needle)
+{
+    uint64_t n = strlen(needle), len;
+    for (size_t i = 0; i + 8 + n <= size; i++) {
+        memcpy(&len, buf + i, 8);
+        if (len == n && memcmp(buf + i + 8, needle, n) == 0)
+            return i + 8 + n;
+    }
+    fail_msg("'%s' not found", needle);
+    return 0;
+}
+
+/* Where the tensor info of `name` keeps its type and offset fields. */
+static void info_fields(const unsigned char *buf, size_t size, const char *name, size_t *type_at, size_t *offset_at)
+{
+    size_t at = find_after(buf, size, name);
+    uint32_t n_dims;
+    memcpy(&n_dims, buf + at, 4);
+    *type_at = at + 4 + 8 * n_dims;
+    *offset_at = *type_at + 4;
+}
+
+static void put_u32(unsigned char *p, uint32_t v) { memcpy(p, &v, 4); }
+static void put_u64(unsigned char *p, uint64_t v) { memcpy(p, &v, 8); }
+
+/* --- round trips ---------------------------------------------------------- */
+
+static void test_f32_round_trip_is_exact(void **state)
+{
+    (void)state;
+    Config c = test_config(2, 4, 2);
+    Model a, b;
+    test_model(&a, &c);
+    char path[512];
+    export_to(&a, FMT_F32, path, sizeof path);
+    load_from(path, &b);
+    assert_int_equal(b.cfg.d_model, c.d_model);
+    assert_int_equal(b.cfg.n_kv_heads, c.n_kv_heads);
+    assert_int_equal(b.arena_floats, a.arena_floats);
+    assert_memory_equal(b.arena, a.arena, a.arena_floats * sizeof(float));
+    int tokens[9];
+    test_tokens(tokens, 9, c.vocab, 3);
+    float la[64], lb[64];
+    logits_of(&a, tokens, 9, la);
+    logits_of(&b, tokens, 9, lb);
+    assert_memory_equal(la, lb, sizeof la); /* bit-identical */
+    model_free(&a);
+    model_free(&b);
+    unlink(path);
+}
+
+/* Each stored matrix holds the engine's quantizer's bytes of the original
+ * rows; loading dequantizes them with the engine's codec. */
+static void check_quantized(Format fmt)
+{
+    Config c = test_config(2, 4, 2);
+    Model a, b;
+    test_model(&a, &c);
+    char path[512];
+    export_to(&a, fmt, path, sizeof path);
+    Checkpoint ck;
+    Err e = { 0 };
+    if (ckpt_open(&ck, path, &e) < 0)
+        fail_msg("%s", e.msg);
+    const FormatOps *op = &a.kern->codec[fmt];
+    size_t n_quantized = 0, n_f32 = 0;
+    unsigned char row[256];
+    for (int r = 0; r < CK_ROLE_COUNT; r++) {
+        size_t n = ckpt_role_per_layer((CkptRole)r) ? c.n_layers : 1;
+        for (size_t l = 0; l < n; l++) {
+            CkptTensor t;
+            assert_int_equal(ckpt_tensor(&ck, (CkptRole)r, l, &t, &e), 0);
+            const float *src = r == CK_EMBED ? a.embed : r == CK_OUTPUT ? a.unembed : r == CK_WQ ? a.layers[l].wq
+                               : r == CK_DOWN ? a.layers[l].w_down : NULL;
+            if (t.fmt == FMT_F32) {
+                n_f32++;
+                assert_true(t.rows == 1 || t.cols % format_block_values(fmt) != 0); /* norms, partial blocks */
+                continue;
+            }
+            assert_int_equal(t.fmt, fmt);
+            n_quantized++;
+            if (!src)
+                continue;
+            size_t rb = format_row_bytes(fmt, t.cols);
+            assert_true(rb <= sizeof row);
+            for (size_t i = 0; i < t.rows; i++) {
+                op->quantize(row, src + i * t.cols, t.cols);
+                assert_memory_equal((const unsigned char *)t.data + i * rb, row, rb);
+            }
+        }
+    }
+    ckpt_close(&ck);
+    /* 2 layers x (wq wk wv wo gate up) + embed + output; down (cols 48: not whole blocks
+     * of 32) stays f32 except in f16; the norms always do */
+    const size_t down_f32 = format_block_values(fmt) > 1;
+    assert_int_equal(n_quantized, 2 * (7 - down_f32) + 2);
+    assert_int_equal(n_f32, 2 * (2 + down_f32) + 1);
+    load_from(path, &b);
+    float x[48];
+    a.kern->codec[fmt].quantize(row, a.layers[1].wk, c.d_model);
+    a.kern->codec[fmt].dequantize(x, row, c.d_model);
+    assert_memory_equal(b.layers[1].wk, x, c.d_model * sizeof(float));
+    if (down_f32) {
+        assert_memory_equal(b.layers[1].w_down, a.layers[1].w_down, c.d_model * c.ffn_dim * sizeof(float));
+    } else {
+        a.kern->codec[fmt].quantize(row, a.layers[1].w_down, c.ffn_dim);
+        a.kern->codec[fmt].dequantize(x, row, c.ffn_dim);
+        assert_memory_equal(b.layers[1].w_down, x, c.ffn_dim * sizeof(float));
+    }
+    model_free(&a);
+    model_free(&b);
+    unlink(path);
+}
+
+static void test_q8_0_bytes_are_the_engines(void **state) { (void)state; check_quantized(FMT_Q8_0); }
+static void test_q4_0_bytes_are_the_engines(void **state) { (void)state; check_quantized(FMT_Q4_0); }
+static void test_f16_bytes_are_the_engines(void **state) { (void)state; check_quantized(FMT_F16); }
+
+/* --- llama2.c ---------------------------------------------------------------- */
+
+static void put_floats(FILE *f, const float *x, size_t n)
+{
+    assert_int_equal(fwrite(x, sizeof(float), n, f), n);
+}
+
+/* m in llama2.c's legacy layout; tied: the header's vocab positive and no
+ * wcls (m's unembed must then equal its embed). */
+static void write_llama2c(const Model *m, const char *path, int tied)
+{
+    const Config *c = &m->cfg;
+    size_t d = c->d_model, q = config_q_dim(c), kv = config_kv_dim(c), f = c->ffn_dim, L = c->n_layers;
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    int32_t h[7] = { (int32_t)d, (int32_t)f, (int32_t)L, (int32_t)c->n_heads, (int32_t)c->n_kv_heads,
+                     tied ? (int32_t)c->vocab : -(int32_t)c->vocab, (int32_t)c->max_seq_len };
+    assert_int_equal(fwrite(h, 4, 7, fp), 7);
+    put_floats(fp, m->embed, c->vocab * d);
+    for (size_t l = 0; l < L; l++) put_floats(fp, m->layers[l].attn_norm, d);
+    for (size_t l = 0; l < L; l++) put_floats(fp, m->layers[l].wq, q * d);
+    for (size_t l = 0; l < L; l++) put_floats(fp, m->layers[l].wk, kv * d);
+    for (size_t l = 0; l < L; l++) put_floats(fp, m->layers[l].wv, kv * d);
+    for (size_t l = 0; l < L; l++) put_floats(fp, m->layers[l].wo, d * q);
+    for (size_t l = 0; l < L; l++) put_floats(fp, m->layers[l].ffn_norm, d);
+    for (size_t l = 0; l < L; l++) put_floats(fp, m->layers[l].w_gate, f * d); /* w1 */
+    for (size_t l = 0; l < L; l++) put_floats(fp, m->layers[l].w_down, d * f); /* w2 */
+    for (size_t l = 0; l < L; l++) put_floats(fp, m->layers[l].w_up, f * d);   /* w3 */
+    put_floats(fp, m->final_norm, d);
+    size_t freq = c->max_seq_len * c->head_dim; /* freq_cis_real and _imag, [seq_len][head_size/2] each */
+    float *zeros = calloc(freq, sizeof(float));
+    put_floats(fp, zeros, freq);
+    free(zeros);
+    if (!tied)
+        put_floats(fp, m->unembed, c->vocab * d);
+    fclose(fp);
+}
+
+static void check_llama2c(int tied)
+{
+    Config c = test_config(2, 4, 2);
+    c.max_seq_len = 64;
+    Model a, b;
+    test_model(&a, &c);
+    if (tied) /* llama2.c's shared classifier: make the engine's model the same */
+        memcpy(a.unembed, a.embed, c.vocab * c.d_model * sizeof(float));
+    /* norms that are not all ones, so a misplaced norm shows */
+    for (size_t i = 0; i < c.d_model; i++) {
+        a.layers[0].attn_norm[i] = 1.0f + 0.01f * (float)i;
+        a.layers[1].ffn_norm[i] = 1.0f - 0.01f * (float)i;
+        a.final_norm[i] = 0.5f + 0.02f * (float)i;
+    }
+    char path[512];
+    temp_path(path, sizeof path, ".bin");
+    write_llama2c(&a, path, tied);
+    load_from(path, &b);
+    assert_int_equal(b.cfg.max_seq_len, 64);
+    assert_memory_equal(b.arena, a.arena, a.arena_floats * sizeof(float));
+    int prompt[5], out_a[12], out_b[12];
+    test_tokens(prompt, 5, c.vocab, 1);
+    GenOptions go = { .n_generate = 12 };
+    Err e = { 0 };
+    assert_int_equal(generate(&a, NULL, prompt, 1, 5, &go, out_a, NULL, NULL, &e), 0);
+    assert_int_equal(generate(&b, NULL, prompt, 1, 5, &go, out_b, NULL, NULL, &e), 0);
+    assert_memory_equal(out_a, out_b, sizeof out_a);
+    model_free(&a);
+    model_free(&b);
+    unlink(path);
+}
+
+static void test_llama2c_loads_and_generates_the_same(void **state) { (void)state; check_llama2c(0); }
+static void test_llama2c_shared_classifier(void **state) { (void)state; check_llama2c(1); }
+
+static void test_llama2c_malformed(void **state)
+{
+    (void)state;
+    char path[512];
+    temp_path(path, sizeof path, ".bin");
+    Checkpoint ck;
+    Err e = { 0 };
+    int32_t h[7] = { 32, 48, 2, 4, 2, -64, 64 };
+    write_all(path, h, sizeof h); /* a header and no tensors */
+    assert_int_equal(ckpt_open(&ck, path, &e), -1);
+    assert_non_null(strstr(e.msg, "neither a GGUF file nor a llama2.c checkpoint"));
+    h[3] = 5; /* 32 is not a multiple of 5 heads */
+    write_all(path, h, sizeof h);
+    assert_int_equal(ckpt_open(&ck, path, &e), -1);
+    assert_non_null(strstr(e.msg, "does not describe a model"));
+    int32_t huge[7] = { 0x7fffffff, 0x7fffffff, 0x7fffffff, 1, 1, 0x7fffffff, 0x7fffffff };
+    write_all(path, huge, sizeof huge); /* sizes that overflow: refused, not allocated */
+    assert_int_equal(ckpt_open(&ck, path, &e), -1);
+    uint32_t ak42[2] = { 0x616b3432u, 1 };
+    write_all(path, ak42, sizeof ak42);
+    assert_int_equal(ckpt_open(&ck, path, &e), -1);
+    assert_non_null(strstr(e.msg, "ak42"));
+    write_all(path, "", 0);
+    assert_int_equal(ckpt_open(&ck, path, &e), -1);
+    assert_non_null(strstr(e.msg, path));
+    unlink(path);
+    assert_int_equal(ckpt_open(&ck, path, &e), -1); /* missing */
+    assert_int_equal(e.kind, ERR_RUNTIME);
+}
+
+/* --- RoPE orders ------------------------------------------------------------ */
+
+/* Hugging Face's rotate_half RoPE: pairs (i, i + head_dim/2). */
+static void rope_halves(float *v, size_t n_heads, size_t hd, size_t pos, double theta)
+{
+    for (size_t h = 0; h < n_heads; h++)
+        for (size_t i = 0; i < hd / 2; i++) {
+            double angle = (double)pos * pow(theta, -(double)(2 * i) / (double)hd);
+            float cs = (float)cos(angle), sn = (float)sin(angle);
+            float a = v[h * hd + i], b = v[h * hd + i + hd / 2];
+            v[h * hd + i] = a * cs - b * sn;
+            v[h * hd + i + hd / 2] = a * sn + b * cs;
+        }
+}
+
+static void matvec(float *y, const float *w, const float *x, size_t rows, size_t cols)
+{
+    for (size_t r = 0; r < rows; r++) {
+        float s = 0;
+        for (size_t i = 0; i < cols; i++)
+            s += w[r * cols + i] * x[i];
+        y[r] = s;
+    }
+}
+
+/* A checkpoint in halves order (Hugging Face), its Q and K rows permuted as
+ * llama.cpp's converter does, runs under the engine's pair-order RoPE with
+ * the same attention scores; without the permutation it does not. */
+static void test_rope_permutation_makes_halves_run_as_pairs(void **state)
+{
+    (void)state;
+    enum { H = 2, HD = 8, D = 12, QD = H * HD };
+    float wq[QD * D], wk[QD * D], x[D], y[D];
+    for (size_t i = 0; i < QD * D; i++) {
+        wq[i] = (float)sin(0.37 * (double)i + 0.1);
+        wk[i] = (float)cos(0.23 * (double)i + 0.2);
+    }
+    for (size_t i = 0; i < D; i++) {
+        x[i] = (float)sin(1.3 * (double)i);
+        y[i] = (float)cos(0.7 * (double)i);
+    }
+    const size_t pq = 7, pk = 3;
+    float q[QD], k[QD], qe[QD], ke[QD], wq_p[QD * D], wk_p[QD * D];
+    matvec(q, wq, x, QD, D);
+    matvec(k, wk, y, QD, D);
+    rope_halves(q, H, HD, pq, 10000.0);
+    rope_halves(k, H, HD, pk, 10000.0);
+    memcpy(wq_p, wq, sizeof wq);
+    memcpy(wk_p, wk, sizeof wk);
+    assert_int_equal(rope_rows_halves_to_pairs(wq_p, H, HD, D), 0);
+    assert_int_equal(rope_rows_halves_to_pairs(wk_p, H, HD, D), 0);
+    matvec(qe, wq_p, x, QD, D);
+    matvec(ke, wk_p, y, QD, D);
+    rope_ref(qe, H, HD, pq, 10000.0, NULL);
+    rope_ref(ke, H, HD, pk, 10000.0, NULL);
+    for (size_t h = 0; h < H; h++) {
+        double s_hf = 0, s_engine = 0;
+        for (size_t i = 0; i < HD; i++) {
+            s_hf += (double)q[h * HD + i] * k[h * HD + i];
+            s_engine += (double)qe[h * HD + i] * ke[h * HD + i];
+        }
+        assert_true(fabs(s_hf - s_engine) < 1e-4 * (1 + fabs(s_hf)));
+        /* the rotated vectors themselves agree up to the permutation */
+        for (size_t i = 0; i < HD / 2; i++) {
+            assert_true(fabsf(qe[h * HD + 2 * i] - q[h * HD + i]) < 1e-4f);
+            assert_true(fabsf(qe[h * HD + 2 * i + 1] - q[h * HD + i + HD / 2]) < 1e-4f);
+        }
+    }
+    /* unpermuted rows under the engine's RoPE give other scores: the test can fail */
+    float qn[QD], kn[QD];
+    matvec(qn, wq, x, QD, D);
+    matvec(kn, wk, y, QD, D);
+    rope_ref(qn, H, HD, pq, 10000.0, NULL);
+    rope_ref(kn, H, HD, pk, 10000.0, NULL);
+    double s_hf = 0, s_wrong = 0;
+    for (size_t i = 0; i < HD; i++) {
+        s_hf += (double)q[i] * k[i];
+        s_wrong += (double)qn[i] * kn[i];
+    }
+    assert_true(fabs(s_hf - s_wrong) > 1e-3);
+    /* and the inverse undoes it */
+    assert_int_equal(rope_rows_pairs_to_halves(wq_p, H, HD, D), 0);
+    assert_memory_equal(wq_p, wq, sizeof wq);
+}
+
+/* --- malformed GGUF ----------------------------------------------------------- */
+
+static void test_valid_file_opens(void **state)
+{
+    (void)state;
+    size_t size;
+    unsigned char *buf = valid_gguf(&size, FMT_F32);
+    Err e;
+    if (open_bytes(buf, size, &e) < 0)
+        fail_msg("%s", e.msg);
+    GgufFile g;
+    assert_int_equal(gguf_parse(&g, buf, size, &e), 0);
+    assert_int_equal(g.version, 3);
+    assert_int_equal(g.alignment, 32);
+    assert_int_equal(g.n_tensors, 3 + 9 * 2);
+    for (size_t i = 0; i < g.n_tensors; i++)
+        assert_int_equal((size_t)(g.tensors[i].data - buf) % 32, 0);
+    uint64_t v = 0;
+    assert_int_equal(gguf_get_uint(&g, "llama.embedding_length", &v, &e), 1);
+    assert_int_equal(v, 32);
+    GgufStr s;
+    assert_int_equal(gguf_get_str(&g, "llama.embedding_length", &s, &e), -1); /* a u32, not a string */
+    assert_int_equal(gguf_get_str(&g, "no.such.key", &s, &e), 0);
+    gguf_close(&g);
+    free(buf);
+}
+
+static void test_truncated_anywhere(void **state)
+{
+    (void)state;
+    size_t size;
+    unsigned char *buf = valid_gguf(&size, FMT_Q8_0);
+    for (size_t n = 0; n < size; n++) {
+        unsigned char *cut = malloc(n ? n : 1); /* exactly n bytes: ASan sees a read past them */
+        memcpy(cut, buf, n);
+        Err e;
+        if (open_bytes(n ? cut : NULL, n, &e) == 0)
+            fail_msg("a file cut to %zu of %zu bytes opened", n, size);
+        free(cut);
+    }
+    free(buf);
+}
+
+static void test_magic_and_version(void **state)
+{
+    (void)state;
+    size_t size;
+    unsigned char *buf = valid_gguf(&size, FMT_F32);
+    buf[0] = 'X';
+    expect_error(buf, size, "not a GGUF file");
+    buf[0] = 'G';
+    put_u32(buf + 4, 1);
+    expect_error(buf, size, "GGUF version 1");
+    put_u32(buf + 4, 4);
+    expect_error(buf, size, "GGUF version 4");
+    put_u32(buf + 4, 0x03000000u);
+    expect_error(buf, size, "big-endian");
+    put_u32(buf + 4, 2); /* version 2 has the same layout */
+    Err e;
+    assert_int_equal(open_bytes(buf, size, &e), 0);
+    free(buf);
+}
+
+static void test_absurd_counts(void **state)
+{
+    (void)state;
+    size_t size;
+    unsigned char *buf = valid_gguf(&size, FMT_F32);
+    unsigned char orig[16];
+    memcpy(orig, buf + 8, 16);
+    put_u64(buf + 8, (uint64_t)1 << 62); /* n_tensors */
+    expect_error(buf, size, "cannot fit");
+    memcpy(buf + 8, orig, 16);
+    put_u64(buf + 16, UINT64_MAX); /* n_kv */
+    expect_error(buf, size, "cannot fit");
+    memcpy(buf + 8, orig, 16);
+    put_u64(buf + 16, 1000); /* more entries than there are: runs into the infos, then off the end */
+    Err e;
+    assert_int_equal(open_bytes(buf, size, &e), -1);
+    memcpy(buf + 8, orig, 16);
+    put_u64(buf + 24, (uint64_t)1 << 40); /* the first key's length */
+    expect_error(buf, size, "runs past the end of the file");
+    free(buf);
+}
+
+static void test_tensor_offsets_and_types(void **state)
+{
+    (void)state;
+    size_t size, type_at, off_at;
+    unsigned char *buf = valid_gguf(&size, FMT_F32);
+    unsigned char *work = malloc(size);
+    info_fields(buf, size, "output.weight", &type_at, &off_at);
+    uint64_t off;
+    memcpy(&off, buf + off_at, 8);
+
+    memcpy(work, buf, size);
+    put_u64(work + off_at, off + 32 * 1024 * 1024); /* beyond the file */
+    expect_error(work, size, "run past the end of the file");
+    memcpy(work, buf, size);
+    put_u64(work + off_at, UINT64_MAX - 31); /* an offset that would wrap */
+    expect_error(work, size, "run past the end of the file");
+    memcpy(work, buf, size);
+    put_u64(work + off_at, off + 4); /* misaligned */
+    expect_error(work, size, "not a multiple of the alignment");
+    memcpy(work, buf, size);
+    put_u32(work + type_at, 12); /* Q4_K */
+    expect_error(work, size, "tensor 'output.weight' has type Q4_K");
+    memcpy(work, buf, size);
+    put_u32(work + type_at, 999);
+    expect_error(work, size, "has type type 999");
+    memcpy(work, buf, size);
+    put_u32(work + type_at, GGML_TYPE_Q8_0); /* fewer bytes than the f32 there: a valid (odd) file */
+    Err e;
+    assert_int_equal(open_bytes(work, size, &e), 0);
+    /* dimensions: 2^40 rows */
+    memcpy(work, buf, size);
+    put_u64(work + type_at - 8, (uint64_t)1 << 40);
+    expect_error(work, size, "cannot fit");
+    free(work);
+    free(buf);
+}
+
+static void test_duplicate_missing_and_unknown_tensors(void **state)
+{
+    (void)state;
+    size_t size;
+    unsigned char *buf = valid_gguf(&size, FMT_F32);
+    unsigned char *work = malloc(size);
+    memcpy(work, buf, size);
+    size_t at = find_after(work, size, "blk.0.attn_k.weight") - strlen("blk.0.attn_k.weight");
+    memcpy(work + at, "blk.0.attn_q.weight", 19); /* same length: now two attn_q */
+    expect_error(work, size, "tensor 'blk.0.attn_q.weight' appears twice");
+    memcpy(work, buf, size);
+    at = find_after(work, size, "blk.1.ffn_up.weight") - strlen("blk.1.ffn_up.weight");
+    memcpy(work + at, "blk.1.ffn_xx.weight", 19);
+    expect_error(work, size, "tensor 'blk.1.ffn_up.weight' is missing");
+    memcpy(work, buf, size);
+    at = find_after(work, size, "llama.context_length") - 1;
+    work[at] = 'X'; /* llama.context_lengtX: an unknown key, and context_length missing */
+    expect_error(work, size, "metadata 'llama.context_length' is missing");
+    memcpy(work, buf, size);
+    at = find_after(work, size, "output.weight") - strlen("output.weight");
+    memcpy(work + at, "outpux.weight", 13); /* the classifier now tied to the embedding ... */
+    expect_error(work, size, "tensor 'outpux.weight' is not part of a 2-layer llama model");
+    free(work);
+    Err e;
+    free(buf);
+
+    /* a tensor kvscope does not know, and a duplicate key, written by the writer */
+    char path[512];
+    temp_path(path, sizeof path, ".gguf");
+    GgufWriter *w = gguf_writer_new(path, 0);
+    gguf_writer_str(w, "general.architecture", "llama");
+    gguf_writer_str(w, "general.architecture", "llama");
+    assert_int_equal(gguf_writer_finish(w, &e), 0);
+    gguf_writer_free(w);
+    size_t n;
+    unsigned char *dup = read_all(path, &n);
+    expect_error(dup, n, "metadata key 'general.architecture' appears twice");
+    free(dup);
+    unlink(path);
+}
+
+static void test_dimensions_disagree_with_metadata(void **state)
+{
+    (void)state;
+    size_t size;
+    unsigned char *buf = valid_gguf(&size, FMT_F32);
+    /* the value of llama.feed_forward_length: after the key, a u32 type and the u32 */
+    size_t at = find_after(buf, size, "llama.feed_forward_length");
+    put_u32(buf + at + 4, 64);
+    expect_error(buf, size, "tensor 'blk.0.ffn_gate.weight' has dimensions 32 x 48 x 1 x 1, the metadata implies 32 x 64");
+    put_u32(buf + at + 4, 48);
+    at = find_after(buf, size, "llama.attention.head_count_kv");
+    put_u32(buf + at + 4, 3);
+    expect_error(buf, size, "3 KV heads do not divide 4 query heads");
+    put_u32(buf + at + 4, 2);
+    at = find_after(buf, size, "general.architecture");
+    memcpy(buf + at + 4 + 8, "gemma", 5);
+    expect_error(buf, size, "architecture 'gemma'");
+    free(buf);
+}
+
+/* Every value type, arrays of strings and arrays of arrays, in a file
+ * built here byte by byte; then an array whose count is absurd. */
+static size_t kv_header(unsigned char *p, const char *key, uint32_t type)
+{
+    size_t n = strlen(key);
+    put_u64(p, n);
+    memcpy(p + 8, key, n);
+    put_u32(p + 8 + n, type);
+    return 12 + n;
+}
+
+static void test_every_value_type(void **state)
+{
+    (void)state;
+    unsigned char buf[1024] = { 0 };
+    size_t at = 24, n_kv = 0;
+    memcpy(buf, "GGUF", 4);
+    put_u32(buf + 4, 3);
+    const uint32_t fixed[] = { GGUF_U8, GGUF_I8, GGUF_U16, GGUF_I16, GGUF_U32, GGUF_I32, GGUF_F32,
+                               GGUF_BOOL, GGUF_U64, GGUF_I64, GGUF_F64 };
+    const size_t widths[] = { 1, 1, 2, 2, 4, 4, 4, 1, 8, 8, 8 };
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++, n_kv++) {
+        char key[16];
+        snprintf(key, sizeof key, "k.%s", gguf_value_type_name(fixed[i]));
+        at += kv_header(buf + at, key, fixed[i]);
+        memset(buf + at, fixed[i] == GGUF_BOOL ? 1 : 0xff, widths[i]); /* -1 for the signed types */
+        if (fixed[i] == GGUF_F32) { float f = 2.5f; memcpy(buf + at, &f, 4); }
+        if (fixed[i] == GGUF_F64) { double d = -0.25; memcpy(buf + at, &d, 8); }
+        at += widths[i];
+    }
+    at += kv_header(buf + at, "k.string", GGUF_STRING), n_kv++;
+    put_u64(buf + at, 3), memcpy(buf + at + 8, "abc", 3), at += 11;
+    at += kv_header(buf + at, "k.strings", GGUF_ARRAY), n_kv++;
+    put_u32(buf + at, GGUF_STRING), put_u64(buf + at + 4, 2), at += 12;
+    put_u64(buf + at, 1), buf[at + 8] = 'x', at += 9;
+    put_u64(buf + at, 0), at += 8;
+    at += kv_header(buf + at, "k.nested", GGUF_ARRAY), n_kv++;
+    put_u32(buf + at, GGUF_ARRAY), put_u64(buf + at + 4, 2), at += 12;
+    for (int j = 0; j < 2; j++) {
+        put_u32(buf + at, GGUF_I16), put_u64(buf + at + 4, 3), at += 12 + 6;
+    }
+    size_t count_at = 0;
+    at += kv_header(buf + at, "k.u32s", GGUF_ARRAY), n_kv++;
+    put_u32(buf + at, GGUF_U32), count_at = at + 4, put_u64(buf + at + 4, 4), at += 12 + 16;
+    put_u64(buf + 16, n_kv);
+    GgufFile g;
+    Err e = { 0 };
+    if (gguf_parse(&g, buf, at, &e) < 0)
+        fail_msg("%s", e.msg);
+    assert_int_equal(g.n_kv, n_kv);
+    uint64_t u;
+    double f;
+    GgufStr s;
+    GgufValueType et;
+    assert_int_equal(gguf_get_uint(&g, "k.u64", &u, &e), 1);
+    assert_true(u == UINT64_MAX);
+    assert_int_equal(gguf_get_uint(&g, "k.i32", &u, &e), -1); /* -1 is not a size */
+    assert_non_null(strstr(e.msg, "must not be negative"));
+    assert_int_equal(gguf_get_float(&g, "k.f32", &f, &e), 1);
+    assert_true(f == 2.5);
+    assert_int_equal(gguf_get_float(&g, "k.f64", &f, &e), 1);
+    assert_true(f == -0.25);
+    assert_int_equal(gguf_get_float(&g, "k.i8", &f, &e), 1);
+    assert_true(f == -1.0);
+    assert_int_equal(gguf_get_uint(&g, "k.bool", &u, &e), -1);
+    assert_int_equal(gguf_get_str(&g, "k.string", &s, &e), 1);
+    assert_true(gguf_str_eq(s, "abc"));
+    assert_int_equal(gguf_get_array(&g, "k.strings", &et, &u, &e), 1);
+    assert_int_equal(et, GGUF_STRING);
+    assert_int_equal(u, 2);
+    assert_int_equal(gguf_get_array(&g, "k.nested", &et, &u, &e), 1);
+    assert_int_equal(et, GGUF_ARRAY);
+    gguf_close(&g);
+    /* not a llama model: no architecture */
+    expect_error(buf, at, "general.architecture' is missing");
+    put_u64(buf + count_at, (uint64_t)1 << 61); /* u32 elements: 2^63 bytes */
+    assert_int_equal(gguf_parse(&g, buf, at, &e), -1);
+    assert_non_null(strstr(e.msg, "cannot fit"));
+    put_u64(buf + count_at, 4);
+    put_u32(buf + count_at - 4, 77); /* an element type that does not exist */
+    assert_int_equal(gguf_parse(&g, buf, at, &e), -1);
+    assert_non_null(strstr(e.msg, "unknown value type 77"));
+}
+
+/* The writer's metadata reads back; a custom alignment is honoured. */
+static void test_writer_metadata_and_alignment(void **state)
+{
+    (void)state;
+    char path[512];
+    temp_path(path, sizeof path, ".gguf");
+    GgufWriter *w = gguf_writer_new(path, 64);
+    const char *tokens[] = { "<s>", "</s>", "hello" };
+    gguf_writer_str_array(w, "tokenizer.ggml.tokens", tokens, 3);
+    gguf_writer_f32(w, "x.f", 0.5f);
+    const uint64_t ne[2] = { 32, 3 };
+    gguf_writer_tensor(w, "a", FMT_F32, 1, ne);
+    gguf_writer_tensor(w, "b", FMT_Q8_0, 2, ne);
+    Err e = { 0 };
+    float a[32] = { 1.0f };
+    unsigned char b[3 * 34] = { 7 };
+    assert_int_equal(gguf_writer_begin_data(w, &e), 0);
+    assert_int_equal(gguf_writer_data(w, a, sizeof a - 4, &e), -1); /* the wrong size */
+    assert_int_equal(gguf_writer_data(w, a, sizeof a, &e), 0);
+    assert_int_equal(gguf_writer_finish(w, &e), -1); /* b not written yet */
+    assert_int_equal(gguf_writer_data(w, b, sizeof b, &e), 0);
+    assert_int_equal(gguf_writer_finish(w, &e), 0);
+    gguf_writer_free(w);
+    GgufFile g;
+    if (gguf_open(&g, path, &e) < 0)
+        fail_msg("%s", e.msg);
+    assert_int_equal(g.alignment, 64);
+    assert_int_equal(g.data_offset % 64, 0);
+    GgufValueType et;
+    uint64_t n;
+    assert_int_equal(gguf_get_array(&g, "tokenizer.ggml.tokens", &et, &n, &e), 1);
+    assert_int_equal(et, GGUF_STRING);
+    assert_int_equal(n, 3);
+    const GgufTensor *tb = gguf_find_tensor(&g, "b");
+    assert_non_null(tb);
+    assert_int_equal(tb->offset, 128); /* a's 128 bytes, then b at the next multiple of 64 */
+    assert_int_equal(tb->fmt, FMT_Q8_0);
+    assert_memory_equal(tb->data, b, sizeof b);
+    assert_int_equal(tb->data + tb->bytes - g.map.data, g.map.size); /* nothing after the last tensor */
+    gguf_close(&g);
+    unlink(path);
+}
+
+/* Crashers and odd inputs the fuzzer found, kept as files: each opens or
+ * fails with a message, and never crashes (run under the sanitizers too). */
+static void test_fuzz_regressions(void **state)
+{
+    (void)state;
+    DIR *dir = opendir(FUZZ_DIR);
+    if (!dir)
+        fail_msg("%s is missing (run the tests from the repository's root)", FUZZ_DIR);
+    size_t n = 0;
+    for (struct dirent *d; (d = readdir(dir));) {
+        if (d->d_name[0] == '.')
+            continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", FUZZ_DIR, d->d_name);
+        size_t size;
+        unsigned char *buf = read_all(path, &size);
+        Err e;
+        (void)open_bytes(buf, size, &e);
+        free(buf);
+        n++;
+    }
+    closedir(dir);
+    assert_true(n > 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_f32_round_trip_is_exact),
+        cmocka_unit_test(test_q8_0_bytes_are_the_engines),
+        cmocka_unit_test(test_q4_0_bytes_are_the_engines),
+        cmocka_unit_test(test_f16_bytes_are_the_engines),
+        cmocka_unit_test(test_llama2c_loads_and_generates_the_same),
+        cmocka_unit_test(test_llama2c_shared_classifier),
+        cmocka_unit_test(test_llama2c_malformed),
+        cmocka_unit_test(test_rope_permutation_makes_halves_run_as_pairs),
+        cmocka_unit_test(test_valid_file_opens),
+        cmocka_unit_test(test_truncated_anywhere),
+        cmocka_unit_test(test_magic_and_version),
+        cmocka_unit_test(test_absurd_counts),
+        cmocka_unit_test(test_tensor_offsets_and_types),
+        cmocka_unit_test(test_duplicate_missing_and_unknown_tensors),
+        cmocka_unit_test(test_dimensions_disagree_with_metadata),
+        cmocka_unit_test(test_every_value_type),
+        cmocka_unit_test(test_writer_metadata_and_alignment),
+        cmocka_unit_test(test_fuzz_regressions),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
