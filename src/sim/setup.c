@@ -158,7 +158,7 @@ int setup_tokenizer(const Config *cfg, Tokenizer **out, Err *e)
     if (!cfg->tokenizer[0])
         return 0;
     if (tokenizer_open(out, cfg->tokenizer, e) < 0)
-        return err_wrap(e, cfg->name);
+        return err_wrap(e, "model '%s'", cfg->name);
     if (tokenizer_vocab(*out) > cfg->vocab) {
         err_set(e, ERR_USAGE, "model '%s': tokenizer '%s' makes %zu ids, more than its vocabulary of %zu", cfg->name,
                 cfg->tokenizer, tokenizer_vocab(*out), cfg->vocab);
