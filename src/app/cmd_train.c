@@ -219,6 +219,8 @@ static int write_sidecar(const TrainArgs *a, const Model *m, const char *isa, ui
             "--clip %g --seed %llu%s\",\n", KVSCOPE_VERSION, m->cfg.name, a->mo.model, sets, a->text, a->valid, a->out,
             a->t.steps, a->t.batch, a->t.seq_len, a->t.opt.lr, a->t.opt.warmup, a->t.opt.weight_decay, a->t.opt.clip,
             (unsigned long long)a->t.seed, a->f16 ? " --f16" : "");
+    if (a->resume)
+        fprintf(f, "  \"resumed_from\": \"%s\",\n", a->resume);
     fprintf(f, "  \"seed\": %llu,\n  \"isa\": \"%s\",\n  \"text_fnv1a64\": \"%016llx\",\n  \"steps\": %zu,\n"
             "  \"seconds\": %.1f,\n  \"train_bits_per_byte\": %.4f,\n  \"valid_bits_per_byte\": %.4f,\n"
             "  \"parameters\": %zu\n}\n",
