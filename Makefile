@@ -125,7 +125,7 @@ cross-test:
 # crashers kept in) tests/fuzz/gguf/, which test_gguf replays every run; new
 # inputs it finds go to $(BUILD)/fuzz/corpus, a crash to $(BUILD)/fuzz/crash-*
 FUZZ_TIME ?= 20
-FUZZ_SRC  := tests/fuzz/fuzz_gguf.c $(wildcard src/ckpt/*.c) src/kernels/format.c src/util/err.c
+FUZZ_SRC  := tests/fuzz/fuzz_gguf.c $(filter-out %/kvw.c,$(wildcard src/ckpt/*.c)) src/kernels/format.c src/util/err.c
 fuzz: $(BUILD)/fuzz/fuzz_gguf
 	@mkdir -p $(BUILD)/fuzz/corpus
 	@if $(BUILD)/fuzz/fuzz_gguf -max_total_time=$(FUZZ_TIME) -max_len=16384 -rss_limit_mb=1024 \
