@@ -274,6 +274,87 @@ static int path_values(Parser *ps, const NodeList *l, double *vals)
     return 0;
 }
 
+/* The functions of a path, in the order of funcs[]. */
+enum { FN_SUM, FN_MAX, FN_MIN, FN_MEAN, FN_COUNT, FN_FIRST, FN_LAST };
+static const char *const funcs[] = { "sum", "max", "min", "mean", "count", "first", "last" };
+
+/* The function whose name is [p, q), when a '(' follows it; else -1 (a path). */
+static int func_at(const char *p, const char *q)
+{
+    int fn = -1;
+    for (size_t i = 0; i < sizeof funcs / sizeof funcs[0]; i++)
+        if ((size_t)(q - p) == strlen(funcs[i]) && strncmp(p, funcs[i], (size_t)(q - p)) == 0 && *q == '(')
+            fn = (int)i;
+    return fn;
+}
+
+/* Fold n >= 1 values with function fn (any but count). */
+static double fold(int fn, const double *vals, size_t n)
+{
+    double acc = vals[0];
+    for (size_t i = 1; i < n; i++) {
+        if (fn == FN_SUM || fn == FN_MEAN)
+            acc += vals[i];
+        else if (fn == FN_MAX)
+            acc = fmax(acc, vals[i]);
+        else if (fn == FN_MIN)
+            acc = fmin(acc, vals[i]);
+    }
+    if (fn == FN_MEAN)
+        acc /= (double)n;
+    else if (fn == FN_LAST)
+        acc = vals[n - 1];
+    return acc;
+}
+
+/* FUNC "(" path ")", ps->p at the path: the path's values folded by fn. */
+static int parse_call(Parser *ps, int fn, double *out)
+{
+    static NodeList l; /* large: not on the stack (the evaluator is not re-entered) */
+    static double vals[MAX_NODES];
+    if (parse_path(ps, &l) < 0)
+        return -1;
+    skip_ws(ps);
+    if (*ps->p != ')')
+        return fail(ps, ERR_USAGE, "expected ')' after the path");
+    ps->p++;
+    if (!ps->root) {
+        *out = 0;
+        return 0;
+    }
+    if (fn == FN_COUNT) { /* how many matched, whatever they are */
+        *out = (double)l.n;
+        return 0;
+    }
+    if (path_values(ps, &l, vals) < 0)
+        return -1;
+    if (l.n == 0)
+        return err_set(ps->e, ERR_RUNTIME, "value '%s': %s() of nothing: the path matched no value", ps->s,
+                       funcs[fn]);
+    *out = fold(fn, vals, l.n);
+    return 0;
+}
+
+/* A bare path: it must match exactly one value. */
+static int parse_value_path(Parser *ps, double *out)
+{
+    static NodeList l; /* large: not on the stack (the evaluator is not re-entered) */
+    if (parse_path(ps, &l) < 0)
+        return -1;
+    if (!ps->root) {
+        *out = 0;
+        return 0;
+    }
+    if (l.n != 1)
+        return err_set(ps->e, ERR_RUNTIME, "value '%s': the path matched %zu values, not one (use sum(), max(), "
+                       "first() ...)", ps->s, l.n);
+    double v;
+    if (path_values(ps, &l, &v) < 0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
 static int parse_factor(Parser *ps, double *out)
 {
     skip_ws(ps);
@@ -305,67 +386,14 @@ static int parse_factor(Parser *ps, double *out)
         return fail(ps, ERR_USAGE, "expected a number, a field or '('");
 
     /* a function call or a path */
-    static const char *const funcs[] = { "sum", "max", "min", "mean", "count", "first", "last" };
     const char *q = p;
     while (is_name_char((unsigned char)*q))
         q++;
-    int fn = -1;
-    for (size_t i = 0; i < sizeof funcs / sizeof funcs[0]; i++)
-        if ((size_t)(q - p) == strlen(funcs[i]) && strncmp(p, funcs[i], (size_t)(q - p)) == 0 && *q == '(')
-            fn = (int)i;
-    static NodeList l; /* large: not on the stack (the evaluator is not re-entered) */
-    if (fn >= 0) {
-        ps->p = q + 1;
-        if (parse_path(ps, &l) < 0)
-            return -1;
-        skip_ws(ps);
-        if (*ps->p != ')')
-            return fail(ps, ERR_USAGE, "expected ')' after the path");
-        ps->p++;
-        if (!ps->root) {
-            *out = 0;
-            return 0;
-        }
-        if (fn == 4) { /* count: how many matched, whatever they are */
-            *out = (double)l.n;
-            return 0;
-        }
-        static double vals[MAX_NODES];
-        if (path_values(ps, &l, vals) < 0)
-            return -1;
-        if (l.n == 0)
-            return err_set(ps->e, ERR_RUNTIME, "value '%s': %s() of nothing: the path matched no value", ps->s,
-                           funcs[fn]);
-        double acc = vals[0];
-        for (size_t i = 1; i < l.n; i++) {
-            if (fn == 0 || fn == 3)
-                acc += vals[i];
-            else if (fn == 1)
-                acc = fmax(acc, vals[i]);
-            else if (fn == 2)
-                acc = fmin(acc, vals[i]);
-        }
-        if (fn == 3)
-            acc /= (double)l.n;
-        else if (fn == 6)
-            acc = vals[l.n - 1];
-        *out = acc;
-        return 0;
-    }
-    if (parse_path(ps, &l) < 0)
-        return -1;
-    if (!ps->root) {
-        *out = 0;
-        return 0;
-    }
-    if (l.n != 1)
-        return err_set(ps->e, ERR_RUNTIME, "value '%s': the path matched %zu values, not one (use sum(), max(), "
-                       "first() ...)", ps->s, l.n);
-    double v;
-    if (path_values(ps, &l, &v) < 0)
-        return -1;
-    *out = v;
-    return 0;
+    int fn = func_at(p, q);
+    if (fn < 0)
+        return parse_value_path(ps, out);
+    ps->p = q + 1;
+    return parse_call(ps, fn, out);
 }
 
 static int parse_term(Parser *ps, double *out)
