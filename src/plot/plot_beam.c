@@ -74,68 +74,70 @@ static int same_beams(const BeamResult *a, const BeamResult *b)
     return 1;
 }
 
-int plot_beam(const PlotCtx *ctx, PlotNote *note, Err *e)
+/* Load the encoder-decoder, its memory checked with room for the searches
+ * at width Wmax (*mem), and draw its source ids (*src, the caller frees). */
+static int open_beam_model(const PlotCtx *ctx, size_t Wmax, Model *m, EncDecMemory *mem, int **src, Err *e)
 {
     ModelOpts mo = { .model = BEAM_MODEL };
     Config cfg;
-    if (setup_load_config(&mo, &cfg, e) < 0)
+    if (setup_load_config(&mo, &cfg, e) < 0 || encdec_memory(&cfg, cfg.max_seq_len, Wmax, mem, e) < 0)
         return -1;
-    EncDecMemory mem;
-    const size_t n_widths = ctx->quick ? N_WIDTHS_QUICK : N_WIDTHS_ALL, Wmax = widths[n_widths - 1];
-    if (encdec_memory(&cfg, cfg.max_seq_len, Wmax, &mem, e) < 0)
+    if (setup_load_model(&mo, 2 * N_CACHES * mem->shared_total, m, e) < 0)
         return -1;
-    Model m;
-    if (setup_load_model(&mo, 2 * N_CACHES * mem.shared_total, &m, e) < 0)
-        return -1;
-    PromptOpts po = { .len = m.cfg.src_len, .seed = ctx->seed };
-    int *src = NULL;
+    PromptOpts po = { .len = m->cfg.src_len, .seed = ctx->seed };
     size_t batch, len;
-    if (setup_make_prompt(&po, &m.cfg, &src, &batch, &len, e) < 0) {
-        model_free(&m);
+    if (setup_make_prompt(&po, &m->cfg, src, &batch, &len, e) < 0) {
+        model_free(m);
         return -1;
     }
-    FILE *f = plot_open(ctx, "beam.tsv", e);
-    int rc = f ? 0 : -1;
-    if (rc == 0) {
-        fputs("width\tsteps\tforks\tself_closed_form_bytes\tcross_bytes", f);
-        for (size_t c = 0; c < N_CACHES; c++)
-            fprintf(f, "\t%s_peak_bytes\t%s_last_bytes\t%s_reserved_peak_bytes\t%s_copied_bytes\t%s_cow_pages\t"
-                       "%s_shared_pages_peak", caches[c].column, caches[c].column, caches[c].column,
-                    caches[c].column, caches[c].column, caches[c].column);
-        fputs("\tsame_beams\n", f);
-    }
-    size_t peak_w[N_CACHES] = { 0 }, copied_w[N_CACHES] = { 0 };
-    for (size_t w = 0; w < n_widths && rc == 0; w++) {
-        const size_t W = widths[w];
-        Search x[N_CACHES];
-        size_t done = 0;
-        for (; done < N_CACHES && rc == 0; done++)
-            rc = search(&m, src, caches[done].spec, W, &x[done], e);
-        EncDecMemory mw;
-        if (rc == 0)
-            rc = encdec_memory(&m.cfg, m.cfg.max_seq_len, W, &mw, e);
-        if (rc == 0) {
-            const BeamResult *r0 = &x[0].res;
-            int same = 1;
-            for (size_t c = 1; c < N_CACHES; c++)
-                same &= same_beams(r0, &x[c].res) && x[c].res.forks == r0->forks;
-            fprintf(f, "%zu\t%zu\t%zu\t%zu\t%zu", W, r0->steps, r0->forks, W * mw.self_per_beam, r0->cross_bytes);
-            for (size_t c = 0; c < N_CACHES; c++) {
-                const BeamResult *r = &x[c].res;
-                fprintf(f, "\t%zu\t%zu\t%zu\t%" PRIu64 "\t%zu\t%zu", r->self_bytes_peak, r->self_bytes_last,
-                        x[c].reserved_peak, r->total.bytes_copied, r->kv.cow_copies, x[c].shared_peak);
-                peak_w[c] = r->self_bytes_peak;
-                copied_w[c] = r->total.bytes_copied;
-            }
-            fprintf(f, "\t%d\n", same);
-        }
-        for (size_t c = 0; c < done; c++)
-            beam_result_free(&x[c].res);
-    }
-    if (f && plot_close(f, "beam.tsv", rc == 0 ? e : NULL) < 0)
-        rc = -1;
+    return 0;
+}
 
-    const Config *c = &m.cfg;
+static void write_beam_header(FILE *f)
+{
+    fputs("width\tsteps\tforks\tself_closed_form_bytes\tcross_bytes", f);
+    for (size_t c = 0; c < N_CACHES; c++)
+        fprintf(f, "\t%s_peak_bytes\t%s_last_bytes\t%s_reserved_peak_bytes\t%s_copied_bytes\t%s_cow_pages\t"
+                   "%s_shared_pages_peak", caches[c].column, caches[c].column, caches[c].column,
+                caches[c].column, caches[c].column, caches[c].column);
+    fputs("\tsame_beams\n", f);
+}
+
+/* Search at width W with every self cache and write beam.tsv's row; each
+ * cache's peak and copied bytes into peak[c] and copied[c]. */
+static int write_beam_width(FILE *f, const Model *m, const int *src, size_t W, size_t *peak, size_t *copied, Err *e)
+{
+    Search x[N_CACHES];
+    size_t done = 0;
+    int rc = 0;
+    for (; done < N_CACHES && rc == 0; done++)
+        rc = search(m, src, caches[done].spec, W, &x[done], e);
+    EncDecMemory mw;
+    if (rc == 0)
+        rc = encdec_memory(&m->cfg, m->cfg.max_seq_len, W, &mw, e);
+    if (rc == 0) {
+        const BeamResult *r0 = &x[0].res;
+        int same = 1; /* the caches must not change what the search finds */
+        for (size_t c = 1; c < N_CACHES; c++)
+            same &= same_beams(r0, &x[c].res) && x[c].res.forks == r0->forks;
+        fprintf(f, "%zu\t%zu\t%zu\t%zu\t%zu", W, r0->steps, r0->forks, W * mw.self_per_beam, r0->cross_bytes);
+        for (size_t c = 0; c < N_CACHES; c++) {
+            const BeamResult *r = &x[c].res;
+            fprintf(f, "\t%zu\t%zu\t%zu\t%" PRIu64 "\t%zu\t%zu", r->self_bytes_peak, r->self_bytes_last,
+                    x[c].reserved_peak, r->total.bytes_copied, r->kv.cow_copies, x[c].shared_peak);
+            peak[c] = r->self_bytes_peak;
+            copied[c] = r->total.bytes_copied;
+        }
+        fprintf(f, "\t%d\n", same);
+    }
+    for (size_t c = 0; c < done; c++)
+        beam_result_free(&x[c].res);
+    return rc;
+}
+
+static int write_beam_labels(const PlotCtx *ctx, const Model *m, const EncDecMemory *mem, Err *e)
+{
+    const Config *c = &m->cfg;
     char caption[1024];
     snprintf(caption, sizeof caption,
              "model %s (seed 003's encoder-decoder): decoder %zu layers x %zu KV heads x %zu, f32 (%zu B of self "
@@ -144,18 +146,35 @@ int plot_beam(const PlotCtx *ctx, PlotNote *note, Err *e)
              "cache: contiguous (a fork copies the rows) vs paged:page=16 and paged:page=4 (copy-on-write)\n"
              "the cross cache (%zu B) is computed once and shared by every beam, whatever the width: not drawn; "
              "machine: %s",
-             c->name, c->n_layers, c->n_kv_heads, c->head_dim, mem.self_per_beam, c->max_seq_len, m.source,
-             c->src_len, ctx->seed, c->max_seq_len, mem.cross_per_beam, ctx->machine);
-    FILE *labels = NULL;
-    if (rc == 0 && !(labels = plot_labels_open(ctx, "beam",
-                                               "Beam search memory vs beam width, with and without copy-on-write",
-                                               caption, e)))
+             c->name, c->n_layers, c->n_kv_heads, c->head_dim, mem->self_per_beam, c->max_seq_len, m->source,
+             c->src_len, ctx->seed, c->max_seq_len, mem->cross_per_beam, ctx->machine);
+    FILE *labels = plot_labels_open(ctx, "beam", "Beam search memory vs beam width, with and without copy-on-write",
+                                    caption, e);
+    if (!labels)
+        return -1;
+    fprintf(labels, "max_len = %zu\nself_per_beam = %zu\n", c->max_seq_len, mem->self_per_beam);
+    return plot_close(labels, "beam", e);
+}
+
+int plot_beam(const PlotCtx *ctx, PlotNote *note, Err *e)
+{
+    const size_t n_widths = ctx->quick ? N_WIDTHS_QUICK : N_WIDTHS_ALL, Wmax = widths[n_widths - 1];
+    Model m;
+    EncDecMemory mem;
+    int *src = NULL;
+    if (open_beam_model(ctx, Wmax, &m, &mem, &src, e) < 0)
+        return -1;
+    FILE *f = plot_open(ctx, "beam.tsv", e);
+    int rc = f ? 0 : -1;
+    if (rc == 0)
+        write_beam_header(f);
+    size_t peak_w[N_CACHES] = { 0 }, copied_w[N_CACHES] = { 0 }; /* at the widest search */
+    for (size_t w = 0; w < n_widths && rc == 0; w++)
+        rc = write_beam_width(f, &m, src, widths[w], peak_w, copied_w, e);
+    if (f && plot_close(f, "beam.tsv", rc == 0 ? e : NULL) < 0)
         rc = -1;
-    if (labels) {
-        fprintf(labels, "max_len = %zu\nself_per_beam = %zu\n", c->max_seq_len, mem.self_per_beam);
-        if (plot_close(labels, "beam", rc == 0 ? e : NULL) < 0)
-            rc = -1;
-    }
+    if (rc == 0)
+        rc = write_beam_labels(ctx, &m, &mem, e);
     if (rc == 0)
         snprintf(note->note, sizeof note->note,
                  "width %zu: self cache peak %.2f MiB contiguous, %.2f paged:16, %.2f paged:4; copied %.1f, %.1f, "
