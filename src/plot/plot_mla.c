@@ -140,56 +140,60 @@ static void trace_free(Trace *t)
     free(t->rows_up);
 }
 
-int plot_mla(const PlotCtx *ctx, PlotNote *note, Err *e)
+/* Load RUN_MODEL (its memory checked with a full cache of RUN_FMT) and draw
+ * its one-token prompt (*prompt, the caller frees). */
+static int open_mla_model(const PlotCtx *ctx, Model *m, int **prompt, Err *e)
 {
-    if (bytes_table(ctx, e) < 0)
-        return -1;
     ModelOpts mo = { .model = RUN_MODEL };
-    Model m;
     Config cfg;
     if (setup_load_config(&mo, &cfg, e) < 0)
         return -1;
     KvGeometry g = config_kv_geometry(&cfg, 1);
-    if (setup_load_model(&mo, cfg.n_layers * cfg.max_seq_len * kv_row_pair_bytes(&g, RUN_FMT, RUN_FMT), &m, e) < 0)
+    if (setup_load_model(&mo, cfg.n_layers * cfg.max_seq_len * kv_row_pair_bytes(&g, RUN_FMT, RUN_FMT), m, e) < 0)
         return -1;
-    const Config *c = &m.cfg;
-    /* a one-token prompt: step s sees s + 1 positions */
-    const size_t n_gen = c->max_seq_len;
     PromptOpts po = { .len = 1, .seed = ctx->seed };
-    int *prompt = NULL;
     size_t batch, plen;
-    Trace t[N_PATHS] = { 0 };
-    int rc = setup_make_prompt(&po, c, &prompt, &batch, &plen, e);
-    for (int p = 0; p < N_PATHS && rc == 0; p++)
-        rc = run_path(&m, p, prompt, n_gen, &t[p], e);
-
-    FILE *f = rc == 0 ? plot_open(ctx, "mla.tsv", e) : NULL;
-    if (rc == 0 && !f)
-        rc = -1;
-    uint64_t sum[N_PATHS] = { 0 };
-    if (rc == 0) {
-        fputs("context\tabsorbed_flops\tdecompress_lru_flops\tdecompress_flops\tabsorbed_closed_form\t"
-              "decompress_closed_form\tdecompress_lru_rows_up\tdecompress_rows_up\n", f);
-        for (size_t i = 0; i < n_gen; i++) {
-            MlaFlops fa, fd;
-            mla_flops(c, MLA_ABSORBED, 1, i + 1, 0, &fa);
-            mla_flops(c, MLA_DECOMPRESS, 1, i + 1, i + 1, &fd);
-            fprintf(f, "%zu\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
-                       "\n", i + 1, t[P_ABSORBED].flops[i], t[P_DECOMPRESS_LRU].flops[i], t[P_DECOMPRESS].flops[i],
-                    c->n_layers * mla_flops_total(&fa), c->n_layers * mla_flops_total(&fd),
-                    t[P_DECOMPRESS_LRU].rows_up[i], t[P_DECOMPRESS].rows_up[i]);
-            for (int p = 0; p < N_PATHS; p++)
-                sum[p] += t[p].flops[i];
-        }
-        rc = plot_close(f, "mla.tsv", e);
+    if (setup_make_prompt(&po, &m->cfg, prompt, &batch, &plen, e) < 0) {
+        model_free(m);
+        return -1;
     }
+    return 0;
+}
 
+/* mla.tsv: one row per context (each path's FLOPs per step beside the
+ * closed forms); each path's FLOPs summed into sum[]. */
+static int write_mla_table(const PlotCtx *ctx, const Config *c, const Trace *t, size_t n_gen, uint64_t *sum, Err *e)
+{
+    FILE *f = plot_open(ctx, "mla.tsv", e);
+    if (!f)
+        return -1;
+    fputs("context\tabsorbed_flops\tdecompress_lru_flops\tdecompress_flops\tabsorbed_closed_form\t"
+          "decompress_closed_form\tdecompress_lru_rows_up\tdecompress_rows_up\n", f);
+    for (size_t i = 0; i < n_gen; i++) {
+        MlaFlops fa, fd;
+        mla_flops(c, MLA_ABSORBED, 1, i + 1, 0, &fa);
+        mla_flops(c, MLA_DECOMPRESS, 1, i + 1, i + 1, &fd);
+        fprintf(f, "%zu\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
+                   "\n", i + 1, t[P_ABSORBED].flops[i], t[P_DECOMPRESS_LRU].flops[i], t[P_DECOMPRESS].flops[i],
+                c->n_layers * mla_flops_total(&fa), c->n_layers * mla_flops_total(&fd),
+                t[P_DECOMPRESS_LRU].rows_up[i], t[P_DECOMPRESS].rows_up[i]);
+        for (int p = 0; p < N_PATHS; p++)
+            sum[p] += t[p].flops[i];
+    }
+    return plot_close(f, "mla.tsv", e);
+}
+
+/* mla.labels.gp: the caption, and the bytes per token the absorbed run's
+ * cache held beside memory.h's closed forms (latent and MHA). */
+static int write_mla_labels(const PlotCtx *ctx, const Model *m, const Trace *t, int prompt0, size_t n_gen, Err *e)
+{
+    const Config *c = &m->cfg;
     KvShape lat = memory_shape(c), ref;
     size_t formula = memory_token_layer_bytes(&lat, RUN_FMT) * c->n_layers, mha = 0;
     if (memory_shape_reference(c, &ref) == 0)
         mha = memory_token_layer_bytes(&ref, RUN_FMT) * c->n_layers;
     const Trace *ta = &t[P_ABSORBED];
-    size_t measured = rc == 0 && ta->positions ? ta->bytes_used / ta->positions : 0;
+    size_t measured = ta->positions ? ta->bytes_used / ta->positions : 0;
     char caption[1024];
     snprintf(caption, sizeof caption,
              "(a) the closed forms of model/memory.h over data/models (nothing run), %s; engine check: model %s's "
@@ -199,21 +203,39 @@ int plot_mla(const PlotCtx *ctx, PlotNote *note, Err *e)
              "FLOPs of the attention sublayer (Q, latent, W_uk, W_uv, O, scores, softmax, weighted sum) counted by "
              "the engine; dashed: mla_flops() in closed form; machine: %s",
              format_name(BAR_FMT), c->name, measured, formula, c->name, c->n_layers, c->n_heads, c->kv_lora_rank,
-             c->qk_rope_dim, c->qk_nope_dim, c->v_head_dim, m.source, format_name(RUN_FMT), prompt ? prompt[0] : -1,
-             ctx->seed, n_gen, ctx->machine);
-    FILE *labels = NULL;
-    if (rc == 0 && !(labels = plot_labels_open(ctx, "mla",
-                                               "MLA: bytes per token against MHA, GQA, MQA; decompress vs absorbed "
-                                               "FLOPs",
-                                               caption, e)))
-        rc = -1;
-    if (labels) {
-        fprintf(labels, "bar_format = \"%s\"\nrun_model = \"%s\"\ntiles = %d\ntile_rows = %d\nlayers = %zu\n"
-                        "measured_bytes = %zu\nformula_bytes = %zu\nmha_bytes = %zu\n",
-                format_name(BAR_FMT), c->name, MLA_DEFAULT_TILES, MLA_TILE_ROWS, c->n_layers, measured, formula, mha);
-        if (plot_close(labels, "mla", rc == 0 ? e : NULL) < 0)
-            rc = -1;
-    }
+             c->qk_rope_dim, c->qk_nope_dim, c->v_head_dim, m->source, format_name(RUN_FMT), prompt0, ctx->seed,
+             n_gen, ctx->machine);
+    FILE *labels = plot_labels_open(ctx, "mla",
+                                    "MLA: bytes per token against MHA, GQA, MQA; decompress vs absorbed FLOPs",
+                                    caption, e);
+    if (!labels)
+        return -1;
+    fprintf(labels, "bar_format = \"%s\"\nrun_model = \"%s\"\ntiles = %d\ntile_rows = %d\nlayers = %zu\n"
+                    "measured_bytes = %zu\nformula_bytes = %zu\nmha_bytes = %zu\n",
+            format_name(BAR_FMT), c->name, MLA_DEFAULT_TILES, MLA_TILE_ROWS, c->n_layers, measured, formula, mha);
+    return plot_close(labels, "mla", e);
+}
+
+int plot_mla(const PlotCtx *ctx, PlotNote *note, Err *e)
+{
+    if (bytes_table(ctx, e) < 0)
+        return -1;
+    Model m;
+    int *prompt = NULL;
+    if (open_mla_model(ctx, &m, &prompt, e) < 0)
+        return -1;
+    const Config *c = &m.cfg;
+    /* a one-token prompt: step s sees s + 1 positions */
+    const size_t n_gen = c->max_seq_len;
+    Trace t[N_PATHS] = { 0 };
+    uint64_t sum[N_PATHS] = { 0 };
+    int rc = 0;
+    for (int p = 0; p < N_PATHS && rc == 0; p++)
+        rc = run_path(&m, p, prompt, n_gen, &t[p], e);
+    if (rc == 0)
+        rc = write_mla_table(ctx, c, t, n_gen, sum, e);
+    if (rc == 0)
+        rc = write_mla_labels(ctx, &m, t, prompt[0], n_gen, e);
     if (rc == 0)
         snprintf(note->note, sizeof note->note,
                  "%s, %zu tokens: attention sublayer %.1f MFLOPs absorbed, %.1f decompress with %d tiles, %.1f "
