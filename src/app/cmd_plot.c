@@ -207,6 +207,69 @@ static int render(const PlotCtx *ctx, const PlotFigure *f, const char *term, cha
     return 0;
 }
 
+/* The context every maker gets: the options, the kernels to time, this
+ * machine's name; the output directory made. A bad --model or --tokens is a
+ * usage error here, before anything is written. */
+static int plot_setup(const PlotOpts *o, PlotCtx *ctx, Err *e)
+{
+    *ctx = (PlotCtx){ .out_dir = o->out, .seed = o->seed, .quick = o->quick, .model = o->model, .tokens = o->tokens };
+    if (!(ctx->kern = kernels_select(NULL, e)))
+        return -1;
+    for (size_t i = 0; i < plot_n_figures; i++)
+        if (o->want[i] && plot_figures[i].number <= 3) {
+            if (plot_gen_check(ctx, e) < 0)
+                return -1;
+            break;
+        }
+    if (plot_prepare_dir(o->out, e) < 0)
+        return -1;
+    plot_machine(ctx->machine, sizeof ctx->machine);
+    return 0;
+}
+
+/* Make figure f: its data, its script and (have: gnuplot is installed) its
+ * pictures; then its two lines: the maker's note and the files written. */
+static int make_figure(const PlotCtx *ctx, const PlotFigure *f, const char *term, int have, Err *e)
+{
+    double t0 = now();
+    PlotNote note = { "" };
+    if (f->make(ctx, &note, e) < 0 || plot_copy_script(ctx, f->name, e) < 0)
+        return -1;
+    char drawn[256] = "";
+    if (have && render(ctx, f, term, drawn, sizeof drawn, e) < 0)
+        return -1;
+    printf("%2d %-16s %s\n   %-16s %s.tsv%s ->%s (%.1f s)\n", f->number, f->name, note.note, "", f->name,
+           f->measured ? " (measured: timings)" : "", have ? (drawn[0] ? drawn : " terminal") : " (not drawn)",
+           now() - t0);
+    return 0;
+}
+
+/* After the figures: those still waiting (with --all), the time taken, and
+ * how to redraw the last one by hand (or how to get gnuplot). */
+static void print_end(const PlotOpts *o, const PlotFigure *last, int have, double t_all)
+{
+    int waiting = 0;
+    for (size_t i = 0; i < plot_n_figures; i++)
+        waiting += plot_figures[i].waiting != NULL;
+    if (o->all && waiting) {
+        printf("waiting (see --list):");
+        for (size_t i = 0; i < plot_n_figures; i++)
+            if (plot_figures[i].waiting)
+                printf(" %d %s", plot_figures[i].number, plot_figures[i].name);
+        printf("\n");
+    }
+    printf("done in %.1f s. ", now() - t_all);
+    const char *t = o->term ? o->term : "png";
+    if (have && strcmp(t, "dumb") == 0)
+        printf("Redraw by hand: cd %s && gnuplot -c %s.gp %s.tsv - dumb\n", o->out, last->name, last->name);
+    else if (have)
+        printf("Redraw by hand: cd %s && gnuplot -c %s.gp %s.tsv %s.%s %s\n", o->out, last->name, last->name,
+               last->name, t, t);
+    else
+        printf("To draw the figures, install gnuplot: sudo apt-get install gnuplot-nox, then run this again\n"
+               "(or, in %s: gnuplot -c NAME.gp NAME.tsv NAME.png png)\n", o->out);
+}
+
 int cmd_plot(int argc, char **argv)
 {
     PlotOpts o = { .out = DEFAULT_OUT, .seed = DEFAULT_SEED };
@@ -222,19 +285,9 @@ int cmd_plot(int argc, char **argv)
         list();
         return EXIT_OK;
     }
-    PlotCtx ctx = { .out_dir = o.out, .seed = o.seed, .quick = o.quick, .model = o.model, .tokens = o.tokens };
-    if (!(ctx.kern = kernels_select(NULL, &e)))
+    PlotCtx ctx;
+    if (plot_setup(&o, &ctx, &e) < 0)
         return cli_fail(&e);
-    /* a bad --model or --tokens is a usage error before anything is written */
-    for (size_t i = 0; i < plot_n_figures; i++)
-        if (o.want[i] && plot_figures[i].number <= 3) {
-            if (plot_gen_check(&ctx, &e) < 0)
-                return cli_fail(&e);
-            break;
-        }
-    if (plot_prepare_dir(o.out, &e) < 0)
-        return cli_fail(&e);
-    plot_machine(ctx.machine, sizeof ctx.machine);
     int have = plot_have_gnuplot();
 
     printf("kvscope plot: %zu figure%s into %s/ (seed %" PRIu64 "%s; %s)\n", o.n_want, o.n_want == 1 ? "" : "s",
@@ -245,42 +298,12 @@ int cmd_plot(int argc, char **argv)
     for (size_t i = 0; i < plot_n_figures; i++) {
         if (!o.want[i])
             continue;
-        const PlotFigure *f = &plot_figures[i];
-        double t0 = now();
-        PlotNote note = { "" };
-        if (f->make(&ctx, &note, &e) < 0 || plot_copy_script(&ctx, f->name, &e) < 0) {
+        if (make_figure(&ctx, &plot_figures[i], o.term, have, &e) < 0) {
             fflush(stdout);
             return cli_fail(&e);
         }
-        char drawn[256] = "";
-        if (have && render(&ctx, f, o.term, drawn, sizeof drawn, &e) < 0) {
-            fflush(stdout);
-            return cli_fail(&e);
-        }
-        printf("%2d %-16s %s\n   %-16s %s.tsv%s ->%s (%.1f s)\n", f->number, f->name, note.note, "", f->name,
-               f->measured ? " (measured: timings)" : "", have ? (drawn[0] ? drawn : " terminal") : " (not drawn)",
-               now() - t0);
-        last = f;
+        last = &plot_figures[i];
     }
-    int waiting = 0;
-    for (size_t i = 0; i < plot_n_figures; i++)
-        waiting += plot_figures[i].waiting != NULL;
-    if (o.all && waiting) {
-        printf("waiting (see --list):");
-        for (size_t i = 0; i < plot_n_figures; i++)
-            if (plot_figures[i].waiting)
-                printf(" %d %s", plot_figures[i].number, plot_figures[i].name);
-        printf("\n");
-    }
-    printf("done in %.1f s. ", now() - t_all);
-    const char *t = o.term ? o.term : "png";
-    if (have && strcmp(t, "dumb") == 0)
-        printf("Redraw by hand: cd %s && gnuplot -c %s.gp %s.tsv - dumb\n", o.out, last->name, last->name);
-    else if (have)
-        printf("Redraw by hand: cd %s && gnuplot -c %s.gp %s.tsv %s.%s %s\n", o.out, last->name, last->name,
-               last->name, t, t);
-    else
-        printf("To draw the figures, install gnuplot: sudo apt-get install gnuplot-nox, then run this again\n"
-               "(or, in %s: gnuplot -c NAME.gp NAME.tsv NAME.png png)\n", o.out);
+    print_end(&o, last, have, t_all);
     return EXIT_OK;
 }
