@@ -62,7 +62,7 @@ else bad "lesson check 6 on the starter fails" "exit $status" "stdout: $(head -c
 if grep -q '^/' "$out" || grep -q ' /[a-z]' "$out"; then bad "no absolute paths in check output" "$(grep ' /[a-z]' "$out" | head -3)"
 else ok "no absolute paths in check output"; fi
 cp lessons/solutions/window.c "$lesson_src/my_window.c"
-expect_ok "lesson check 6 on the solution passes" '^lesson 6: 7 of 7 checks pass, exercise passes; done\.$' \
+expect_ok "lesson check 6 on the solution passes" '^lesson 6: 8 of 8 checks pass, exercise passes; done\.$' \
     $KV lesson check 6 --file "$lesson_src/my_window.c"
 expect_ok "lesson check 3 --file=: the memory formula" 'all [0-9]+ figures match the reference' \
     $KV lesson check 3 --file=lessons/solutions/memory_formula.c
