@@ -9,6 +9,7 @@
 
 #include "course/lesson_doc.h"
 #include "course/lesson_exec.h"
+#include "course/lesson_rules.h"
 #include "course/lesson_run.h"
 #include "course/lesson_value.h"
 
@@ -98,6 +99,9 @@ static void lint_checks(Lint *l, const Course *c, const Lesson *ls, size_t *n_ch
         checks++;
         unique(l, "check", ck->id);
         nonempty(l, "hint", ck->id, ck->hint);
+        char why[600];
+        if (rule_check_static(ck, why, sizeof why))
+            problem(l, "check %s: %s", ck->id, why);
         CheckOutcome o;
         Err ce = { 0 };
         int rc = run_check(ck, &o, &ce);
@@ -110,6 +114,9 @@ static void lint_checks(Lint *l, const Course *c, const Lesson *ls, size_t *n_ch
             continue;
         }
         if (o.pass) {
+            if (rule_value_is_input(ck, o.actual, why, sizeof why) ||
+                rule_rounds_as_written(ck, o.actual, why, sizeof why))
+                problem(l, "check %s: %s", ck->id, why);
             passed++;
             continue;
         }

@@ -46,7 +46,11 @@
  *   flops_softmax  5 per score (the same named estimate as attend())
  *   kv_bytes_read  latent bytes read from the cache: absorbed, every visible
  *             row once per query; decompress, each row when it is decompressed
- *   view_bytes  decompress only: the f32 K/V tile written, and read back per query
+ *   view_bytes  decompress only: the f32 K/V tile written (H (dn + dv) + p values
+ *             per row decompressed), and read back by every query, per visible
+ *             row, hit or miss. The tiles are not the cache, so they are not in
+ *             kv_bytes_read: what the decompress path moves is the sum of the
+ *             two (`kvscope run --format json` prints both, per step and in all)
  *   weight_bytes_read  by the kernels: W_uk and W_uv once per pass (absorbed) or
  *             once per tile decompressed (decompress)
  * mla_flops() gives the same figures in closed form.

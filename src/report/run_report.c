@@ -26,14 +26,15 @@ void report_header(FILE *f, OutFormat fmt)
 
 json_t *report_counters_json(const Counters *c)
 {
-    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
                      "tokens_projected", (json_int_t)c->tokens_projected, "flops_q", (json_int_t)c->flops_q,
                      "flops_k", (json_int_t)c->flops_k, "flops_v", (json_int_t)c->flops_v, "flops_o",
                      (json_int_t)c->flops_o, "flops_qk", (json_int_t)c->flops_qk, "flops_av",
                      (json_int_t)c->flops_av, "flops_softmax", (json_int_t)c->flops_softmax, "flops_ffn",
                      (json_int_t)c->flops_ffn, "flops_other", (json_int_t)c->flops_other, "weight_bytes_read",
                      (json_int_t)c->weight_bytes_read, "kv_bytes_read", (json_int_t)c->kv_bytes_read,
-                     "kv_bytes_written", (json_int_t)c->kv_bytes_written, "allocations",
+                     "kv_bytes_written", (json_int_t)c->kv_bytes_written, "view_bytes",
+                     (json_int_t)c->view_bytes, "allocations",
                      (json_int_t)c->allocations, "bytes_copied", (json_int_t)c->bytes_copied, "cache_bytes_used",
                      (json_int_t)c->cache_bytes_used, "seconds", c->seconds);
 }
@@ -87,8 +88,11 @@ void report_totals(FILE *f, OutFormat fmt, const char *run, const Counters *t, j
                ", attention %" PRIu64 ", FFN %" PRIu64 "), %.3f ms\n",
             run, t->tokens_projected, counters_total_flops(t), counters_proj_flops(t), counters_attn_flops(t),
             t->flops_ffn, t->seconds * 1e3);
-    fprintf(f, "%s bytes: weights read %" PRIu64 ", K/V read %" PRIu64 ", K/V written %" PRIu64 "\n", run,
+    fprintf(f, "%s bytes: weights read %" PRIu64 ", K/V read %" PRIu64 ", K/V written %" PRIu64, run,
             t->weight_bytes_read, t->kv_bytes_read, t->kv_bytes_written);
+    if (t->view_bytes) /* a materialized f32 view (MLA's decompressed tiles), written and read back */
+        fprintf(f, ", f32 view written and read %" PRIu64, t->view_bytes);
+    fputc('\n', f);
     if (t->cache_bytes_reserved)
         fprintf(f, "%s cache: %s used, %s reserved; %" PRIu64 " allocations, %s copied by reallocation\n", run,
                 human_bytes(used, sizeof used, (double)t->cache_bytes_used),

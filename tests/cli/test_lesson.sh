@@ -62,7 +62,7 @@ else bad "lesson check 6 on the starter fails" "exit $status" "stdout: $(head -c
 if grep -q '^/' "$out" || grep -q ' /[a-z]' "$out"; then bad "no absolute paths in check output" "$(grep ' /[a-z]' "$out" | head -3)"
 else ok "no absolute paths in check output"; fi
 cp lessons/solutions/window.c "$lesson_src/my_window.c"
-expect_ok "lesson check 6 on the solution passes" '^lesson 6: 7 of 7 checks pass, exercise passes; done\.$' \
+expect_ok "lesson check 6 on the solution passes" '^lesson 6: 8 of 8 checks pass, exercise passes; done\.$' \
     $KV lesson check 6 --file "$lesson_src/my_window.c"
 expect_ok "lesson check 3 --file=: the memory formula" 'all [0-9]+ figures match the reference' \
     $KV lesson check 3 --file=lessons/solutions/memory_formula.c
@@ -120,11 +120,30 @@ hint:
 ```check
 id: one.measured
 run: kvscope calc --model tiny --format json
-value: model.n_layers
+value: formats[format=f16].bytes_per_token / 128
 expect: 100
 tol: 10%
 measured: yes
 hint: A measured figure.
+```
+
+A constant, 11.2, and a figure its tolerance hides: a token is 0.25 KB.
+
+```check
+id: one.constant
+run: kvscope calc --model tiny --format json
+value: 8 * 1.4
+expect: 11.2
+hint: Arithmetic on constants, no engine.
+```
+
+```check
+id: one.hidden
+run: kvscope calc --model tiny --format json
+value: formats[format=f16].bytes_per_token / 1000
+expect: 0.25
+tol: 5%
+hint: 256 B, in KB.
 ```
 EOF
 printf '# 2. Two\n\nNo checks.\n' >"$lesson_course/03-two.md"
@@ -148,6 +167,9 @@ if [ "$status" -eq 1 ] && grep -q 'check one.len: expected 999, got 256' "$out" 
     grep -q 'one.len has an empty hint' "$out" && grep -q 'one.q has an empty hint' "$out" &&
     grep -q 'the figure 4,096 has no check beside it' "$out" &&
     grep -q "quiz one.q: value 'model.nope': no field 'nope'" "$out" &&
+    grep -q "check one.len: its value 'model.max_seq_len' only reads back the input" "$out" &&
+    grep -q "check one.constant: its value '8 \* 1.4' reads nothing from the command's output" "$out" &&
+    grep -q 'check one.hidden: the prose says 0.25, but the engine gives 0.26 at that precision' "$out" &&
     grep -q 'lesson file 03-two.md should be lessons/02-' "$out" &&
     grep -q 'lesson two\|lesson one has no check block' "$out" &&
     grep -q 'lessons/09-stray.md is not in the manifest' "$out" &&
