@@ -167,14 +167,15 @@ tokenizer: corpus $(BIN)
 
 # The trained models of data/models/kjv-*.ini, trained again from scratch
 # (minutes for kjv-tiny, under an hour for kjv-small on one core); each run
-# writes data/weights/NAME.kvw and NAME.kvw.json (how it was made).
+# writes data/weights/NAME.kvw, NAME.kvw.json (how it was made) and
+# NAME.log.tsv (every step: the loss curve of `kvscope plot loss`).
 TRAIN := $(BIN) train --set weights=synthetic --text $(BUILD)/corpus/kjv-train.txt \
 	--valid $(BUILD)/corpus/kjv-valid.txt --f16
 models: corpus $(BIN)
 	$(TRAIN) --model kjv-tiny --out data/weights/kjv-tiny.kvw --steps 3000 --batch 16 --lr 3e-3 --warmup 100 \
-		--eval-every 250 --ckpt-every 1000
+		--eval-every 250 --ckpt-every 1000 --log data/weights/kjv-tiny.log.tsv
 	$(TRAIN) --model kjv-small --out data/weights/kjv-small.kvw --steps 700 --batch 8 --lr 3e-3 --warmup 50 \
-		--eval-every 50 --ckpt-every 100
+		--eval-every 50 --ckpt-every 100 --log data/weights/kjv-small.log.tsv
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary; data, lessons and
 # the plot scripts under share/kvscope (found from the binary's place, see

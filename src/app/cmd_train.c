@@ -14,21 +14,12 @@
 
 #include "app/cli.h"
 #include "app/commands.h"
-#include "train/trainer.h"
+#include "app/train_progress.h"
 #include "util/clock.h"
 #include "util/files.h"
 #include "util/parse.h"
-#include "util/version.h"
 
 #define MAX_TEXT_BYTES ((size_t)64 << 20)
-
-typedef struct {
-    ModelOpts mo;
-    const char *text, *valid, *out, *resume;
-    TrainOpts t;
-    size_t ckpt_every;
-    int f16;
-} TrainArgs;
 
 static void help(void)
 {
@@ -56,8 +47,13 @@ static void help(void)
            "  --eval-windows N    validation windows, evenly spaced (default 16)\n"
            "  --ckpt-every N      steps between checkpoints (default 500; Ctrl-C saves one too)\n"
            "  --resume FILE       continue the run a checkpoint holds, to --steps\n"
-           "  --f16               store the final weights as f16 (half the bytes)\n\n"
-           "One thread; the same seed and ISA give the same weights.\n"
+           "  --f16               store the final weights as f16 (half the bytes)\n"
+           "  --log FILE          one TSV row per step: learning rate, training loss, validation\n"
+           "                      bits/byte when measured, tokens, seconds, GFLOP/s (`kvscope plot\n"
+           "                      loss --log FILE` draws it; appended to with --resume)\n\n"
+           "One thread; the same seed and ISA give the same weights. GFLOP/s counts the matmuls'\n"
+           "and the attention's multiply-adds of the forwards and backwards (2 FLOPs each); the\n"
+           "run first times the matmul kernel on the model's own shapes, the rate to compare with.\n"
            "example: kvscope train --model kjv-tiny --text build/corpus/kjv-train.txt \\\n"
            "             --valid build/corpus/kjv-valid.txt --out kjv-tiny.kvw --steps 200\n",
            cli_model_help);
@@ -76,6 +72,7 @@ static int parse_options(int argc, char **argv, TrainArgs *a, Err *e)
         { "seed", required_argument, 0, 0 },       { "eval-every", required_argument, 0, 0 },
         { "eval-windows", required_argument, 0, 0 }, { "ckpt-every", required_argument, 0, 0 },
         { "resume", required_argument, 0, 0 },     { "f16", no_argument, 0, 0 },
+        { "log", required_argument, 0, 0 },
         { "help", no_argument, 0, 'h' },           { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -97,6 +94,8 @@ static int parse_options(int argc, char **argv, TrainArgs *a, Err *e)
             a->out = optarg;
         else if (strcmp(name, "resume") == 0)
             a->resume = optarg;
+        else if (strcmp(name, "log") == 0)
+            a->log = optarg;
         else if (strcmp(name, "f16") == 0)
             a->f16 = 1;
         else if (strcmp(name, "steps") == 0)
@@ -146,90 +145,10 @@ static int load_ids(const char *path, const Tokenizer *tok, int **ids, size_t *n
     return rc;
 }
 
-static volatile sig_atomic_t interrupted;
-
 static void on_sigint(int sig)
 {
     (void)sig;
-    interrupted = 1;
-}
-
-typedef struct {
-    const TrainArgs *a;
-    Trainer *tr;
-    char ckpt[4096];
-    double t0, bytes_per_token;
-    uint64_t first_step;
-    double last_valid, last_train;
-    int tty, saved_on_stop;
-    Err *e;
-} Progress;
-
-static void format_seconds(char *buf, size_t cap, double s)
-{
-    if (s >= 3600)
-        snprintf(buf, cap, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
-    else
-        snprintf(buf, cap, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
-}
-
-static int on_step(void *user, const TrainStep *s)
-{
-    Progress *p = user;
-    const double el = clock_seconds() - p->t0;
-    const double done = (double)(s->step - p->first_step), left = (double)(p->a->t.steps - s->step);
-    char el_s[16], eta_s[16];
-    format_seconds(el_s, sizeof el_s, el);
-    format_seconds(eta_s, sizeof eta_s, done > 0 ? el / done * left : 0);
-    if (s->has_valid)
-        p->last_valid = s->valid_loss;
-    p->last_train = s->loss;
-    const double bpb = p->last_valid / log(2.0) / p->bytes_per_token;
-    const double tps = el > 0 ? done * (double)(p->a->t.batch * p->a->t.seq_len) / el : 0;
-    if (p->tty)
-        fprintf(stderr, "\rstep %llu/%zu  loss %.3f  valid %.3f bits/byte  %.0f tokens/s  %s elapsed, %s left   ",
-                (unsigned long long)s->step, p->a->t.steps, s->loss, bpb, tps, el_s, eta_s);
-    if (s->has_valid)
-        fprintf(p->tty ? stderr : stdout, "%sstep %llu: train loss %.4f nats/token, valid %.4f nats/token = %.4f "
-                "bits/byte; lr %.2e, grad norm %.3g, %.0f tokens/s, %s\n", p->tty ? "\r" : "",
-                (unsigned long long)s->step, s->loss, s->valid_loss, bpb, s->lr, s->grad_norm, tps, el_s);
-    fflush(stdout);
-    int save = interrupted || (p->a->ckpt_every && s->step % p->a->ckpt_every == 0);
-    if (save && trainer_save(p->tr, p->ckpt, p->e) < 0)
-        return -1;
-    p->saved_on_stop = interrupted;
-    return interrupted;
-}
-
-/* FILE.json beside the weights: how they were made. */
-static int write_sidecar(const TrainArgs *a, const Model *m, const char *isa, uint64_t text_hash, size_t steps,
-                         double seconds, double train_bpb, double valid_bpb, Err *e)
-{
-    char path[4096], tmp[4200];
-    snprintf(path, sizeof path, "%s.json", a->out);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return err_set(e, ERR_USAGE, "cannot write '%s'", tmp);
-    char sets[512] = "";
-    for (size_t i = 0; i < a->mo.n_sets; i++)
-        snprintf(sets + strlen(sets), sizeof sets - strlen(sets), " --set %s", a->mo.sets[i]);
-    fprintf(f, "{\n  \"kvscope\": \"%s\",\n  \"model\": \"%s\",\n  \"command\": \"kvscope train --model %s%s --text %s "
-            "--valid %s --out %s --steps %zu --batch %zu --seq-len %zu --lr %g --warmup %zu --weight-decay %g "
-            "--clip %g --seed %llu%s\",\n", KVSCOPE_VERSION, m->cfg.name, a->mo.model, sets, a->text, a->valid, a->out,
-            a->t.steps, a->t.batch, a->t.seq_len, a->t.opt.lr, a->t.opt.warmup, a->t.opt.weight_decay, a->t.opt.clip,
-            (unsigned long long)a->t.seed, a->f16 ? " --f16" : "");
-    if (a->resume)
-        fprintf(f, "  \"resumed_from\": \"%s\",\n", a->resume);
-    fprintf(f, "  \"seed\": %llu,\n  \"isa\": \"%s\",\n  \"text_fnv1a64\": \"%016llx\",\n  \"steps\": %zu,\n"
-            "  \"seconds\": %.1f,\n  \"train_bits_per_byte\": %.4f,\n  \"valid_bits_per_byte\": %.4f,\n"
-            "  \"parameters\": %zu\n}\n",
-            (unsigned long long)a->t.seed, isa, (unsigned long long)text_hash, steps, seconds, train_bpb, valid_bpb,
-            model_param_floats(&m->cfg));
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0)
-        return err_set(e, ERR_RUNTIME, "cannot write '%s'", path);
-    return 0;
+    train_interrupted = 1;
 }
 
 static uint64_t fnv1a(const int *ids, size_t n)
@@ -293,6 +212,51 @@ static int run_open(Run *r, TrainArgs *a, Err *e)
     return trainer_init(&r->tr, &r->m, &a->t, r->train, r->n_train, r->valid, r->n_valid, e);
 }
 
+/* The matmul kernel's rate on the model's widest layer shape ([T][d] by
+ * [f][d]), timed for about a third of a second: what the training's own
+ * GFLOP/s is compared with, measured in the same run. */
+static double matmul_gflops(const Model *m, size_t T)
+{
+    const size_t d = m->cfg.d_model, f = m->cfg.ffn_dim;
+    float *x = calloc(T * d, sizeof *x), *w = calloc(f * d, sizeof *w), *y = malloc(T * f * sizeof *y);
+    double rate = 0;
+    if (x && w && y) {
+        for (size_t i = 0; i < T * d; i++)
+            x[i] = (float)(i % 7) * 0.1f;
+        for (size_t i = 0; i < f * d; i++)
+            w[i] = (float)(i % 5) * 0.1f;
+        Counters none = { 0 };
+        uint64_t flops = 0;
+        const double t0 = clock_seconds();
+        double el;
+        do {
+            m->kern->matmul(y, x, w, T, d, f, &flops, &none);
+        } while ((el = clock_seconds() - t0) < 0.3);
+        rate = (double)flops / el / 1e9;
+    }
+    free(x);
+    free(w);
+    free(y);
+    return rate;
+}
+
+static int finish(Run *r, Progress *p, Err *e)
+{
+    const TrainArgs *a = p->a;
+    KvwTensor t[4 + 9 * 256];
+    size_t n = model_tensors(&r->m, t, sizeof t / sizeof t[0], a->f16 ? KVW_F16 : KVW_F32);
+    KvwShape shape = model_kvw_shape(&r->m.cfg);
+    if (kvw_write(a->out, &shape, t, n, e) < 0 || trainer_save(r->tr, p->ckpt, e) < 0 ||
+        train_write_sidecar(p, &r->m, fnv1a(r->train, r->n_train), e) < 0)
+        return -1;
+    const double gflops = p->seconds > 0 ? p->flops / p->seconds / 1e9 : 0;
+    printf("done: %zu steps in %.1f s; validation %.4f bits per byte; %.2f GFLOP/s, %.0f%% of the matmul kernel's "
+           "%.2f; weights in %s (and %s.json)\n", a->t.steps, p->seconds,
+           p->last_valid / log(2.0) / p->bytes_per_token, gflops, 100 * gflops / p->matmul_gflops, p->matmul_gflops,
+           a->out, a->out);
+    return 0;
+}
+
 int cmd_train(int argc, char **argv)
 {
     TrainArgs a = { .t = { .steps = 1000, .batch = 16, .eval_every = 100, .eval_windows = 16, .seed = 1,
@@ -315,40 +279,33 @@ int cmd_train(int argc, char **argv)
     int rc = run_open(&r, &a, &e);
     if (rc == 0 && a.resume)
         rc = trainer_load(r.tr, a.resume, &e);
+    if (rc == 0)
+        rc = train_progress_open_log(&p, &e);
     if (rc == 0) {
         p.tr = r.tr;
         p.bytes_per_token = (double)r.b_valid / (double)r.n_valid;
+        p.train_bytes_per_token = (double)r.b_train / (double)r.n_train;
         p.first_step = trainer_steps(r.tr);
+        p.matmul_gflops = matmul_gflops(&r.m, a.t.seq_len);
         printf("train %s: %zu parameters, %s tokens; text %zu tokens (%.2f bytes each), valid %zu; %zu steps of %zu "
-               "windows of %zu tokens from step %llu\n", r.m.cfg.name, model_param_floats(&r.m.cfg),
-               tokenizer_name(r.tok), r.n_train, (double)r.b_train / (double)r.n_train, r.n_valid, a.t.steps,
-               a.t.batch, a.t.seq_len, (unsigned long long)p.first_step);
+               "windows of %zu tokens from step %llu; the matmul kernel (%s) runs %.2f GFLOP/s on this shape\n",
+               r.m.cfg.name, model_param_floats(&r.m.cfg), tokenizer_name(r.tok), r.n_train, p.train_bytes_per_token,
+               r.n_valid, a.t.steps, a.t.batch, a.t.seq_len, (unsigned long long)p.first_step, r.m.kern->isa,
+               p.matmul_gflops);
         fflush(stdout);
         p.t0 = clock_seconds();
         p.last_valid = trainer_valid_loss(r.tr);
         signal(SIGINT, on_sigint);
-        rc = trainer_run(r.tr, on_step, &p, &e);
+        rc = trainer_run(r.tr, train_progress_step, &p, &e);
         signal(SIGINT, SIG_DFL);
     }
-    if (rc == 0 && p.saved_on_stop) {
+    if (rc == 0 && p.saved_on_stop)
         printf("stopped at step %llu: the run's state is in %s (continue with --resume %s)\n",
                (unsigned long long)trainer_steps(r.tr), p.ckpt, p.ckpt);
-    } else if (rc == 0) {
-        const double secs = clock_seconds() - p.t0;
-        KvwTensor t[4 + 9 * 256];
-        size_t n = model_tensors(&r.m, t, sizeof t / sizeof t[0], a.f16 ? KVW_F16 : KVW_F32);
-        KvwShape shape = model_kvw_shape(&r.m.cfg);
-        const double valid_bpb = p.last_valid / log(2.0) / p.bytes_per_token;
-        rc = kvw_write(a.out, &shape, t, n, &e);
-        if (rc == 0)
-            rc = trainer_save(r.tr, p.ckpt, &e);
-        if (rc == 0)
-            rc = write_sidecar(&a, &r.m, r.m.kern->isa, fnv1a(r.train, r.n_train), a.t.steps, secs,
-                               p.last_train / log(2.0) / ((double)r.b_train / (double)r.n_train), valid_bpb, &e);
-        if (rc == 0)
-            printf("done: %zu steps in %.1f s; validation %.4f bits per byte; weights in %s (and %s.json)\n",
-                   a.t.steps, secs, valid_bpb, a.out, a.out);
-    }
+    else if (rc == 0)
+        rc = finish(&r, &p, &e);
+    if (p.log)
+        fclose(p.log);
     run_free(&r);
     return rc < 0 ? cli_fail(&e) : EXIT_OK;
 }

@@ -40,6 +40,7 @@ struct BackpropState {
     float *tmp_a, *tmp_b, *col; /* transposes [max(V, f, qd, d)][T] x 2, and a column [max] */
     float *arena;
     size_t arena_floats;
+    uint64_t flops;     /* floating-point operations of the matmuls and attention so far */
 };
 
 int backprop_check_config(const Config *c, Err *e)
@@ -126,10 +127,17 @@ static void norm_fwd(const Kernels *k, float *out, float *inv, const float *x, c
     }
 }
 
-static void matmul(const Kernels *k, float *y, const float *x, const float *w, size_t n, size_t in, size_t out)
+static void matmul(BackpropState *s, const Kernels *k, float *y, const float *x, const float *w, size_t n, size_t in,
+                   size_t out)
 {
     Counters none = { 0 };
-    k->matmul(y, x, w, n, in, out, NULL, &none);
+    k->matmul(y, x, w, n, in, out, &s->flops, &none);
+}
+
+/* Multiply-adds of q.k and p.v over the causal pairs, 2 FLOPs each. */
+static uint64_t attention_flops(const Config *c, size_t T)
+{
+    return 2 * 2 * (uint64_t)c->n_heads * c->head_dim * (uint64_t)(T * (T + 1) / 2);
 }
 
 /* Causal attention of every head: p [H][T][T], o [T][H * hd]. */
@@ -167,7 +175,7 @@ static void attention_fwd(const Config *c, LayerAct *a, size_t T)
     }
 }
 
-static void layer_fwd(const Model *m, const LayerWeights *w, LayerAct *a, float *x, size_t T)
+static void layer_fwd(const Model *m, BackpropState *s, const LayerWeights *w, LayerAct *a, float *x, size_t T)
 {
     const Config *c = &m->cfg;
     const Kernels *k = m->kern;
@@ -175,22 +183,23 @@ static void layer_fwd(const Model *m, const LayerWeights *w, LayerAct *a, float 
     Counters none = { 0 };
     memcpy(a->x_in, x, T * d * sizeof(float));
     norm_fwd(k, a->xn1, a->rms1, x, w->attn_norm, T, d, (float)c->norm_eps);
-    matmul(k, a->q, a->xn1, w->wq, T, d, qd);
-    matmul(k, a->k, a->xn1, w->wk, T, d, kvd);
-    matmul(k, a->v, a->xn1, w->wv, T, d, kvd);
+    matmul(s, k, a->q, a->xn1, w->wq, T, d, qd);
+    matmul(s, k, a->k, a->xn1, w->wk, T, d, kvd);
+    matmul(s, k, a->v, a->xn1, w->wv, T, d, kvd);
     for (size_t t = 0; t < T; t++) {
         k->rope(a->q + t * qd, c->n_heads, c->head_dim, t, c->rope_theta, &none);
         k->rope(a->k + t * kvd, c->n_kv_heads, c->head_dim, t, c->rope_theta, &none);
     }
     attention_fwd(c, a, T);
-    matmul(k, a->x_mid, a->o, w->wo, T, qd, d);
+    s->flops += attention_flops(c, T);
+    matmul(s, k, a->x_mid, a->o, w->wo, T, qd, d);
     for (size_t i = 0; i < T * d; i++)
         a->x_mid[i] += x[i];
     norm_fwd(k, a->xn2, a->rms2, a->x_mid, w->ffn_norm, T, d, (float)c->norm_eps);
-    matmul(k, a->gate, a->xn2, w->w_gate, T, d, f);
-    matmul(k, a->up, a->xn2, w->w_up, T, d, f);
+    matmul(s, k, a->gate, a->xn2, w->w_gate, T, d, f);
+    matmul(s, k, a->up, a->xn2, w->w_up, T, d, f);
     k->swiglu(a->h, a->gate, a->up, T * f, &none);
-    matmul(k, x, a->h, w->w_down, T, f, d);
+    matmul(s, k, x, a->h, w->w_down, T, f, d);
     for (size_t i = 0; i < T * d; i++)
         x[i] += a->x_mid[i];
 }
@@ -205,9 +214,9 @@ double backprop_forward(const Model *m, BackpropState *s, const int *tokens, siz
     for (size_t t = 0; t < T; t++)
         memcpy(x + t * d, m->embed + (size_t)tokens[t] * d, d * sizeof(float));
     for (size_t l = 0; l < c->n_layers; l++)
-        layer_fwd(m, model_layer(m, l), &s->act[l], x, T);
+        layer_fwd(m, s, model_layer(m, l), &s->act[l], x, T);
     norm_fwd(m->kern, s->xnf, s->rmsf, x, m->final_norm, T, d, (float)c->norm_eps);
-    matmul(m->kern, s->probs, s->xnf, m->unembed, T, d, V);
+    matmul(s, m->kern, s->probs, s->xnf, m->unembed, T, d, V);
     if (logits)
         memcpy(logits, s->probs, T * V * sizeof(float));
     double loss = 0;
@@ -242,6 +251,7 @@ static void matmul_bwd(BackpropState *s, const FormatOps *f32, float *dx, float 
                        const float *W, size_t T, size_t in, size_t out)
 {
     float *dyT = s->tmp_a, *xT = s->tmp_b, *col = s->col;
+    s->flops += (dx ? 4 : 2) * (uint64_t)T * in * out;
     transpose(dyT, dy, T, out);
     if (dx)
         for (size_t o = 0; o < out; o++) /* dx[t] += dy[t][o] * W[o], every t at once */
@@ -349,6 +359,7 @@ static void layer_bwd(const Model *m, BackpropState *s, const LayerWeights *w, L
     memset(s->datt, 0, T * qd * sizeof(float));
     matmul_bwd(s, f32, s->datt, gw->wo, s->dx, a->o, w->wo, T, qd, d);
     attention_bwd(s, a, T);
+    s->flops += 2 * attention_flops(c, T); /* dp and dv, then dq and dk */
     for (size_t t = 0; t < T; t++) {
         rope_bwd(s->dq + t * qd, c->n_heads, c->head_dim, t, c->rope_theta);
         rope_bwd(s->dk + t * kvd, c->n_kv_heads, c->head_dim, t, c->rope_theta);
@@ -381,4 +392,9 @@ void backprop_backward(const Model *m, BackpropState *s, Model *grad, float scal
         for (size_t i = 0; i < d; i++)
             ge[i] += s->dx[t * d + i];
     }
+}
+
+uint64_t backprop_flops(const BackpropState *s)
+{
+    return s->flops;
 }

@@ -14,6 +14,7 @@
 #define KVSCOPE_TRAIN_BACKPROP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "model/model.h"
 #include "util/err.h"
@@ -37,5 +38,10 @@ double backprop_forward(const Model *m, BackpropState *s, const int *tokens, siz
  * every weight w of m into grad (a model of the same config whose arena
  * holds gradients). */
 void backprop_backward(const Model *m, BackpropState *s, Model *grad, float scale);
+
+/* Floating-point operations done so far by the forwards and backwards of
+ * s: the matmuls (2 per multiply-add, as the kernels count them) and the
+ * attention's products; the norms, softmax and RoPE are left out. */
+uint64_t backprop_flops(const BackpropState *s);
 
 #endif

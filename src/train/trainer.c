@@ -95,7 +95,6 @@ static double step(Trainer *t, double *grad_norm)
 
 int trainer_run(Trainer *t, int (*fn)(void *user, const TrainStep *s), void *user, Err *e)
 {
-    (void)e;
     while (t->adam.step < t->o.steps) {
         TrainStep s = { .lr = adamw_lr(&t->o.opt, t->adam.step) };
         s.loss = step(t, &s.grad_norm);
@@ -105,6 +104,7 @@ int trainer_run(Trainer *t, int (*fn)(void *user, const TrainStep *s), void *use
             s.has_valid = 1;
             s.valid_loss = trainer_valid_loss(t);
         }
+        s.flops = (double)backprop_flops(t->bp);
         if (!isfinite(s.loss))
             return err_set(e, ERR_RUNTIME, "train: the loss became %g at step %llu (try a smaller --lr)", s.loss,
                            (unsigned long long)s.step);

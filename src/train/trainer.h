@@ -28,6 +28,7 @@ typedef struct {
     double loss;         /* this step's mean training loss, nats per token */
     double lr, grad_norm;
     double tokens;       /* tokens trained on so far */
+    double flops;        /* floating-point operations by this process so far (backprop_flops) */
     int has_valid;       /* the validation loss was measured after this step */
     double valid_loss;   /* nats per token */
 } TrainStep;

@@ -34,11 +34,25 @@ run "train: the trained weights load and run" $KV run --model "$tr_tmp/micro.ini
 [ "$status" -eq 0 ] && grep -q 'tokens identical: yes' "$out" && ok "train: the trained weights load and run" ||
     bad "train: the trained weights load and run" "exit $status" "$(head -c 300 "$err")"
 # 40 steps at once, or 20, a stop, and 20 more from the checkpoint: the same weights
-$KV train $common --out "$tr_tmp/b.kvw" --steps 40 --eval-every 0 >/dev/null 2>&1
-$KV train $common --out "$tr_tmp/c.kvw" --steps 20 --eval-every 0 >/dev/null 2>&1
-run "train: resume" $KV train $common --out "$tr_tmp/c.kvw" --steps 40 --eval-every 0 --resume "$tr_tmp/c.kvw.ckpt"
+# (and the same --log: one row per step, the resumed run's appended)
+$KV train $common --out "$tr_tmp/b.kvw" --steps 40 --eval-every 10 --log "$tr_tmp/b.tsv" >/dev/null 2>&1
+$KV train $common --out "$tr_tmp/c.kvw" --steps 20 --eval-every 10 --log "$tr_tmp/c.tsv" >/dev/null 2>&1
+run "train: resume" $KV train $common --out "$tr_tmp/c.kvw" --steps 40 --eval-every 10 --resume "$tr_tmp/c.kvw.ckpt" \
+    --log "$tr_tmp/c.tsv"
 [ "$status" -eq 0 ] && cmp -s "$tr_tmp/b.kvw" "$tr_tmp/c.kvw" && ok "train: stopped at 20 and resumed, the same weights" ||
     bad "train: stopped at 20 and resumed, the same weights" "exit $status" "$(head -c 300 "$err")"
+# the log's deterministic columns: step, lr, loss, bits/byte, validation
+cut -f1-5 "$tr_tmp/b.tsv" >"$tr_tmp/b5"
+cut -f1-5 "$tr_tmp/c.tsv" >"$tr_tmp/c5"
+if [ "$(wc -l <"$tr_tmp/b5")" -eq 41 ] && cmp -s "$tr_tmp/b5" "$tr_tmp/c5" &&
+    [ "$(awk -F'\t' 'NR > 1 && $5 != "-"' "$tr_tmp/b5" | wc -l)" -eq 4 ]; then
+    ok "train: --log has a row per step, validation every 10, the same after a resume"
+else
+    bad "train: --log has a row per step, validation every 10, the same after a resume" \
+        "$(wc -l <"$tr_tmp/b5") rows" "$(diff "$tr_tmp/b5" "$tr_tmp/c5" | head -5)"
+fi
+expect_fail "train: an unwritable --log" 2 "cannot write" \
+    $KV train $common --out "$tr_tmp/x.kvw" --steps 1 --log /nonexistent/dir/x.tsv
 expect_fail "train: --text is required" 2 "are required" $KV train --model "$tr_tmp/micro.ini"
 expect_fail "train: a missing text" 2 "cannot read" $KV train $common --text "$tr_tmp/none.txt" --out "$tr_tmp/x.kvw"
 printf 'tiny' >"$tr_tmp/short.txt"

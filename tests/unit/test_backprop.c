@@ -196,11 +196,42 @@ static void test_gradients(void **state)
     model_free(&g);
 }
 
+/* The FLOPs the trainer reports for one window: each weight matrix's
+ * multiply-adds once forward and twice backward (d input and d weight; the
+ * first layer's inputs too, as the backward computes them), and the
+ * attention's q.k and p.v over the causal pairs, again three times. */
+static void test_flop_count(void **state)
+{
+    (void)state;
+    Config cfg = tiny_config();
+    Model m, g;
+    test_model(&m, &cfg);
+    test_model(&g, &cfg);
+    BackpropState *s;
+    Err e = { 0 };
+    assert_int_equal(backprop_init(&s, &cfg, T_LEN, &e), 0);
+    int tok[T_LEN + 1];
+    test_tokens(tok, T_LEN + 1, cfg.vocab, 3);
+    backprop_forward(&m, s, tok, T_LEN, NULL);
+    const uint64_t fwd = backprop_flops(s);
+    backprop_backward(&m, s, &g, 1.0f);
+    const uint64_t d = cfg.d_model, qd = cfg.n_heads * cfg.head_dim, kvd = cfg.n_kv_heads * cfg.head_dim;
+    const uint64_t layer_mat = d * qd * 2 + d * kvd * 2 + 3 * d * cfg.ffn_dim;
+    const uint64_t mat = cfg.n_layers * layer_mat + d * cfg.vocab, pairs = T_LEN * (T_LEN + 1) / 2;
+    const uint64_t att = cfg.n_layers * cfg.n_heads * pairs * cfg.head_dim * 2 * 2;
+    assert_int_equal(fwd, 2 * T_LEN * mat + att);
+    assert_int_equal(backprop_flops(s), 3 * (2 * T_LEN * mat + att));
+    backprop_free(s);
+    model_free(&m);
+    model_free(&g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forward_is_the_engines),
         cmocka_unit_test(test_gradients),
+        cmocka_unit_test(test_flop_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

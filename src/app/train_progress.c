@@ -1,0 +1,119 @@
+/* train_progress.c: the progress line, the log, checkpoints and the sidecar
+ * of `kvscope train` (train_progress.h). */
+#include "app/train_progress.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "util/clock.h"
+#include "util/version.h"
+
+volatile sig_atomic_t train_interrupted;
+
+static void format_seconds(char *buf, size_t cap, double s)
+{
+    if (s >= 3600)
+        snprintf(buf, cap, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+    else
+        snprintf(buf, cap, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+}
+
+static double bits_per_byte(double nats_per_token, double bytes_per_token)
+{
+    return nats_per_token / log(2.0) / bytes_per_token;
+}
+
+int train_progress_open_log(Progress *p, Err *e)
+{
+    if (!p->a->log)
+        return 0;
+    p->log = fopen(p->a->log, p->a->resume ? "a" : "w");
+    if (!p->log)
+        return err_set(e, ERR_USAGE, "--log: cannot write '%s'", p->a->log);
+    if (ftell(p->log) == 0)
+        fprintf(p->log, "step\tlr\ttrain_loss\ttrain_bits_per_byte\tvalid_bits_per_byte\tgrad_norm\ttokens\t"
+                        "seconds\tgflops_per_s\n");
+    return 0;
+}
+
+static void log_row(const Progress *p, const TrainStep *s)
+{
+    fprintf(p->log, "%llu\t%.4e\t%.5f\t%.5f\t", (unsigned long long)s->step, s->lr, s->loss,
+            bits_per_byte(s->loss, p->train_bytes_per_token));
+    if (s->has_valid)
+        fprintf(p->log, "%.5f", bits_per_byte(s->valid_loss, p->bytes_per_token));
+    else
+        fputc('-', p->log);
+    fprintf(p->log, "\t%.4g\t%.0f\t%.2f\t%.3f\n", s->grad_norm, s->tokens, p->seconds,
+            p->seconds > 0 ? p->flops / p->seconds / 1e9 : 0.0);
+    fflush(p->log);
+}
+
+int train_progress_step(void *user, const TrainStep *s)
+{
+    Progress *p = user;
+    const double el = clock_seconds() - p->t0;
+    const double done = (double)(s->step - p->first_step), left = (double)(p->a->t.steps - s->step);
+    p->seconds = el;
+    p->flops = s->flops;
+    char el_s[16], eta_s[16];
+    format_seconds(el_s, sizeof el_s, el);
+    format_seconds(eta_s, sizeof eta_s, done > 0 ? el / done * left : 0);
+    if (s->has_valid)
+        p->last_valid = s->valid_loss;
+    p->last_train = s->loss;
+    const double bpb = bits_per_byte(p->last_valid, p->bytes_per_token);
+    const double tps = el > 0 ? done * (double)(p->a->t.batch * p->a->t.seq_len) / el : 0;
+    const double gflops = el > 0 ? s->flops / el / 1e9 : 0;
+    if (p->tty)
+        fprintf(stderr, "\rstep %llu/%zu  loss %.3f  valid %.3f bits/byte  %.0f tokens/s  %.2f GFLOP/s  %s elapsed, "
+                "%s left   ", (unsigned long long)s->step, p->a->t.steps, s->loss, bpb, tps, gflops, el_s, eta_s);
+    if (s->has_valid)
+        fprintf(p->tty ? stderr : stdout, "%sstep %llu: train loss %.4f nats/token, valid %.4f nats/token = %.4f "
+                "bits/byte; lr %.2e, grad norm %.3g, %.0f tokens/s, %.2f GFLOP/s, %s\n", p->tty ? "\r" : "",
+                (unsigned long long)s->step, s->loss, s->valid_loss, bpb, s->lr, s->grad_norm, tps, gflops, el_s);
+    fflush(stdout);
+    if (p->log)
+        log_row(p, s);
+    int save = train_interrupted || (p->a->ckpt_every && s->step % p->a->ckpt_every == 0);
+    if (save && trainer_save(p->tr, p->ckpt, p->e) < 0)
+        return -1;
+    p->saved_on_stop = train_interrupted;
+    return train_interrupted;
+}
+
+int train_write_sidecar(const Progress *p, const Model *m, uint64_t text_hash, Err *e)
+{
+    const TrainArgs *a = p->a;
+    char path[4096], tmp[4200];
+    snprintf(path, sizeof path, "%s.json", a->out);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return err_set(e, ERR_USAGE, "cannot write '%s'", tmp);
+    char sets[512] = "";
+    for (size_t i = 0; i < a->mo.n_sets; i++)
+        snprintf(sets + strlen(sets), sizeof sets - strlen(sets), " --set %s", a->mo.sets[i]);
+    fprintf(f, "{\n  \"kvscope\": \"%s\",\n  \"model\": \"%s\",\n  \"command\": \"kvscope train --model %s%s --text %s "
+            "--valid %s --out %s --steps %zu --batch %zu --seq-len %zu --lr %g --warmup %zu --weight-decay %g "
+            "--clip %g --seed %llu%s\",\n", KVSCOPE_VERSION, m->cfg.name, a->mo.model, sets, a->text, a->valid, a->out,
+            a->t.steps, a->t.batch, a->t.seq_len, a->t.opt.lr, a->t.opt.warmup, a->t.opt.weight_decay, a->t.opt.clip,
+            (unsigned long long)a->t.seed, a->f16 ? " --f16" : "");
+    if (a->resume)
+        fprintf(f, "  \"resumed_from\": \"%s\",\n  \"resumed_at_step\": %llu,\n", a->resume,
+                (unsigned long long)p->first_step);
+    const double steps_run = (double)(a->t.steps - p->first_step);
+    const double tokens = steps_run * (double)(a->t.batch * a->t.seq_len);
+    fprintf(f, "  \"seed\": %llu,\n  \"isa\": \"%s\",\n  \"text_fnv1a64\": \"%016llx\",\n  \"steps\": %zu,\n"
+            "  \"seconds\": %.1f,\n  \"tokens_per_second\": %.0f,\n  \"gflops_per_second\": %.3f,\n"
+            "  \"matmul_gflops_per_second\": %.3f,\n  \"train_bits_per_byte\": %.4f,\n  \"valid_bits_per_byte\": %.4f,\n"
+            "  \"parameters\": %zu\n}\n",
+            (unsigned long long)a->t.seed, m->kern->isa, (unsigned long long)text_hash, a->t.steps, p->seconds,
+            p->seconds > 0 ? tokens / p->seconds : 0.0, p->seconds > 0 ? p->flops / p->seconds / 1e9 : 0.0,
+            p->matmul_gflops, bits_per_byte(p->last_train, p->train_bytes_per_token),
+            bits_per_byte(p->last_valid, p->bytes_per_token), model_param_floats(&m->cfg));
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad || rename(tmp, path) != 0)
+        return err_set(e, ERR_RUNTIME, "cannot write '%s'", path);
+    return 0;
+}

@@ -1,0 +1,51 @@
+/* train_progress.h: what `kvscope train` shows and leaves while it runs: the
+ * progress line, the validation lines, the per-step log (--log, a TSV for
+ * the loss-curve figure), checkpoints on schedule and on Ctrl-C, and the
+ * sidecar FILE.json that records how the weights were made. */
+#ifndef KVSCOPE_APP_TRAIN_PROGRESS_H
+#define KVSCOPE_APP_TRAIN_PROGRESS_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sim/setup.h"
+#include "train/trainer.h"
+
+typedef struct {
+    ModelOpts mo;
+    const char *text, *valid, *out, *resume, *log;
+    TrainOpts t;
+    size_t ckpt_every;
+    int f16;
+} TrainArgs;
+
+typedef struct {
+    const TrainArgs *a;
+    Trainer *tr;
+    char ckpt[4096];
+    FILE *log;                     /* --log, or NULL */
+    double t0, bytes_per_token;    /* of the held-out text */
+    double train_bytes_per_token;
+    uint64_t first_step;
+    double last_valid, last_train; /* nats per token */
+    double flops, seconds;         /* of this process's steps so far */
+    double matmul_gflops;          /* the matmul kernel's own rate on the model's shapes */
+    int tty, saved_on_stop;
+    Err *e;
+} Progress;
+
+/* Set by Ctrl-C while the trainer runs. */
+extern volatile sig_atomic_t train_interrupted;
+
+/* The trainer's callback (trainer_run): the line, the log row, a checkpoint
+ * when due; non-zero to stop after Ctrl-C. */
+int train_progress_step(void *user, const TrainStep *s);
+
+/* Opens --log (appended to when resuming, with its header when new). */
+int train_progress_open_log(Progress *p, Err *e);
+
+/* FILE.json beside the weights: how they were made. */
+int train_write_sidecar(const Progress *p, const Model *m, uint64_t text_hash, Err *e);
+
+#endif
