@@ -33,6 +33,8 @@ const PlotFigure plot_figures[] = {
       "the budget", NULL, 0, plot_eviction },
     { 9, "beam", "beam search memory vs beam width, with and without copy-on-write", NULL, 0, plot_beam },
     { 10, "mla", "MLA vs GQA vs MHA bytes per token, and decompress vs absorbed FLOPs", NULL, 0, plot_mla },
+    { 11, "loss", "the shipped models' training and validation bits per byte vs tokens trained on", NULL, 0,
+      plot_loss },
 };
 const size_t plot_n_figures = sizeof plot_figures / sizeof plot_figures[0];
 

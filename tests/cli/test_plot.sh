@@ -138,6 +138,19 @@ check "beam: widths 1, 2, 4 (quick); every cache finds the same beams; one cross
 check "beam: memory with copy-on-write <= without, within the closed form, and growing with the width" \
     'if ($12 > $6 || $18 > $6 || $6 > $4 || (NR > 2 && ($6 <= c || $12 <= p16 || $18 <= p4))) why = why " width " $1; c = $6; p16 = $12; p4 = $18' \
     beam.tsv
+
+# loss: the shipped training logs, row for row; the mean is of the last 25 steps
+header loss.tsv "tokens	step	train_bits_per_byte	train_bits_per_byte_mean25	valid_bits_per_byte"
+for pair in "loss.tsv kjv-small" "loss.kjv-tiny.tsv kjv-tiny"; do
+    set -- $pair
+    said=$(awk -F'\t' 'FNR == 1 { next } NR == FNR { st[FNR] = $1; tb[FNR] = $4; vb[FNR] = $5; tk[FNR] = $7; n = FNR; next }
+        { sum += $3; q[FNR] = $3; if (FNR > 26) sum -= q[FNR - 25]; k = FNR - 1 < 25 ? FNR - 1 : 25
+          if ($2 != st[FNR] || $1 != tk[FNR] || $3 != tb[FNR] || $5 != vb[FNR] || ($4 - sum / k) ^ 2 > 1e-8) why = why " row " FNR
+          m = FNR }
+        END { if (m != n || n < 2) why = why " rows " m " of " n; print why ? why : "ok" }' \
+        "data/weights/$2.log.tsv" "$A/$1" 2>&1)
+    [ "$said" = ok ] && ok "$1: every step of data/weights/$2.log.tsv, the running mean right" || bad "$1: every step of the log" "$said"
+done
 check "beam: width 1 forks and copies nothing; copy-on-write copies less than forks that copy, and only paged shares" \
     'if (($1 == 1 && ($3 != 0 || $9 != 0 || $15 != 0 || $21 != 0 || $6 != $12 || $6 != $18)) || $15 > $9 || $21 > $9 || $10 != 0 || $11 != 0 || ($1 > 1 && ($16 == 0 || $16 > $3 || $22 > $3 || $9 == 0))) why = why " width " $1' \
     beam.tsv
