@@ -78,9 +78,11 @@ int cli_model_option(ModelOpts *mo, const char *opt, const char *arg, Err *e)
 }
 
 const char cli_prompt_help[] =
-    "  --prompt TEXT       the prompt as text, through the model's tokenizer\n"
+    "  --prompt TEXT       the prompt as text, through the model's tokenizer (default, for\n"
+    "                      a trained model: a verse of its held-out text that repeats itself)\n"
     "  --prompt-ids IDS    token ids instead, e.g. 0,1,2; a batch: 1,2,3;4,5,6 (equal lengths)\n"
-    "  --prompt-len N      N random token ids per sequence instead (default 8)\n"
+    "  --prompt-len N      N random token ids per sequence instead (default 8, for a model\n"
+    "                      with random weights)\n"
     "  --prompt-seed S     seed of those random ids (default 1; gsl mt19937)\n"
     "  --batch B           sequences generated together (default 1)\n";
 

@@ -50,7 +50,7 @@ static void help(void)
            "attention weights and the counters move, with and without a cache. Without\n"
            "--model it opens on the worked example; with one, on the simulation.\n\n"
            "keys: Space/Right step, Left back (replay), p play/pause, + - speed, Tab panel,\n"
-           "[ ] layer, { } head, c cache, m model, r reset, 1 2 3 screen, ? help, q quit.\n\n"
+           "[ ] layer, { } head, c cache, m model, t type a prompt, r reset, 1 2 3 screen, ? help, q quit.\n\n"
            "model (the simulation and compare screens; default kjv-tiny, trained on the KJV):\n%s\n"
            "prompt:\n"
            "  --prompt TEXT       the prompt as text, through the model's tokenizer\n"

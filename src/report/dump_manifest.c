@@ -107,11 +107,10 @@ static json_t *run_json(const DumpRun *r)
     json_object_set_new(run, "tokens_generated", json_integer((json_int_t)r->n_tokens));
     json_object_set_new(run, "steps", json_integer((json_int_t)r->steps));
     json_object_set_new(run, "cache_len", json_integer((json_int_t)r->cache_len));
-    if (setup_prompt_given(r->po))
-        json_object_set_new(run, "prompt_source", json_string(r->default_prompt
-                                                                  ? "the worked example's prompt (default)"
-                                                                  : r->po->text ? "given (--prompt)"
-                                                                                : "given (--prompt-ids)"));
+    const PromptSource src = setup_prompt_source(r->po, &r->model->cfg);
+    if (src != PROMPT_RANDOM_IDS)
+        json_object_set_new(run, "prompt_source", json_string(r->default_prompt ? "the worked example's prompt (default)"
+                                                                                : setup_prompt_source_name(src)));
     else {
         unsigned long long seed = r->po->seed ? r->po->seed : 1;
         json_object_set_new(run, "prompt_source", json_sprintf("random ids, gsl mt19937, prompt seed %llu", seed));

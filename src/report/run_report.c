@@ -148,9 +148,9 @@ void report_run_header(FILE *f, const Model *m, const RunHeader *h)
     fprintf(f, "weights: %s; kernels: %s; attention: %s\n", m->source, m->kern->isa,
             mla_report_attention_name(m, attend_algo_name(m->attend)));
     fprintf(f, "cache: %s; prompt: %zu tokens x %zu sequence(s) (%s); generate %zu; %s\n", h->cache, h->plen,
-            h->batch, setup_prompt_given(h->po) ? "given" : "random ids, gsl mt19937", h->go->n_generate,
+            h->batch, setup_prompt_source_name(setup_prompt_source(h->po, c)), h->go->n_generate,
             h->go->temperature > 0 ? "sampling" : "greedy");
-    if (!setup_prompt_given(h->po))
+    if (setup_prompt_source(h->po, c) == PROMPT_RANDOM_IDS)
         fprintf(f, "prompt seed: %" PRIu64 "\n", h->po->seed ? h->po->seed : 1);
     if (structure_on(h->structure)) {
         char desc[512];

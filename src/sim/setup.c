@@ -197,10 +197,42 @@ static int encode_prompt(const char *text, const Config *cfg, size_t batch, int 
     return 0;
 }
 
+/* The prompt of a trained model when none is given: text, so a learner sees
+ * words; from a held-out book (Ecclesiastes 1:2, data/README.md), so the
+ * model has not seen it; repeating itself, so heads that look back at an
+ * earlier copy have something to find. */
+static const char default_text_prompt[] =
+    "Vanity of vanities, saith the Preacher, vanity of vanities; all is vanity.";
+
+static int has_trained_weights(const Config *cfg)
+{
+    return cfg->tokenizer[0] && cfg->weights[0] && strcmp(cfg->weights, "synthetic") != 0;
+}
+
+PromptSource setup_prompt_source(const PromptOpts *po, const Config *cfg)
+{
+    if (po->text)
+        return PROMPT_TEXT;
+    if (po->ids)
+        return PROMPT_IDS;
+    return !po->len && has_trained_weights(cfg) ? PROMPT_DEFAULT_TEXT : PROMPT_RANDOM_IDS;
+}
+
+const char *setup_prompt_source_name(PromptSource s)
+{
+    static const char *const names[] = { "given (--prompt)", "given (--prompt-ids)",
+                                         "default text: Ecclesiastes 1:2, held out", "random ids, gsl mt19937" };
+    return names[s];
+}
+
 int setup_make_prompt(const PromptOpts *po, const Config *cfg, int **out, size_t *batch, size_t *len, Err *e)
 {
     size_t want_batch = po->batch ? po->batch : 1;
     *out = NULL;
+    if (setup_prompt_source(po, cfg) == PROMPT_DEFAULT_TEXT) {
+        *batch = want_batch;
+        return encode_prompt(default_text_prompt, cfg, want_batch, out, len, e);
+    }
     if (po->text && po->ids)
         return err_set(e, ERR_USAGE, "--prompt and --prompt-ids exclude each other");
     if (po->text) {

@@ -54,6 +54,12 @@ static inline int setup_prompt_given(const PromptOpts *po)
     return po->text || po->ids;
 }
 
+/* Where setup_make_prompt takes the prompt of cfg from, given po. */
+typedef enum { PROMPT_TEXT, PROMPT_IDS, PROMPT_DEFAULT_TEXT, PROMPT_RANDOM_IDS } PromptSource;
+PromptSource setup_prompt_source(const PromptOpts *po, const Config *cfg);
+/* "given (--prompt)", ..., "random ids, gsl mt19937": for reports. */
+const char *setup_prompt_source_name(PromptSource s);
+
 /* The tokenizer cfg names into *out, checked against its vocabulary; *out
  * is NULL, and 0 returned, for a model without one (ids only). */
 int setup_tokenizer(const Config *cfg, Tokenizer **out, Err *e);

@@ -14,6 +14,7 @@ static const char *const keys[][2] = {
     { "{ }", "previous / next head" },
     { "c", "choose a cache (compare: for the focused side)" },
     { "m", "choose a model" },
+    { "t", "type a prompt (models with a tokenizer)" },
     { "r", "reset to pass 0" },
     { "1 2 3", "worked example, simulation, compare" },
     { "? F1", "this help (any key closes it)" },

@@ -12,7 +12,7 @@ static const struct {
     { "space", ' ' },      { "left", VK_LEFT }, { "right", VK_RIGHT }, { "up", VK_UP },     { "down", VK_DOWN },
     { "tab", VK_TAB },     { "btab", VK_BTAB }, { "enter", VK_ENTER }, { "esc", VK_ESC },   { "f1", VK_F1 },
     { "c-c", VK_CTRL_C },  { "pgup", VK_PGUP }, { "pgdn", VK_PGDN },   { "home", VK_HOME }, { "end", VK_END },
-    { "tick", VK_TICK },   { "lt", '<' },
+    { "tick", VK_TICK },   { "lt", '<' },       { "bs", VK_BACKSPACE }, { "c-u", VK_CTRL_U },
 };
 
 static int push(ScriptKey **keys, size_t *n, size_t *cap, ScriptKey k, Err *e)
@@ -52,7 +52,7 @@ static int parse_named(const char *name, ScriptKey **keys, size_t *n, size_t *ca
             return push(keys, n, cap, (ScriptKey){ named[i].key, 0, 0 }, e);
     return err_set(e, ERR_USAGE,
                    "--keys: unknown key <%s> (named keys: space left right up down tab btab enter esc f1 c-c "
-                   "pgup pgdn home end tick tick:N resize:WxH lt)",
+                   "pgup pgdn home end bs c-u tick tick:N resize:WxH lt)",
                    name);
 }
 

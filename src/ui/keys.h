@@ -14,8 +14,10 @@
 enum {
     VK_CTRL_C = 3,
     VK_TAB = 9,
+    VK_CTRL_U = 21, /* clears a line being typed */
     VK_ENTER = 10,
     VK_ESC = 27,
+    VK_BACKSPACE = 127,
     VK_BASE = 0x110000,
     VK_LEFT, VK_RIGHT, VK_UP, VK_DOWN, VK_BTAB, VK_F1, VK_PGUP, VK_PGDN, VK_HOME, VK_END,
     VK_RESIZE, /* the terminal changed size (script: <resize:WxH>) */
@@ -31,7 +33,7 @@ typedef struct {
 /* Parse a key script: whitespace separates nothing but itself; inside a
  * word each character is a key, and <name> is a named key: <space> <left>
  * <right> <up> <down> <tab> <btab> <enter> <esc> <f1> <c-c> <pgup> <pgdn>
- * <home> <end> <tick> <tick:N> (N ticks) <resize:WxH> <lt> ('<'). Example:
+ * <home> <end> <bs> (backspace) <c-u> <tick> <tick:N> (N ticks) <resize:WxH> <lt> ('<'). Example:
  * "<space> <right> p <tick:3> ? q". *out is malloc'd (caller frees).
  * Fails with ERR_USAGE naming the bad part. */
 int keys_parse_script(const char *script, ScriptKey **out, size_t *n, Err *e);

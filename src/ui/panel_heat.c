@@ -1,11 +1,77 @@
 /* panel_heat.c: attention weights of one layer and head, every query
  * position so far (rows) over the key positions (columns): the causal
- * lower triangle, growing one row per decode pass. */
+ * lower triangle, growing one row per decode pass. With a tokenizer, a row
+ * is labelled with its token's piece, the keys' pieces run under the
+ * columns when a column is one position, and the last line names the keys
+ * the newest query weighs most. */
 #include <stdio.h>
+#include <string.h>
 
 #include "ui/panels.h"
 
-#define LABEL_W 5
+#define LABEL_W 5        /* "%4zu" and the new-row marker */
+#define LABEL_W_TEXT 12  /* "%4zu " + a piece of up to 6 columns + the marker */
+#define TOP_KEYS 3
+
+/* The first `cols` display columns of s, in place (whole UTF-8 characters). */
+static char *clip(char *s, int cols)
+{
+    int w = 0;
+    char *p = s;
+    while (*p) {
+        char *next = p + 1;
+        while (((unsigned char)*next & 0xC0) == 0x80)
+            next++;
+        char keep = *next;
+        *next = '\0';
+        int cw = text_width(p);
+        *next = keep;
+        if (w + cw > cols)
+            break;
+        w += cw;
+        p = next;
+    }
+    *p = '\0';
+    return s;
+}
+
+/* Under the columns: the start of each key's piece (past a leading space
+ * when a key has one column: the letters read better, and the rows'
+ * labels show the spaces). */
+static void key_axis(Frame *f, Rect r, int y, int lw, int cw, size_t P, const Tokenizer *tk, const int *tok)
+{
+    frame_text(f, r, 0, y, ROLE_DIM, "keys");
+    for (size_t j = 0; j < P && lw + (int)j * cw < r.w; j++) {
+        char label[64];
+        char *shown = (char *)panel_token_label(tk, tok[j], label, sizeof label);
+        if (cw == 1 && strncmp(shown, "\u2423", 3) == 0 && shown[3])
+            shown += 3;
+        frame_text(f, r, lw + (int)j * cw, y, ROLE_DIM, clip(shown, cw > 1 ? cw - 1 : 1));
+    }
+}
+
+/* The newest query's heaviest keys, with their pieces. */
+static void top_keys(Frame *f, Rect r, int y, const float *w, size_t qp, const Tokenizer *tk, const int *tok)
+{
+    size_t best[TOP_KEYS];
+    size_t n = 0;
+    for (size_t j = 0; j <= qp; j++) { /* insertion into a short sorted list */
+        size_t at = n < TOP_KEYS ? n++ : TOP_KEYS;
+        while (at > 0 && w[j] > w[best[at - 1]]) {
+            if (at < TOP_KEYS)
+                best[at] = best[at - 1];
+            at--;
+        }
+        if (at < TOP_KEYS)
+            best[at] = j;
+    }
+    char line[256], label[64];
+    int used = snprintf(line, sizeof line, "%zu looks most at:", qp);
+    for (size_t i = 0; i < n && used < (int)sizeof line; i++)
+        used += snprintf(line + used, sizeof line - (size_t)used, " %zu \"%s\" %.2f", best[i],
+                         panel_token_label(tk, tok[best[i]], label, sizeof label), (double)w[best[i]]);
+    frame_text(f, r, 0, y, ROLE_NORMAL, line);
+}
 
 Glyph panel_heat_glyph(float w, int *role)
 {
@@ -49,7 +115,12 @@ void panel_heat(Frame *f, Rect r, const View *v, const Session *s, int focused)
     }
     const size_t n = session_steps(s);
     const size_t P = session_positions(s);
-    const int cols = r.w - LABEL_W, rows = r.h - 2;
+    size_t n_tok;
+    const int *tok = session_tokens(s, &n_tok);
+    const Tokenizer *tk = session_tokenizer(s);
+    const int text = tk && r.w >= 40 && r.h >= 8; /* room for pieces and the two lines under the rows */
+    const int lw = text ? LABEL_W_TEXT : LABEL_W;
+    const int cols = r.w - lw, rows = r.h - 2 - (text ? 2 : 0);
     if (cols < 1 || rows < 1)
         return;
     const size_t per = (P + (size_t)cols - 1) / (size_t)cols;
@@ -70,8 +141,13 @@ void panel_heat(Frame *f, Rect r, const View *v, const Session *s, int focused)
         const float *w = session_attn_row(s, layer, head, qp);
         int is_new = qp >= last->pos0;
         frame_print(f, r, 0, y, is_new ? ROLE_NEW : ROLE_DIM, "%4zu", qp);
+        if (text && qp < n_tok) {
+            char label[64];
+            frame_text(f, r, 5, y, is_new ? ROLE_NEW : ROLE_DIM,
+                       clip((char *)panel_token_label(tk, tok[qp], label, sizeof label), lw - 6));
+        }
         if (is_new)
-            frame_put_glyph(f, r, 4, y, G_NEW, ROLE_NEW);
+            frame_put_glyph(f, r, lw - 1, y, G_NEW, ROLE_NEW);
         for (int x = 0; x < cols && (size_t)x * per <= qp && w; x++) {
             size_t lo = (size_t)x * per, hi = lo + per <= qp + 1 ? lo + per : qp + 1;
             float m = 0;
@@ -80,7 +156,15 @@ void panel_heat(Frame *f, Rect r, const View *v, const Session *s, int focused)
             int role;
             Glyph g = panel_heat_glyph(m, &role);
             for (int k = 0; k < cw; k++)
-                frame_put_glyph(f, r, LABEL_W + x * cw + k, y, g, role);
+                frame_put_glyph(f, r, lw + x * cw + k, y, g, role);
         }
     }
+    if (!text)
+        return;
+    const int below = 2 + (int)(q_end - q_first);
+    if (per == 1)
+        key_axis(f, r, below, lw, cw, q_end < n_tok ? q_end : n_tok, tk, tok);
+    const float *w = session_attn_row(s, layer, head, q_end - 1);
+    if (w && q_end <= n_tok)
+        top_keys(f, r, below + 1, w, q_end - 1, tk, tok);
 }

@@ -8,8 +8,7 @@
 
 #include "ui/panels.h"
 
-/* Token id as shown: its piece, or its id without a tokenizer. */
-static const char *token_label(const Tokenizer *tk, int id, char *buf, size_t cap)
+const char *panel_token_label(const Tokenizer *tk, int id, char *buf, size_t cap)
 {
     size_t len;
     const unsigned char *piece = tk ? tokenizer_piece(tk, id, &len) : NULL;
@@ -40,7 +39,7 @@ void panel_tokens(Frame *f, Rect r, const View *v, const Session *s, int focused
     size_t first = len;
     while (first > 0) {
         char buf[64];
-        int w = text_width(token_label(tk, tok[first - 1], buf, sizeof buf)) + 1 + (first - 1 == plen ? 2 : 0) + 2;
+        int w = text_width(panel_token_label(tk, tok[first - 1], buf, sizeof buf)) + 1 + (first - 1 == plen ? 2 : 0) + 2;
         if (need + w > width - 4)
             break;
         need += w;
@@ -60,7 +59,7 @@ void panel_tokens(Frame *f, Rect r, const View *v, const Session *s, int focused
             frame_put_glyph(f, r, x, y, G_VLINE, ROLE_DIM);
             x += 2;
         }
-        token_label(tk, tok[i], label, sizeof label);
+        panel_token_label(tk, tok[i], label, sizeof label);
         snprintf(buf, sizeof buf, newest ? "[%s]" : "%s", label);
         int w = text_width(buf);
         if (x + w > r.w)

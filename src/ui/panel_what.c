@@ -14,8 +14,12 @@ void panel_what(Frame *f, Rect r, const Session *s)
         return;
     }
     const StepRecord *rec = session_record(s, n - 1);
-    char chose[32] = "";
-    if (rec->token >= 0)
+    char chose[96] = "", piece[64];
+    const Tokenizer *tk = session_tokenizer(s);
+    if (rec->token >= 0 && tk)
+        snprintf(chose, sizeof chose, "; chose %d \"%s\"", rec->token,
+                 panel_token_label(tk, rec->token, piece, sizeof piece));
+    else if (rec->token >= 0)
         snprintf(chose, sizeof chose, "; chose %d", rec->token);
     if (rec->phase == PHASE_PREFILL)
         frame_print(f, r, 0, 0, ROLE_NORMAL, "Step %zu prefill: positions %zu-%zu projected at once, K,V stored "

@@ -19,6 +19,9 @@ void panel_heat(Frame *f, Rect r, const View *v, const Session *s, int focused);
 void panel_spark(Frame *f, Rect r, const View *v, const Session *s, int focused);
 /* The prompt and the tokens generated, the newest marked. */
 void panel_tokens(Frame *f, Rect r, const View *v, const Session *s, int focused);
+/* Token id as the panels show it: its piece (a space as ␣, control bytes
+ * escaped), "<id>" for an id the tokenizer lacks, the id without one. */
+const char *panel_token_label(const Tokenizer *tk, int id, char *buf, size_t cap);
 
 /* The glyph and role of a slot: its state (CellState) and, when held, its
  * formats: f32, f16, or quantized (any other format). */

@@ -32,7 +32,7 @@ static void on_signal(int sig)
 static int translate(int got, wint_t ch)
 {
     if (got == OK)
-        return ch == '\r' ? VK_ENTER : (int)ch;
+        return ch == '\r' ? VK_ENTER : ch == '\b' ? VK_BACKSPACE : (int)ch;
     switch (ch) {
     case KEY_LEFT: return VK_LEFT;
     case KEY_RIGHT: return VK_RIGHT;
@@ -45,6 +45,7 @@ static int translate(int got, wint_t ch)
     case KEY_HOME: return VK_HOME;
     case KEY_END: return VK_END;
     case KEY_ENTER: return VK_ENTER;
+    case KEY_BACKSPACE: return VK_BACKSPACE;
     case KEY_RESIZE: return VK_RESIZE;
     default: return 0;
     }

@@ -251,6 +251,13 @@ static unsigned global_key(View *v, int key)
         v->head++;
         clamp_layer_head(v);
         return KR_HANDLED | KR_CHANGED;
+    case 't': {
+        const char *why;
+        v->playing = 0;
+        if (prompt_edit_open(&v->edit, v->sim, &why) < 0)
+            view_status(v, 1, "%s", why);
+        return KR_HANDLED | KR_CHANGED;
+    }
     case 'c':
     case 'm': {
         const char *why;
@@ -305,6 +312,36 @@ static int apply_choice(View *v, ChooseKind kind, int side, const char *item)
     return 0;
 }
 
+/* Run the simulation (and compare) on the typed prompt, from its first
+ * pass; 0, or -1 with the reason in the status and the old prompt kept. */
+static int apply_prompt(View *v)
+{
+    if (v->edit.len == 0) {
+        view_status(v, 1, "an empty prompt: t and type some text");
+        return -1;
+    }
+    int *ids = NULL;
+    size_t n;
+    Err e = { 0 };
+    const Model *m = session_model(v->sim);
+    Config cfg = m->cfg;
+    if (tokenizer_encode(session_tokenizer(v->sim), v->edit.text, v->edit.len, &ids, &n, &e) < 0 ||
+        session_set_model(v->sim, &cfg, m->kern, ids, n, &e) < 0 || session_reset(v->sim, &e) < 0 ||
+        session_step(v->sim, &e) < 0) {
+        free(ids);
+        view_status(v, 1, "prompt: %s", e.msg);
+        return -1;
+    }
+    free(ids);
+    free_compare(v);
+    if (v->screen == SCR_EXAMPLE)
+        v->screen = SCR_SIM;
+    if (v->screen == SCR_COMPARE)
+        (void)ensure_compare(v);
+    view_status(v, 0, "prompt now %zu tokens; the first pass (the prefill) has run", n);
+    return 0;
+}
+
 unsigned view_key(View *v, int key)
 {
     if (key == VK_CTRL_C)
@@ -317,6 +354,13 @@ unsigned view_key(View *v, int key)
     v->status[0] = '\0';
     if (v->w < VIEW_MIN_W || v->h < VIEW_MIN_H)
         return key == 'q' ? KR_HANDLED | KR_QUIT : had_status;
+    if (v->edit.open) {
+        int submit;
+        unsigned r = prompt_edit_key(&v->edit, key, &submit);
+        if (submit)
+            (void)apply_prompt(v);
+        return r | had_status;
+    }
     if (v->chooser.kind != CHOOSE_NONE) {
         ChooseKind chosen;
         unsigned r = chooser_key(&v->chooser, key, &chosen);
@@ -393,7 +437,8 @@ static void draw_footer(const View *v, Frame *f)
     }
     static const char *const hints[][2] = {
         { "Spc/\u2192", "step" }, { "\u2190", "back" }, { "p", "play" }, { "+/-", "speed" }, { "c", "cache" },
-        { "m", "model" },         { "Tab", "panel" },   { "1-3", "screen" }, { "?", "help" }, { "q", "quit" },
+        { "m", "model" },         { "Tab", "panel" },   { "1-3", "screen" }, { "t", "prompt" }, { "?", "help" },
+        { "q", "quit" },
     };
     const int n = (int)(sizeof hints / sizeof hints[0]);
     int x = 1;
@@ -423,4 +468,6 @@ void view_draw(const View *v, Frame *f)
         help_draw(f, v);
     if (v->chooser.kind != CHOOSE_NONE)
         chooser_draw(f, v);
+    if (v->edit.open)
+        prompt_edit_draw(f, v);
 }

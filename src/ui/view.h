@@ -57,6 +57,15 @@ typedef struct {
     size_t n, sel;
 } Chooser;
 
+#define PROMPT_EDIT_MAX 512
+
+/* The line behind t: a prompt typed as text (UTF-8), for the simulation. */
+typedef struct {
+    int open;
+    char text[PROMPT_EDIT_MAX];
+    size_t len;
+} PromptEdit;
+
 typedef struct {
     Session *ex;            /* the worked example */
     Session *sim;           /* the simulation; its model and prompt drive compare too */
@@ -69,6 +78,7 @@ typedef struct {
     int speed;              /* index into the speeds (view_speed_name) */
     int help;               /* the help overlay is shown */
     Chooser chooser;        /* kind CHOOSE_NONE when closed */
+    PromptEdit edit;        /* a prompt being typed (t) */
     char status[320];       /* a message for the footer, until the next key */
     int status_warn;
     int ascii;              /* ASCII glyphs only */

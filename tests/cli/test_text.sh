@@ -12,7 +12,7 @@ assert d["text"][0] == "".join(d["pieces"][0])
 ' "$out"; then ok "text prompt: json has ids, pieces and text"
 else bad "text prompt: json has ids, pieces and text" "exit $status" "$(head -c 300 "$err")"; fi
 expect_ok "text prompt: 5 bytes make a 5-token prompt" 'prompt: 5 tokens' $KV run --model tiny --prompt "hello" --tokens 2
-expect_ok "prompt ids still work" 'prompt: 3 tokens x 1 sequence\(s\) \(given\)' \
+expect_ok "prompt ids still work" 'prompt: 3 tokens x 1 sequence\(s\) \(given \(--prompt-ids\)\)' \
     $KV run --model tiny --prompt-ids 1,2,3 --tokens 2
 expect_fail "text prompt: a model without a tokenizer" 2 "has no tokenizer: its tokens are ids" \
     $KV run --model worked-example --prompt "hi"
