@@ -14,6 +14,14 @@ else bad "text prompt: json has ids, pieces and text" "exit $status" "$(head -c 
 expect_ok "text prompt: 5 bytes make a 5-token prompt" 'prompt: 5 tokens' $KV run --model tiny --prompt "hello" --tokens 2
 expect_ok "prompt ids still work" 'prompt: 3 tokens x 1 sequence\(s\) \(given \(--prompt-ids\)\)' \
     $KV run --model tiny --prompt-ids 1,2,3 --tokens 2
+expect_ok "a trained model's default prompt is held-out text" \
+    '^text \(sequence 0, kjv-bpe tokens\): Vanity of vanities, saith the Preacher' $KV run --model kjv-tiny --tokens 2
+expect_ok "a trained model's default prompt says where it is from" 'prompt: [0-9]+ tokens x 1 sequence\(s\) \(default text' \
+    $KV run --model kjv-tiny --tokens 2
+expect_ok "--prompt-len still draws random ids on a trained model" 'prompt: 5 tokens x 1 sequence\(s\) \(random ids' \
+    $KV run --model kjv-tiny --prompt-len 5 --tokens 2
+expect_ok "a random-weight model's default prompt stays random ids" 'prompt: 8 tokens x 1 sequence\(s\) \(random ids' \
+    $KV run --model tiny --tokens 2
 expect_fail "text prompt: a model without a tokenizer" 2 "has no tokenizer: its tokens are ids" \
     $KV run --model worked-example --prompt "hi"
 expect_fail "text prompt: empty" 2 "the text is empty" $KV run --model tiny --prompt ""

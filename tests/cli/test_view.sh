@@ -179,7 +179,7 @@ for seed in 1 2 3; do
     keys=$(python3 - "$seed" <<'EOF'
 import random, sys
 r = random.Random(int(sys.argv[1]))
-pool = list("pqrcm123?[]{}hlxjk+-=_ \t") + ["<space>", "<left>", "<right>", "<up>", "<down>", "<tab>",
+pool = list("pqrcmt123?[]{}hlxjk+-=_ \t") + ["<bs>", "<c-u>", "<space>", "<left>", "<right>", "<up>", "<down>", "<tab>",
         "<btab>", "<enter>", "<esc>", "<f1>", "<pgup>", "<pgdn>", "<home>", "<end>", "<tick>", "<lt>"]
 out = []
 for i in range(300):
@@ -196,5 +196,30 @@ EOF
     if [ "$status" -eq 0 ] && grep -q '^--- end: quit' "$out"; then ok "300 random keys and resizes (seed $seed)"
     else bad "300 random keys and resizes (seed $seed)" "exit $status" "$(tail -c 300 "$err")"; fi
 done
+
+# t: a prompt typed as text runs from its prefill; the token strip and the
+# heatmap's rows show its pieces; what it makes is what run makes of it
+run "view: a typed prompt" $KV view --headless --model kjv-tiny --attention naive --tokens 4 --size 120x36 \
+    --frames last --keys 't <c-u>And<space>God<space>said<enter> <space> <space> <space> <space>'
+if [ "$status" -eq 0 ] && grep -q 'tokens as text: prompt 3, generated 4 of 4' "$out" && grep -q ' 2 ␣said ' "$out"; then
+    ok "view: a typed prompt runs, its pieces on the token strip and the heatmap's rows"
+else
+    bad "view: a typed prompt runs, its pieces on the token strip and the heatmap's rows" "exit $status" \
+        "$(grep -E 'tokens as text|␣said' "$out" | head -3)"
+fi
+strip=$(grep -A1 '─ tokens as text' "$out" | tail -1 | sed 's/ *$//')
+$KV run --model kjv-tiny --prompt 'And God said' --tokens 4 >"$view_ref" 2>&1
+want=$(sed -n 's/^text (sequence 0, kjv-bpe tokens): //p' "$view_ref")
+# the strip shows pieces with blanks between, ␣ for a space: undo that to compare with run's text
+got=$(printf '%s' "$strip" | sed 's/ │ / ‖ /; s/\[//; s/\]//' | python3 -c 'import sys; print(sys.stdin.read().replace(" ‖ ", "\x00").replace(" ", "").replace("\u2423", " ").replace("\x00", " ‖ "))')
+[ -n "$want" ] && [ "$got" = "$want" ] && ok "view: the typed prompt generates what run --prompt generates ($want)" ||
+    bad "view: the typed prompt generates what run --prompt generates" "view: $got" "run:  $want"
+run "view: t on a model without a tokenizer" $KV view --headless --model small --screen sim --frames last \
+    --keys 't'
+[ "$status" -eq 0 ] && grep -q 'reads token ids, not text' "$out" && ok "view: t on a model without a tokenizer says why" ||
+    bad "view: t on a model without a tokenizer says why" "exit $status" "$(tail -3 "$out")"
+run "view: an empty typed prompt" $KV view --headless --model kjv-tiny --screen sim --frames last --keys 't <c-u><enter>'
+[ "$status" -eq 0 ] && grep -q 'an empty prompt' "$out" && ok "view: an empty typed prompt is refused, the old one kept" ||
+    bad "view: an empty typed prompt is refused, the old one kept" "exit $status" "$(tail -3 "$out")"
 
 rm -f "$view_out" "$view_ref"
