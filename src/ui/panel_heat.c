@@ -5,50 +5,11 @@
  * columns when a column is one position, and the last line names the keys
  * the newest query weighs most. */
 #include <stdio.h>
-#include <string.h>
-
 #include "ui/panels.h"
 
 #define LABEL_W 5        /* "%4zu" and the new-row marker */
 #define LABEL_W_TEXT 12  /* "%4zu " + a piece of up to 6 columns + the marker */
 #define TOP_KEYS 3
-
-/* The first `cols` display columns of s, in place (whole UTF-8 characters). */
-static char *clip(char *s, int cols)
-{
-    int w = 0;
-    char *p = s;
-    while (*p) {
-        char *next = p + 1;
-        while (((unsigned char)*next & 0xC0) == 0x80)
-            next++;
-        char keep = *next;
-        *next = '\0';
-        int cw = text_width(p);
-        *next = keep;
-        if (w + cw > cols)
-            break;
-        w += cw;
-        p = next;
-    }
-    *p = '\0';
-    return s;
-}
-
-/* Under the columns: the start of each key's piece (past a leading space
- * when a key has one column: the letters read better, and the rows'
- * labels show the spaces). */
-static void key_axis(Frame *f, Rect r, int y, int lw, int cw, size_t P, const Tokenizer *tk, const int *tok)
-{
-    frame_text(f, r, 0, y, ROLE_DIM, "keys");
-    for (size_t j = 0; j < P && lw + (int)j * cw < r.w; j++) {
-        char label[64];
-        char *shown = (char *)panel_token_label(tk, tok[j], label, sizeof label);
-        if (cw == 1 && strncmp(shown, "\u2423", 3) == 0 && shown[3])
-            shown += 3;
-        frame_text(f, r, lw + (int)j * cw, y, ROLE_DIM, clip(shown, cw > 1 ? cw - 1 : 1));
-    }
-}
 
 /* The newest query's heaviest keys, with their pieces. */
 static void top_keys(Frame *f, Rect r, int y, const float *w, size_t qp, const Tokenizer *tk, const int *tok)
@@ -144,7 +105,7 @@ void panel_heat(Frame *f, Rect r, const View *v, const Session *s, int focused)
         if (text && qp < n_tok) {
             char label[64];
             frame_text(f, r, 5, y, is_new ? ROLE_NEW : ROLE_DIM,
-                       clip((char *)panel_token_label(tk, tok[qp], label, sizeof label), lw - 6));
+                       panel_clip((char *)panel_token_label(tk, tok[qp], label, sizeof label), lw - 6));
         }
         if (is_new)
             frame_put_glyph(f, r, lw - 1, y, G_NEW, ROLE_NEW);
@@ -163,7 +124,7 @@ void panel_heat(Frame *f, Rect r, const View *v, const Session *s, int focused)
         return;
     const int below = 2 + (int)(q_end - q_first);
     if (per == 1)
-        key_axis(f, r, below, lw, cw, q_end < n_tok ? q_end : n_tok, tk, tok);
+        panel_token_axis(f, r, below, "keys", lw, cw, q_end < n_tok ? q_end : n_tok, tk, tok);
     const float *w = session_attn_row(s, layer, head, q_end - 1);
     if (w && q_end <= n_tok)
         top_keys(f, r, below + 1, w, q_end - 1, tk, tok);

@@ -1,4 +1,6 @@
-/* panel_map.c: the cache map, layers x positions. */
+/* panel_map.c: the cache map, layers x positions; with a tokenizer and a
+ * spare row, each position's piece under it, so what a window or an
+ * eviction keeps can be read as text. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,12 +153,19 @@ void panel_map(Frame *f, Rect r, const View *v, const Session *s, const char *ti
         return;
     map_title(f, r, cache, &mg, cells, title, focused);
     const StepRecord *last = session_steps(s) ? session_record(s, session_steps(s) - 1) : NULL;
-    const int rows = r.h - 2;
+    size_t n_tok;
+    const int *tok = session_tokens(s, &n_tok);
+    const Tokenizer *tk = session_tokenizer(s);
+    const int text = tk && mg.per == 1 && r.h - 3 >= (int)c->n_layers;
+    const int rows = r.h - 2 - text;
     size_t first = 0; /* keep the selected layer in sight */
     if ((size_t)rows < c->n_layers && v->layer >= (size_t)rows)
         first = v->layer - (size_t)rows + 1;
     for (int y = 0; y < rows && first + (size_t)y < c->n_layers; y++)
         map_layer_row(f, r, cache, &mg, cells, first + (size_t)y, 1 + y, first + (size_t)y == v->layer, last);
-    map_axis(f, r, cache, &mg, cells, 1 + (rows < (int)c->n_layers ? rows : (int)c->n_layers), last);
+    const int ay = 1 + (rows < (int)c->n_layers ? rows : (int)c->n_layers);
+    map_axis(f, r, cache, &mg, cells, ay, last);
+    if (text)
+        panel_token_axis(f, r, ay + 1, "text", LABEL_W, mg.cw, mg.P < n_tok ? mg.P : n_tok, tk, tok);
     free(cells);
 }

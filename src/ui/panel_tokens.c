@@ -18,6 +18,40 @@ const char *panel_token_label(const Tokenizer *tk, int id, char *buf, size_t cap
     return buf;
 }
 
+char *panel_clip(char *s, int cols)
+{
+    int w = 0;
+    char *p = s;
+    while (*p) {
+        char *next = p + 1;
+        while (((unsigned char)*next & 0xC0) == 0x80)
+            next++;
+        char keep = *next;
+        *next = '\0';
+        int cw = text_width(p);
+        *next = keep;
+        if (w + cw > cols)
+            break;
+        w += cw;
+        p = next;
+    }
+    *p = '\0';
+    return s;
+}
+
+void panel_token_axis(Frame *f, Rect r, int y, const char *name, int lw, int cw, size_t P, const Tokenizer *tk,
+                      const int *tok)
+{
+    frame_text(f, r, 0, y, ROLE_DIM, name);
+    for (size_t j = 0; j < P && lw + (int)j * cw < r.w; j++) {
+        char label[64];
+        char *shown = (char *)panel_token_label(tk, tok[j], label, sizeof label);
+        if (cw <= 2 && strncmp(shown, "\u2423", 3) == 0 && shown[3])
+            shown += 3;
+        frame_text(f, r, lw + (int)j * cw, y, ROLE_DIM, panel_clip(shown, cw > 1 ? cw - 1 : 1));
+    }
+}
+
 void panel_tokens(Frame *f, Rect r, const View *v, const Session *s, int focused)
 {
     (void)v;

@@ -22,6 +22,13 @@ void panel_tokens(Frame *f, Rect r, const View *v, const Session *s, int focused
 /* Token id as the panels show it: its piece (a space as ␣, control bytes
  * escaped), "<id>" for an id the tokenizer lacks, the id without one. */
 const char *panel_token_label(const Tokenizer *tk, int id, char *buf, size_t cap);
+/* The first `cols` display columns of s, in place (whole UTF-8 characters). */
+char *panel_clip(char *s, int cols);
+/* Row y, under columns of cw cells from x = lw, one per position 0..P-1:
+ * the start of each position's piece, `name` at the left. Past a piece's
+ * leading space when a piece gets one column: the letters read better. */
+void panel_token_axis(Frame *f, Rect r, int y, const char *name, int lw, int cw, size_t P, const Tokenizer *tk,
+                      const int *tok);
 
 /* The glyph and role of a slot: its state (CellState) and, when held, its
  * formats: f32, f16, or quantized (any other format). */

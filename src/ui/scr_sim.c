@@ -28,7 +28,8 @@ static void draw(Frame *f, Rect b, const View *v)
     int map_max = b.h - 1 - tok_h - COUNTERS_H - (spark_wide ? SPARK_H : 0);
     if (map_max < 3)
         map_max = 3;
-    int map_h = 2 + (int)c->n_layers < map_max ? 2 + (int)c->n_layers : map_max;
+    const int map_want = 2 + (int)c->n_layers + (session_tokenizer(s) ? 1 : 0); /* + a row of text */
+    int map_h = map_want < map_max ? map_want : map_max;
     int mid_h = b.h - 1 - map_h - tok_h - (spark_wide ? SPARK_H : 0);
     int cw = b.w * 55 / 100;
     if (cw < 54)
