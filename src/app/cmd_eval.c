@@ -24,6 +24,7 @@
 typedef struct {
     ModelOpts mo;
     const char *text;
+    const char *text_label; /* how reports name the text: the path given, or the split */
     const char *caches[MAX_CACHES];
     size_t n_caches;
     size_t tokens;       /* 0: the whole text */
@@ -37,7 +38,7 @@ static void help(void)
 {
     char caches[2048];
     kv_spec_help(caches, sizeof caches);
-    printf("usage: kvscope eval --text FILE [--cache SPEC]... [OPTIONS]\n\n"
+    printf("usage: kvscope eval --text FILE|--split validation [--cache SPEC]... [OPTIONS]\n\n"
            "Stream a text through the model the way a deployment would (a prefill of P\n"
            "tokens, then one token per decode step) once per cache, and score each: bits\n"
            "per byte and perplexity of the text, and against the exact cache (%s, f32,\n"
@@ -46,6 +47,8 @@ static void help(void)
            "model:\n%s\n"
            "text:\n"
            "  --text FILE         the text to score (- reads stdin), through the model's tokenizer\n"
+           "  --split validation  the held-out books the shipped models never trained on\n"
+           "                      (data/text/kjv-valid.txt: Ruth, Ecclesiastes, Mark, Hebrews)\n"
            "  --tokens N          score only the first N tokens (default: all)\n"
            "  --prefill P         tokens of the first pass (default 1); the rest one per step\n\n"
            "caches (repeatable, at most %d besides the reference):\n"
@@ -62,6 +65,22 @@ static void help(void)
            REFERENCE_SPEC, cli_model_help, MAX_CACHES - 1, caches);
 }
 
+/* --split validation: the held-out books of the trained models' corpus,
+ * shipped as data/text/kjv-valid.txt (data/README.md). */
+static int find_split(const char *split, EvalOpts *o, Err *e)
+{
+    static char path[4096];
+    if (strcmp(split, "validation") != 0)
+        return err_set(e, ERR_USAGE, "--split: 'validation' is the one split shipped, got '%s'", split);
+    if (o->text)
+        return err_set(e, ERR_USAGE, "--split: one text per run (--split and --text exclude each other)");
+    if (files_find("KVSCOPE_DATA", "data", "text/kjv-valid.txt", path, sizeof path) < 0)
+        return err_set(e, ERR_USAGE, "--split validation: data/text/kjv-valid.txt is missing (is KVSCOPE_DATA right?)");
+    o->text = path;
+    o->text_label = "data/text/kjv-valid.txt (--split validation)";
+    return 1;
+}
+
 static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
 {
     static const struct option longopts[] = {
@@ -69,6 +88,7 @@ static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
         { "isa", required_argument, 0, 0 },     { "shared", no_argument, 0, 0 },
         { "weights", required_argument, 0, 0 },
         { "text", required_argument, 0, 0 },    { "cache", required_argument, 0, 0 },
+        { "split", required_argument, 0, 0 },
         { "tokens", required_argument, 0, 0 },  { "prefill", required_argument, 0, 0 },
         { "attention", required_argument, 0, 0 }, { "format", required_argument, 0, 0 },
         { "per-position", no_argument, 0, 0 },  { "help", no_argument, 0, 'h' },
@@ -84,8 +104,12 @@ static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
             rc = cli_generation_option(&unused, &o->attend, name, optarg, e);
         } else if (rc == 0) {
             rc = 1;
-            if (strcmp(name, "text") == 0)
-                o->text = optarg;
+            if (strcmp(name, "text") == 0 && o->text)
+                rc = err_set(e, ERR_USAGE, "--text: one text per run (--split and --text exclude each other)");
+            else if (strcmp(name, "text") == 0)
+                o->text = o->text_label = optarg;
+            else if (strcmp(name, "split") == 0)
+                rc = find_split(optarg, o, e);
             else if (strcmp(name, "cache") == 0 && o->n_caches == MAX_CACHES - 1)
                 rc = err_set(e, ERR_USAGE, "--cache: at most %d caches besides the reference", MAX_CACHES - 1);
             else if (strcmp(name, "cache") == 0)
@@ -107,7 +131,7 @@ static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
     if (optind < argc)
         return err_set(e, ERR_USAGE, "eval: unexpected argument '%s' (see `kvscope eval --help`)", argv[optind]);
     if (!o->text)
-        return err_set(e, ERR_USAGE, "eval: --text FILE is required (see `kvscope eval --help`)");
+        return err_set(e, ERR_USAGE, "eval: --text FILE or --split validation is required (see `kvscope eval --help`)");
     return 0;
 }
 
@@ -194,7 +218,7 @@ static int job_open(EvalJob *j, EvalOpts *o, size_t *n, Err *e)
         return -1;
     *n = o->tokens ? o->tokens : n_ids;
     if (*n > n_ids)
-        return err_set(e, ERR_USAGE, "--tokens %zu: '%s' holds only %zu tokens", *n, o->text, n_ids);
+        return err_set(e, ERR_USAGE, "--tokens %zu: '%s' holds only %zu tokens", *n, o->text_label, n_ids);
     if (*n <= o->prefill)
         return err_set(e, ERR_USAGE, "eval: %zu tokens leave nothing to score after --prefill %zu", *n, o->prefill);
     if (cfg.max_seq_len < *n)
@@ -241,7 +265,7 @@ int cmd_eval(int argc, char **argv)
     }
     for (size_t i = 0; i < n_caches; i++)
         j.used[i] = kv_bytes_used(j.caches[i]);
-    EvalRun run = { .model = j.m.cfg.name, .weights = j.m.source, .text = o.text, .tokenizer = j.tokenizer,
+    EvalRun run = { .model = j.m.cfg.name, .weights = j.m.source, .text = o.text_label, .tokenizer = j.tokenizer,
                     .tokens = n, .prefill = o.prefill, .text_bytes = j.text_len,
                     .seconds = clock_seconds() - prog.start };
     if (o.per_position)

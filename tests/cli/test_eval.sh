@@ -29,7 +29,7 @@ expect_ok "eval: past the model's context, the text sets the positions" 'prefill
     $KV eval --text README.md --tokens 300 --set max_seq_len=64 --cache ring:window=32
 : >"$evtext.empty"
 printf 'ab\000cd' >"$evtext.bin"
-expect_fail "eval: --text is required" 2 "--text FILE is required" $KV eval
+expect_fail "eval: --text is required" 2 "--text FILE or --split validation is required" $KV eval
 expect_fail "eval: a missing file" 2 "cannot read" $KV eval --text "$evtext.missing"
 expect_fail "eval: an empty file" 2 "is empty" $KV eval --text "$evtext.empty"
 expect_fail "eval: a binary file" 2 "is not text: a NUL byte at offset 2" $KV eval --text "$evtext.bin"
@@ -39,4 +39,15 @@ expect_fail "eval: a bad cache" 2 "unknown cache 'nope'" $KV eval --text "$evtex
 expect_fail "eval: a model without a tokenizer" 2 "has no tokenizer: it cannot read text" \
     $KV eval --model worked-example --text "$evtext"
 expect_fail "eval: not an encoder-decoder" 2 "encoder-decoder" $KV eval --model encdec --text "$evtext"
+# --split validation: the held-out books, shipped; the same bytes make corpus checks
+want=$(awk '$2 == "kjv-valid.txt" { print $1 }' data/corpus.sha256)
+got=$(sha256sum data/text/kjv-valid.txt | cut -d' ' -f1)
+[ -n "$want" ] && [ "$got" = "$want" ] && ok "data/text/kjv-valid.txt is the held-out text data/corpus.sha256 records" ||
+    bad "data/text/kjv-valid.txt is the held-out text data/corpus.sha256 records" "sha256 $got, want $want"
+a=$($KV eval --model kjv-tiny --split validation --tokens 300 --format json | jq -r '.caches[0].bits_per_byte')
+b=$($KV eval --model kjv-tiny --text data/text/kjv-valid.txt --tokens 300 --format json | jq -r '.caches[0].bits_per_byte')
+[ -n "$a" ] && [ "$a" = "$b" ] && ok "eval --split validation scores the shipped held-out text ($a bits/byte)" ||
+    bad "eval --split validation scores the shipped held-out text" "split: $a, text: $b"
+expect_fail "eval: an unknown split" 2 "'validation' is the one split" $KV eval --split train
+expect_fail "eval: --split and --text" 2 "exclude each other" $KV eval --split validation --text "$evtext"
 rm -f "$evtext" "$evtext.empty" "$evtext.bin"
