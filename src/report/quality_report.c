@@ -61,16 +61,22 @@ int quality_report(const Model *m, KvCache *cache, const int *prompt, size_t ple
                "exact softmax weight on positions the cache still holds, worst layer (mean over heads)\n");
         printf("worst attention error %.4g, least mass kept %.4f, worst logit error %.4g\n", s.max_attn_err,
                s.min_mass_kept, s.max_logit_err);
+        printf("attention sinks (exact run): position 0 draws %.4f of a query's attention on average (%.4f if "
+               "spread evenly); most in layer %zu head %zu, %.4f\n", s.first_mass, s.first_mass_even,
+               s.first_top_layer, s.first_top_head, s.first_mass_top);
         if (s.first_divergence < s.steps)
             printf("greedy tokens first differ at step %zu of %zu\n", s.first_divergence, s.steps);
         else
             printf("greedy tokens never differ in %zu steps\n", s.steps);
     } else if (fmt == OUT_JSON) {
-        json_t *root = json_pack("{s:s, s:s, s:o, s:{s:f, s:f, s:f, s:I, s:I}}", "cache", cache->spec,
-                                 "structure", structure, "steps", p.steps,
+        json_t *root = json_pack("{s:s, s:s, s:o, s:{s:f, s:f, s:f, s:I, s:I, s:f, s:f, s:f, s:I, s:I}}", "cache",
+                                 cache->spec, "structure", structure, "steps", p.steps,
                                  "summary", "max_attn_err", s.max_attn_err, "min_mass_kept", s.min_mass_kept,
                                  "max_logit_err", s.max_logit_err, "first_divergence",
-                                 (json_int_t)s.first_divergence, "steps", (json_int_t)s.steps);
+                                 (json_int_t)s.first_divergence, "steps", (json_int_t)s.steps, "first_mass",
+                                 s.first_mass, "first_mass_even", s.first_mass_even, "first_mass_top",
+                                 s.first_mass_top, "first_top_layer", (json_int_t)s.first_top_layer,
+                                 "first_top_head", (json_int_t)s.first_top_head);
         json_dumpf(root, stdout, JSON_INDENT(2));
         printf("\n");
         json_decref(root);

@@ -20,6 +20,33 @@ static double mass_kept(const Model *m, const ForwardState *exact, const KvCell 
     return sum / (double)c->n_heads;
 }
 
+/* Add the exact weight of the last query on position 0, per head, into
+ * first[layer][head]. */
+static void add_first_mass(const Model *m, const ForwardState *exact, size_t t, double *first)
+{
+    const Config *c = &m->cfg;
+    for (size_t l = 0; l < c->n_layers; l++)
+        for (size_t h = 0; h < c->n_heads; h++)
+            first[l * c->n_heads + h] += exact->probs[((l * c->n_heads + h) * exact->max_q + t) * c->max_seq_len];
+}
+
+static void summarise_first_mass(const Config *c, const double *first, double even, QualitySummary *sum)
+{
+    const size_t n = c->n_layers * c->n_heads;
+    double all = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double mean = first[i] / (double)sum->steps;
+        all += mean;
+        if (mean > sum->first_mass_top) {
+            sum->first_mass_top = mean;
+            sum->first_top_layer = i / c->n_heads;
+            sum->first_top_head = i % c->n_heads;
+        }
+    }
+    sum->first_mass = all / (double)n;
+    sum->first_mass_even = even / (double)sum->steps;
+}
+
 static double rel_err(const float *a, const float *ref, size_t n)
 {
     double num = 0, den = 0;
@@ -44,9 +71,10 @@ int quality_run(const Model *m, KvCache *lossy, const int *prompt, size_t prompt
     int *forced = calloc(n_gen, sizeof(int));
     double *attn_err = calloc(L, sizeof(double)), *kept = calloc(L, sizeof(double));
     KvCell *cells = calloc(c->max_seq_len, sizeof *cells);
+    double *first = calloc(L * c->n_heads, sizeof(double)), even = 0;
     Generator *gl = NULL, *gx = NULL;
     int rc = -1;
-    if (!exact || !forced || !attn_err || !kept || !cells) {
+    if (!exact || !forced || !attn_err || !kept || !cells || !first) {
         err_set(e, ERR_RUNTIME, "out of memory for the exact shadow");
         goto done;
     }
@@ -78,6 +106,8 @@ int quality_run(const Model *m, KvCache *lossy, const int *prompt, size_t prompt
             sum->max_attn_err = fmax(sum->max_attn_err, attn_err[l]);
             sum->min_mass_kept = fmin(sum->min_mass_kept, kept[l]);
         }
+        add_first_mass(m, rx.state, tx, first);
+        even += 1.0 / (double)rx.context;
         double logit_err = 0;
         for (size_t i = 0; i < c->vocab; i++)
             logit_err = fmax(logit_err, fabs((double)rl.logits[i] - rx.logits[i]));
@@ -93,6 +123,8 @@ int quality_run(const Model *m, KvCache *lossy, const int *prompt, size_t prompt
         }
     }
     rc = sl < 0 ? -1 : 0;
+    if (rc == 0 && sum->steps)
+        summarise_first_mass(c, first, even, sum);
 done:
     gen_free(gl);
     gen_free(gx);
@@ -101,5 +133,6 @@ done:
     free(attn_err);
     free(kept);
     free(cells);
+    free(first);
     return rc;
 }

@@ -30,6 +30,12 @@ typedef struct {
     size_t steps;
     size_t first_divergence; /* first step whose choices differ; == steps when none */
     double max_attn_err, min_mass_kept, max_logit_err;
+    /* Attention sinks, in the exact run: the weight the generated tokens'
+     * queries put on position 0, mean over steps, layers and heads; what an
+     * even spread over the positions would give; and the head that puts the
+     * most there (its mean over steps). */
+    double first_mass, first_mass_even, first_mass_top;
+    size_t first_top_layer, first_top_head;
 } QualitySummary;
 
 /* Generate o->n_generate tokens from prompt [prompt_len] with `lossy` (an
