@@ -64,19 +64,29 @@ int quality_report(const Model *m, KvCache *cache, const int *prompt, size_t ple
         printf("attention sinks (exact run): position 0 draws %.4f of a query's attention on average (%.4f if "
                "spread evenly); most in layer %zu head %zu, %.4f\n", s.first_mass, s.first_mass_even,
                s.first_top_layer, s.first_top_head, s.first_mass_top);
+        if (s.lookback_queries)
+            printf("looking back (exact run): of %zu queries whose token came before, layer %zu head %zu puts "
+                   "%.4f on the positions after the earlier copies (%.4f if spread evenly)\n", s.lookback_queries,
+                   s.lookback_layer, s.lookback_head, s.lookback_top, s.lookback_even);
+        else
+            printf("looking back (exact run): no query's token came before\n");
         if (s.first_divergence < s.steps)
             printf("greedy tokens first differ at step %zu of %zu\n", s.first_divergence, s.steps);
         else
             printf("greedy tokens never differ in %zu steps\n", s.steps);
     } else if (fmt == OUT_JSON) {
-        json_t *root = json_pack("{s:s, s:s, s:o, s:{s:f, s:f, s:f, s:I, s:I, s:f, s:f, s:f, s:I, s:I}}", "cache",
+        json_t *root = json_pack("{s:s, s:s, s:o, s:{s:f, s:f, s:f, s:I, s:I, s:f, s:f, s:f, s:I, s:I, s:f, s:f, "
+                                 "s:I, s:I, s:I}}", "cache",
                                  cache->spec, "structure", structure, "steps", p.steps,
                                  "summary", "max_attn_err", s.max_attn_err, "min_mass_kept", s.min_mass_kept,
                                  "max_logit_err", s.max_logit_err, "first_divergence",
                                  (json_int_t)s.first_divergence, "steps", (json_int_t)s.steps, "first_mass",
                                  s.first_mass, "first_mass_even", s.first_mass_even, "first_mass_top",
                                  s.first_mass_top, "first_top_layer", (json_int_t)s.first_top_layer,
-                                 "first_top_head", (json_int_t)s.first_top_head);
+                                 "first_top_head", (json_int_t)s.first_top_head, "lookback_top", s.lookback_top,
+                                 "lookback_even", s.lookback_even, "lookback_layer", (json_int_t)s.lookback_layer,
+                                 "lookback_head", (json_int_t)s.lookback_head, "lookback_queries",
+                                 (json_int_t)s.lookback_queries);
         json_dumpf(root, stdout, JSON_INDENT(2));
         printf("\n");
         json_decref(root);

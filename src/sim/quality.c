@@ -47,6 +47,45 @@ static void summarise_first_mass(const Config *c, const double *first, double ev
     sum->first_mass_even = even / (double)sum->steps;
 }
 
+/* The look-back measure of one query at position t (tokens [t + 1]):
+ * weight per head on the positions after earlier copies of tokens[t] into
+ * back[layer][head]; the even share of those positions into *even. Does
+ * nothing when tokens[t] has no earlier copy; returns 1 when it had. */
+static int add_lookback(const Model *m, const ForwardState *exact, size_t q, const int *tokens, size_t t,
+                        double *back, double *even)
+{
+    const Config *c = &m->cfg;
+    size_t n = 0;
+    for (size_t j = 0; j + 1 < t; j++)
+        n += tokens[j] == tokens[t];
+    if (n == 0)
+        return 0;
+    for (size_t l = 0; l < c->n_layers; l++)
+        for (size_t h = 0; h < c->n_heads; h++) {
+            const float *p = exact->probs + ((l * c->n_heads + h) * exact->max_q + q) * c->max_seq_len;
+            for (size_t j = 0; j + 1 < t; j++)
+                if (tokens[j] == tokens[t])
+                    back[l * c->n_heads + h] += p[j + 1];
+        }
+    *even += (double)n / (double)(t + 1);
+    return 1;
+}
+
+static void summarise_lookback(const Config *c, const double *back, double even, QualitySummary *sum)
+{
+    if (!sum->lookback_queries)
+        return;
+    for (size_t i = 0; i < c->n_layers * c->n_heads; i++) {
+        const double mean = back[i] / (double)sum->lookback_queries;
+        if (mean > sum->lookback_top) {
+            sum->lookback_top = mean;
+            sum->lookback_layer = i / c->n_heads;
+            sum->lookback_head = i % c->n_heads;
+        }
+    }
+    sum->lookback_even = even / (double)sum->lookback_queries;
+}
+
 static double rel_err(const float *a, const float *ref, size_t n)
 {
     double num = 0, den = 0;
@@ -72,9 +111,11 @@ int quality_run(const Model *m, KvCache *lossy, const int *prompt, size_t prompt
     double *attn_err = calloc(L, sizeof(double)), *kept = calloc(L, sizeof(double));
     KvCell *cells = calloc(c->max_seq_len, sizeof *cells);
     double *first = calloc(L * c->n_heads, sizeof(double)), even = 0;
+    double *back = calloc(L * c->n_heads, sizeof(double)), back_even = 0;
+    int *seq = malloc((prompt_len + n_gen) * sizeof(int)); /* the tokens fed: the prompt, then the choices */
     Generator *gl = NULL, *gx = NULL;
     int rc = -1;
-    if (!exact || !forced || !attn_err || !kept || !cells || !first) {
+    if (!exact || !forced || !attn_err || !kept || !cells || !first || !back || !seq) {
         err_set(e, ERR_RUNTIME, "out of memory for the exact shadow");
         goto done;
     }
@@ -86,6 +127,7 @@ int quality_run(const Model *m, KvCache *lossy, const int *prompt, size_t prompt
         goto done;
 
     *sum = (QualitySummary){ .first_divergence = n_gen, .min_mass_kept = 1.0 };
+    memcpy(seq, prompt, prompt_len * sizeof(int));
     StepReport rl, rx;
     int sl, sx;
     while ((sl = gen_step(gl, &rl, e)) == 1) {
@@ -108,6 +150,10 @@ int quality_run(const Model *m, KvCache *lossy, const int *prompt, size_t prompt
         }
         add_first_mass(m, rx.state, tx, first);
         even += 1.0 / (double)rx.context;
+        for (size_t q = 0; q < rx.n_new; q++) /* every query of the pass: a prefill's too */
+            sum->lookback_queries += (size_t)add_lookback(m, rx.state, q, seq, rx.context - rx.n_new + q, back,
+                                                          &back_even);
+        seq[prompt_len + g] = rl.sampled[0];
         double logit_err = 0;
         for (size_t i = 0; i < c->vocab; i++)
             logit_err = fmax(logit_err, fabs((double)rl.logits[i] - rx.logits[i]));
@@ -123,8 +169,10 @@ int quality_run(const Model *m, KvCache *lossy, const int *prompt, size_t prompt
         }
     }
     rc = sl < 0 ? -1 : 0;
-    if (rc == 0 && sum->steps)
+    if (rc == 0 && sum->steps) {
         summarise_first_mass(c, first, even, sum);
+        summarise_lookback(c, back, back_even, sum);
+    }
 done:
     gen_free(gl);
     gen_free(gx);
@@ -134,5 +182,7 @@ done:
     free(kept);
     free(cells);
     free(first);
+    free(back);
+    free(seq);
     return rc;
 }

@@ -36,6 +36,16 @@ typedef struct {
      * most there (its mean over steps). */
     double first_mass, first_mass_even, first_mass_top;
     size_t first_top_layer, first_top_head;
+    /* Heads that look back at an earlier copy: for a query (every query of
+     * every exact pass, the prompt's included) whose token appeared before,
+     * the exact weight on the positions right after those earlier copies
+     * (what an induction head reads to predict the repeat; in the first
+     * layer, only a token's own statistics can lead there).
+     * The head with the most, its mean over such queries, and the share an
+     * even spread would give them; lookback_queries: how many queries had
+     * an earlier copy (0: the text repeats nothing, the rest is 0). */
+    double lookback_top, lookback_even;
+    size_t lookback_layer, lookback_head, lookback_queries;
 } QualitySummary;
 
 /* Generate o->n_generate tokens from prompt [prompt_len] with `lossy` (an

@@ -20,3 +20,15 @@ expect_ok "h2o: a budget above the sequence keeps all the mass" 'least mass kept
 expect_ok "h2o: a small budget drops attention mass" 'least mass kept 0\.' \
     $KV run --prompt-len 60 --tokens 6 --cache h2o:budget=16,recent=4,pass=16 --quality
 expect_fail "h2o: recent above budget" 2 "recent=8 must not exceed budget=4" $KV run --cache h2o:budget=4,recent=8
+# the exact run's sink and look-back measures: on 1,2,3,1,2,3 the queries at
+# positions 3, 4 and 5 had an earlier copy (1/4, 1/5 and 1/6 of an even
+# spread fall after it); the first query sees only position 0
+run "quality: sink and look-back measures" $KV run --model tiny --prompt-ids 1,2,3,1,2,3 --tokens 1 --quality --format json
+if [ "$status" -eq 0 ] && jq -e '.summary | .lookback_queries == 3 and ((.lookback_even - (1/4 + 1/5 + 1/6) / 3) | fabs) < 1e-12
+        and .lookback_top > 0 and .lookback_top <= 1 and .first_mass_top >= .first_mass and .first_mass > 0
+        and ((.first_mass_even - 1/6) | fabs) < 1e-12' "$out" >/dev/null; then
+    ok "quality: the look-back measure counts the repeated queries, the even shares are 1 / context"
+else
+    bad "quality: the look-back measure counts the repeated queries, the even shares are 1 / context" "exit $status" \
+        "$(jq -c .summary "$out" 2>&1 | head -c 400)"
+fi
