@@ -251,6 +251,12 @@ int cmd_example(int argc, char **argv)
     KvCache *cache = NULL;
     if (m.cfg.vocab < 3)
         err_set(&e, ERR_USAGE, "the example needs a vocabulary of at least 3 tokens");
+    else if (m.cfg.architecture != ARCH_DECODER)
+        err_set(&e, ERR_USAGE, "example: model '%s' is an encoder-decoder; the walk is a decoder's (lesson 15 walks "
+                "its caches)", m.cfg.name);
+    else if (m.cfg.attention != ATTN_GQA)
+        err_set(&e, ERR_USAGE, "example: model '%s' caches MLA latents, not the K and V rows the walk prints (lesson "
+                "14 walks its cache)", m.cfg.name);
     m.attend = ATTEND_NAIVE; /* the walk shows every attention weight */
     KvGeometry geo = model_kv_geometry(&m, 1);
     if (e.kind == ERR_NONE)

@@ -11,6 +11,8 @@ expect_ok "example --help" 'worked example' $KV example --help
 expect_ok "example: 6 token rows cached, 18 uncached" 'projected; without it 18 \(3 \+ 4 \+ 5 \+ 6\)' $KV example
 expect_ok "example: cached and uncached tokens identical" 'identical' $KV example
 expect_ok "example with the dynamic cache" 'identical' $KV example --cache dynamic
+expect_fail "example: an MLA model has no K and V rows to print" 2 "caches MLA latents" $KV example --model mla-tiny
+expect_fail "example: an encoder-decoder is not the walk's decoder" 2 "is an encoder-decoder" $KV example --model encdec
 
 expect_ok "run --compare: identical tokens" '^tokens identical: yes' $KV run --tokens 6 --compare
 expect_ok "run --compare on small, GQA, chunked prefill, batch 2" '^tokens identical: yes' \
