@@ -135,26 +135,6 @@ static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
     return 0;
 }
 
-/* The text as the model's tokens; *bytes[i] is how many bytes token i
- * stands for (bits per byte counts them). */
-static int text_to_ids(const Config *cfg, const char *text, size_t len, int **ids, size_t **bytes, size_t *n,
-                       char *tok_name, size_t cap, Err *e)
-{
-    Tokenizer *tok;
-    if (setup_tokenizer(cfg, &tok, e) < 0)
-        return -1;
-    if (!tok)
-        return err_set(e, ERR_USAGE, "model '%s' has no tokenizer: it cannot read text", cfg->name);
-    snprintf(tok_name, cap, "%s", tokenizer_name(tok));
-    int rc = tokenizer_encode(tok, text, len, ids, n, e);
-    if (rc == 0 && !(*bytes = malloc((*n ? *n : 1) * sizeof **bytes)))
-        rc = err_set(e, ERR_RUNTIME, "out of memory for %zu tokens", *n);
-    for (size_t i = 0; rc == 0 && i < *n; i++)
-        tokenizer_piece(tok, (*ids)[i], &(*bytes)[i]);
-    tokenizer_free(tok);
-    return rc;
-}
-
 /* A progress line on stderr, when it is a terminal and the run is longer
  * than a second; redrawn at most ten times a second. */
 typedef struct {
@@ -178,7 +158,6 @@ static int on_progress(void *user, size_t done, size_t total)
 
 /* What one run owns. */
 typedef struct {
-    char *text;
     size_t text_len;
     int *ids;
     size_t *bytes;
@@ -200,21 +179,20 @@ static void job_free(EvalJob *j, size_t n_caches)
         model_free(&j->m);
     free(j->ids);
     free(j->bytes);
-    free(j->text);
 }
 
 /* The text, its tokens, the model stretched to them and the caches. */
 static int job_open(EvalJob *j, EvalOpts *o, size_t *n, Err *e)
 {
     Config cfg;
-    if (files_read_text(o->text, MAX_TEXT_BYTES, &j->text, &j->text_len, e) < 0 ||
-        setup_load_config(&o->mo, &cfg, e) < 0)
+    if (setup_load_config(&o->mo, &cfg, e) < 0)
         return -1;
     if (cfg.architecture == ARCH_ENCDEC)
         return err_set(e, ERR_USAGE, "eval: model '%s' is an encoder-decoder; eval streams a decoder-only model",
                        cfg.name);
     size_t n_ids;
-    if (text_to_ids(&cfg, j->text, j->text_len, &j->ids, &j->bytes, &n_ids, j->tokenizer, sizeof j->tokenizer, e) < 0)
+    if (setup_text_ids(&cfg, o->text, MAX_TEXT_BYTES, &j->ids, &j->bytes, &n_ids, &j->text_len, j->tokenizer,
+                       sizeof j->tokenizer, e) < 0)
         return -1;
     *n = o->tokens ? o->tokens : n_ids;
     if (*n > n_ids)

@@ -134,17 +134,6 @@ static int parse_options(int argc, char **argv, TrainArgs *a, Err *e)
     return 0;
 }
 
-/* A text file through the model's tokenizer; *bytes is its length. */
-static int load_ids(const char *path, const Tokenizer *tok, int **ids, size_t *n, size_t *bytes, Err *e)
-{
-    char *text;
-    if (files_read_text(path, MAX_TEXT_BYTES, &text, bytes, e) < 0)
-        return -1;
-    int rc = tokenizer_encode(tok, text, *bytes, ids, n, e);
-    free(text);
-    return rc;
-}
-
 static void on_sigint(int sig)
 {
     (void)sig;
@@ -161,7 +150,7 @@ static uint64_t fnv1a(const int *ids, size_t n)
 
 /* The text, the model and a trainer: what a run needs before its first step. */
 typedef struct {
-    Tokenizer *tok;
+    char tokenizer[64];
     int *train, *valid;
     size_t n_train, n_valid, b_train, b_valid;
     Model m;
@@ -176,7 +165,6 @@ static void run_free(Run *r)
         model_free(&r->m);
     free(r->train);
     free(r->valid);
-    tokenizer_free(r->tok);
 }
 
 /* Fail now, not after the training, when the weights cannot be written. */
@@ -197,13 +185,12 @@ static int run_open(Run *r, TrainArgs *a, Err *e)
     if (check_writable(a->out, e) < 0)
         return -1;
     Config cfg;
-    if (setup_load_config(&a->mo, &cfg, e) < 0 || setup_tokenizer(&cfg, &r->tok, e) < 0)
+    if (setup_load_config(&a->mo, &cfg, e) < 0)
         return -1;
-    if (!r->tok)
-        return err_set(e, ERR_USAGE, "train: model '%s' has no tokenizer: it cannot read text", cfg.name);
-    if (load_ids(a->text, r->tok, &r->train, &r->n_train, &r->b_train, e) < 0 ||
-        load_ids(a->valid, r->tok, &r->valid, &r->n_valid, &r->b_valid, e) < 0)
-        return -1;
+    if (setup_text_ids(&cfg, a->text, MAX_TEXT_BYTES, &r->train, NULL, &r->n_train, &r->b_train, r->tokenizer,
+                       sizeof r->tokenizer, e) < 0 ||
+        setup_text_ids(&cfg, a->valid, MAX_TEXT_BYTES, &r->valid, NULL, &r->n_valid, &r->b_valid, NULL, 0, e) < 0)
+        return err_wrap(e, "train");
     if (!a->t.seq_len)
         a->t.seq_len = cfg.max_seq_len;
     if (setup_model(&cfg, a->mo.isa, 0, &r->m, e) < 0)
@@ -289,7 +276,7 @@ int cmd_train(int argc, char **argv)
         p.matmul_gflops = matmul_gflops(&r.m, a.t.seq_len);
         printf("train %s: %zu parameters, %s tokens; text %zu tokens (%.2f bytes each), valid %zu; %zu steps of %zu "
                "windows of %zu tokens from step %llu; the matmul kernel (%s) runs %.2f GFLOP/s on this shape\n",
-               r.m.cfg.name, model_param_floats(&r.m.cfg), tokenizer_name(r.tok), r.n_train, p.train_bytes_per_token,
+               r.m.cfg.name, model_param_floats(&r.m.cfg), r.tokenizer, r.n_train, p.train_bytes_per_token,
                r.n_valid, a.t.steps, a.t.batch, a.t.seq_len, (unsigned long long)p.first_step, r.m.kern->isa,
                p.matmul_gflops);
         fflush(stdout);

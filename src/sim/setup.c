@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "model/checkpoint.h"
+#include "util/files.h"
 #include "util/human.h"
 #include "util/parse.h"
 #include "util/sysmem.h"
@@ -268,4 +269,31 @@ int setup_make_prompt(const PromptOpts *po, const Config *cfg, int **out, size_t
         (*out)[i] = (int)gsl_rng_uniform_int(rng, cfg->vocab);
     gsl_rng_free(rng);
     return 0;
+}
+
+int setup_text_ids(const Config *cfg, const char *path, size_t max_bytes, int **ids, size_t **bytes, size_t *n,
+                   size_t *text_len, char *tok_name, size_t cap, Err *e)
+{
+    *ids = NULL;
+    if (bytes)
+        *bytes = NULL;
+    Tokenizer *tok;
+    if (setup_tokenizer(cfg, &tok, e) < 0)
+        return -1;
+    if (!tok)
+        return err_set(e, ERR_USAGE, "model '%s' has no tokenizer: it cannot read text", cfg->name);
+    if (tok_name)
+        snprintf(tok_name, cap, "%s", tokenizer_name(tok));
+    char *text;
+    int rc = files_read_text(path, max_bytes, &text, text_len, e);
+    if (rc == 0) {
+        rc = tokenizer_encode(tok, text, *text_len, ids, n, e);
+        free(text);
+    }
+    if (rc == 0 && bytes && !(*bytes = malloc((*n ? *n : 1) * sizeof **bytes)))
+        rc = err_set(e, ERR_RUNTIME, "out of memory for %zu tokens", *n);
+    for (size_t i = 0; rc == 0 && bytes && i < *n; i++)
+        tokenizer_piece(tok, (*ids)[i], &(*bytes)[i]);
+    tokenizer_free(tok);
+    return rc;
 }

@@ -64,6 +64,14 @@ const char *setup_prompt_source_name(PromptSource s);
  * is NULL, and 0 returned, for a model without one (ids only). */
 int setup_tokenizer(const Config *cfg, Tokenizer **out, Err *e);
 
+/* A text file through cfg's tokenizer (files_read_text's rules, at most
+ * max_bytes): ids [*n] and, when bytes is not NULL, the bytes each token
+ * stands for (*bytes [*n], for bits per byte); *text_len the file's length;
+ * the tokenizer's name into tok_name [cap] when it is not NULL. The caller
+ * frees *ids and *bytes. ERR_USAGE for a model without a tokenizer. */
+int setup_text_ids(const Config *cfg, const char *path, size_t max_bytes, int **ids, size_t **bytes, size_t *n,
+                   size_t *text_len, char *tok_name, size_t cap, Err *e);
+
 /* Build the prompts: *out is [*batch][*len] ids below cfg->vocab (caller
  * frees); text is encoded by cfg's tokenizer and repeated for a batch. */
 int setup_make_prompt(const PromptOpts *po, const Config *cfg, int **out, size_t *batch, size_t *len, Err *e);
