@@ -35,6 +35,8 @@ const PlotFigure plot_figures[] = {
     { 10, "mla", "MLA vs GQA vs MHA bytes per token, and decompress vs absorbed FLOPs", NULL, 0, plot_mla },
     { 11, "loss", "the shipped models' training and validation bits per byte vs tokens trained on", NULL, 0,
       plot_loss },
+    { 12, "streaming", "log-perplexity vs position past the context: full cache, window, sinks, recomputed window",
+      NULL, 0, plot_streaming },
 };
 const size_t plot_n_figures = sizeof plot_figures / sizeof plot_figures[0];
 

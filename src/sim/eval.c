@@ -149,3 +149,28 @@ void eval_result_free(EvalResult *r)
     free(r->nll_at);
     r->nll_at = NULL;
 }
+
+int eval_recompute_window(const Model *m, const int *ids, size_t n, size_t prefill, size_t window, double *nll_at,
+                          Err *e)
+{
+    const size_t V = m->cfg.vocab, P = prefill;
+    if (P == 0 || n <= P || window == 0 || window > m->cfg.max_seq_len)
+        return err_set(e, ERR_USAGE, "eval: a window of %zu over %zu tokens after a prefill of %zu", window, n, P);
+    ForwardState fs;
+    float *logits = malloc(V * sizeof(float));
+    if (!logits || forward_state_init(&fs, &m->cfg, window, 0, e) < 0) {
+        free(logits);
+        return e->kind ? -1 : err_set(e, ERR_RUNTIME, "out of memory");
+    }
+    int rc = 0;
+    for (size_t t = P - 1; rc == 0 && t + 1 < n; t++) {
+        const size_t first = t + 1 > window ? t + 1 - window : 0;
+        Counters ctr = { 0 };
+        rc = model_forward(m, &fs, NULL, ids + first, 1, t + 1 - first, 0, logits, &ctr, e);
+        if (rc == 0)
+            nll_at[t - (P - 1)] = log_sum_exp(logits, V) - logits[ids[t + 1]];
+    }
+    forward_state_free(&fs);
+    free(logits);
+    return rc;
+}

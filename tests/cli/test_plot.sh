@@ -139,6 +139,14 @@ check "beam: memory with copy-on-write <= without, within the closed form, and g
     'if ($12 > $6 || $18 > $6 || $6 > $4 || (NR > 2 && ($6 <= c || $12 <= p16 || $18 <= p4))) why = why " width " $1; c = $6; p16 = $12; p4 = $18' \
     beam.tsv
 
+# streaming: before the window fills, every cache holds the same rows (the
+# same numbers); the recomputed window is the uncached forward, within rounding
+header streaming.tsv "position	full_log_ppl	window_log_ppl	sinks1_log_ppl	sinks4_log_ppl	recompute_log_ppl	trained_context"
+shape streaming.tsv 12 7
+check "streaming: all caches alike until the window of 64 fills; the recomputed window within 1e-3 there" \
+    'if ($1 < 64 && ($2 != $3 || $2 != $4 || $2 != $5 || ($6 - $2) ^ 2 > 1e-6)) why = why " position " $1; if ($7 != 128) why = why " context " $7' \
+    streaming.tsv
+
 # loss: the shipped training logs, row for row; the mean is of the last 25 steps
 header loss.tsv "tokens	step	train_bits_per_byte	train_bits_per_byte_mean25	valid_bits_per_byte"
 for pair in "loss.tsv kjv-small" "loss.kjv-tiny.tsv kjv-tiny"; do

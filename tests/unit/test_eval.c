@@ -123,11 +123,40 @@ static void test_eval_bad_input(void **state)
     model_free(&m);
 }
 
+/* The recomputed window: a window as long as the text is the uncached
+ * run itself; a short one is the uncached run of the last W tokens, at
+ * positions from 0 (not the cache's absolute ones). */
+static void test_recompute_window(void **state)
+{
+    (void)state;
+    Config cfg = test_config(2, 4, 2);
+    Model m;
+    test_model(&m, &cfg);
+    int ids[N_TOK];
+    test_tokens(ids, N_TOK, cfg.vocab, 5);
+    double whole[N_TOK - PREFILL], short_w[N_TOK - PREFILL];
+    Err e = { 0 };
+    if (eval_recompute_window(&m, ids, N_TOK, PREFILL, N_TOK, whole, &e) < 0 ||
+        eval_recompute_window(&m, ids, N_TOK, PREFILL, 8, short_w, &e) < 0)
+        fail_msg("recompute: %s", e.msg);
+    for (size_t t = PREFILL - 1; t + 1 < N_TOK; t++) {
+        const size_t k = t - (PREFILL - 1), first = t + 1 > 8 ? t + 1 - 8 : 0;
+        double ref = uncached_nll(&m, ids, t);
+        assert_true(fabs(whole[k] - ref) <= 1e-5 * fmax(1.0, fabs(ref)));
+        ref = uncached_nll(&m, ids + first, t - first); /* the last 8 tokens from position 0 */
+        assert_true(fabs(short_w[k] - ref) <= 1e-5 * fmax(1.0, fabs(ref)));
+    }
+    assert_true(fabs(short_w[N_TOK - PREFILL - 1] - whole[N_TOK - PREFILL - 1]) > 1e-6); /* it did forget */
+    assert_int_equal(eval_recompute_window(&m, ids, N_TOK, PREFILL, 0, whole, &e), -1);
+    model_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_eval_against_uncached),
         cmocka_unit_test(test_eval_bad_input),
+        cmocka_unit_test(test_recompute_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
