@@ -37,6 +37,8 @@ const PlotFigure plot_figures[] = {
       plot_loss },
     { 12, "streaming", "log-perplexity vs position past the context: full cache, window, sinks, recomputed window",
       NULL, 0, plot_streaming },
+    { 13, "kv-formats", "K format x V format on a trained model: KL to the f32 cache; KIVI's per-channel keys",
+      NULL, 0, plot_kv_formats },
 };
 const size_t plot_n_figures = sizeof plot_figures / sizeof plot_figures[0];
 

@@ -43,7 +43,7 @@ typedef struct {
 typedef int (*PlotMakeFn)(const PlotCtx *ctx, PlotNote *note, Err *e);
 
 typedef struct {
-    int number;           /* the figure's number, 1 .. 12 */
+    int number;           /* the figure's number, 1 .. 13 */
     const char *name;     /* file stem: plots/NAME.gp, NAME.tsv, NAME.png */
     const char *title;
     const char *waiting;  /* NULL when the figure can be made; else the engine parts it waits for */
@@ -55,7 +55,8 @@ extern const PlotFigure plot_figures[];
 extern const size_t plot_n_figures;
 
 /* The makers (plot_gen.c, plot_memory.c, plot_kernels.c, plot_paged.c,
- * plot_eviction.c, plot_beam.c, plot_mla.c, plot_loss.c, plot_streaming.c). */
+ * plot_eviction.c, plot_beam.c, plot_mla.c, plot_loss.c, plot_streaming.c,
+ * plot_kvformats.c). */
 /* Figures 1-3 before any is made: the model and --tokens fit (ERR_USAGE). */
 int plot_gen_check(const PlotCtx *ctx, Err *e);
 int plot_projection(const PlotCtx *ctx, PlotNote *note, Err *e);
@@ -70,6 +71,7 @@ int plot_beam(const PlotCtx *ctx, PlotNote *note, Err *e);
 int plot_mla(const PlotCtx *ctx, PlotNote *note, Err *e);
 int plot_loss(const PlotCtx *ctx, PlotNote *note, Err *e);
 int plot_streaming(const PlotCtx *ctx, PlotNote *note, Err *e);
+int plot_kv_formats(const PlotCtx *ctx, PlotNote *note, Err *e);
 
 /* --- files (plot_io.c) ------------------------------------------------------ */
 

@@ -147,6 +147,17 @@ check "streaming: all caches alike until the window of 64 fills; the recomputed 
     'if ($1 < 64 && ($2 != $3 || $2 != $4 || $2 != $5 || ($6 - $2) ^ 2 > 1e-6)) why = why " position " $1; if ($7 != 128) why = why " context " $7' \
     streaming.tsv
 
+# kv-formats: 25 K x V cells; a cell's bytes depend on its two formats only
+# (K in f16 and V in q4_0 take what K in q4_0 and V in f16 take); f16 on both
+# sides barely moves the distribution
+header kv-formats.tsv "k_format	v_format	k_index	v_index	kl_nats	bits_per_byte	top1_agree	cache_bytes"
+shape kv-formats.tsv 25 8
+check "kv-formats: bytes symmetric in K and V, KL >= 0, f16/f16 within 1e-5 nats of f32" \
+    'b[$3, $4] = $8; if ($5 < 0 || ($1 == "f16" && $2 == "f16" && $5 > 1e-5)) why = why " " $1 "/" $2 } END { for (k = 0; k < 5; k++) for (v = 0; v < 5; v++) if (b[k, v] != b[v, k]) why = why " bytes " k "," v; if (NR != 26) why = why " rows"' \
+    kv-formats.tsv
+header kv-formats.kivi.tsv "label	keys	key_bits	kl_nats	bits_per_byte	top1_agree	cache_bytes"
+shape kv-formats.kivi.tsv 4 7
+
 # loss: the shipped training logs, row for row; the mean is of the last 25 steps
 header loss.tsv "tokens	step	train_bits_per_byte	train_bits_per_byte_mean25	valid_bits_per_byte"
 for pair in "loss.tsv kjv-small" "loss.kjv-tiny.tsv kjv-tiny"; do
