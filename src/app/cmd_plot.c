@@ -39,6 +39,8 @@ const PlotFigure plot_figures[] = {
       NULL, 0, plot_streaming },
     { 13, "kv-formats", "K format x V format on a trained model: KL to the f32 cache; KIVI's per-channel keys",
       NULL, 0, plot_kv_formats },
+    { 14, "budget", "eviction at an equal budget on real text: window, sinks, H2O, block-sparse vs the budget",
+      NULL, 0, plot_budget },
 };
 const size_t plot_n_figures = sizeof plot_figures / sizeof plot_figures[0];
 

@@ -158,6 +158,13 @@ check "kv-formats: bytes symmetric in K and V, KL >= 0, f16/f16 within 1e-5 nats
 header kv-formats.kivi.tsv "label	keys	key_bits	kl_nats	bits_per_byte	top1_agree	cache_bytes"
 shape kv-formats.kivi.tsv 4 7
 
+# budget: 3 budgets with --quick; one exact reference for all
+header budget.tsv "budget	window_kl	window_bits_per_byte	window_top1	sinks4_kl	sinks4_bits_per_byte	sinks4_top1	h2o_kl	h2o_bits_per_byte	h2o_top1	sparse_kl	sparse_bits_per_byte	sparse_top1	full_bits_per_byte"
+shape budget.tsv 3 14
+check "budget: budgets 16, 32, 64; KL > 0 and top-1 agreement in (0, 1] for every policy; one reference" \
+    'if ($1 != 2 ^ (NR + 2) || (NR > 2 && $14 != f)) why = why " budget " $1; f = $14; for (i = 2; i <= 11; i += 3) if ($i <= 0 || $(i + 2) <= 0 || $(i + 2) > 1) why = why " col " i' \
+    budget.tsv
+
 # loss: the shipped training logs, row for row; the mean is of the last 25 steps
 header loss.tsv "tokens	step	train_bits_per_byte	train_bits_per_byte_mean25	valid_bits_per_byte"
 for pair in "loss.tsv kjv-small" "loss.kjv-tiny.tsv kjv-tiny"; do

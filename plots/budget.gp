@@ -1,0 +1,65 @@
+# budget.gp: figure 14 of `kvscope plot`: eviction policies at an equal
+# budget of rows per layer, on held-out text through a trained model inside
+# its context. Left: how far each moves the next-token distributions from
+# the exact cache's (KL, log scale) against the budget. Right: the bits per
+# byte each scores, with the exact cache's as a line.
+#
+# usage: gnuplot -c budget.gp budget.tsv OUT TERM
+#   budget.tsv  kvscope's data: one row per budget; budget.labels.gp beside it
+#   OUT         the image file, or - for the terminal
+#   TERM        png (default), svg or dumb
+
+data = ARG1
+out = ARGC >= 2 ? ARG2 : "-"
+term = ARGC >= 3 ? ARG3 : "png"
+base = data[1:strlen(data) - 4]
+load base . ".labels.gp"
+
+if (term eq "png") {
+    set terminal pngcairo size 1600,850 font "sans,11" noenhanced
+} else { if (term eq "svg") {
+    set terminal svg size 1600,850 font "sans,11" noenhanced
+} else { if (term eq "dumb") {
+    set terminal dumb size 130,80 noenhanced
+} else {
+    exit error "budget.gp: TERM must be png, svg or dumb"
+}}}
+if (out ne "-") { set output out }
+
+set datafile separator "\t"
+set datafile columnheaders
+set linetype 1 lc rgb "#0072B2" lw 2.5 pt 7 ps 1.3
+set linetype 2 lc rgb "#D55E00" lw 2.5 pt 5 ps 1.3
+set linetype 3 lc rgb "#009E73" lw 2.5 pt 9 ps 1.4
+set linetype 4 lc rgb "#CC79A7" lw 2.5 pt 11 ps 1.4
+set linetype 5 lc rgb "#000000" lw 1.5 dt 2
+
+if (term eq "dumb") { set multiplot layout 2,1 title title } else { set multiplot layout 1,2 title title font ",14" }
+set label 101 caption at screen 0.01, screen 0.085 left font ",9"
+set bmargin 11
+set logscale x 2
+set xrange [12:340]
+set xtics (16, 32, 64, 128, 256)
+set xlabel "budget: rows per layer the cache holds"
+set grid xtics ytics lc rgb "#dddddd"
+set key top right box opaque samplen 3 spacing 1.2 font ",10"
+
+set title "(a) distance from the exact cache"
+set ylabel "KL(exact || cache), nats a token (log scale)"
+set logscale y
+plot data using 1:(column("window_kl")) with linespoints lt 1 title "window (ring)", \
+     data using 1:(column("sinks4_kl")) with linespoints lt 2 title "4 sinks + window", \
+     data using 1:(column("h2o_kl")) with linespoints lt 3 title "heavy hitters (H2O), half recent", \
+     data using 1:(column("sparse_kl")) with linespoints lt 4 title "block-sparse pages (seed 001)"
+
+unset label 101
+unset logscale y
+set title sprintf("(b) bits per byte of the %d held-out tokens", tokens)
+set ylabel "bits per byte (lower is better)"
+set key top right
+plot data using 1:(column("window_bits_per_byte")) with linespoints lt 1 title "window (ring)", \
+     data using 1:(column("sinks4_bits_per_byte")) with linespoints lt 2 title "4 sinks + window", \
+     data using 1:(column("h2o_bits_per_byte")) with linespoints lt 3 title "heavy hitters (H2O)", \
+     data using 1:(column("sparse_bits_per_byte")) with linespoints lt 4 title "block-sparse pages", \
+     full_bpb with lines lt 5 title "exact cache, every row"
+unset multiplot
