@@ -24,6 +24,8 @@
 #include "sim/setup.h"
 #include "util/human.h"
 #include "kernels/kernels.h"
+#include "kv/cache.h"
+#include "sim/eval.h"
 
 typedef struct {
     const char *out_dir;  /* where every file goes (exists, writable) */
@@ -73,6 +75,30 @@ int plot_loss(const PlotCtx *ctx, PlotNote *note, Err *e);
 int plot_streaming(const PlotCtx *ctx, PlotNote *note, Err *e);
 int plot_kv_formats(const PlotCtx *ctx, PlotNote *note, Err *e);
 int plot_budget(const PlotCtx *ctx, PlotNote *note, Err *e);
+
+/* --- the figures on real text (plot_eval.c) ---------------------------------- */
+
+/* A trained model, the held-out books as its tokens, caches and their
+ * results: what figures 12 to 15 run through sim/eval.h. */
+typedef struct {
+    Config trained;       /* the model's config as shipped (its trained context) */
+    Model m;              /* ... stretched to n positions when past_context */
+    int model_ready;
+    int *ids;
+    size_t *bytes, n;     /* the first n tokens of the text are streamed */
+    KvCache **caches;     /* [n_caches], the reference first */
+    EvalResult *res;      /* [n_caches] after plot_eval_run */
+    size_t n_caches;
+} PlotEval;
+
+/* Load `model` and the first n held-out tokens; past_context: the model's
+ * positions stretched to n (the caches decide what is kept), else n is cut
+ * to its trained context. */
+int plot_eval_open(PlotEval *j, const char *model, size_t n, int past_context, Err *e);
+/* One more cache (the first added is the reference). */
+int plot_eval_add(PlotEval *j, const char *spec, Err *e);
+int plot_eval_run(PlotEval *j, int per_position, Err *e);
+void plot_eval_free(PlotEval *j);
 
 /* --- files (plot_io.c) ------------------------------------------------------ */
 

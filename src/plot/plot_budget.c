@@ -5,15 +5,9 @@
  * exact cache is the reference every policy is measured against. */
 #include "plot/plot.h"
 
-#include <stdlib.h>
-#include <string.h>
-
-#include "kv/cache.h"
-#include "sim/eval.h"
-#include "util/files.h"
+#include <stdio.h>
 
 #define BUDGET_MODEL "kjv-small"
-#define MAX_TEXT_BYTES ((size_t)64 << 20)
 
 static const size_t budgets[] = { 16, 32, 64, 128, 256 };
 #define N_BUDGETS (sizeof budgets / sizeof budgets[0])
@@ -42,62 +36,7 @@ static void policy_spec(char *buf, size_t cap, int p, size_t B, size_t n)
     }
 }
 
-typedef struct {
-    Model m;
-    int model_ready;
-    int *ids;
-    size_t *bytes, n, n_caches;
-    KvCache **caches;
-    EvalResult *res;
-} Job;
-
-static void job_free(Job *j)
-{
-    for (size_t i = 0; i < j->n_caches; i++) {
-        if (j->res)
-            eval_result_free(&j->res[i]);
-        if (j->caches)
-            kv_free(j->caches[i]);
-    }
-    free(j->caches);
-    free(j->res);
-    if (j->model_ready)
-        model_free(&j->m);
-    free(j->ids);
-    free(j->bytes);
-}
-
-static int job_open(Job *j, size_t n, size_t n_budgets, Err *e)
-{
-    char path[4096];
-    if (files_find("KVSCOPE_DATA", "data", "text/kjv-valid.txt", path, sizeof path) < 0)
-        return err_set(e, ERR_USAGE, "plot budget: data/text/kjv-valid.txt is missing (is KVSCOPE_DATA right?)");
-    ModelOpts mo = { .model = BUDGET_MODEL };
-    Config cfg;
-    size_t n_ids, text_len;
-    if (setup_load_config(&mo, &cfg, e) < 0 ||
-        setup_text_ids(&cfg, path, MAX_TEXT_BYTES, &j->ids, &j->bytes, &n_ids, &text_len, NULL, 0, e) < 0 ||
-        setup_model(&cfg, NULL, 0, &j->m, e) < 0)
-        return -1;
-    j->model_ready = 1;
-    j->n = n < cfg.max_seq_len ? n : cfg.max_seq_len;
-    j->n_caches = 1 + n_budgets * N_POLICIES;
-    j->caches = calloc(j->n_caches, sizeof *j->caches);
-    j->res = calloc(j->n_caches, sizeof *j->res);
-    if (!j->caches || !j->res)
-        return err_set(e, ERR_RUNTIME, "out of memory");
-    KvGeometry geo = model_kv_geometry(&j->m, 1);
-    for (size_t i = 0; i < j->n_caches; i++) {
-        char spec[128] = "contiguous";
-        if (i > 0)
-            policy_spec(spec, sizeof spec, (int)((i - 1) % N_POLICIES), budgets[(i - 1) / N_POLICIES], j->n);
-        if (!(j->caches[i] = kv_open(spec, &geo, e)))
-            return err_wrap(e, "plot budget: %s", spec);
-    }
-    return 0;
-}
-
-static int write_table(const PlotCtx *ctx, const Job *j, size_t n_budgets, Err *e)
+static int write_table(const PlotCtx *ctx, const PlotEval *j, size_t n_budgets, Err *e)
 {
     FILE *f = plot_open(ctx, "budget.tsv", e);
     if (!f)
@@ -119,12 +58,18 @@ static int write_table(const PlotCtx *ctx, const Job *j, size_t n_budgets, Err *
 
 int plot_budget(const PlotCtx *ctx, PlotNote *note, Err *e)
 {
-    Job j = { 0 };
+    PlotEval j;
     const size_t n_budgets = ctx->quick ? N_QUICK : N_BUDGETS;
-    int rc = job_open(&j, 512, n_budgets, e);
-    EvalOptions eo = { .prefill = 1, .token_bytes = j.bytes };
+    int rc = plot_eval_open(&j, BUDGET_MODEL, 512, 0, e);
     if (rc == 0)
-        rc = eval_run(&j.m, j.caches, j.n_caches, j.ids, j.n, &eo, j.res, NULL, NULL, e);
+        rc = plot_eval_add(&j, "contiguous", e);
+    for (size_t i = 0; rc == 0 && i < n_budgets * N_POLICIES; i++) {
+        char spec[128];
+        policy_spec(spec, sizeof spec, (int)(i % N_POLICIES), budgets[i / N_POLICIES], j.n);
+        rc = plot_eval_add(&j, spec, e);
+    }
+    if (rc == 0)
+        rc = plot_eval_run(&j, 0, e);
     if (rc == 0)
         rc = write_table(ctx, &j, n_budgets, e);
     FILE *labels = NULL;
@@ -147,6 +92,6 @@ int plot_budget(const PlotCtx *ctx, PlotNote *note, Err *e)
         snprintf(note->note, sizeof note->note, "KL at 64 rows: window %.3g, 4 sinks %.3g, h2o %.3g, sparse %.3g",
                  j.res[b64 + P_WINDOW].kl, j.res[b64 + P_SINKS].kl, j.res[b64 + P_H2O].kl, j.res[b64 + P_SPARSE].kl);
     }
-    job_free(&j);
+    plot_eval_free(&j);
     return rc;
 }

@@ -6,15 +6,9 @@
  * same bits. */
 #include "plot/plot.h"
 
-#include <stdlib.h>
-#include <string.h>
-
-#include "kv/cache.h"
-#include "sim/eval.h"
-#include "util/files.h"
+#include <stdio.h>
 
 #define FORMATS_MODEL "kjv-small"
-#define MAX_TEXT_BYTES ((size_t)64 << 20)
 
 static const char *const formats[] = { "f16", "q8_0", "q4_0", "int4", "fp4" };
 #define N_FMT (sizeof formats / sizeof formats[0])
@@ -31,59 +25,8 @@ static const struct {
     { "kivi:bits=2,group=32,v=q4_0", "KIVI 2-bit keys", "per channel", 2 },
 };
 #define N_KIVI (sizeof kivi / sizeof kivi[0])
-#define N_CACHES (1 + N_FMT * N_FMT + N_KIVI) /* the exact reference first */
 
-typedef struct {
-    Model m;
-    int model_ready;
-    int *ids;
-    size_t *bytes, n;
-    char specs[N_CACHES][64];
-    KvCache *caches[N_CACHES];
-    EvalResult res[N_CACHES];
-} Job;
-
-static void job_free(Job *j)
-{
-    for (size_t i = 0; i < N_CACHES; i++) {
-        eval_result_free(&j->res[i]);
-        kv_free(j->caches[i]);
-    }
-    if (j->model_ready)
-        model_free(&j->m);
-    free(j->ids);
-    free(j->bytes);
-}
-
-static int job_open(Job *j, size_t n, Err *e)
-{
-    char path[4096];
-    if (files_find("KVSCOPE_DATA", "data", "text/kjv-valid.txt", path, sizeof path) < 0)
-        return err_set(e, ERR_USAGE, "plot kv-formats: data/text/kjv-valid.txt is missing (is KVSCOPE_DATA right?)");
-    ModelOpts mo = { .model = FORMATS_MODEL };
-    Config cfg;
-    size_t n_ids, text_len;
-    if (setup_load_config(&mo, &cfg, e) < 0 ||
-        setup_text_ids(&cfg, path, MAX_TEXT_BYTES, &j->ids, &j->bytes, &n_ids, &text_len, NULL, 0, e) < 0 ||
-        setup_model(&cfg, NULL, 0, &j->m, e) < 0)
-        return -1;
-    j->model_ready = 1;
-    j->n = n < cfg.max_seq_len ? n : cfg.max_seq_len; /* inside the trained context: only the formats differ */
-    snprintf(j->specs[0], sizeof j->specs[0], "contiguous");
-    for (size_t k = 0; k < N_FMT; k++)
-        for (size_t v = 0; v < N_FMT; v++)
-            snprintf(j->specs[1 + k * N_FMT + v], sizeof j->specs[0], "contiguous+quant:k=%s,v=%s", formats[k],
-                     formats[v]);
-    for (size_t i = 0; i < N_KIVI; i++)
-        snprintf(j->specs[1 + N_FMT * N_FMT + i], sizeof j->specs[0], "%s", kivi[i].spec);
-    KvGeometry geo = model_kv_geometry(&j->m, 1);
-    for (size_t i = 0; i < N_CACHES; i++)
-        if (!(j->caches[i] = kv_open(j->specs[i], &geo, e)))
-            return -1;
-    return 0;
-}
-
-static int write_tables(const PlotCtx *ctx, const Job *j, Err *e)
+static int write_tables(const PlotCtx *ctx, const PlotEval *j, Err *e)
 {
     FILE *f = plot_open(ctx, "kv-formats.tsv", e);
     if (!f)
@@ -108,11 +51,20 @@ static int write_tables(const PlotCtx *ctx, const Job *j, Err *e)
 
 int plot_kv_formats(const PlotCtx *ctx, PlotNote *note, Err *e)
 {
-    Job j = { 0 };
-    int rc = job_open(&j, ctx->quick ? 128 : 512, e);
-    EvalOptions eo = { .prefill = 1, .token_bytes = j.bytes };
+    PlotEval j;
+    int rc = plot_eval_open(&j, FORMATS_MODEL, ctx->quick ? 128 : 512, 0, e); /* inside the trained context */
     if (rc == 0)
-        rc = eval_run(&j.m, j.caches, N_CACHES, j.ids, j.n, &eo, j.res, NULL, NULL, e);
+        rc = plot_eval_add(&j, "contiguous", e);
+    for (size_t k = 0; rc == 0 && k < N_FMT; k++)
+        for (size_t v = 0; rc == 0 && v < N_FMT; v++) {
+            char spec[64];
+            snprintf(spec, sizeof spec, "contiguous+quant:k=%s,v=%s", formats[k], formats[v]);
+            rc = plot_eval_add(&j, spec, e);
+        }
+    for (size_t i = 0; rc == 0 && i < N_KIVI; i++)
+        rc = plot_eval_add(&j, kivi[i].spec, e);
+    if (rc == 0)
+        rc = plot_eval_run(&j, 0, e);
     if (rc == 0)
         rc = write_tables(ctx, &j, e);
     FILE *labels = NULL;
@@ -136,6 +88,6 @@ int plot_kv_formats(const PlotCtx *ctx, PlotNote *note, Err *e)
         snprintf(note->note, sizeof note->note, "KL to f32: q4_0/q4_0 %.2g, fp4/fp4 %.2g nats a token (%zu tokens)",
                  j.res[q4].kl, j.res[N_FMT * N_FMT].kl, j.n);
     }
-    job_free(&j);
+    plot_eval_free(&j);
     return rc;
 }
