@@ -41,6 +41,8 @@ const PlotFigure plot_figures[] = {
       NULL, 0, plot_kv_formats },
     { 14, "budget", "eviction at an equal budget on real text: window, sinks, H2O, block-sparse vs the budget",
       NULL, 0, plot_budget },
+    { 15, "mixed", "mixed precision (seed 004): hot f16 window size and cold format vs KL and bytes", NULL, 0,
+      plot_mixed },
 };
 const size_t plot_n_figures = sizeof plot_figures / sizeof plot_figures[0];
 

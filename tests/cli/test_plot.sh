@@ -165,6 +165,14 @@ check "budget: budgets 16, 32, 64; KL > 0 and top-1 agreement in (0, 1] for ever
     'if ($1 != 2 ^ (NR + 2) || (NR > 2 && $14 != f)) why = why " budget " $1; f = $14; for (i = 2; i <= 11; i += 3) if ($i <= 0 || $(i + 2) <= 0 || $(i + 2) > 1) why = why " col " i' \
     budget.tsv
 
+# mixed: hot windows 0, 16, 32 with --quick; more f16 rows hold more bytes, a
+# q8_0 past more than a q4_0 one, f32 twice f16
+header mixed.tsv "hot_rows	q8_0_kl	q8_0_bits_per_byte	q8_0_cache_bytes	q4_0_kl	q4_0_bits_per_byte	q4_0_cache_bytes	f16_kl	f16_cache_bytes	f32_cache_bytes"
+shape mixed.tsv 3 10
+check "mixed: bytes grow with the hot window, q8_0 above q4_0, f32 = 2 x f16; KL >= 0" \
+    'if ((NR > 2 && ($4 <= b8 || $7 <= b4)) || $4 <= $7 || $10 != 2 * $9 || $2 < 0 || $5 < 0) why = why " hot " $1; b8 = $4; b4 = $7' \
+    mixed.tsv
+
 # loss: the shipped training logs, row for row; the mean is of the last 25 steps
 header loss.tsv "tokens	step	train_bits_per_byte	train_bits_per_byte_mean25	valid_bits_per_byte"
 for pair in "loss.tsv kjv-small" "loss.kjv-tiny.tsv kjv-tiny"; do
