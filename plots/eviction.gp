@@ -44,20 +44,18 @@ on(w, p, v) = strcol("workload") eq w && column("policy_index") == p ? v : NaN
 # the bars of policy p sit side by side around their workload's x
 bw = 0.19
 bx(p) = column("workload_index") + (p - 1.5) * bw
-diverged(s) = column("first_divergence") < column("steps") ? sprintf("%d", column("first_divergence")) : "-"
 
 # (a) across the top, (b) and (c) side by side below it; in a terminal, where
 # width is short, all three one above the other
 dumb = term eq "dumb"
-set multiplot title title font ",13"
+set multiplot title title font ",14"
 set label 101 caption at screen 0.01, screen (dumb ? 0.045 : 0.095) left font ",9"
 
 # top: every workload, every policy, at one budget
 set size 1, (dumb ? 0.33 : 0.45)
 set origin 0, (dumb ? 0.63 : 0.48)
-set title sprintf("(a) at %d rows per layer: least attention mass kept (the number above each bar); above it, the " . \
-                  "first of %d steps whose greedy token differs from the exact run's (0 = the first token, - = never)", \
-                  budget, generated)
+set title sprintf("(a) at %d rows per layer: the least attention mass each keeps (eviction.tsv also has the " . \
+                  "first of the %d steps whose greedy token differs)", budget, generated)
 set xrange [-0.6:4.6]
 set xtics ("no structure" 0, "sink" 1, "local" 2, "heavy hitters" 3, "retrieval" 4) scale 0
 set xlabel "workload (attention structure on the scores)"
@@ -69,11 +67,9 @@ set boxwidth bw * 0.9 absolute
 set style fill solid 0.85 border -1
 set key top left box opaque samplen 2 spacing 1.1 font ",10" maxrows 2 width -2
 plot for [p = 0:3] data using (bx(p)):(of(p, column("mass_kept_min"))) with boxes lt p + 1 \
-         title sprintf("%s: %s", value(sprintf("policy%d", p)), value(sprintf("spec%d", p))), \
+         title value(sprintf("policy%d", p)), \
      for [p = 0:3] data using (bx(p)):(of(p, column("mass_kept_min"))):(sprintf("%.2f", column("mass_kept_min"))) \
-         with labels offset 0, 0.7 font ",9" notitle, \
-     for [p = 0:3] data using (bx(p)):(of(p, column("mass_kept_min"))):(diverged(0)) \
-         with labels offset 0, 1.7 font ",9" textcolor rgb "#555555" notitle
+         with labels offset 0, 0.7 font ",9" notitle
 
 # bottom: mass kept against the budget, on two workloads
 unset label 101
@@ -91,16 +87,16 @@ set key top left box opaque samplen 3 spacing 1.1 font ",9" maxrows 5 width -6
 do for [i = 0:1] {
     w = i == 0 ? "retrieval" : "heavy"
     if (dumb) { set origin 0, 0.35 - i * 0.28 } else { set origin i * 0.5, 0.11 }
-    set title i == 0 ? "(b) retrieval: the question at the prompt's end asks for the needle at position 1" \
+    set title i == 0 ? sprintf("(b) retrieval: the question at the prompt's end asks for the token at position %d", needle) \
                      : "(c) heavy hitters: a few positions every later query weighs more"
     plot sweep using (on(w, 0, column("budget_rows"))):"mass_kept_min" with linespoints lt 1 \
-             title "window: ring:window=B", \
+             title "window of B", \
          sweep using (on(w, 1, column("budget_rows"))):"mass_kept_min" with linespoints lt 2 \
-             title sprintf("window+sinks: ring:window=B-%d,sinks=%d", sinks, sinks), \
+             title sprintf("%d sinks + window of B - %d", sinks, sinks), \
          sweep using (on(w, 2, column("budget_rows"))):"mass_kept_min" with linespoints lt 3 dt 2 \
-             title "h2o: h2o:budget=B,recent=B/2", \
+             title "heavy hitters (H2O), half recent", \
          sweep using (on(w, 3, column("budget_rows"))):"mass_kept_min" with linespoints lt 4 \
-             title sprintf("block-sparse: pages of B/%d rows, the newest %d kept", sparse_pages, sparse_pages), \
+             title sprintf("block-sparse: the newest %d pages of B/%d rows", sparse_pages, sparse_pages), \
          [16:256] x / prompt with lines lt 5 title sprintf("B / %d: B rows' share of uniform attention", prompt)
 }
 unset multiplot
