@@ -60,25 +60,31 @@ plot data using (nz($6)):xtic(1) lt 1 title "K in the format, V f32", \
 # right: histogram of element errors
 unset label 101
 unset label 1
-set title "(b) error of single values, dequantized"
+set title "(b) error of single values, dequantized: one histogram per format, stacked so none hides another"
 set style data lines
 set logscale x
 set format x "1e%T"
 set xrange [10 ** hist_lo:1]
 unset logscale y
-set format y "%.0f%%"
-set autoscale y
-set yrange [0:*]
-set grid xtics ytics lc rgb "#dddddd"
+# each format on its own baseline, `band` apart; the tics name the formats
+band = 40.0
+set yrange [0:5 * band]
+set ytics ("f16" 0.3 * band, "q8_0" 1.3 * band, "q4_0" 2.3 * band, "int4" 3.3 * band, "fp4" 4.3 * band) scale 0
+set y2range [0:5 * band]
+set y2tics ("0%%" 0, "20%%" 20, "0%%" band, "20%%" band + 20, "0%%" 2 * band, "20%%" 2 * band + 20, \
+            "0%%" 3 * band, "20%%" 3 * band + 20, "0%%" 4 * band, "20%%" 4 * band + 20) font ",8"
+set grid xtics lc rgb "#dddddd"
 set xlabel "|dequantized - original| of one value (values ~ N(0, 1); first bin: that or less)"
-set ylabel "share of the K and V values (% per quarter decade)"
-set key top left box opaque samplen 2 spacing 1.2
+set ylabel ""
+set y2label "share of the K and V values (% per quarter decade)"
+unset key
 set linetype 1 lc rgb "#999999" lw 2
 set linetype 2 lc rgb "#009E73" lw 2
 set linetype 3 lc rgb "#0072B2" lw 2
-set linetype 4 lc rgb "#E69F00" lw 2.5
-set linetype 5 lc rgb "#000000" lw 1.5 dt 2
+set linetype 4 lc rgb "#E69F00" lw 2
+set linetype 5 lc rgb "#000000" lw 2
 set linetype 6 lc rgb "#CC79A7" lw 2
 # columns: from, to, then f32 f16 q8_0 q4_0 int4 fp4 (f32 is all exact: skipped)
-plot for [i = 4:8] hist using (10 ** (($1 + $2) / 2)):(column(i) * 100) with histeps lt (i - 2) title columnhead(i)
+do for [i = 4:8] { set arrow i from graph 0, first (i - 4) * band to graph 1, first (i - 4) * band nohead lc rgb "#bbbbbb" }
+plot for [i = 4:8] hist using (10 ** (($1 + $2) / 2)):((i - 4) * band + column(i) * 100) with histeps lt (i - 2) notitle
 unset multiplot
