@@ -221,9 +221,9 @@ int plot_paged(const PlotCtx *ctx, PlotNote *note, Err *e)
     snprintf(caption, sizeof caption,
              "model %s: %zu layers, %zu KV heads x %zu, f32 K and V (%zu B a position); weights %s; cache "
              "paged:page=P, P = 1 .. %zu\n"
-             "(a) %d requests of lengths uniform on 1 .. %zu (seed %" PRIu64 "), their seeded N(0, 1) K, V rows "
+             "(a), (b) %d requests of lengths uniform on 1 .. %zu (seed %" PRIu64 "), their seeded N(0, 1) K, V rows "
              "appended straight into the cache; kv_stats counts the empty rows\n"
-             "(b) real generation, greedy: %d prompts = a %d-token common prefix + %d tokens of their own (seed %" PRIu64
+             "(c) real generation, greedy: %d prompts = a %d-token common prefix + %d tokens of their own (seed %" PRIu64
              "), %d tokens generated; machine: %s",
              c->name, c->n_layers, c->n_kv_heads, c->head_dim, c->n_layers * kv_row_pair_bytes(&g, FMT_F32, FMT_F32),
              m.source, c->max_seq_len, WASTE_REQUESTS, c->max_seq_len, ctx->seed, SHARE_REQUESTS, SHARE_PREFIX,
