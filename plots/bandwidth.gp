@@ -1,6 +1,7 @@
-# bandwidth.gp: figure 5 of `kvscope plot`: how fast one decode step of
-# attention reads the cache, per stored format, against the read bandwidth
-# measured on the same machine in the same run (the dashed line).
+# bandwidth.gp: figure 5 of `kvscope plot`: the time of one decode step of
+# attention, per stored format, in the flash and naive forms, beside the
+# time that reading the step's K and V bytes at the read bandwidth measured
+# in the same run would take (the floor memory sets).
 #
 # usage: gnuplot -c bandwidth.gp bandwidth.tsv OUT TERM
 #   bandwidth.tsv  kvscope's data (bandwidth.labels.gp beside it); measured:
@@ -8,9 +9,10 @@
 #   OUT            the image file, or - for the terminal
 #   TERM           png (default), svg or dumb
 #
-# How to read it: GB/s is the bytes of K and V the step read over its time.
-# A bar near the line is limited by memory; far below, by computation (the
-# dequantizing of small formats costs instructions per byte).
+# How to read it: lower is faster. A bar near its format's floor is limited
+# by memory; far above it, by computation (dequantizing small formats costs
+# instructions per byte). The labels give the step's bytes over its time as
+# a share of the read bandwidth.
 
 data = ARG1
 out = ARGC >= 2 ? ARG2 : "-"
@@ -39,22 +41,22 @@ set style fill solid 0.85 border -1
 set boxwidth 0.9
 set grid ytics lc rgb "#dddddd"
 set xlabel "format of the stored K and V rows (bits per value, scales included)" offset 0,-0.5
-set ylabel "bytes of K and V read per second (GB/s, 10^9 B/s)"
-set yrange [0:bandwidth_gbps * 1.25]
-stats data using 5 nooutput
+set ylabel "time of one decode step (microseconds; lower is faster)"
+set yrange [0:*]
+set offsets 0, 0, graph 0.15, 0
+stats data using 4 nooutput
 set xrange [-0.6:STATS_records - 0.4]
-# two bars per format: their centres sit 1/6 either side of the format's slot
 set key top right box opaque samplen 2 spacing 1.2
-set label 2 "labels: % of the read bandwidth" at graph 0.01, graph 0.97 left font ",9"
 
-set style textbox opaque noborder   # a label stays readable where it meets the line
+set style textbox opaque noborder
 set linetype 1 lc rgb "#0072B2"
 set linetype 2 lc rgb "#E69F00"
+us = 1e6
 
-plot data using 5:xtic(sprintf("%s\n%g bits", strcol(1), column(2))) lt 1 \
-        title "flash: 64-row tiles, dequantized in registers", \
-     data using 7 lt 2 title "naive: all scores, softmax, then V", \
-     bandwidth_gbps with lines lc rgb "black" dt 2 lw 2 \
-        title sprintf("this machine's read bandwidth: %.1f GB/s", bandwidth_gbps), \
-     data using ($0 - 1 / 6.0):5:(sprintf("%.0f%%", 100 * $5 / $8)) with labels boxed offset 0,0.8 font ",9" notitle, \
-     data using ($0 + 1 / 6.0):7:(sprintf("%.0f%%", 100 * $7 / $8)) with labels boxed offset 0,0.8 font ",9" notitle
+plot data using ($4 * us):xtic(sprintf("%s\n%g bits", strcol(1), column(2))) lt 1 \
+        title sprintf("flash: tiles of %d rows, dequantized in registers", tile_rows), \
+     data using ($6 * us) lt 2 title "naive: all scores, softmax, then V", \
+     data using ($0):($3 / ($8 * 1e9) * us):(0.45) with xerrorbars lc rgb "black" lw 2 pt 0 \
+        title sprintf("reading the step's bytes at %.1f GB/s, this machine's read bandwidth", bandwidth_gbps), \
+     data using ($0 - 1 / 6.0):($4 * us):(sprintf("%.0f%%", 100 * $5 / $8)) with labels boxed offset 0,0.8 font ",9" notitle, \
+     data using ($0 + 1 / 6.0):($6 * us):(sprintf("%.0f%%", 100 * $7 / $8)) with labels boxed offset 0,0.8 font ",9" notitle

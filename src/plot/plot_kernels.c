@@ -119,21 +119,22 @@ static int write_table(const PlotCtx *ctx, const BwRun *b, int *best_fmt, Err *e
 
 static int write_labels(const PlotCtx *ctx, const BwRun *b, Err *e)
 {
-    char caption[512], llc_s[32], pool_s[32], read_s[32];
+    char caption[768], llc_s[32], pool_s[32], read_s[32];
     snprintf(caption, sizeof caption,
              "one decode step over one KV head: context %zu, head_dim %d, %d query heads share it (GQA); K/V seed %"
              PRIu64 "\ncold: steps cycle through %s of K/V copies (LLC %s, %s); bandwidth: a %s read, fastest loop %s"
-             "\nkernels %s; every figure the median of %zu runs%s; machine: %s",
+             "\nkernels %s; every figure the median of %zu runs%s; machine: %s\nlabels: the bytes the step read over "
+             "its time, as a share of the read bandwidth; the black bars: those bytes at the read bandwidth",
              b->context, BW_HEAD_DIM, BW_GROUP, ctx->seed, human_bytes(pool_s, sizeof pool_s, (double)b->target),
              b->llc ? human_bytes(llc_s, sizeof llc_s, (double)b->llc) : "unknown",
              b->llc ? b->llc_source : "assumed 32 MiB", human_bytes(read_s, sizeof read_s, (double)b->read_bytes),
              b->read_how, b->k->isa, b->reps, ctx->quick ? " (quick: sizes too small to mean anything)" : "",
              ctx->machine);
-    FILE *labels = plot_labels_open(ctx, "bandwidth", "Decode attention read rate per cache format vs this machine's "
-                                    "read bandwidth", caption, e);
+    FILE *labels = plot_labels_open(ctx, "bandwidth", "Decode attention: one step's time per cache format, and the "
+                                    "floor its bytes set", caption, e);
     if (!labels)
         return -1;
-    fprintf(labels, "bandwidth_gbps = %.3f\n", gbps(&b->bw));
+    fprintf(labels, "bandwidth_gbps = %.3f\ntile_rows = %d\n", gbps(&b->bw), ATTEND_TILE);
     return plot_close(labels, "bandwidth", e);
 }
 
