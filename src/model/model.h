@@ -110,6 +110,9 @@ typedef struct {
  * kv_norm, w_uk, w_uv, w_o (MlaWeights); synthetic weights only.
  * Fails with ERR_RUNTIME when memory runs out or the file is bad. */
 int model_init(Model *m, const Config *cfg, const Kernels *kern, Err *e);
+/* The same shape as model_init's, every weight 0 and nothing read or drawn:
+ * a twin that holds a gradient or an optimizer's moments. */
+int model_alloc(Model *m, const Config *cfg, const Kernels *kern, Err *e);
 void model_free(Model *m);
 
 /* Floats of parameters a config holds in memory (shared layers counted once). */

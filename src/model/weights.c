@@ -189,7 +189,7 @@ static void fill_synthetic(Model *m)
     gsl_rng_free(rng);
 }
 
-int model_init(Model *m, const Config *cfg, const Kernels *kern, Err *e)
+int model_alloc(Model *m, const Config *cfg, const Kernels *kern, Err *e)
 {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
@@ -203,7 +203,7 @@ int model_init(Model *m, const Config *cfg, const Kernels *kern, Err *e)
     if (encdec && strcmp(cfg->weights, "synthetic") != 0)
         return err_set(e, ERR_USAGE, "model '%s': an encoder-decoder takes synthetic weights only", cfg->name);
     m->arena_floats = model_param_floats(cfg);
-    m->arena = malloc(m->arena_floats * sizeof(float));
+    m->arena = calloc(m->arena_floats, sizeof(float));
     m->layers = calloc(cfg->shared_layers ? 1 : cfg->n_layers, sizeof *m->layers);
     if (encdec) {
         m->enc_layers = calloc(cfg->encoder_layers, sizeof *m->enc_layers);
@@ -217,6 +217,14 @@ int model_init(Model *m, const Config *cfg, const Kernels *kern, Err *e)
                        m->arena_floats * sizeof(float) >> 20);
     }
     carve(m);
+    snprintf(m->source, sizeof m->source, "zeros");
+    return 0;
+}
+
+int model_init(Model *m, const Config *cfg, const Kernels *kern, Err *e)
+{
+    if (model_alloc(m, cfg, kern, e) < 0)
+        return -1;
     if (cfg->checkpoint[0]) { /* --weights: a GGUF or llama2.c file (model/checkpoint.h) */
         if (weights_load_checkpoint(m, e) < 0) {
             model_free(m);

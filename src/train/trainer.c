@@ -40,7 +40,7 @@ int trainer_init(Trainer **out, Model *m, const TrainOpts *o, const int *train, 
         return err_set(e, ERR_RUNTIME, "out of memory");
     *t = (Trainer){ .m = m, .o = *o, .train = train, .valid = valid, .n_train = n_train, .n_valid = n_valid };
     t->rng = gsl_rng_alloc(gsl_rng_mt19937);
-    if (!t->rng || model_init(&t->grad, c, m->kern, e) < 0 || adamw_init(&t->adam, m, e) < 0 ||
+    if (!t->rng || model_alloc(&t->grad, c, m->kern, e) < 0 || adamw_init(&t->adam, m, e) < 0 ||
         backprop_init(&t->bp, c, o->seq_len, e) < 0) {
         trainer_free(t);
         return e->kind ? -1 : err_set(e, ERR_RUNTIME, "out of memory");
