@@ -56,6 +56,48 @@ Glyph panel_heat_glyph(float w, int *role)
     return G_SLOT_EMPTY;
 }
 
+/* How the rows and columns fit the panel. */
+typedef struct {
+    int lw, cols, cw;   /* label columns; cell columns; columns a key takes */
+    size_t per;         /* keys per column */
+    int text;           /* rows labelled with pieces, and the two lines under them */
+} HeatGeom;
+
+/* Query qp's row at y: its position (and piece), the new-row mark, the cells. */
+static void heat_row(Frame *f, Rect r, const HeatGeom *g, const float *w, size_t qp, int y, int is_new,
+                     const Tokenizer *tk, const int *tok, size_t n_tok)
+{
+    frame_print(f, r, 0, y, is_new ? ROLE_NEW : ROLE_DIM, "%4zu", qp);
+    if (g->text && qp < n_tok) {
+        char label[64];
+        frame_text(f, r, 5, y, is_new ? ROLE_NEW : ROLE_DIM,
+                   panel_clip((char *)panel_token_label(tk, tok[qp], label, sizeof label), g->lw - 6));
+    }
+    if (is_new)
+        frame_put_glyph(f, r, g->lw - 1, y, G_NEW, ROLE_NEW);
+    for (int x = 0; x < g->cols && (size_t)x * g->per <= qp && w; x++) {
+        size_t lo = (size_t)x * g->per, hi = lo + g->per <= qp + 1 ? lo + g->per : qp + 1;
+        float m = 0;
+        for (size_t j = lo; j < hi; j++)
+            m = w[j] > m ? w[j] : m;
+        int role;
+        Glyph glyph = panel_heat_glyph(m, &role);
+        for (int k = 0; k < g->cw; k++)
+            frame_put_glyph(f, r, g->lw + x * g->cw + k, y, glyph, role);
+    }
+}
+
+/* Why there are no weights to show. */
+static void no_weights(Frame *f, Rect r, const Session *s)
+{
+    if (session_attend(s) == ATTEND_FLASH)
+        frame_text(f, r, 1, 1, ROLE_DIM, "flash attention never holds all weights;");
+    else
+        frame_text(f, r, 1, 1, ROLE_DIM, "too many weights to keep for this model;");
+    frame_text(f, r, 1, 2, ROLE_DIM, "start with --attention naive (and a");
+    frame_text(f, r, 1, 3, ROLE_DIM, "smaller model) to see them.");
+}
+
 void panel_heat(Frame *f, Rect r, const View *v, const Session *s, int focused)
 {
     const Config *c = &session_model(s)->cfg;
@@ -66,28 +108,23 @@ void panel_heat(Frame *f, Rect r, const View *v, const Session *s, int focused)
              layer, head);
     frame_rule(f, r, 0, title, focused);
     if (!session_has_attn(s)) {
-        if (session_attend(s) == ATTEND_FLASH)
-            frame_text(f, r, 1, 1, ROLE_DIM, "flash attention never holds all weights;");
-        else
-            frame_text(f, r, 1, 1, ROLE_DIM, "too many weights to keep for this model;");
-        frame_text(f, r, 1, 2, ROLE_DIM, "start with --attention naive (and a");
-        frame_text(f, r, 1, 3, ROLE_DIM, "smaller model) to see them.");
+        no_weights(f, r, s);
         return;
     }
-    const size_t n = session_steps(s);
-    const size_t P = session_positions(s);
+    const size_t n = session_steps(s), P = session_positions(s);
     size_t n_tok;
     const int *tok = session_tokens(s, &n_tok);
     const Tokenizer *tk = session_tokenizer(s);
-    const int text = tk && r.w >= 40 && r.h >= 8; /* room for pieces and the two lines under the rows */
-    const int lw = text ? LABEL_W_TEXT : LABEL_W;
-    const int cols = r.w - lw, rows = r.h - 2 - (text ? 2 : 0);
-    if (cols < 1 || rows < 1)
+    HeatGeom g = { .text = tk && r.w >= 40 && r.h >= 8 };
+    g.lw = g.text ? LABEL_W_TEXT : LABEL_W;
+    g.cols = r.w - g.lw;
+    const int rows = r.h - 2 - (g.text ? 2 : 0);
+    if (g.cols < 1 || rows < 1)
         return;
-    const size_t per = (P + (size_t)cols - 1) / (size_t)cols;
-    const int cw = per == 1 ? ((size_t)cols >= 3 * P ? 3 : (size_t)cols >= 2 * P ? 2 : 1) : 1; /* columns per key */
-    if (per > 1)
-        frame_print(f, r, 0, 1, ROLE_DIM, "q\\k  keys 0-%zu, %zu per column", P - 1, per);
+    g.per = (P + (size_t)g.cols - 1) / (size_t)g.cols;
+    g.cw = g.per == 1 ? ((size_t)g.cols >= 3 * P ? 3 : (size_t)g.cols >= 2 * P ? 2 : 1) : 1;
+    if (g.per > 1)
+        frame_print(f, r, 0, 1, ROLE_DIM, "q\\k  keys 0-%zu, %zu per column", P - 1, g.per);
     else
         frame_print(f, r, 0, 1, ROLE_DIM, "q\\k  keys 0-%zu", P - 1);
     if (n == 0) {
@@ -95,36 +132,16 @@ void panel_heat(Frame *f, Rect r, const View *v, const Session *s, int focused)
         return;
     }
     const StepRecord *last = session_record(s, n - 1);
-    size_t q_end = last->context; /* query positions that have run: 0 .. q_end-1 */
-    size_t q_first = q_end > (size_t)rows ? q_end - (size_t)rows : 0;
-    for (size_t qp = q_first; qp < q_end; qp++) {
-        int y = 2 + (int)(qp - q_first);
-        const float *w = session_attn_row(s, layer, head, qp);
-        int is_new = qp >= last->pos0;
-        frame_print(f, r, 0, y, is_new ? ROLE_NEW : ROLE_DIM, "%4zu", qp);
-        if (text && qp < n_tok) {
-            char label[64];
-            frame_text(f, r, 5, y, is_new ? ROLE_NEW : ROLE_DIM,
-                       panel_clip((char *)panel_token_label(tk, tok[qp], label, sizeof label), lw - 6));
-        }
-        if (is_new)
-            frame_put_glyph(f, r, lw - 1, y, G_NEW, ROLE_NEW);
-        for (int x = 0; x < cols && (size_t)x * per <= qp && w; x++) {
-            size_t lo = (size_t)x * per, hi = lo + per <= qp + 1 ? lo + per : qp + 1;
-            float m = 0;
-            for (size_t j = lo; j < hi; j++)
-                m = w[j] > m ? w[j] : m;
-            int role;
-            Glyph g = panel_heat_glyph(m, &role);
-            for (int k = 0; k < cw; k++)
-                frame_put_glyph(f, r, lw + x * cw + k, y, g, role);
-        }
-    }
-    if (!text)
+    const size_t q_end = last->context; /* query positions that have run: 0 .. q_end-1 */
+    const size_t q_first = q_end > (size_t)rows ? q_end - (size_t)rows : 0;
+    for (size_t qp = q_first; qp < q_end; qp++)
+        heat_row(f, r, &g, session_attn_row(s, layer, head, qp), qp, 2 + (int)(qp - q_first), qp >= last->pos0, tk,
+                 tok, n_tok);
+    if (!g.text)
         return;
     const int below = 2 + (int)(q_end - q_first);
-    if (per == 1)
-        panel_token_axis(f, r, below, "keys", lw, cw, q_end < n_tok ? q_end : n_tok, tk, tok);
+    if (g.per == 1)
+        panel_token_axis(f, r, below, "keys", g.lw, g.cw, q_end < n_tok ? q_end : n_tok, tk, tok);
     const float *w = session_attn_row(s, layer, head, q_end - 1);
     if (w && q_end <= n_tok)
         top_keys(f, r, below + 1, w, q_end - 1, tk, tok);
