@@ -4,17 +4,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "app/cli.h"
 #include "app/commands.h"
+#include "app/lesson_quiz.h"
 #include "course/lesson_course.h"
 #include "course/lesson_doc.h"
 #include "course/lesson_exec.h"
 #include "course/lesson_lint.h"
 #include "course/lesson_progress.h"
 #include "course/lesson_run.h"
-#include "course/lesson_value.h"
 
 static void help(void)
 {
@@ -242,138 +241,60 @@ static int check(const Course *c, const Lesson *l, const char *file)
     return EXIT_OK;
 }
 
-/* --- quiz ------------------------------------------------------------------- */
-
-/* Read one line of stdin into buf (without its newline); 0 at EOF. */
-static int read_answer(char *buf, size_t cap)
-{
-    fflush(stdout);
-    if (!fgets(buf, (int)cap, stdin))
-        return 0;
-    buf[strcspn(buf, "\r\n")] = '\0';
-    if (!isatty(0)) /* piped: show what was answered, so the transcript reads well */
-        printf("%s\n", buf);
-    return 1;
-}
-
-static int quiz(const Lesson *l)
-{
-    if (!l->file)
-        return not_written(l);
-    if (!l->n_quiz) {
-        Err e;
-        err_set(&e, ERR_RUNTIME, "lesson %zu (%s) has no quiz; `kvscope lesson check %zu` runs its checks",
-                l->number, l->id, l->number);
-        return cli_fail(&e);
-    }
-    printf("Quiz on lesson %zu, %s: %zu question%s. Answer with a number or a choice;\n"
-           "`hint` shows a hint, an empty line skips. kvscope computes each answer when you give yours.\n",
-           l->number, l->title, l->n_quiz, l->n_quiz == 1 ? "" : "s");
-    int right = 0, eof = 0;
-    for (size_t i = 0; i < l->n_quiz && !eof; i++) {
-        const QuizQuestion *q = &l->quiz[i];
-        printf("\n%zu. %s\n", i + 1, q->ask);
-        for (size_t k = 0; k < q->n_choices; k++)
-            printf("   %c) %s\n", (int)('a' + k), q->choices[k]);
-        char line[256];
-        int hinted = 0;
-        for (;;) {
-            printf("answer%s%s%s> ", *q->unit ? " (" : "", q->unit, *q->unit ? ")" : "");
-            if (!read_answer(line, sizeof line)) {
-                eof = 1;
-                printf("\n(no more answers)\n");
-                break;
-            }
-            const char *t = line;
-            while (*t == ' ')
-                t++;
-            if (strcmp(t, "hint") == 0 || strcmp(t, "?") == 0) {
-                printf("hint: %s%s\n", q->hint, hinted ? " (that is the only hint)" : "");
-                hinted = 1;
-                continue;
-            }
-            break;
-        }
-        if (eof)
-            break;
-        double v;
-        int choice;
-        char how[1024];
-        Err e = { 0 };
-        if (run_quiz_answer(q, &v, &choice, how, sizeof how, &e) < 0)
-            return cli_fail(&e);
-        char expected[128];
-        if (choice >= 0)
-            snprintf(expected, sizeof expected, "%c) %s", 'a' + choice, q->choices[choice]);
-        else
-            lv_format_answer(expected, sizeof expected, v);
-        const char *t = line;
-        while (*t == ' ')
-            t++;
-        if (!*t)
-            printf("skipped: the answer is %s\n", expected);
-        else if (quiz_answer_matches(q, t, v, choice)) {
-            printf("right: %s\n", expected);
-            right++;
-        } else {
-            printf("wrong: the answer is %s (you said %s)\n", expected, t);
-            if (!hinted)
-                printf("hint: %s\n", q->hint);
-        }
-        printf("computed by: %s\n", how);
-    }
-    printf("\n%d of %zu right.\n", right, l->n_quiz);
-    Progress p;
-    progress_load(&p);
-    progress_record_quiz(&p, l->id, right, (int)l->n_quiz);
-    Err e = { 0 };
-    if (progress_save(&p, &e) < 0)
-        return cli_fail(&e);
-    return EXIT_OK;
-}
-
 /* --- the command ----------------------------------------------------------- */
+
+enum { SUB_RESUME = -1, SUB_LIST, SUB_SHOW, SUB_CHECK, SUB_QUIZ, SUB_LINT, N_SUBS };
+
+/* The subcommand, its lesson (N for show, check and quiz) and --file (for
+ * check). 1 after --help, -1 after a usage error (printed), else 0. */
+static int parse_args(int argc, char **argv, int *which, const char **key, const char **file)
+{
+    static const char *const subs[N_SUBS] = { "list", "show", "check", "quiz", "lint" };
+    const char *sub = argc > 1 ? argv[1] : NULL;
+    if (sub && (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0 || strcmp(sub, "help") == 0))
+        return 1;
+    *which = SUB_RESUME;
+    for (int i = 0; sub && i < N_SUBS; i++)
+        if (strcmp(sub, subs[i]) == 0)
+            *which = i;
+    if (sub && *which == SUB_RESUME)
+        return cli_usage("lesson", "unknown lesson command '%s' (list, show, check, quiz, lint)", sub), -1;
+    const int takes_lesson = *which >= SUB_SHOW && *which <= SUB_QUIZ;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return 1;
+        if (strcmp(argv[i], "--file") == 0) {
+            if (*which != SUB_CHECK)
+                return cli_usage("lesson", "--file goes with `lesson check`"), -1;
+            if (i + 1 >= argc)
+                return cli_usage("lesson", "'--file' needs a value"), -1;
+            *file = argv[++i];
+        } else if (strncmp(argv[i], "--file=", 7) == 0 && *which == SUB_CHECK) {
+            *file = argv[i] + 7;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return cli_usage("lesson", "unknown option '%s'", argv[i]), -1;
+        } else if (!*key && takes_lesson) {
+            *key = argv[i];
+        } else {
+            return cli_usage("lesson", "unexpected argument '%s'", argv[i]), -1;
+        }
+    }
+    if (takes_lesson && !*key)
+        return cli_usage("lesson", "`lesson %s` needs a lesson number or id", sub), -1;
+    return 0;
+}
 
 int cmd_lesson(int argc, char **argv)
 {
-    const char *sub = argc > 1 ? argv[1] : NULL;
-    if (sub && (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0 || strcmp(sub, "help") == 0)) {
+    int which;
+    const char *key = NULL, *file = NULL;
+    int pr = parse_args(argc, argv, &which, &key, &file);
+    if (pr == 1) {
         help();
         return EXIT_OK;
     }
-    static const char *const subs[] = { "list", "show", "check", "quiz", "lint" };
-    int which = -1;
-    for (int i = 0; sub && i < 5; i++)
-        if (strcmp(sub, subs[i]) == 0)
-            which = i;
-    if (sub && which < 0)
-        return cli_usage("lesson", "unknown lesson command '%s' (list, show, check, quiz, lint)", sub);
-
-    /* arguments: N for show/check/quiz; --file F for check */
-    const char *key = NULL, *file = NULL;
-    for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            help();
-            return EXIT_OK;
-        }
-        if (strcmp(argv[i], "--file") == 0) {
-            if (which != 2)
-                return cli_usage("lesson", "--file goes with `lesson check`");
-            if (i + 1 >= argc)
-                return cli_usage("lesson", "'--file' needs a value");
-            file = argv[++i];
-        } else if (strncmp(argv[i], "--file=", 7) == 0 && which == 2) {
-            file = argv[i] + 7;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cli_usage("lesson", "unknown option '%s'", argv[i]);
-        } else if (!key && which >= 1 && which <= 3) {
-            key = argv[i];
-        } else {
-            return cli_usage("lesson", "unexpected argument '%s'", argv[i]);
-        }
-    }
-    if (which >= 1 && which <= 3 && !key)
-        return cli_usage("lesson", "`lesson %s` needs a lesson number or id", sub);
+    if (pr < 0)
+        return EXIT_USAGE;
 
     Course c;
     Err e = { 0 };
@@ -387,7 +308,7 @@ int cmd_lesson(int argc, char **argv)
     }
     Progress p;
     switch (which) {
-    case -1: /* list, then resume */
+    case SUB_RESUME: /* list, then resume */
         progress_load(&p);
         print_list(&c, &p);
         l = first_unfinished(&c, &p);
@@ -398,20 +319,20 @@ int cmd_lesson(int argc, char **argv)
         printf("\nResuming at lesson %zu, %s:\n\n", l->number, l->id);
         rc = show(&c, l);
         break;
-    case 0:
+    case SUB_LIST:
         progress_load(&p);
         print_list(&c, &p);
         break;
-    case 1:
+    case SUB_SHOW:
         rc = show(&c, l);
         break;
-    case 2:
+    case SUB_CHECK:
         rc = check(&c, l, file);
         break;
-    case 3:
-        rc = quiz(l);
+    case SUB_QUIZ:
+        rc = l->file ? lesson_quiz(l) : not_written(l);
         break;
-    case 4:
+    case SUB_LINT:
         rc = lesson_lint(&c, stdout) ? EXIT_RUNTIME : EXIT_OK;
         break;
     }
