@@ -189,6 +189,70 @@ static unsigned switch_screen(View *v, ScreenId s)
     return KR_HANDLED | KR_CHANGED;
 }
 
+/* [ ] h l pick the layer, { } the head, for the heatmap and the map's marker. */
+static unsigned layer_head_key(View *v, int key)
+{
+    switch (key) {
+    case '[':
+    case 'h':
+        if (v->layer > 0)
+            v->layer--;
+        break;
+    case ']':
+    case 'l':
+        v->layer++;
+        break;
+    case '{':
+        if (v->head > 0)
+            v->head--;
+        break;
+    case '}':
+        v->head++;
+        break;
+    default:
+        return KR_NONE;
+    }
+    clamp_layer_head(v);
+    return KR_HANDLED | KR_CHANGED;
+}
+
+/* p plays, + and - change its speed. */
+static unsigned play_key(View *v, int key)
+{
+    switch (key) {
+    case 'p':
+        if (!v->playing && at_end(v))
+            (void)apply(v, OP_RESET); /* play at the end plays again from the start */
+        v->playing = !v->playing;
+        break;
+    case '+':
+    case '=':
+        if (v->speed + 1 < N_SPEEDS)
+            v->speed++;
+        break;
+    case '-':
+    case '_':
+        if (v->speed > 0)
+            v->speed--;
+        break;
+    default:
+        return KR_NONE;
+    }
+    return KR_HANDLED | KR_CHANGED;
+}
+
+/* c, m and t open the cache list, the model list and the prompt line. */
+static unsigned overlay_key(View *v, int key)
+{
+    const char *why = NULL;
+    v->playing = 0;
+    if (key == 't' && prompt_edit_open(&v->edit, v->sim, &why) < 0)
+        view_status(v, 1, "%s", why);
+    else if (key != 't' && chooser_open(&v->chooser, v, key == 'c' ? CHOOSE_CACHE : CHOOSE_MODEL, &why) < 0)
+        view_status(v, 1, "%s", why);
+    return KR_HANDLED | KR_CHANGED;
+}
+
 /* The keys every screen shares. */
 static unsigned global_key(View *v, int key)
 {
@@ -212,62 +276,20 @@ static unsigned global_key(View *v, int key)
     case 'r':
         v->playing = 0;
         return apply(v, OP_RESET);
-    case 'p':
-        if (!v->playing && at_end(v))
-            (void)apply(v, OP_RESET); /* play at the end plays again from the start */
-        v->playing = !v->playing;
-        return KR_HANDLED | KR_CHANGED;
-    case '+':
-    case '=':
-        if (v->speed + 1 < N_SPEEDS)
-            v->speed++;
-        return KR_HANDLED | KR_CHANGED;
-    case '-':
-    case '_':
-        if (v->speed > 0)
-            v->speed--;
-        return KR_HANDLED | KR_CHANGED;
     case VK_TAB:
         v->focus[v->screen] = (v->focus[v->screen] + 1) % scr->n_panels;
         return KR_HANDLED | KR_CHANGED;
     case VK_BTAB:
         v->focus[v->screen] = (v->focus[v->screen] + scr->n_panels - 1) % scr->n_panels;
         return KR_HANDLED | KR_CHANGED;
-    case '[':
-    case 'h':
-        if (v->layer > 0)
-            v->layer--;
-        return KR_HANDLED | KR_CHANGED;
-    case ']':
-    case 'l':
-        v->layer++;
-        clamp_layer_head(v);
-        return KR_HANDLED | KR_CHANGED;
-    case '{':
-        if (v->head > 0)
-            v->head--;
-        return KR_HANDLED | KR_CHANGED;
-    case '}':
-        v->head++;
-        clamp_layer_head(v);
-        return KR_HANDLED | KR_CHANGED;
-    case 't': {
-        const char *why;
-        v->playing = 0;
-        if (prompt_edit_open(&v->edit, v->sim, &why) < 0)
-            view_status(v, 1, "%s", why);
-        return KR_HANDLED | KR_CHANGED;
-    }
     case 'c':
-    case 'm': {
-        const char *why;
-        v->playing = 0;
-        if (chooser_open(&v->chooser, v, key == 'c' ? CHOOSE_CACHE : CHOOSE_MODEL, &why) < 0)
-            view_status(v, 1, "%s", why);
-        return KR_HANDLED | KR_CHANGED;
+    case 'm':
+    case 't':
+        return overlay_key(v, key);
+    default: {
+        unsigned r = play_key(v, key);
+        return r != KR_NONE ? r : layer_head_key(v, key);
     }
-    default:
-        return KR_NONE;
     }
 }
 
