@@ -41,11 +41,9 @@ static int get_double(const GgufFile *g, const char *key, double dflt, double *o
     return 0;
 }
 
-int gguf_llama_shape(Checkpoint *ck, const char *fallback_name, Err *e)
+/* general.architecture must be llama; general.name, or fallback_name. */
+static int llama_arch_name(const GgufFile *g, CkptShape *s, const char *fallback_name, Err *e)
 {
-    const GgufFile *g = &ck->gguf;
-    CkptShape *s = &ck->shape;
-    memset(s, 0, sizeof *s);
     GgufStr arch, name;
     char buf[80];
     int got = gguf_get_str(g, "general.architecture", &arch, e);
@@ -63,19 +61,13 @@ int gguf_llama_shape(Checkpoint *ck, const char *fallback_name, Err *e)
         gguf_str_print(name, s->name, sizeof s->name);
     else
         snprintf(s->name, sizeof s->name, "%s", fallback_name);
-    size_t key_len = 0, value_len = 0, rope_dim = 0, vocab_meta = 0;
-    if (get_size(g, "block_count", 1, &s->n_layers, e) < 0 || get_size(g, "embedding_length", 1, &s->d_model, e) < 0 ||
-        get_size(g, "feed_forward_length", 1, &s->ffn_dim, e) < 0 ||
-        get_size(g, "attention.head_count", 1, &s->n_heads, e) < 0 ||
-        get_size(g, "attention.head_count_kv", 0, &s->n_kv_heads, e) < 0 ||
-        get_size(g, "context_length", 1, &s->context, e) < 0 ||
-        get_size(g, "attention.key_length", 0, &key_len, e) < 0 ||
-        get_size(g, "attention.value_length", 0, &value_len, e) < 0 ||
-        get_size(g, "rope.dimension_count", 0, &rope_dim, e) < 0 || get_size(g, "vocab_size", 0, &vocab_meta, e) < 0 ||
-        get_size(g, "attention.sliding_window", 0, &s->sliding_window, e) < 0 ||
-        get_double(g, "rope.freq_base", 10000.0, &s->rope_theta, e) < 0 ||
-        get_double(g, "attention.layer_norm_rms_epsilon", 1e-5, &s->norm_eps, e) < 0)
-        return -1;
+    return 0;
+}
+
+/* The head size from key_length (else d_model / heads), checked against
+ * what kvscope's attention and RoPE can run. */
+static int llama_heads(const GgufFile *g, CkptShape *s, size_t key_len, size_t value_len, size_t rope_dim, Err *e)
+{
     if (!s->n_kv_heads)
         s->n_kv_heads = s->n_heads; /* no key: multi-head attention */
     if (s->n_layers > MAX_LAYERS || s->context > MAX_CONTEXT)
@@ -101,16 +93,23 @@ int gguf_llama_shape(Checkpoint *ck, const char *fallback_name, Err *e)
     if (s->head_dim % 2 != 0)
         return err_set(e, ERR_USAGE, "metadata: head size %zu is odd; RoPE rotates pairs", s->head_dim);
     GgufStr scaling;
-    got = gguf_get_str(g, "llama.rope.scaling.type", &scaling, e);
+    char buf[80];
+    int got = gguf_get_str(g, "llama.rope.scaling.type", &scaling, e);
     if (got < 0)
         return -1;
     if (got && !gguf_str_eq(scaling, "none"))
         return err_set(e, ERR_USAGE, "metadata: RoPE scaling '%s' is not supported",
                        gguf_str_print(scaling, buf, sizeof buf));
-    /* the vocabulary: the tokenizer's token list, else vocab_size, else the embedding's rows */
+    return 0;
+}
+
+/* The vocabulary: the tokenizer's token list, else vocab_size, else the
+ * embedding's rows; tied when there is no output.weight. */
+static int llama_vocab(const GgufFile *g, CkptShape *s, size_t vocab_meta, Err *e)
+{
     GgufValueType elem;
     uint64_t n_tokens = 0;
-    got = gguf_get_array(g, "tokenizer.ggml.tokens", &elem, &n_tokens, e);
+    int got = gguf_get_array(g, "tokenizer.ggml.tokens", &elem, &n_tokens, e);
     if (got < 0)
         return -1;
     if (got && (elem != GGUF_STRING || n_tokens == 0))
@@ -125,6 +124,31 @@ int gguf_llama_shape(Checkpoint *ck, const char *fallback_name, Err *e)
         return err_set(e, ERR_USAGE, "tensor 'token_embd.weight' is missing");
     s->tied = gguf_find_tensor(g, "output.weight") == NULL;
     return 0;
+}
+
+int gguf_llama_shape(Checkpoint *ck, const char *fallback_name, Err *e)
+{
+    const GgufFile *g = &ck->gguf;
+    CkptShape *s = &ck->shape;
+    memset(s, 0, sizeof *s);
+    if (llama_arch_name(g, s, fallback_name, e) < 0)
+        return -1;
+    size_t key_len = 0, value_len = 0, rope_dim = 0, vocab_meta = 0;
+    if (get_size(g, "block_count", 1, &s->n_layers, e) < 0 || get_size(g, "embedding_length", 1, &s->d_model, e) < 0 ||
+        get_size(g, "feed_forward_length", 1, &s->ffn_dim, e) < 0 ||
+        get_size(g, "attention.head_count", 1, &s->n_heads, e) < 0 ||
+        get_size(g, "attention.head_count_kv", 0, &s->n_kv_heads, e) < 0 ||
+        get_size(g, "context_length", 1, &s->context, e) < 0 ||
+        get_size(g, "attention.key_length", 0, &key_len, e) < 0 ||
+        get_size(g, "attention.value_length", 0, &value_len, e) < 0 ||
+        get_size(g, "rope.dimension_count", 0, &rope_dim, e) < 0 || get_size(g, "vocab_size", 0, &vocab_meta, e) < 0 ||
+        get_size(g, "attention.sliding_window", 0, &s->sliding_window, e) < 0 ||
+        get_double(g, "rope.freq_base", 10000.0, &s->rope_theta, e) < 0 ||
+        get_double(g, "attention.layer_norm_rms_epsilon", 1e-5, &s->norm_eps, e) < 0)
+        return -1;
+    if (llama_heads(g, s, key_len, value_len, rope_dim, e) < 0)
+        return -1;
+    return llama_vocab(g, s, vocab_meta, e);
 }
 
 int gguf_llama_tensor(const Checkpoint *ck, CkptRole r, size_t layer, CkptTensor *t, Err *e)
