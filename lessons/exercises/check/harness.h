@@ -10,7 +10,9 @@
 #include <stdlib.h>
 
 #include "kernels/kernels.h"
+#include "kv/cache.h"
 #include "model/config.h"
+#include "model/generate.h"
 #include "model/model.h"
 
 /* Differences shown in full; the rest are only counted. */
@@ -61,6 +63,28 @@ static inline int harness_model(Model *m, const char *name)
 static inline const float *harness_row(const void *base, size_t stride, size_t r)
 {
     return (const float *)((const char *)base + r * stride);
+}
+
+/* Real rows to check against: m generates n_gen tokens from prompt [plen]
+ * through an exact contiguous cache (*cache, the caller frees it); *b is
+ * its layer 0, KV head 0 (every position cached). Returns 0, or prints
+ * why and returns -1. */
+static inline int harness_reference_rows(const Model *m, const int *prompt, size_t plen, size_t n_gen,
+                                         KvCache **cache, KvBlock *b)
+{
+    KvGeometry geo = model_kv_geometry(m, 1);
+    Err e = { 0 };
+    int *out = malloc(n_gen * sizeof *out);
+    GenOptions go = { .n_generate = n_gen };
+    *cache = out ? kv_open("contiguous", &geo, &e) : NULL;
+    int rc = *cache && generate(m, *cache, prompt, 1, plen, &go, out, NULL, NULL, &e) == 0 ? 0 : -1;
+    free(out);
+    if (rc < 0) {
+        printf("the reference run failed: %s\n", out ? e.msg : "out of memory");
+        return -1;
+    }
+    kv_block(*cache, 0, 0, 0, 0, b);
+    return 0;
 }
 
 #endif

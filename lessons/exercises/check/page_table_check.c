@@ -10,8 +10,6 @@
 #include <string.h>
 
 #include "harness.h"
-#include "kv/cache.h"
-#include "model/generate.h"
 #include "page_table.h"
 
 #define PROMPT 7
@@ -59,17 +57,11 @@ int main(void)
     Model m;
     if (harness_model(&m, "tiny") < 0)
         return 2;
-    KvGeometry geo = model_kv_geometry(&m, 1);
-    Err e = { 0 };
-    KvCache *cache = kv_open("contiguous", &geo, &e);
-    int prompt[PROMPT] = { 2, 71, 82, 81, 82, 84, 59 }, out[GENERATE];
-    GenOptions go = { .n_generate = GENERATE };
-    if (!cache || generate(&m, cache, prompt, 1, PROMPT, &go, out, NULL, NULL, &e) < 0) {
-        printf("the reference run failed: %s\n", e.msg);
-        return 2;
-    }
+    const int prompt[PROMPT] = { 2, 71, 82, 81, 82, 84, 59 };
+    KvCache *cache;
     KvBlock b;
-    kv_block(cache, 0, 0, 0, 0, &b);
+    if (harness_reference_rows(&m, prompt, PROMPT, GENERATE, &cache, &b) < 0)
+        return 2;
     const size_t n = b.n, d = m.cfg.head_dim;
     printf("reference: %zu K rows of %zu values (tiny model, layer 0, KV head 0)\n", n, d);
 

@@ -8,8 +8,6 @@
 #include <string.h>
 
 #include "harness.h"
-#include "kv/cache.h"
-#include "model/generate.h"
 #include "window.h"
 
 #define PROMPT 6
@@ -28,17 +26,11 @@ int main(void)
     Model m;
     if (harness_model(&m, "tiny") < 0)
         return 2;
-    KvGeometry geo = model_kv_geometry(&m, 1);
-    Err e = { 0 };
-    KvCache *cache = kv_open("contiguous", &geo, &e);
-    int prompt[PROMPT] = { 3, 14, 15, 92, 65, 35 }, out[GENERATE];
-    GenOptions go = { .n_generate = GENERATE };
-    if (!cache || generate(&m, cache, prompt, 1, PROMPT, &go, out, NULL, NULL, &e) < 0) {
-        printf("the reference run failed: %s\n", e.msg);
-        return 2;
-    }
+    const int prompt[PROMPT] = { 3, 14, 15, 92, 65, 35 };
+    KvCache *cache;
     KvBlock b;
-    kv_block(cache, 0, 0, 0, 0, &b);
+    if (harness_reference_rows(&m, prompt, PROMPT, GENERATE, &cache, &b) < 0)
+        return 2;
     const size_t n = b.n, dim = m.cfg.head_dim;
     printf("reference: %zu K and V rows of %zu values (tiny model, layer 0, KV head 0)\n", n, dim);
 
