@@ -40,8 +40,10 @@ static const size_t budgets[] = { 16, 32, 64, 128, 256 };
 #define N_BUDGETS (sizeof budgets / sizeof budgets[0])
 
 typedef enum { P_WINDOW, P_SINKS, P_H2O, P_SPARSE, N_POLICIES } Policy;
-static const char *const policy_names[N_POLICIES] = { "window", "4 sinks + window", "heavy hitters (H2O)",
-                                                    "block-sparse pages" };
+static const char *const policy_names[N_POLICIES] = { "window", "window+sinks", "h2o", "block-sparse" };
+/* as the picture names them */
+static const char *const policy_labels[N_POLICIES] = { "window", "4 sinks + window", "heavy hitters (H2O)",
+                                                     "block-sparse pages" };
 
 typedef struct {
     QualitySummary q;
@@ -213,7 +215,7 @@ static int labels(const PlotCtx *ctx, const Model *m, const Structure s[N_WORK],
     for (int p = 0; p < N_POLICIES; p++) { /* the specs, for the caption: the legends name the policies */
         if (policy_spec((Policy)p, EV_BUDGET, spec, sizeof spec, e) < 0)
             return -1;
-        snprintf(specs + strlen(specs), sizeof specs - strlen(specs), "%s%s %s", p ? ", " : "", policy_names[p],
+        snprintf(specs + strlen(specs), sizeof specs - strlen(specs), "%s%s %s", p ? ", " : "", policy_labels[p],
                  spec);
     }
     snprintf(title, sizeof title, "Eviction policies at an equal budget, on imposed attention structure (%s, random "
@@ -244,7 +246,7 @@ static int labels(const PlotCtx *ctx, const Model *m, const Structure s[N_WORK],
             return -1;
         }
         fprintf(f, "policy%d = ", p);
-        plot_gp_string(f, policy_names[p]);
+        plot_gp_string(f, policy_labels[p]);
         fprintf(f, "\nspec%d = ", p);
         plot_gp_string(f, spec);
         fputc('\n', f);

@@ -17,10 +17,10 @@ expect_ok "plot is listed in kvscope --help" '^  plot ' $KV --help
 run "plot --list" $KV plot --list
 ready=$(grep -Ec '^ +[0-9]+  [a-z-]+ +ready' "$out")
 waiting=$(grep -Ec '^ +[0-9]+  [a-z-]+ +waiting' "$out")
-if [ "$status" -eq 0 ] && [ "$ready" -eq 10 ] && [ "$waiting" -eq 0 ] && ! grep -q 'waits for' "$out" &&
+if [ "$status" -eq 0 ] && [ "$ready" -eq 15 ] && [ "$waiting" -eq 0 ] && ! grep -q 'waits for' "$out" &&
     grep -Eq '^  8  eviction +ready' "$out"
-then ok "plot --list: figures 1-10 ready, none waiting"
-else bad "plot --list: figures 1-10 ready, none waiting" \
+then ok "plot --list: figures 1-15 ready, none waiting"
+else bad "plot --list: figures 1-15 ready, none waiting" \
     "exit $status, ready $ready, waiting $waiting" "stdout: $(head -c 600 "$out")"; fi
 
 # --- every figure, quick, drawn when gnuplot is here ------------------------
