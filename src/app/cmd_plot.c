@@ -43,6 +43,8 @@ const PlotFigure plot_figures[] = {
       NULL, 0, plot_budget },
     { 15, "mixed", "mixed precision (seed 004): hot f16 window size and cold format vs KL and bytes", NULL, 0,
       plot_mixed },
+    { 16, "retrieval", "a fact stated early, asked for late: rows each cache still holds, bits the fact saves",
+      NULL, 0, plot_retrieval },
 };
 const size_t plot_n_figures = sizeof plot_figures / sizeof plot_figures[0];
 

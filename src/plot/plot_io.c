@@ -185,6 +185,12 @@ int plot_render(const PlotCtx *ctx, const char *name, const char *term, const ch
     snprintf(script, sizeof script, "%s.gp", name);
     snprintf(data, sizeof data, "%s.tsv", name);
     errbuf[0] = '\0';
+    /* an image left by an earlier run must not pass for this run's */
+    char image[PATH_MAX];
+    int to_file = strcmp(out, "-") != 0;
+    snprintf(image, sizeof image, "%s/%s", ctx->out_dir, out);
+    if (to_file && unlink(image) != 0 && errno != ENOENT)
+        return err_set(e, ERR_RUNTIME, "plot: cannot replace %s: %s", image, strerror(errno));
     int fd[2];
     if (pipe(fd) != 0)
         return err_set(e, ERR_RUNTIME, "plot: pipe: %s", strerror(errno));
@@ -239,6 +245,12 @@ int plot_render(const PlotCtx *ctx, const char *name, const char *term, const ch
                            "plot: could not run gnuplot (install it: sudo apt-get install gnuplot-nox)");
         return err_set(e, ERR_RUNTIME, "plot: gnuplot failed on %s (%s, exit %d): %.*s", script, term, code, len,
                        last);
+    }
+    /* an empty or broken script exits 0 having drawn nothing: say so */
+    if (to_file) {
+        struct stat st;
+        if (stat(image, &st) != 0 || st.st_size == 0)
+            return err_set(e, ERR_RUNTIME, "plot: gnuplot drew nothing into %s from %s", out, script);
     }
     return 0;
 }

@@ -17,10 +17,10 @@ expect_ok "plot is listed in kvscope --help" '^  plot ' $KV --help
 run "plot --list" $KV plot --list
 ready=$(grep -Ec '^ +[0-9]+  [a-z-]+ +ready' "$out")
 waiting=$(grep -Ec '^ +[0-9]+  [a-z-]+ +waiting' "$out")
-if [ "$status" -eq 0 ] && [ "$ready" -eq 15 ] && [ "$waiting" -eq 0 ] && ! grep -q 'waits for' "$out" &&
+if [ "$status" -eq 0 ] && [ "$ready" -eq 16 ] && [ "$waiting" -eq 0 ] && ! grep -q 'waits for' "$out" &&
     grep -Eq '^  8  eviction +ready' "$out"
-then ok "plot --list: figures 1-15 ready, none waiting"
-else bad "plot --list: figures 1-15 ready, none waiting" \
+then ok "plot --list: figures 1-16 ready, none waiting"
+else bad "plot --list: figures 1-16 ready, none waiting" \
     "exit $status, ready $ready, waiting $waiting" "stdout: $(head -c 600 "$out")"; fi
 
 # --- every figure, quick, drawn when gnuplot is here ------------------------
@@ -173,6 +173,15 @@ check "mixed: bytes grow with the hot window, q8_0 above q4_0, f32 = 2 x f16; KL
     'if ((NR > 2 && ($4 <= b8 || $7 <= b4)) || $4 <= $7 || $10 != 2 * $9 || $2 < 0 || $5 < 0) why = why " hot " $1; b8 = $4; b4 = $7' \
     mixed.tsv
 
+# retrieval: distances 16 and 128 with --quick, one fact; at 16 every cache
+# holds the name, at 128 the window and the sinks hold none of it (the window
+# then gains nothing from the fact), H2O some; the lossless-in-rows caches all
+header retrieval.tsv "distance	exact_held	exact_answer_bits	exact_gain_bits	window_held	window_answer_bits	window_gain_bits	sinks4_held	sinks4_answer_bits	sinks4_gain_bits	h2o_held	h2o_answer_bits	h2o_gain_bits	sparse_held	sparse_answer_bits	sparse_gain_bits	q4_0_held	q4_0_answer_bits	q4_0_gain_bits	kivi2_held	kivi2_answer_bits	kivi2_gain_bits"
+shape retrieval.tsv 2 22
+check "retrieval: all held at 16; at 128 window and sinks hold nothing, the window gains < 0.1 bit; exact, q4_0, kivi hold all" \
+    'if ($2 != 1 || $17 != 1 || $20 != 1 || $3 <= 0) why = why " d " $1; for (i = 5; i <= 14; i += 3) if (($1 == 16 && $i != 1) || ($1 == 128 && (i == 5 || i == 8 || i == 14) && $i != 0) || $i < 0 || $i > 1) why = why " d " $1 " col " i; if ($1 == 128 && ($7 > 0.1 || $7 < -0.1)) why = why " window gain " $7' \
+    retrieval.tsv
+
 # loss: the shipped training logs, row for row; the mean is of the last 25 steps
 header loss.tsv "tokens	step	train_bits_per_byte	train_bits_per_byte_mean25	valid_bits_per_byte"
 for pair in "loss.tsv kjv-small" "loss.kjv-tiny.tsv kjv-tiny"; do
@@ -293,5 +302,12 @@ expect_fail "plot: nothing named" 2 "name the figures to make, or --all" $KV plo
 expect_fail "plot: --tokens beyond the model" 2 "--tokens 300: model 'tiny' holds 256 positions" \
     $KV plot projection --tokens 300 --out "$plot_tmp/x"
 expect_fail "plot: unknown option" 2 "unknown or incomplete option '--colour'" $KV plot --colour
+# a script that draws nothing (here: empty) must not pass for a figure
+mkdir -p "$plot_tmp/emptygp" && : >"$plot_tmp/emptygp/retrieval.gp"
+run "plot: a script that draws nothing" env KVSCOPE_PLOTS="$plot_tmp/emptygp" $KV plot retrieval --quick \
+    --out "$plot_tmp/emptyout"
+if [ "$status" -eq 1 ] && grep -q "gnuplot drew nothing into retrieval.png" "$err" &&
+    [ ! -e "$plot_tmp/emptyout/retrieval.png" ]; then ok "$name"
+else bad "$name" "want: exit 1 and 'gnuplot drew nothing'" "got: exit $status: $(head -c 300 "$err")"; fi
 rm -rf "$plot_tmp"
 unset KVSCOPE_PLOTS

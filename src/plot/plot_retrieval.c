@@ -1,0 +1,365 @@
+/* plot_retrieval.c: figure 16, a fact stated early and asked for late, on
+ * real text. A sentence names someone ("And the name of the man was
+ * Elimelech."), D tokens of held-out text follow, then the sentence comes
+ * again and the name is the answer. Retrieval needs two things, measured
+ * apart: the cache must still hold the name's rows when the question is
+ * asked (a cache property), and the model must look them up (what the name
+ * costs with the fact stated against without it, through each cache). A
+ * third number asks the model alone: a passage read twice, is the second
+ * reading cheaper? The names come from Ruth, a held-out book; the filler
+ * is Ecclesiastes, which names none of them. */
+#include "plot/plot.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/eval.h"
+#include "text/tokenizer.h"
+#include "util/files.h"
+
+#define RETRIEVAL_MODEL "kjv-small"
+#define FILLER_BOOK "Ecclesiastes 1\n" /* where the filler starts in the held-out text */
+#define BUDGET 64                      /* rows per layer of every evicting cache */
+#define REPEAT_TOKENS 160              /* the passage read twice */
+
+static const struct {
+    const char *question, *answer; /* the fact is question + answer + ".\n" */
+} facts[] = {
+    { "And the name of the man was", " Elimelech" },
+    { "And his wife's name was", " Naomi" },
+    { "And the name of the city was", " Bethlehemjudah" },
+    { "And the name of the kinsman was", " Boaz" },
+    { "And the name of his son was", " Obed" },
+    { "And the name of the other was", " Orpah" },
+    { "And the name of the land was", " Moab" },
+    { "And the name of the elder son was", " Mahlon" },
+};
+#define N_FACTS (sizeof facts / sizeof facts[0])
+
+static const size_t distances[] = { 16, 32, 64, 128, 256, 448 };
+#define N_DIST (sizeof distances / sizeof distances[0])
+static const size_t quick_distances[] = { 16, 128 }; /* --quick: one inside every budget, one past it */
+#define N_QUICK (sizeof quick_distances / sizeof quick_distances[0])
+
+enum { C_EXACT, C_WINDOW, C_SINKS, C_H2O, C_SPARSE, C_Q4, C_KIVI2, N_CACHES };
+static const char *const cache_column[N_CACHES] = { "exact", "window", "sinks4", "h2o", "sparse", "q4_0", "kivi2" };
+
+static void cache_spec(char *buf, size_t cap, int c, size_t n)
+{
+    switch (c) {
+    case C_EXACT: snprintf(buf, cap, "contiguous"); break;
+    case C_WINDOW: snprintf(buf, cap, "ring:window=%d", BUDGET); break;
+    case C_SINKS: snprintf(buf, cap, "ring:window=%d,sinks=4", BUDGET - 4); break;
+    case C_H2O: snprintf(buf, cap, "h2o:budget=%d,recent=%d", BUDGET, BUDGET / 2); break;
+    case C_SPARSE:
+        snprintf(buf, cap, "paged:page=%d+sparse:threshold=%d,keep=%.6f", BUDGET / 4, BUDGET,
+                 n > BUDGET ? (double)BUDGET / (double)n : 1.0);
+        break;
+    case C_Q4: snprintf(buf, cap, "contiguous+quant:k=q4_0,v=q4_0"); break;
+    default: snprintf(buf, cap, "kivi:bits=2"); break;
+    }
+}
+
+/* One document's token ids and where its parts lie. */
+typedef struct {
+    int *ids;
+    size_t n;
+    size_t name_at, name_len; /* the stated name's tokens (0, 0 without the fact) */
+    size_t ask;               /* the question's last token: the step that predicts the answer */
+    size_t answer_at, answer_len;
+} Doc;
+
+/* What the model, the tokenizer and the held-out filler give every run. */
+typedef struct {
+    Config trained;
+    Model m;
+    int model_ready;
+    Tokenizer *tok;
+    int *filler;
+    size_t n_filler;
+} Bench;
+
+static int append_text(const Tokenizer *tok, const char *text, Doc *d, size_t cap, Err *e)
+{
+    int *ids;
+    size_t n;
+    if (tokenizer_encode(tok, text, strlen(text), &ids, &n, e) < 0)
+        return -1;
+    if (d->n + n > cap) {
+        free(ids);
+        return err_set(e, ERR_RUNTIME, "plot: the retrieval document outgrows %zu tokens", cap);
+    }
+    memcpy(d->ids + d->n, ids, n * sizeof *ids);
+    d->n += n;
+    free(ids);
+    return 0;
+}
+
+/* [fact][distance tokens of filler]\n[question][answer]: the fact is the
+ * question and answer as a sentence, left out when stated is 0. */
+static int build_doc(const Bench *b, size_t f, size_t distance, int stated, Doc *d, Err *e)
+{
+    const size_t cap = b->m.cfg.max_seq_len;
+    memset(d, 0, sizeof *d);
+    if (!(d->ids = malloc(cap * sizeof *d->ids)))
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    char line[128];
+    if (stated) {
+        if (append_text(b->tok, facts[f].question, d, cap, e) < 0)
+            return -1;
+        d->name_at = d->n;
+        if (append_text(b->tok, facts[f].answer, d, cap, e) < 0)
+            return -1;
+        d->name_len = d->n - d->name_at;
+        if (append_text(b->tok, ".\n", d, cap, e) < 0)
+            return -1;
+    }
+    if (d->n + distance > cap || distance > b->n_filler)
+        return err_set(e, ERR_RUNTIME, "plot: no room for %zu filler tokens", distance);
+    memcpy(d->ids + d->n, b->filler, distance * sizeof *d->ids);
+    d->n += distance;
+    snprintf(line, sizeof line, "\n%s", facts[f].question);
+    if (append_text(b->tok, line, d, cap, e) < 0)
+        return -1;
+    d->ask = d->n - 1;
+    d->answer_at = d->n;
+    if (append_text(b->tok, facts[f].answer, d, cap, e) < 0)
+        return -1;
+    d->answer_len = d->n - d->answer_at;
+    return 0;
+}
+
+/* At the step that feeds the question's last token, the share of the
+ * stated name's rows each cache still holds, over every layer. */
+typedef struct {
+    KvCache **caches;
+    const Doc *doc;
+    size_t n_layers;
+    double held[N_CACHES];
+} HeldProbe;
+
+static int probe_held(void *user, size_t done, size_t total)
+{
+    (void)total;
+    HeldProbe *p = user;
+    const Doc *d = p->doc;
+    if (done != d->ask + 1 || d->name_len == 0)
+        return 0;
+    KvCell cells[64];
+    const size_t upto = d->name_at + d->name_len; /* a sentence from the start: well inside cells */
+    for (size_t c = 0; c < N_CACHES; c++) {
+        size_t held = 0;
+        for (size_t l = 0; l < p->n_layers; l++) {
+            kv_cells(p->caches[c], l, 0, cells, upto);
+            for (size_t i = d->name_at; i < upto; i++)
+                held += cells[i].state == CELL_EXACT || cells[i].state == CELL_LOSSY || cells[i].state == CELL_SHARED;
+        }
+        p->held[c] = (double)held / (double)(p->n_layers * d->name_len);
+    }
+    return 0;
+}
+
+/* Run every cache over one document: the answer's cost in bits per cache
+ * into bits[N_CACHES], and (when the fact is stated) what each holds. */
+static int run_doc(const Bench *b, const Doc *d, double *bits, double *held, Err *e)
+{
+    KvCache *caches[N_CACHES] = { 0 };
+    EvalResult res[N_CACHES];
+    memset(res, 0, sizeof res);
+    KvGeometry geo = model_kv_geometry(&b->m, 1);
+    int rc = 0;
+    for (int c = 0; rc == 0 && c < N_CACHES; c++) {
+        char spec[128];
+        cache_spec(spec, sizeof spec, c, d->n);
+        if (!(caches[c] = kv_open(spec, &geo, e)))
+            rc = err_wrap(e, "plot: %s", spec);
+    }
+    HeldProbe probe = { .caches = caches, .doc = d, .n_layers = b->m.cfg.n_layers };
+    EvalOptions eo = { .prefill = 1, .per_position = 1 };
+    if (rc == 0)
+        rc = eval_run(&b->m, caches, N_CACHES, d->ids, d->n, &eo, res, probe_held, &probe, e);
+    for (int c = 0; c < N_CACHES; c++) {
+        if (rc == 0) {
+            double nll = 0; /* scored k predicts the token at k + 1 */
+            for (size_t i = d->answer_at; i < d->answer_at + d->answer_len; i++)
+                nll += res[c].nll_at[i - 1];
+            bits[c] = nll / log(2.0);
+            if (held)
+                held[c] = probe.held[c];
+        }
+        eval_result_free(&res[c]);
+        kv_free(caches[c]);
+    }
+    return rc;
+}
+
+/* The held-out text from FILLER_BOOK on, as ids. */
+static int load_filler(Bench *b, Err *e)
+{
+    char path[4096], *text;
+    size_t len;
+    if (files_find("KVSCOPE_DATA", "data", "text/kjv-valid.txt", path, sizeof path) < 0)
+        return err_set(e, ERR_USAGE, "plot: data/text/kjv-valid.txt, the held-out text, is missing (is "
+                       "KVSCOPE_DATA right?)");
+    if (files_read_text(path, (size_t)64 << 20, &text, &len, e) < 0)
+        return -1;
+    const char *from = strstr(text, FILLER_BOOK);
+    int rc = from ? 0 : err_set(e, ERR_RUNTIME, "plot: %s has no '%.14s'", path, FILLER_BOOK);
+    if (rc == 0) {
+        const size_t want = 4096; /* bytes: more than the longest distance and the repeated passage need */
+        const size_t avail = len - (size_t)(from - text);
+        rc = tokenizer_encode(b->tok, from, avail < want ? avail : want, &b->filler, &b->n_filler, e);
+    }
+    free(text);
+    if (rc == 0 && b->n_filler < REPEAT_TOKENS)
+        rc = err_set(e, ERR_RUNTIME, "plot: the filler makes only %zu tokens", b->n_filler);
+    return rc;
+}
+
+static int bench_open(Bench *b, Err *e)
+{
+    memset(b, 0, sizeof *b);
+    ModelOpts mo = { .model = RETRIEVAL_MODEL };
+    if (setup_load_config(&mo, &b->trained, e) < 0 || setup_tokenizer(&b->trained, &b->tok, e) < 0)
+        return -1;
+    if (!b->tok)
+        return err_set(e, ERR_RUNTIME, "plot: %s has no tokenizer", RETRIEVAL_MODEL);
+    if (load_filler(b, e) < 0 || setup_model(&b->trained, NULL, 0, &b->m, e) < 0)
+        return -1;
+    b->model_ready = 1;
+    return 0;
+}
+
+static void bench_free(Bench *b)
+{
+    if (b->model_ready)
+        model_free(&b->m);
+    tokenizer_free(b->tok);
+    free(b->filler);
+}
+
+/* Does the model copy at all? REPEAT_TOKENS of filler, then the same again
+ * through the exact cache: the mean nats a token of each reading. */
+static int copy_test(const Bench *b, double *first, double *second, Err *e)
+{
+    const size_t half = REPEAT_TOKENS, n = 2 * half;
+    int *ids = malloc(n * sizeof *ids);
+    KvGeometry geo = model_kv_geometry(&b->m, 1);
+    KvCache *exact = ids ? kv_open("contiguous", &geo, e) : NULL;
+    EvalResult res;
+    memset(&res, 0, sizeof res);
+    int rc = ids ? (exact ? 0 : -1) : err_set(e, ERR_RUNTIME, "out of memory");
+    if (rc == 0) {
+        memcpy(ids, b->filler, half * sizeof *ids);
+        memcpy(ids + half, b->filler, half * sizeof *ids);
+        EvalOptions eo = { .prefill = 1, .per_position = 1 };
+        rc = eval_run(&b->m, &exact, 1, ids, n, &eo, &res, NULL, NULL, e);
+    }
+    if (rc == 0) { /* scored k predicts token k + 1: the first reading from token 1, the second from half */
+        double a = 0, s = 0;
+        for (size_t k = 0; k + 1 < half; k++)
+            a += res.nll_at[k];
+        for (size_t k = half - 1; k + 1 < n; k++)
+            s += res.nll_at[k];
+        *first = a / (double)(half - 1);
+        *second = s / (double)half;
+    }
+    eval_result_free(&res);
+    kv_free(exact);
+    free(ids);
+    return rc;
+}
+
+typedef struct {
+    double held[N_CACHES], gain[N_CACHES], bits[N_CACHES]; /* means over the facts */
+} DistRow;
+
+/* Every fact at one distance, stated and not: the rows of the table. */
+static int measure_distance(const Bench *b, size_t distance, size_t n_facts, DistRow *row, Err *e)
+{
+    memset(row, 0, sizeof *row);
+    int rc = 0;
+    for (size_t f = 0; rc == 0 && f < n_facts; f++) {
+        Doc with = { 0 }, without = { 0 };
+        double held[N_CACHES], bits_with[N_CACHES], bits_without[N_CACHES];
+        rc = build_doc(b, f, distance, 1, &with, e);
+        if (rc == 0)
+            rc = build_doc(b, f, distance, 0, &without, e);
+        if (rc == 0)
+            rc = run_doc(b, &with, bits_with, held, e);
+        if (rc == 0)
+            rc = run_doc(b, &without, bits_without, NULL, e);
+        for (int c = 0; rc == 0 && c < N_CACHES; c++) {
+            row->held[c] += held[c] / (double)n_facts;
+            row->bits[c] += bits_with[c] / (double)n_facts;
+            row->gain[c] += (bits_without[c] - bits_with[c]) / (double)n_facts;
+        }
+        free(with.ids);
+        free(without.ids);
+    }
+    return rc;
+}
+
+static int write_table(const PlotCtx *ctx, const size_t *dist, const DistRow *rows, size_t n_dist, Err *e)
+{
+    FILE *f = plot_open(ctx, "retrieval.tsv", e);
+    if (!f)
+        return -1;
+    fprintf(f, "distance");
+    for (int c = 0; c < N_CACHES; c++)
+        fprintf(f, "\t%s_held\t%s_answer_bits\t%s_gain_bits", cache_column[c], cache_column[c], cache_column[c]);
+    fputc('\n', f);
+    for (size_t i = 0; i < n_dist; i++) {
+        fprintf(f, "%zu", dist[i]);
+        for (int c = 0; c < N_CACHES; c++)
+            fprintf(f, "\t%.4f\t%.4f\t%.4f", rows[i].held[c], rows[i].bits[c], rows[i].gain[c]);
+        fputc('\n', f);
+    }
+    return plot_close(f, "retrieval.tsv", e);
+}
+
+static int write_labels(const PlotCtx *ctx, size_t n_facts, double first, double second, Err *e)
+{
+    char caption[1024];
+    snprintf(caption, sizeof caption,
+             "%s; %zu facts from Ruth (held out), e.g. 'And the name of the man was Elimelech.', then D tokens of "
+             "Ecclesiastes, then the sentence again: the name is the answer, scored in bits.\nEvicting caches hold "
+             "%d rows per layer (window; 4 sinks + %d; H2O, half recent; block-sparse pages of %d).\nDoes the model "
+             "copy at all? %d tokens of Ecclesiastes read twice through the exact cache: %.3f nats a token the first "
+             "time, %.3f the second.",
+             RETRIEVAL_MODEL, n_facts, BUDGET, BUDGET - 4, BUDGET / 4, REPEAT_TOKENS, first, second);
+    FILE *labels = plot_labels_open(ctx, "retrieval", "A fact stated early, asked for late, on real text", caption, e);
+    if (!labels)
+        return -1;
+    fprintf(labels, "budget = %d\nfirst_read = %.6f\nsecond_read = %.6f\n", BUDGET, first, second);
+    return plot_close(labels, "retrieval", e);
+}
+
+int plot_retrieval(const PlotCtx *ctx, PlotNote *note, Err *e)
+{
+    Bench b;
+    const size_t *dist = ctx->quick ? quick_distances : distances;
+    const size_t n_dist = ctx->quick ? N_QUICK : N_DIST, n_facts = ctx->quick ? 1 : N_FACTS;
+    DistRow rows[N_DIST];
+    double first = 0, second = 0;
+    int rc = bench_open(&b, e);
+    for (size_t i = 0; rc == 0 && i < n_dist; i++)
+        rc = measure_distance(&b, dist[i], n_facts, &rows[i], e);
+    if (rc == 0)
+        rc = copy_test(&b, &first, &second, e);
+    if (rc == 0)
+        rc = write_table(ctx, dist, rows, n_dist, e);
+    if (rc == 0)
+        rc = write_labels(ctx, n_facts, first, second, e);
+    if (rc == 0) {
+        const DistRow *far = &rows[n_dist - 1];
+        snprintf(note->note, sizeof note->note,
+                 "at %zu tokens: window holds %.0f%%, h2o %.0f%%; the fact saves the exact cache %.2f bits; "
+                 "read twice: %.3f then %.3f nats a token",
+                 dist[n_dist - 1], 100 * far->held[C_WINDOW], 100 * far->held[C_H2O], far->gain[C_EXACT], first,
+                 second);
+    }
+    bench_free(&b);
+    return rc;
+}
