@@ -23,6 +23,8 @@
  * back: it loads models up to this size (a real model's shape runs with
  * --shared). */
 #define VIEW_MAX_MODEL_BYTES ((size_t)1 << 30)
+/* Weights from which drawing them takes long enough to say so first. */
+#define VIEW_SAY_BUILD_BYTES 256e6
 
 typedef struct {
     ModelOpts mo;
@@ -244,9 +246,15 @@ static int open_session(ViewOpts *o, const char *model, const int *fixed, size_t
         return -1;
     if (!fixed && make_prompt(o, &cfg, &prompt, &plen, e) < 0)
         return -1;
+    /* a real shape's weights take seconds to draw: say so before the wait */
+    double weight_bytes = 4.0 * (double)model_param_floats(&cfg);
+    if (!o->headless && !o->measure && weight_bytes > VIEW_SAY_BUILD_BYTES)
+        fprintf(stderr, "kvscope view: building %s's weights (%.1f GB), a few seconds...\n", cfg.name,
+                weight_bytes / 1e9);
     SessionSpec sp = {
         .cfg = cfg, .kern = kern, .attend = o->attend, .cache_spec = cache, .prompt = fixed ? fixed : prompt,
         .prompt_len = plen, .go = o->go, .uncached = o->uncached,
+        .on_layer = o->headless || o->measure ? NULL : tty_on_layer,
     };
     sp.go.n_generate = n_generate;
     if (fixed) { /* the worked example: greedy, naive, every uncached pass measured */
@@ -276,8 +284,8 @@ static void apply_preset(ViewOpts *o, const Preset *p)
     o->mo.model = p->model[0] ? p->model : o->mo.model;
     o->mo.shared |= p->shared;
     o->cache_spec = p->cache[0] ? p->cache : o->cache_spec;
-    if (p->tokens)
-        o->go.n_generate = p->tokens;
+    if (p->view_tokens || p->tokens)
+        o->go.n_generate = p->view_tokens ? p->view_tokens : p->tokens;
     if (p->prompt_len)
         o->po.len = p->prompt_len;
     if (p->attention[0] && strcmp(p->attention, "flash") != 0) /* the view keeps weights: not flash */

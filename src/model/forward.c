@@ -273,6 +273,8 @@ int model_forward(const Model *m, ForwardState *s, KvCache *cache, const int *to
         if (rc < 0)
             return err_wrap(e, "layer %zu", l);
         sublayer_ffn(m, s, w, rows, ctr);
+        if (m->on_layer && m->on_layer(m->on_layer_ctx, l + 1, c->n_layers))
+            return err_set(e, ERR_RUNTIME, "the pass was stopped after layer %zu of %zu", l + 1, c->n_layers);
     }
 
     /* logits of each sequence's last token only: the others are not needed */

@@ -97,6 +97,11 @@ typedef struct {
     float *arena;         /* every tensor above lives here */
     size_t arena_floats;
     char source[160];     /* "mt19937 seed 42" or "file worked-example.txt" */
+    /* Called after each layer of a forward pass when set: how far a long pass
+     * has got, for a front end to show; nonzero stops the pass, which then
+     * fails (ERR_RUNTIME) with the cache holding part of it. */
+    int (*on_layer)(void *ctx, size_t layers_done, size_t n_layers);
+    void *on_layer_ctx;
 } Model;
 
 /* Build a model from a validated config: synthetic weights from GSL's

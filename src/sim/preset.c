@@ -47,6 +47,8 @@ static int on_value(void *user, const char *section, const char *key, const char
         rc = parse_size(value, "preset beams", &p->beams, c->e);
     else if (strcmp(key, "tokens") == 0)
         rc = parse_size(value, "preset tokens", &p->tokens, c->e);
+    else if (strcmp(key, "view_tokens") == 0)
+        rc = parse_size(value, "preset view_tokens", &p->view_tokens, c->e);
     else if (strcmp(key, "prompt_len") == 0)
         rc = parse_size(value, "preset prompt_len", &p->prompt_len, c->e);
     else

@@ -18,6 +18,8 @@ typedef struct {
     char attention[16]; /* "" = the command's default */
     int shared;         /* one set of layer weights for all layers */
     size_t beams, tokens, prompt_len; /* 0 = the command's default */
+    size_t view_tokens; /* the view's workload when it differs from run's (0 = tokens): a step
+                           the view shows costs seconds on a real shape, uncached runs far more */
 } Preset;
 
 /* Find `--preset NAME` (or --preset=NAME) in argv and load it into *p.

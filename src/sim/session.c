@@ -173,6 +173,8 @@ int session_init(Session **out, const SessionSpec *spec, Err *e)
         return -1;
     }
     s->model->attend = spec->attend;
+    s->model->on_layer = spec->on_layer;
+    s->model->on_layer_ctx = spec->on_layer_ctx;
     s->positions = need;
     size_t chunk = chunk_of(spec);
     s->total_steps = (spec->prompt_len + chunk - 1) / chunk + spec->go.n_generate - 1;

@@ -46,6 +46,11 @@ typedef struct {
     size_t prompt_len;
     GenOptions go;         /* keep_probs is decided by the session */
     UncachedMode uncached;
+    /* Called after each layer of every pass when set (Model.on_layer): how far
+     * a long pass has got; nonzero stops it, session_step then fails and the
+     * session goes back to pass 0 (its replay stops at once if asked again). */
+    int (*on_layer)(void *ctx, size_t layers_done, size_t n_layers);
+    void *on_layer_ctx;
 } SessionSpec;
 
 /* One forward pass, as recorded when it ran. */

@@ -28,6 +28,50 @@ static void on_signal(int sig)
     stop_signal = sig;
 }
 
+/* The loop running now (NULL outside tty_run), for tty_on_layer: a pass
+ * of a large model takes seconds, and the screen must not freeze. */
+typedef struct {
+    double t0;   /* when the key or tick that started the work was taken */
+    int shown;   /* the progress line is on screen */
+    int quit;    /* q or Ctrl-C came during the work */
+} Busy;
+static Busy *busy;
+
+/* How long work runs before the footer says so. */
+#define BUSY_SHOW_S 0.2
+
+int tty_on_layer(void *ctx, size_t layers_done, size_t n_layers)
+{
+    (void)ctx;
+    if (!busy)
+        return 0;
+    if (stop_signal || busy->quit)
+        return 1;
+    /* q and Ctrl-C stop the pass; other keys are dropped, not queued
+     * behind seconds of work */
+    timeout(0);
+    wint_t ch;
+    int got;
+    while ((got = wget_wch(stdscr, &ch)) != ERR)
+        if (got == OK && (ch == 'q' || ch == 'Q' || ch == 3)) {
+            busy->quit = 1;
+            return 1;
+        }
+    double elapsed = clock_seconds() - busy->t0;
+    if (elapsed < BUSY_SHOW_S || LINES < 1)
+        return 0;
+    char line[160];
+    snprintf(line, sizeof line, " computing: layer %zu of %zu, %.1f s (q stops and quits)", layers_done, n_layers,
+             elapsed);
+    attrset(A_REVERSE);
+    mvaddnstr(LINES - 1, 0, line, COLS);
+    clrtoeol();
+    attrset(A_NORMAL);
+    refresh();
+    busy->shown = 1;
+    return 0;
+}
+
 /* An ncurses key (from wget_wch) as a view key; 0 for one the view ignores. */
 static int translate(int got, wint_t ch)
 {
@@ -96,7 +140,9 @@ static SCREEN *start_terminal(void)
 static void event_loop(View *v, Frame *f, Emitter *em)
 {
     double next_tick = 0;
-    while (!stop_signal) {
+    Busy work = { 0 };
+    busy = &work;
+    while (!stop_signal && !work.quit) {
         int ms = view_tick_ms(v), wait = 200; /* paused: wake now and then to see a signal's flag */
         if (ms >= 0) {
             double now = (clock_seconds() * 1e3);
@@ -108,6 +154,7 @@ static void event_loop(View *v, Frame *f, Emitter *em)
         wint_t ch = 0;
         int got = wget_wch(stdscr, &ch);
         unsigned r = 0;
+        work = (Busy){ .t0 = clock_seconds() };
         if (got == ERR) {
             if (ms >= 0 && (clock_seconds() * 1e3) >= next_tick) {
                 r = view_tick(v);
@@ -125,13 +172,14 @@ static void event_loop(View *v, Frame *f, Emitter *em)
             if (!v->playing)
                 next_tick = 0;
         }
-        if (r & KR_QUIT)
+        if ((r & KR_QUIT) || work.quit)
             break;
-        if (r & KR_CHANGED) {
+        if ((r & KR_CHANGED) || work.shown) {
             view_draw(v, f);
             emit_frame(em, f);
         }
     }
+    busy = NULL;
 }
 
 int tty_run(View *v, Err *e)

@@ -74,6 +74,19 @@ else
     if wait_for 'EXIT=143' 8 && cmp -s "$tdir/before" "$tdir/after2"; then ok "tmux: SIGTERM restores the terminal (exit 143)"
     else bad "tmux: SIGTERM restores the terminal (exit 143)" "$(cat "$tdir/pane")"; fi
 
+    # a real shape: a pass takes seconds, so the bottom line shows its
+    # progress, and q stops the pass and quits. A prefill of 64 tokens runs
+    # for half a minute or more here; the view must be gone well before.
+    T send-keys -t v "clear; $KV view --preset marlin --prompt-len 64; echo EXIT=\$?; stty -a >$tdir/after3" Enter
+    if wait_for 'building marlin-gqa-32l.s weights' 10 && wait_for '\[2 simulation\]' 60; then
+        ok "tmux: view --preset marlin says it builds the weights, then opens"
+    else bad "tmux: view --preset marlin says it builds the weights, then opens" "$(cat "$tdir/pane")"; fi
+    step "a pass of marlin shows its progress" 'computing: layer [0-9]+ of 32' Space
+    T send-keys -t v q
+    if wait_for 'EXIT=0' 10 && cmp -s "$tdir/before" "$tdir/after3"; then
+        ok "tmux: q stops a long pass and quits, the terminal restored"
+    else bad "tmux: q stops a long pass and quits, the terminal restored" "$(cat "$tdir/pane")"; fi
+
     # random keys, interleaved with resizes: no crash, q still quits
     T send-keys -t v "clear; $KV view --model tiny --tokens 24; echo EXIT=\$?" Enter
     wait_for '\[2 simulation\]' 10
