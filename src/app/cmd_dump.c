@@ -171,8 +171,8 @@ static int run(const DumpOpts *o, DumpState *s, Err *e)
     /* extra memory: the cache reserved to max_seq_len, the logits, the gathered copy */
     size_t kv_bytes = 2 * cfg->n_layers * s->batch * cfg->max_seq_len * config_kv_dim(cfg) * sizeof(float);
     size_t logit_bytes = o->n_tokens * s->batch * cfg->vocab * sizeof(float);
-    if (setup_load_model(&o->mo, kv_bytes + logit_bytes, &s->m, e) < 0)
-        return -1;
+    if (setup_load_model(&o->mo, kv_bytes + logit_bytes, &s->m, e) < 0 || model_dequantize(&s->m, e) < 0)
+        return -1; /* the .npy weights are f32 */
 
     KvGeometry geo = { .n_layers = cfg->n_layers, .n_seqs = s->batch, .n_kv_heads = cfg->n_kv_heads,
                        .head_dim = cfg->head_dim, .max_seq_len = cfg->max_seq_len };

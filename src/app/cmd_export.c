@@ -88,7 +88,10 @@ int cmd_export(int argc, char **argv)
     ExportInfo info;
     if (p < 0 || setup_load_model(&o.mo, 0, &m, &e) < 0)
         return cli_fail(&e);
-    int rc = model_export_gguf(&m, o.out, o.fmt, &info, &e);
+    /* the writer encodes from f32, so a stored matrix re-encodes to its own bytes */
+    int rc = model_dequantize(&m, &e);
+    if (rc == 0)
+        rc = model_export_gguf(&m, o.out, o.fmt, &info, &e);
     if (rc == 0) {
         char size[32];
         printf("wrote %s: model %s (%s), %zu layers, %zu tensors, matrices in %s", o.out, m.cfg.name, m.source,

@@ -196,6 +196,8 @@ static int run_open(Run *r, TrainArgs *a, Err *e)
     if (setup_model(&cfg, a->mo.isa, 0, &r->m, e) < 0)
         return -1;
     r->model_ready = 1;
+    if (model_dequantize(&r->m, e) < 0) /* training changes f32 weights */
+        return -1;
     return trainer_init(&r->tr, &r->m, &a->t, r->train, r->n_train, r->valid, r->n_valid, e);
 }
 

@@ -3,6 +3,7 @@
 #include "model/checkpoint.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ckpt/ckpt.h"
@@ -36,25 +37,54 @@ int config_from_checkpoint(Config *cfg, const char *path, Err *e)
     return 0;
 }
 
-/* Where role r of layer l lives in m. */
-static float *destination(Model *m, CkptRole r, size_t l)
+/* The open checkpoint a model's stored matrices point into. */
+struct ModelFile {
+    Checkpoint ck;
+};
+
+/* Where role r of layer l lives in m as f32, and as stored (NULL: never
+ * stored: the embedding, read a row at a time, and the norm gains). */
+static float **f32_slot(Model *m, CkptRole r, size_t l)
 {
     LayerWeights *w = &m->layers[l];
     switch (r) {
-    case CK_EMBED: return m->embed;
-    case CK_ATTN_NORM: return w->attn_norm;
-    case CK_WQ: return w->wq;
-    case CK_WK: return w->wk;
-    case CK_WV: return w->wv;
-    case CK_WO: return w->wo;
-    case CK_FFN_NORM: return w->ffn_norm;
-    case CK_GATE: return w->w_gate;
-    case CK_UP: return w->w_up;
-    case CK_DOWN: return w->w_down;
-    case CK_FINAL_NORM: return m->final_norm;
-    case CK_OUTPUT: return m->unembed;
+    case CK_EMBED: return &m->embed;
+    case CK_ATTN_NORM: return &w->attn_norm;
+    case CK_WQ: return &w->wq;
+    case CK_WK: return &w->wk;
+    case CK_WV: return &w->wv;
+    case CK_WO: return &w->wo;
+    case CK_FFN_NORM: return &w->ffn_norm;
+    case CK_GATE: return &w->w_gate;
+    case CK_UP: return &w->w_up;
+    case CK_DOWN: return &w->w_down;
+    case CK_FINAL_NORM: return &m->final_norm;
+    case CK_OUTPUT: return &m->unembed;
     default: return NULL;
     }
+}
+
+static QuantMat *stored_slot(Model *m, CkptRole r, size_t l)
+{
+    LayerWeights *w = &m->layers[l];
+    switch (r) {
+    case CK_WQ: return &w->q_wq;
+    case CK_WK: return &w->q_wk;
+    case CK_WV: return &w->q_wv;
+    case CK_WO: return &w->q_wo;
+    case CK_GATE: return &w->q_gate;
+    case CK_UP: return &w->q_up;
+    case CK_DOWN: return &w->q_down;
+    case CK_OUTPUT: return &m->q_unembed;
+    default: return NULL;
+    }
+}
+
+/* A matrix in a block format stays as the file stores it: the matvec reads
+ * those bytes, which is what decoding from a quantized model costs. */
+static int stays_stored(Model *m, CkptRole r, Format fmt)
+{
+    return stored_slot(m, r, 0) && fmt != FMT_F32;
 }
 
 /* The config's shape against the file's: --set may change the context,
@@ -77,29 +107,98 @@ static int same_shape(const Config *c, const CkptShape *s, Err *e)
     return 0;
 }
 
-int weights_load_checkpoint(Model *m, Err *e)
+typedef int (*TensorFn)(Model *m, CkptRole r, size_t layer, const CkptTensor *t, void *user);
+
+static int visit(Model *m, const Checkpoint *ck, CkptRole r, size_t l, TensorFn f, void *user, Err *e)
 {
-    Checkpoint ck;
-    if (ckpt_open(&ck, m->cfg.checkpoint, e) < 0)
+    CkptTensor t;
+    return ckpt_tensor(ck, r, l, &t, e) < 0 || f(m, r, l, &t, user) < 0 ? -1 : 0;
+}
+
+/* Each tensor of ck to f, in the arena's order (model_alloc's): the
+ * embedding, layer by layer, the final norm, the classifier. */
+static int each_tensor(Model *m, const Checkpoint *ck, TensorFn f, void *user, Err *e)
+{
+    if (visit(m, ck, CK_EMBED, 0, f, user, e) < 0)
         return -1;
-    int rc = same_shape(&m->cfg, &ck.shape, e);
-    for (int r = 0; rc == 0 && r < CK_ROLE_COUNT; r++) {
-        size_t n = ckpt_role_per_layer((CkptRole)r) ? m->cfg.n_layers : 1;
-        for (size_t l = 0; rc == 0 && l < n; l++) {
-            CkptTensor t;
-            if ((rc = ckpt_tensor(&ck, (CkptRole)r, l, &t, e)) < 0)
-                break;
-            /* [rows][cols] in t.fmt -> [rows][cols] f32, a row at a time */
-            float *dst = destination(m, (CkptRole)r, l);
-            const FormatOps *op = &m->kern->codec[t.fmt];
-            const size_t row_bytes = format_row_bytes(t.fmt, t.cols);
-            const unsigned char *src = t.data;
-            for (size_t i = 0; i < t.rows; i++)
-                op->dequantize(dst + i * t.cols, src + i * row_bytes, t.cols);
-        }
+    for (size_t l = 0; l < m->cfg.n_layers; l++)
+        for (int r = CK_ATTN_NORM; r <= CK_DOWN; r++)
+            if (visit(m, ck, (CkptRole)r, l, f, user, e) < 0)
+                return -1;
+    return visit(m, ck, CK_FINAL_NORM, 0, f, user, e) < 0 ? -1 : visit(m, ck, CK_OUTPUT, 0, f, user, e);
+}
+
+static int count_f32(Model *m, CkptRole r, size_t l, const CkptTensor *t, void *user)
+{
+    (void)l;
+    if (!stays_stored(m, r, t->fmt))
+        *(size_t *)user += t->rows * t->cols;
+    return 0;
+}
+
+/* A stored matrix points into the file; any other tensor is decoded into
+ * the arena at *cursor, a row at a time. */
+static int place(Model *m, CkptRole r, size_t l, const CkptTensor *t, void *user)
+{
+    if (stays_stored(m, r, t->fmt)) {
+        *stored_slot(m, r, l) = (QuantMat){ .data = t->data, .fmt = t->fmt };
+        return 0;
     }
-    if (rc == 0)
-        snprintf(m->source, sizeof m->source, "%s checkpoint %s", ckpt_kind_name(ck.kind), m->cfg.weights);
-    ckpt_close(&ck);
-    return rc;
+    float **cursor = user, *dst = *cursor;
+    *cursor += t->rows * t->cols;
+    *f32_slot(m, r, l) = dst;
+    const FormatOps *op = &m->kern->codec[t->fmt];
+    const size_t row_bytes = format_row_bytes(t->fmt, t->cols);
+    const unsigned char *src = t->data;
+    for (size_t i = 0; i < t->rows; i++)
+        op->dequantize(dst + i * t->cols, src + i * row_bytes, t->cols);
+    return 0;
+}
+
+int weights_load_checkpoint(Model *m, const Config *cfg, const Kernels *kern, Err *e)
+{
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    m->kern = kern;
+    m->file = calloc(1, sizeof *m->file);
+    m->layers = calloc(cfg->n_layers ? cfg->n_layers : 1, sizeof *m->layers);
+    if (!m->file || !m->layers) {
+        model_free(m);
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    }
+    Checkpoint *ck = &m->file->ck;
+    if (ckpt_open(ck, cfg->checkpoint, e) < 0) {
+        free(m->file);
+        m->file = NULL;
+        model_free(m);
+        return -1;
+    }
+    size_t floats = 0;
+    if (same_shape(cfg, &ck->shape, e) < 0 || each_tensor(m, ck, count_f32, &floats, e) < 0) {
+        model_free(m);
+        return -1;
+    }
+    m->arena_floats = floats;
+    m->arena = calloc(floats ? floats : 1, sizeof(float));
+    if (!m->arena) {
+        model_free(m);
+        return err_set(e, ERR_RUNTIME, "out of memory for %zu MB of weights", floats * sizeof(float) >> 20);
+    }
+    float *cursor = m->arena;
+    if (each_tensor(m, ck, place, &cursor, e) < 0) {
+        model_free(m);
+        return -1;
+    }
+    snprintf(m->source, sizeof m->source, "%s checkpoint %s%s", ckpt_kind_name(ck->kind), cfg->weights,
+             model_has_stored(m) ? " (matrices as stored)" : "");
+    return 0;
+}
+
+void model_close_file(Model *m)
+{
+    if (!m->file)
+        return;
+    ckpt_close(&m->file->ck);
+    free(m->file);
+    m->file = NULL;
 }

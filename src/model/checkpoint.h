@@ -2,9 +2,9 @@
  * writes the files; this is where their tensors meet the Model).
  *
  * `--weights PATH` (sim/setup.h) takes the config from the file
- * (config_from_checkpoint) and model_init then fills the weights from it
- * (weights_load_checkpoint), dequantizing F16, Q8_0 and Q4_0 tensors to
- * f32 with the engine's codecs. RoPE needs no conversion for either format
+ * (config_from_checkpoint) and model_init then loads the weights from it
+ * (weights_load_checkpoint): the matrices in F16, Q8_0 and Q4_0 stay as
+ * the file stores them, read through the engine's codecs by the matvec. RoPE needs no conversion for either format
  * (ckpt/ckpt.h says why). */
 #ifndef KVSCOPE_MODEL_CHECKPOINT_H
 #define KVSCOPE_MODEL_CHECKPOINT_H
@@ -21,10 +21,15 @@
  * with the reader's one-line message. */
 int config_from_checkpoint(Config *cfg, const char *path, Err *e);
 
-/* Fill m's carved arena from m->cfg.checkpoint. The config's shape (d_model,
- * layers, heads, KV heads, head_dim, ffn_dim, vocab) must still be the
- * file's: a --set that changed one fails here with ERR_USAGE. */
-int weights_load_checkpoint(Model *m, Err *e);
+/* model_init for cfg->checkpoint: the matrices stored in f16, q8_0 or
+ * q4_0 stay as stored, in the mapped file (QuantMat, kept open in m->file
+ * until model_free); every other tensor (the embedding, norms, f32
+ * matrices) is decoded into the arena. The config's shape (d_model, layers,
+ * heads, KV heads, head_dim, ffn_dim, vocab) must still be the file's: a
+ * --set that changed one fails here with ERR_USAGE. */
+int weights_load_checkpoint(Model *m, const Config *cfg, const Kernels *kern, Err *e);
+/* Unmap the checkpoint of m (model_free calls it). */
+void model_close_file(Model *m);
 
 /* What an export wrote. */
 typedef struct {

@@ -193,9 +193,9 @@ int sublayer_self_attention(const Model *m, ForwardState *s, const LayerWeights 
     KvCache *cache = p->cache;
 
     K->rmsnorm(s->xb, s->x, w->attn_norm, rows, d, (float)c->norm_eps, ctr);
-    K->matmul(s->q, s->xb, w->wq, rows, d, q_dim, &ctr->flops_q, ctr);
-    K->matmul(s->k, s->xb, w->wk, rows, d, kv_dim, &ctr->flops_k, ctr);
-    K->matmul(s->v, s->xb, w->wv, rows, d, kv_dim, &ctr->flops_v, ctr);
+    model_matmul(m, s->q, s->xb, w->wq, &w->q_wq, rows, d, q_dim, &ctr->flops_q, ctr);
+    model_matmul(m, s->k, s->xb, w->wk, &w->q_wk, rows, d, kv_dim, &ctr->flops_k, ctr);
+    model_matmul(m, s->v, s->xb, w->wv, &w->q_wv, rows, d, kv_dim, &ctr->flops_v, ctr);
     const int wrong_pos = (m->bugs & BUG_ROPE_POSITION) && cache && pos0 > 0;
     const int rotate_v = (m->bugs & BUG_ROPE_ON_V) && cache;
     for (size_t r = 0; r < rows; r++) {
@@ -209,7 +209,7 @@ int sublayer_self_attention(const Model *m, ForwardState *s, const LayerWeights 
         return -1;
     if (s->att_layers) /* sequence 0's rows come first */
         memcpy(s->att_layers + layer * s->max_q * q_dim, s->att, n_new * q_dim * sizeof(float));
-    K->matmul(s->xb, s->att, w->wo, rows, q_dim, d, &ctr->flops_o, ctr);
+    model_matmul(m, s->xb, s->att, w->wo, &w->q_wo, rows, q_dim, d, &ctr->flops_o, ctr);
     for (size_t i = 0; i < rows * d; i++)
         s->x[i] += s->xb[i];
     ctr->flops_other += (uint64_t)rows * d; /* the residual add */
@@ -222,10 +222,10 @@ void sublayer_ffn(const Model *m, ForwardState *s, const LayerWeights *w, size_t
     const Kernels *K = m->kern;
     const size_t d = c->d_model, f = c->ffn_dim;
     K->rmsnorm(s->xb, s->x, w->ffn_norm, rows, d, (float)c->norm_eps, ctr);
-    K->matmul(s->hb, s->xb, w->w_gate, rows, d, f, &ctr->flops_ffn, ctr);
-    K->matmul(s->hb2, s->xb, w->w_up, rows, d, f, &ctr->flops_ffn, ctr);
+    model_matmul(m, s->hb, s->xb, w->w_gate, &w->q_gate, rows, d, f, &ctr->flops_ffn, ctr);
+    model_matmul(m, s->hb2, s->xb, w->w_up, &w->q_up, rows, d, f, &ctr->flops_ffn, ctr);
     K->swiglu(s->hb, s->hb, s->hb2, rows * f, ctr);
-    K->matmul(s->xb, s->hb, w->w_down, rows, f, d, &ctr->flops_ffn, ctr);
+    model_matmul(m, s->xb, s->hb, w->w_down, &w->q_down, rows, f, d, &ctr->flops_ffn, ctr);
     for (size_t i = 0; i < rows * d; i++)
         s->x[i] += s->xb[i];
     ctr->flops_other += (uint64_t)rows * d; /* the residual add */
@@ -238,7 +238,7 @@ void sublayer_logits(const Model *m, ForwardState *s, size_t n_seqs, size_t n_ne
     for (size_t b = 0; b < n_seqs; b++) {
         const float *last = s->x + (b * n_new + n_new - 1) * d;
         m->kern->rmsnorm(s->xb, last, m->final_norm, 1, d, (float)c->norm_eps, ctr);
-        m->kern->matmul(logits + b * c->vocab, s->xb, m->unembed, 1, d, c->vocab, &ctr->flops_other, ctr);
+        model_matmul(m, logits + b * c->vocab, s->xb, m->unembed, &m->q_unembed, 1, d, c->vocab, &ctr->flops_other, ctr);
     }
 }
 

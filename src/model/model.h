@@ -15,6 +15,14 @@
 #include "model/config.h"
 #include "util/err.h"
 
+/* A weight matrix kept as a checkpoint stores it: rows of block-format
+ * values (f16, q8_0, q4_0; kernels/format.h), read by the matvec through
+ * the codecs (model_matmul). data NULL: the matrix is f32, in the arena. */
+typedef struct {
+    const void *data;
+    Format fmt;
+} QuantMat;
+
 typedef struct {
     float *attn_norm; /* [d_model] */
     float *wq;        /* [n_heads * head_dim][d_model] */
@@ -25,6 +33,8 @@ typedef struct {
     float *w_gate;    /* [ffn_dim][d_model] */
     float *w_up;      /* [ffn_dim][d_model] */
     float *w_down;    /* [d_model][ffn_dim] */
+    /* A checkpoint's matrices as stored: where q_X.data is set, X is NULL */
+    QuantMat q_wq, q_wk, q_wv, q_wo, q_gate, q_up, q_down;
 } LayerWeights;
 
 /* The cross-attention sublayer of one decoder layer of an encoder-decoder:
@@ -94,8 +104,11 @@ typedef struct {
     MlaWeights *mla;      /* [n_layers], or [1] with shared_layers */
     MlaPath mla_path;     /* absorbed (default) or decompress */
     size_t mla_tiles;     /* decompress: tiles the LRU of decompressed tiles holds (seed 001: 4); 0 = off */
-    float *arena;         /* every tensor above lives here */
+    QuantMat q_unembed;   /* the classifier as a checkpoint stores it (unembed NULL then) */
+    float *arena;         /* every f32 tensor above lives here */
     size_t arena_floats;
+    float *deq_arena;     /* model_dequantize's f32 copies of the stored matrices */
+    struct ModelFile *file; /* the mapped checkpoint the stored matrices point into */
     char source[160];     /* "mt19937 seed 42" or "file worked-example.txt" */
     /* Called after each layer of a forward pass when set: how far a long pass
      * has got, for a front end to show; nonzero stops the pass, which then
@@ -119,6 +132,21 @@ int model_init(Model *m, const Config *cfg, const Kernels *kern, Err *e);
  * a twin that holds a gradient or an optimizer's moments. */
 int model_alloc(Model *m, const Config *cfg, const Kernels *kern, Err *e);
 void model_free(Model *m);
+
+/* y[n][out] = x[n][in] . W^T with W the f32 w, or q when q->data is set
+ * (then w is not read): the kernels' matmul, or the stored rows through
+ * the codecs (model/qmatmul.c). Adds 2*n*in*out to *flops and the bytes
+ * of W as stored to ctr->weight_bytes_read. */
+void model_matmul(const Model *m, float *y, const float *x, const float *w, const QuantMat *q, size_t n, size_t in,
+                  size_t out, uint64_t *flops, Counters *ctr);
+
+/* Give every matrix a checkpoint left stored an f32 copy (and clear its
+ * QuantMat), for the code that needs f32 weights: training, export, dump.
+ * Nothing to do for a model without stored matrices. ERR_RUNTIME when
+ * memory runs out. */
+int model_dequantize(Model *m, Err *e);
+/* 1 when some matrix is kept as a checkpoint stores it. */
+int model_has_stored(const Model *m);
 
 /* Floats of parameters a config holds in memory (shared layers counted once). */
 size_t model_param_floats(const Config *cfg);

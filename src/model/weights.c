@@ -223,15 +223,10 @@ int model_alloc(Model *m, const Config *cfg, const Kernels *kern, Err *e)
 
 int model_init(Model *m, const Config *cfg, const Kernels *kern, Err *e)
 {
+    if (cfg->checkpoint[0]) /* --weights: a GGUF or llama2.c file (model/checkpoint.h) */
+        return weights_load_checkpoint(m, cfg, kern, e);
     if (model_alloc(m, cfg, kern, e) < 0)
         return -1;
-    if (cfg->checkpoint[0]) { /* --weights: a GGUF or llama2.c file (model/checkpoint.h) */
-        if (weights_load_checkpoint(m, e) < 0) {
-            model_free(m);
-            return -1;
-        }
-        return 0;
-    }
     if (strcmp(cfg->weights, "synthetic") == 0) {
         fill_synthetic(m);
         return 0;
@@ -256,8 +251,96 @@ int model_init(Model *m, const Config *cfg, const Kernels *kern, Err *e)
     return 0;
 }
 
+/* The f32 pointer and the stored form of every matrix that can be stored. */
+static size_t stored_pairs(Model *m, float ***f32, QuantMat **q, size_t cap)
+{
+    size_t n = 0, layers = m->cfg.shared_layers ? 1 : m->cfg.n_layers;
+    for (size_t l = 0; l < layers && m->layers; l++) {
+        LayerWeights *w = &m->layers[l];
+        float **fs[] = { &w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_up, &w->w_down };
+        QuantMat *qs[] = { &w->q_wq, &w->q_wk, &w->q_wv, &w->q_wo, &w->q_gate, &w->q_up, &w->q_down };
+        for (size_t i = 0; i < 7 && n < cap; i++, n++)
+            f32[n] = fs[i], q[n] = qs[i];
+    }
+    if (n < cap)
+        f32[n] = &m->unembed, q[n] = &m->q_unembed, n++;
+    return n;
+}
+
+/* Rows and columns of stored pair i (stored_pairs' order). */
+static void pair_dims(const Config *c, size_t i, size_t n_pairs, size_t *rows, size_t *cols)
+{
+    size_t d = c->d_model, q = config_q_dim(c), kv = config_kv_dim(c), f = c->ffn_dim;
+    static const int which[7] = { 0, 1, 1, 2, 3, 3, 4 }; /* wq, wk, wv, wo, gate, up, down */
+    const size_t dims[5][2] = { { q, d }, { kv, d }, { d, q }, { f, d }, { d, f } };
+    if (i + 1 == n_pairs) {
+        *rows = c->vocab, *cols = d;
+        return;
+    }
+    *rows = dims[which[i % 7]][0], *cols = dims[which[i % 7]][1];
+}
+
+int model_has_stored(const Model *m)
+{
+    size_t layers = m->cfg.shared_layers ? 1 : m->cfg.n_layers;
+    if (m->q_unembed.data)
+        return 1;
+    for (size_t l = 0; l < layers && m->layers; l++) {
+        const LayerWeights *w = &m->layers[l];
+        if (w->q_wq.data || w->q_wk.data || w->q_wv.data || w->q_wo.data || w->q_gate.data || w->q_up.data ||
+            w->q_down.data)
+            return 1;
+    }
+    return 0;
+}
+
+int model_dequantize(Model *m, Err *e)
+{
+    if (!model_has_stored(m))
+        return 0;
+    size_t cap = 7 * (m->cfg.shared_layers ? 1 : m->cfg.n_layers) + 1;
+    float ***f32 = malloc(cap * sizeof *f32);
+    QuantMat **q = malloc(cap * sizeof *q);
+    if (!f32 || !q) {
+        free(f32), free(q);
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    }
+    size_t n = stored_pairs(m, f32, q, cap), floats = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t rows, cols;
+        pair_dims(&m->cfg, i, n, &rows, &cols);
+        floats += q[i]->data ? rows * cols : 0;
+    }
+    float *arena = malloc(floats * sizeof(float));
+    if (!arena) {
+        free(f32), free(q);
+        return err_set(e, ERR_RUNTIME, "out of memory for %zu MB of f32 weights", floats * sizeof(float) >> 20);
+    }
+    float *cur = arena;
+    for (size_t i = 0; i < n; i++) {
+        if (!q[i]->data)
+            continue;
+        size_t rows, cols;
+        pair_dims(&m->cfg, i, n, &rows, &cols);
+        const FormatOps *op = &m->kern->codec[q[i]->fmt];
+        const size_t row_bytes = format_row_bytes(q[i]->fmt, cols);
+        for (size_t r = 0; r < rows; r++)
+            op->dequantize(cur + r * cols, (const unsigned char *)q[i]->data + r * row_bytes, cols);
+        *f32[i] = cur;
+        cur += rows * cols;
+        *q[i] = (QuantMat){ 0 };
+    }
+    free(f32), free(q);
+    free(m->deq_arena);
+    m->deq_arena = arena;
+    return 0;
+}
+
 void model_free(Model *m)
 {
+    model_close_file(m);
+    free(m->deq_arena);
+    m->deq_arena = NULL;
     free(m->arena);
     free(m->layers);
     free(m->enc_layers);

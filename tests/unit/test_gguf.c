@@ -226,8 +226,15 @@ static void check_quantized(Format fmt)
     assert_int_equal(n_quantized, 2 * (7 - down_f32) + 2);
     assert_int_equal(n_f32, 2 * (2 + down_f32) + 1);
     load_from(path, &b);
-    float x[48];
+    /* the matrices stay as stored: layer 1's wk is the quantizer's bytes */
+    assert_null(b.layers[1].wk);
+    assert_int_equal(b.layers[1].q_wk.fmt, fmt);
     a.kern->codec[fmt].quantize(row, a.layers[1].wk, c.d_model);
+    assert_memory_equal(b.layers[1].q_wk.data, row, format_row_bytes(fmt, c.d_model));
+    Err de = { 0 };
+    assert_int_equal(model_dequantize(&b, &de), 0);
+    assert_false(model_has_stored(&b));
+    float x[48];
     a.kern->codec[fmt].dequantize(x, row, c.d_model);
     assert_memory_equal(b.layers[1].wk, x, c.d_model * sizeof(float));
     if (down_f32) {
@@ -241,6 +248,81 @@ static void check_quantized(Format fmt)
     model_free(&b);
     unlink(path);
 }
+
+/* A model whose matrices stay stored computes what its f32 decoding does
+ * (the same products, summed in another order), counts the stored bytes as
+ * read, and, on every kernel table this CPU runs, generates the same greedy
+ * tokens with a cache as without one: the decode steps dot the stored rows,
+ * the uncached passes decode tiles of them to f32. */
+static void check_stored_matvec(Format fmt)
+{
+    Config c = test_config(2, 4, 2);
+    c.d_model = 64, c.head_dim = 16, c.ffn_dim = 128; /* whole blocks everywhere: every matrix stored */
+    Model a, stored, f32;
+    test_model(&a, &c);
+    char path[512];
+    export_to(&a, fmt, path, sizeof path);
+    load_from(path, &stored);
+    load_from(path, &f32);
+    Err e = { 0 };
+    assert_int_equal(model_dequantize(&f32, &e), 0);
+    assert_true(stored.layers[0].q_down.data && stored.q_unembed.data);
+
+    int tokens[12];
+    test_tokens(tokens, 12, c.vocab, 5);
+    for (size_t n = 1; n <= 12; n += 11) { /* the dot path, then the tile path */
+        float ls[64], lf[64];
+        logits_of(&stored, tokens, n, ls);
+        logits_of(&f32, tokens, n, lf);
+        double worst = max_rel_diff(ls, lf, c.vocab, 1e-5, "logits");
+        assert_true(worst <= 1e-5);
+    }
+    /* one decode pass reads every stored matrix once, as stored */
+    size_t stored_bytes = 0;
+    for (size_t l = 0; l < c.n_layers; l++) {
+        const LayerWeights *w = &stored.layers[l];
+        const QuantMat *q[] = { &w->q_wq, &w->q_wk, &w->q_wv, &w->q_wo, &w->q_gate, &w->q_up, &w->q_down };
+        const size_t in[] = { c.d_model, c.d_model, c.d_model, config_q_dim(&c), c.d_model, c.d_model, c.ffn_dim };
+        const size_t out[] = { config_q_dim(&c), config_kv_dim(&c), config_kv_dim(&c), c.d_model, c.ffn_dim,
+                               c.ffn_dim, c.d_model };
+        for (size_t i = 0; i < 7; i++)
+            stored_bytes += out[i] * format_row_bytes(q[i]->fmt, in[i]);
+    }
+    stored_bytes += c.vocab * format_row_bytes(fmt, c.d_model);
+    stored_bytes += (2 * c.n_layers + 1) * c.d_model * sizeof(float); /* the norm gains, f32 */
+    ForwardState s;
+    Counters ctr = { 0 };
+    float logits[64];
+    assert_int_equal(forward_state_init(&s, &c, 1, 0, &e), 0);
+    assert_int_equal(model_forward(&stored, &s, NULL, tokens, 1, 1, 0, logits, &ctr, &e), 0);
+    assert_int_equal(ctr.weight_bytes_read, stored_bytes);
+    forward_state_free(&s);
+
+    /* cached and uncached: the same greedy tokens on every ISA path */
+    const Kernels *tables[8];
+    size_t n_tables = kernels_available(tables, 8);
+    for (size_t t = 0; t < n_tables; t++) {
+        stored.kern = tables[t];
+        GenOptions go = { .n_generate = 16 };
+        int with[16], without[16];
+        KvGeometry geo = model_kv_geometry(&stored, 1);
+        KvCache *cache = kv_open("contiguous", &geo, &e);
+        assert_non_null(cache);
+        assert_int_equal(generate(&stored, cache, tokens, 1, 6, &go, with, NULL, NULL, &e), 0);
+        assert_int_equal(generate(&stored, NULL, tokens, 1, 6, &go, without, NULL, NULL, &e), 0);
+        if (memcmp(with, without, sizeof with) != 0)
+            fail_msg("%s, %s weights: cached and uncached tokens differ", tables[t]->isa, format_name(fmt));
+        kv_free(cache);
+    }
+    model_free(&a);
+    model_free(&stored);
+    model_free(&f32);
+    unlink(path);
+}
+
+static void test_stored_q8_0_matvec(void **state) { (void)state; check_stored_matvec(FMT_Q8_0); }
+static void test_stored_q4_0_matvec(void **state) { (void)state; check_stored_matvec(FMT_Q4_0); }
+static void test_stored_f16_matvec(void **state) { (void)state; check_stored_matvec(FMT_F16); }
 
 static void test_q8_0_bytes_are_the_engines(void **state) { (void)state; check_quantized(FMT_Q8_0); }
 static void test_q4_0_bytes_are_the_engines(void **state) { (void)state; check_quantized(FMT_Q4_0); }
@@ -776,6 +858,9 @@ int main(void)
         cmocka_unit_test(test_q8_0_bytes_are_the_engines),
         cmocka_unit_test(test_q4_0_bytes_are_the_engines),
         cmocka_unit_test(test_f16_bytes_are_the_engines),
+        cmocka_unit_test(test_stored_q8_0_matvec),
+        cmocka_unit_test(test_stored_q4_0_matvec),
+        cmocka_unit_test(test_stored_f16_matvec),
         cmocka_unit_test(test_llama2c_loads_and_generates_the_same),
         cmocka_unit_test(test_llama2c_shared_classifier),
         cmocka_unit_test(test_llama2c_malformed),

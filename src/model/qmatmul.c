@@ -1,0 +1,64 @@
+/* qmatmul.c: projections by weight matrices that stay in a checkpoint's
+ * block format (f16, q8_0, q4_0), read through the same codecs as the
+ * cache's rows.
+ *
+ * A row of W is a row of stored blocks, so y = x . W^T is one dot product
+ * of each stored row with each token's x: the codec's dot_rows does that
+ * for all n tokens from one decode of the row (decode reads every byte of W
+ * once per step, the memory-bound case). A long pass (a prefill) would
+ * re-read x for every row of W that way, so past a few tokens a tile of
+ * rows is decoded to f32 once and the kernels' f32 matmul runs over it. */
+#include <stdlib.h>
+
+#include "model/model.h"
+
+/* Tokens up to which each stored row is dotted directly with every token. */
+#define QMATMUL_DOT_TOKENS 4
+/* Rows of W decoded to f32 at a time on the tile path. */
+#define QMATMUL_TILE_ROWS 64
+
+/* The tile path: decode QMATMUL_TILE_ROWS rows, f32 matmul, scatter into y.
+ * Returns -1 when its scratch cannot be had (the caller dots instead). */
+static int matmul_tiles(const Model *m, float *y, const float *x, const QuantMat *q, size_t n, size_t in,
+                        size_t out)
+{
+    const FormatOps *op = &m->kern->codec[q->fmt];
+    const size_t row_bytes = format_row_bytes(q->fmt, in);
+    float *tile = malloc(QMATMUL_TILE_ROWS * in * sizeof(float));
+    float *part = malloc(n * QMATMUL_TILE_ROWS * sizeof(float));
+    if (!tile || !part) {
+        free(tile);
+        free(part);
+        return -1;
+    }
+    Counters scratch = { 0 }; /* the f32 tile's bytes are not the weights' */
+    uint64_t scratch_flops = 0;
+    for (size_t r0 = 0; r0 < out; r0 += QMATMUL_TILE_ROWS) {
+        const size_t rows = out - r0 < QMATMUL_TILE_ROWS ? out - r0 : QMATMUL_TILE_ROWS;
+        const unsigned char *src = (const unsigned char *)q->data + r0 * row_bytes;
+        for (size_t r = 0; r < rows; r++)
+            op->dequantize(tile + r * in, src + r * row_bytes, in);
+        m->kern->matmul(part, x, tile, n, in, rows, &scratch_flops, &scratch); /* part [n][rows] */
+        for (size_t t = 0; t < n; t++)
+            for (size_t r = 0; r < rows; r++)
+                y[t * out + r0 + r] = part[t * rows + r];
+    }
+    free(tile);
+    free(part);
+    return 0;
+}
+
+void model_matmul(const Model *m, float *y, const float *x, const float *w, const QuantMat *q, size_t n, size_t in,
+                  size_t out, uint64_t *flops, Counters *ctr)
+{
+    if (!q || !q->data) {
+        m->kern->matmul(y, x, w, n, in, out, flops, ctr);
+        return;
+    }
+    const size_t row_bytes = format_row_bytes(q->fmt, in);
+    if (n <= QMATMUL_DOT_TOKENS || matmul_tiles(m, y, x, q, n, in, out) < 0)
+        /* y[t * out + r] = x[t] . decode(row r): the tokens are the codec's "heads" */
+        m->kern->codec[q->fmt].dot_rows(y, out, x, n, q->data, row_bytes, out, in);
+    *flops += 2 * (uint64_t)n * in * out;
+    ctr->weight_bytes_read += (uint64_t)out * row_bytes;
+}
