@@ -168,6 +168,9 @@ static int compare(Run *r, const RunOpts *o, Err *e)
  * when a pass fails. */
 static int run_generate(Run *r, const RunOpts *o, Err *e)
 {
+    /* a cache too small fails here, before the header: nothing on stdout */
+    if (!o->no_cache && r->cache && kv_check_room(r->cache, generate_positions(r->plen, o->go.n_generate), e) < 0)
+        return -1;
     if (o->fmt == OUT_TABLE)
         print_header(r, o, o->no_cache ? "none (recompute every step)" : o->cache_spec);
     report_header(stdout, o->fmt);

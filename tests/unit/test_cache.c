@@ -129,7 +129,7 @@ static void test_overflow_is_an_error(void **state)
         KvCache *c = kv_open(layouts[i], &g, &e);
         assert_int_equal(append_rows(c, 0, 0, 3, &e), 0);
         assert_int_equal(append_rows(c, 0, 0, 2, &e), -1);
-        assert_int_equal(e.kind, ERR_USAGE);
+        assert_int_equal(e.kind, ERR_RUNTIME);
         assert_non_null(strstr(e.msg, "cache overflow"));
         assert_int_equal(kv_length(c, 0, 0), 3); /* nothing half-written */
         assert_int_equal(append_rows(c, 0, 0, 1, &e), 0);
