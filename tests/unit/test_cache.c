@@ -183,6 +183,16 @@ static void test_bad_specs(void **state)
     KvCache *c = kv_open("contiguous:max=8", &g, &e);
     assert_non_null(c);
     assert_int_equal(kv_bytes_reserved(c), 8 * 2 * 2 * 8 * sizeof(float));
+    /* its room, known before any append: 8 rows fit, 9 overflow */
+    assert_int_equal(kv_capacity(c), 8);
+    assert_int_equal(kv_check_room(c, 8, &e), 0);
+    assert_int_equal(kv_check_room(c, 9, &e), -1);
+    assert_int_equal(e.kind, ERR_RUNTIME);
+    assert_non_null(strstr(e.msg, "cache overflow"));
+    kv_free(c);
+    c = kv_open("dynamic", &g, &e); /* no capacity of its own: max_seq_len */
+    assert_non_null(c);
+    assert_int_equal(kv_capacity(c), g.max_seq_len);
     kv_free(c);
 }
 
