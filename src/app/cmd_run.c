@@ -168,9 +168,6 @@ static int compare(Run *r, const RunOpts *o, Err *e)
  * when a pass fails. */
 static int run_generate(Run *r, const RunOpts *o, Err *e)
 {
-    /* a cache too small fails here, before the header: nothing on stdout */
-    if (!o->no_cache && r->cache && kv_check_room(r->cache, generate_positions(r->plen, o->go.n_generate), e) < 0)
-        return -1;
     if (o->fmt == OUT_TABLE)
         print_header(r, o, o->no_cache ? "none (recompute every step)" : o->cache_spec);
     report_header(stdout, o->fmt);
@@ -239,6 +236,9 @@ int cmd_run(int argc, char **argv)
         r.cc.steps = r.cu.steps = json_array();
         r.root = json_root(&r, &o, r.cc.steps);
     }
+    /* a cache too small fails here, before the header: nothing on stdout */
+    if (rc == 0 && !o.no_cache && r.cache)
+        rc = kv_check_room(r.cache, generate_positions(r.plen, o.go.n_generate), &e);
     if (rc == 0)
         rc = o.quality ? run_quality(&r, &o, &e) : run_generate(&r, &o, &e);
     if (r.root && !o.quality && rc >= 0) /* a failed comparison still shows its numbers */

@@ -31,6 +31,12 @@ expect_fail "exit 1: run, cache overflow (before any output)" 1 \
     "cache overflow: cache 'contiguous:max=4' holds 4 rows per sequence" $KV run --cache contiguous:max=4
 expect_fail "exit 1: run --format json, cache overflow" 1 "cache overflow" \
     $KV run --cache contiguous:max=4 --format json
+expect_fail "exit 1: run --quality, cache overflow (before any output)" 1 "cache overflow" \
+    $KV run --quality --cache contiguous:max=4
+expect_fail "exit 1: beam search, cache overflow (before any output)" 1 \
+    "cache overflow: cache 'contiguous:max=4' holds 4 rows per sequence; the run needs 5" \
+    $KV run --model encdec --tokens 5 --cache contiguous:max=4
+expect_fail "exit 1: eval, cache overflow" 1 "cache overflow" $KV eval --text README.md --tokens 64 --cache contiguous:max=4
 expect_fail "exit 1: run, a weights file that cannot be read" 1 'cannot open' \
     $KV run --weights "$ec_tmp/missing.gguf"
 expect_fail "exit 1: plot, --out cannot be created" 1 "--out $ec_tmp/f/x: cannot create" \
