@@ -25,8 +25,9 @@ typedef struct {
 } Dump;
 
 /* Refuse a DIR that is a file, or a non-empty directory without force
- * (ERR_USAGE). A missing DIR is fine: dump_dir_begin and dump_dir_commit make it later, once
- * the run is known good. Other stat/read failures are ERR_RUNTIME. */
+ * (ERR_USAGE). A missing DIR is fine: dump_dir_begin and dump_dir_commit
+ * make it later, once the run is known good. Other stat/read failures are
+ * ERR_RUNTIME. */
 int dump_dir_check(const char *dir, int force, Err *e);
 
 /* Make the parents of out (mkdir -p) and a new folder beside out to write
