@@ -51,9 +51,18 @@ static void help(void)
            "  tokens.npy                  int32 [n_seqs, tokens]: the tokens generated\n"
            "  logits.npy                  float32 [steps, n_seqs, vocab]: step s chose token s\n"
            "  cache.layerL.k.npy, .v.npy  float32 [n_seqs, n_kv_heads, len, head_dim]: the cache\n"
-           "                              after the run (K after RoPE, V as projected)\n"
+           "                              after the run (K after RoPE, V as projected), decoded\n"
+           "                              to f32 as attention reads it\n"
+           "  cache.layerL.k.rawS.npy     a cache stored in other formats (+quant, mixed, kivi):\n"
+           "                              uint8 [n_seqs, n_kv_heads, rows, row_bytes], the stored\n"
+           "                              bytes of segment S, a run of positions in one format\n"
+           "                              (manifest.json's cache_storage: positions, format,\n"
+           "                              block_values, block_bytes, row_extra); kivi's keys add\n"
+           "                              .rawS.chan.npy, float16 scales then minimums per group\n"
            "  manifest.json               config, weights source and seed, prompt, tokens,\n"
            "                              files, and the conventions of the forward pass\n\n"
+           "The files are written into a folder beside DIR and renamed to DIR at the end: a\n"
+           "failed dump leaves nothing. Caches that drop rows (ring, h2o, +sparse) are refused.\n\n"
            "options:\n"
            "  --out DIR           where to write (created if missing; must be empty)\n"
            "  --force             write into a non-empty DIR, replacing files of the same name\n"
@@ -67,7 +76,8 @@ static void help(void)
            "  wq = np.load('DIR/layer0.wq.npy')       # [n_heads*head_dim, d_model]: q = wq @ x\n"
            "  k = np.load('DIR/cache.layer0.k.npy')  # [n_seqs, n_kv_heads, len, head_dim]\n"
            "tests/cli/numpy_forward.py DIR recomputes the whole model from the weights and\n"
-           "compares tokens, logits and cache.\n"
+           "compares tokens, logits and cache (an f32 cache: the run must be exact);\n"
+           "tests/cli/dump_storage.py DIR decodes a quantized cache's stored bytes again.\n"
            "example: kvscope dump --out kvdump --model tiny --prompt-len 5 --tokens 6 --batch 2\n",
            DEFAULT_TOKENS, caches, DEFAULT_MODEL, cli_model_help, DEFAULT_PROMPT, cli_prompt_help);
 }
@@ -144,7 +154,25 @@ typedef struct {
     Collector col;
 } DumpState;
 
-/* The config and the prompt, and whether the run fits the model. */
+/* Refuse a cache that drops rows: its arrays could not be [len] rows at
+ * positions 0..len-1. Decided by the layout, before anything runs. */
+static int check_dumpable(const KvCache *cache, Err *e)
+{
+    static const char *const dropping[] = { "ring", "h2o" };
+    for (size_t i = 0; i < sizeof dropping / sizeof dropping[0]; i++) {
+        size_t n = strlen(dropping[i]);
+        if (strncmp(cache->spec, dropping[i], n) == 0 && strchr(":+", cache->spec[n]))
+            return err_set(e, ERR_USAGE, "dump: cache '%s' drops rows; dump writes caches that keep every "
+                           "position (contiguous, dynamic, paged, mixed, kivi, any of them +quant)", cache->spec);
+    }
+    if (strstr(cache->spec, "+sparse"))
+        return err_set(e, ERR_USAGE, "dump: cache '%s' gives pages back; dump writes caches that keep every "
+                       "position", cache->spec);
+    return 0;
+}
+
+/* Everything that can be refused before the run: the config, the prompt,
+ * the length, the cache spec (opened here) and whether it can be dumped. */
 static int prepare(DumpOpts *o, DumpState *s, Err *e)
 {
     const Config *cfg = &s->cfg;
@@ -161,24 +189,23 @@ static int prepare(DumpOpts *o, DumpState *s, Err *e)
     if (need > cfg->max_seq_len)
         return err_set(e, ERR_USAGE, "dump: a prompt of %zu plus %zu generated tokens needs %zu positions; model "
                        "'%s' has max_seq_len %zu", s->plen, o->n_tokens, need, cfg->name, cfg->max_seq_len);
+    KvGeometry geo = { .n_layers = cfg->n_layers, .n_seqs = s->batch, .n_kv_heads = cfg->n_kv_heads,
+                       .head_dim = cfg->head_dim, .max_seq_len = cfg->max_seq_len };
+    s->cache = kv_open(o->cache_spec, &geo, e);
+    if (!s->cache || check_dumpable(s->cache, e) < 0 || kv_check_room(s->cache, need, e) < 0)
+        return -1;
     return 0;
 }
 
-/* Load the model, open the cache and generate, keeping every step's logits. */
+/* Load the model and generate, keeping every step's logits. */
 static int run(const DumpOpts *o, DumpState *s, Err *e)
 {
     const Config *cfg = &s->cfg;
-    /* extra memory: the cache reserved to max_seq_len, the logits, the gathered copy */
+    /* extra memory: the logits, the gathered copy of the cache */
     size_t kv_bytes = 2 * cfg->n_layers * s->batch * cfg->max_seq_len * config_kv_dim(cfg) * sizeof(float);
     size_t logit_bytes = o->n_tokens * s->batch * cfg->vocab * sizeof(float);
     if (setup_load_model(&o->mo, kv_bytes + logit_bytes, &s->m, e) < 0 || model_dequantize(&s->m, e) < 0)
         return -1; /* the .npy weights are f32 */
-
-    KvGeometry geo = { .n_layers = cfg->n_layers, .n_seqs = s->batch, .n_kv_heads = cfg->n_kv_heads,
-                       .head_dim = cfg->head_dim, .max_seq_len = cfg->max_seq_len };
-    s->cache = kv_open(o->cache_spec, &geo, e);
-    if (!s->cache)
-        return -1;
     s->tokens = malloc(s->batch * o->n_tokens * sizeof(int));
     s->col.per_step = s->batch * cfg->vocab;
     s->col.cap = o->n_tokens;
@@ -189,23 +216,35 @@ static int run(const DumpOpts *o, DumpState *s, Err *e)
     return generate(&s->m, s->cache, s->prompt, s->batch, s->plen, &go, s->tokens, on_step, &s->col, e);
 }
 
-/* Every array, then the manifest, into o->out (created here). */
+/* Every array, then the manifest, into a folder beside o->out, renamed to
+ * o->out at the end; on failure nothing is left behind. */
 static int write_all(const DumpOpts *o, DumpState *s, Dump *d, Err *e)
 {
     const size_t prompt_shape[2] = { s->batch, s->plen }, tok_shape[2] = { s->batch, o->n_tokens };
     const size_t logit_shape[3] = { s->col.steps, s->batch, s->cfg.vocab };
-    if (dump_dir_make(o->out, e) < 0 || dump_weights(d, &s->m, e) < 0 ||
-        dump_array(d, "prompt.npy", NPY_I32, prompt_shape, 2, s->prompt, "prompt token ids", e) < 0 ||
-        dump_array(d, "tokens.npy", NPY_I32, tok_shape, 2, s->tokens, "generated token ids (greedy)", e) < 0 ||
-        dump_array(d, "logits.npy", NPY_F32, logit_shape, 3, s->col.logits,
-                   "logits each generated token was chosen from: [step, seq, vocab]", e) < 0 ||
-        dump_cache(d, s->cache, &s->cfg, s->batch, &s->cache_len, e) < 0)
+    if (dump_dir_begin(d, o->out, e) < 0)
         return -1;
-    const DumpRun r = { .model = &s->m, .cache_spec = s->cache->spec, .po = &o->po,
-                        .default_prompt = s->default_prompt, .prompt = s->prompt, .tokens = s->tokens,
-                        .n_seqs = s->batch, .prompt_len = s->plen, .n_tokens = o->n_tokens,
-                        .steps = s->col.steps, .cache_len = s->cache_len };
-    return dump_write_manifest(d, &r, e);
+    int rc = dump_weights(d, &s->m, e) < 0 ||
+                     dump_array(d, "prompt.npy", NPY_I32, prompt_shape, 2, s->prompt, "prompt token ids", e) < 0 ||
+                     dump_array(d, "tokens.npy", NPY_I32, tok_shape, 2, s->tokens, "generated token ids (greedy)",
+                                e) < 0 ||
+                     dump_array(d, "logits.npy", NPY_F32, logit_shape, 3, s->col.logits,
+                                "logits each generated token was chosen from: [step, seq, vocab]", e) < 0 ||
+                     dump_cache(d, s->cache, &s->cfg, s->batch, &s->cache_len, e) < 0
+                 ? -1
+                 : 0;
+    if (rc == 0) {
+        const DumpRun r = { .model = &s->m, .cache_spec = s->cache->spec, .po = &o->po,
+                            .default_prompt = s->default_prompt, .prompt = s->prompt, .tokens = s->tokens,
+                            .n_seqs = s->batch, .prompt_len = s->plen, .n_tokens = o->n_tokens,
+                            .steps = s->col.steps, .cache_len = s->cache_len };
+        rc = dump_write_manifest(d, &r, e);
+    }
+    if (rc == 0)
+        rc = dump_dir_commit(d, o->out, e);
+    if (rc < 0)
+        dump_dir_abort(d);
+    return rc;
 }
 
 static void print_summary(const DumpOpts *o, const DumpState *s, const Dump *d)
@@ -243,13 +282,14 @@ int cmd_dump(int argc, char **argv)
 
     DumpState s;
     memset(&s, 0, sizeof s);
-    Dump d = { .dir = o.out, .files = json_array() };
+    Dump d = { .files = json_array() };
     int code = EXIT_OK;
     if (prepare(&o, &s, &e) < 0 || run(&o, &s, &e) < 0 || write_all(&o, &s, &d, &e) < 0)
         code = cli_fail(&e);
     else
         print_summary(&o, &s, &d);
     json_decref(d.files);
+    json_decref(d.storage);
     state_free(&s);
     return code;
 }

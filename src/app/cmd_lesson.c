@@ -207,7 +207,7 @@ static int check(const Course *c, const Lesson *l, const char *file)
     if (doc_load(path, &d, &e) < 0)
         return err_wrap(&e, "lessons/%s", l->file), cli_fail(&e);
     if (file && access(file, R_OK) != 0)
-        err_set(&e, ERR_USAGE, "cannot read '%s' (the exercise file to check)", file);
+        err_set(&e, ERR_RUNTIME, "cannot read '%s' (the exercise file to check)", file);
     else if (file && !l->ex.present)
         err_set(&e, ERR_USAGE, "lesson %zu has no exercise: --file has nothing to check", l->number);
     if (e.kind != ERR_NONE) {

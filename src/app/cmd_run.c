@@ -236,6 +236,9 @@ int cmd_run(int argc, char **argv)
         r.cc.steps = r.cu.steps = json_array();
         r.root = json_root(&r, &o, r.cc.steps);
     }
+    /* a cache too small fails here, before the header: nothing on stdout */
+    if (rc == 0 && !o.no_cache && r.cache)
+        rc = kv_check_room(r.cache, generate_positions(r.plen, o.go.n_generate), &e);
     if (rc == 0)
         rc = o.quality ? run_quality(&r, &o, &e) : run_generate(&r, &o, &e);
     if (r.root && !o.quality && rc >= 0) /* a failed comparison still shows its numbers */

@@ -174,7 +174,7 @@ static int check_writable(const char *out, Err *e)
     snprintf(tmp, sizeof tmp, "%s.ckpt.tmp", out);
     FILE *f = fopen(tmp, "w");
     if (!f)
-        return err_set(e, ERR_USAGE, "cannot write '%s' (the run's checkpoint): %s", tmp, strerror(errno));
+        return err_set(e, ERR_RUNTIME, "cannot write '%s' (the run's checkpoint): %s", tmp, strerror(errno));
     fclose(f);
     remove(tmp);
     return 0;

@@ -177,6 +177,13 @@ int run_beam(const BeamRunArgs *a, const Config *cfg_in)
         free(src);
         return cli_fail(&e);
     }
+    /* the longest hypothesis holds max_len rows: a cache too small fails now, before any output */
+    if (self && kv_check_room(self, bo.max_len, &e) < 0) {
+        kv_free(self);
+        free(src);
+        model_free(&m);
+        return cli_fail(&e);
+    }
     BeamResult cached = { 0 }, uncached = { 0 };
     json_t *steps = a->fmt == OUT_JSON ? json_array() : NULL;
     json_t *root = steps ? json_root(a, &m, &bo, steps) : NULL;

@@ -29,7 +29,7 @@ int train_progress_open_log(Progress *p, Err *e)
         return 0;
     p->log = fopen(p->a->log, p->a->resume ? "a" : "w");
     if (!p->log)
-        return err_set(e, ERR_USAGE, "--log: cannot write '%s'", p->a->log);
+        return err_set(e, ERR_RUNTIME, "--log: cannot write '%s'", p->a->log);
     if (ftell(p->log) == 0)
         fprintf(p->log, "step\tlr\ttrain_loss\ttrain_bits_per_byte\tvalid_bits_per_byte\tgrad_norm\ttokens\t"
                         "seconds\tgflops_per_s\n");
@@ -90,7 +90,7 @@ int train_write_sidecar(const Progress *p, const Model *m, uint64_t text_hash, E
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     if (!f)
-        return err_set(e, ERR_USAGE, "cannot write '%s'", tmp);
+        return err_set(e, ERR_RUNTIME, "cannot write '%s'", tmp);
     char sets[512] = "";
     for (size_t i = 0; i < a->mo.n_sets; i++)
         snprintf(sets + strlen(sets), sizeof sets - strlen(sets), " --set %s", a->mo.sets[i]);

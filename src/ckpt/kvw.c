@@ -73,7 +73,7 @@ int kvw_write(const char *path, const KvwShape *shape, const KvwTensor *t, size_
         return err_set(e, ERR_USAGE, "'%s': path too long", path);
     FILE *f = fopen(tmp, "wb");
     if (!f)
-        return err_set(e, ERR_USAGE, "cannot write '%s': %s", tmp, strerror(errno));
+        return err_set(e, ERR_RUNTIME, "cannot write '%s': %s", tmp, strerror(errno));
     int bad = write_all(f, shape, t, n);
     if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
         remove(tmp);
@@ -135,7 +135,7 @@ int kvw_read(const char *path, const KvwShape *want, KvwTensor *t, size_t n, int
 {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return err_set(e, ERR_USAGE, "cannot read weights file '%s': %s", path, strerror(errno));
+        return err_set(e, ERR_RUNTIME, "cannot read weights file '%s': %s", path, strerror(errno));
     fseek(f, 0, SEEK_END);
     const uint64_t file_bytes = (uint64_t)ftell(f);
     rewind(f);

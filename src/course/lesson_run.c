@@ -296,7 +296,7 @@ static int find_paths(const Course *c, const Exercise *x, const char *learner_fi
     if (!learner_file)
         course_path(c, x->starter, p->learner, sizeof p->learner);
     else if (!realpath(learner_file, p->learner))
-        return err_set(e, ERR_USAGE, "cannot read '%s' (the exercise file to check)", learner_file);
+        return err_set(e, ERR_RUNTIME, "cannot read '%s' (the exercise file to check)", learner_file);
     if (!file_exists(p->learner))
         return err_set(e, ERR_USAGE, "'%s' is not a file", learner_file ? learner_file : x->starter);
     course_path(c, x->harness, p->harness, sizeof p->harness);

@@ -44,6 +44,15 @@ void kv_encode_rows(void *dst, size_t dst_stride, const float *src, size_t n, si
         ops->quantize((char *)dst + t * dst_stride, src + (t * g->n_kv_heads + h) * g->head_dim, g->head_dim);
 }
 
+int kv_check_room(const KvCache *c, size_t rows, Err *e)
+{
+    const size_t cap = kv_capacity(c);
+    if (rows > cap)
+        return err_set(e, ERR_RUNTIME, "cache overflow: cache '%s' holds %zu rows per sequence; the run needs %zu",
+                       c->spec, cap, rows);
+    return 0;
+}
+
 void kv_free(KvCache *c)
 {
     if (c)

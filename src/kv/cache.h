@@ -108,6 +108,10 @@ typedef struct {
     /* Optional (NULL = any): the most tokens one pass may append to a
      * sequence (a ring holds its window plus one pass). */
     size_t (*max_pass)(const KvCache *c);
+    /* Optional (NULL = max_seq_len): the most rows one sequence can hold
+     * (contiguous:max=ROWS reserves fewer), so a run that would overflow
+     * can be refused before it prints or computes anything. */
+    size_t (*capacity)(const KvCache *c);
     /* Optional (NULL = no pages): fill *out. */
     void (*stats)(const KvCache *c, KvStats *out);
     /* Optional: the physical page of each logical page of seq into phys
@@ -155,6 +159,13 @@ static inline int kv_fork(KvCache *c, size_t src, size_t dst, Counters *ctr, Err
 static inline void kv_drop(KvCache *c, size_t seq) { c->ops->drop(c, seq); }
 void kv_stats(const KvCache *c, KvStats *out);
 static inline size_t kv_max_pass(const KvCache *c) { return c->ops->max_pass ? c->ops->max_pass(c) : 0; }
+static inline size_t kv_capacity(const KvCache *c)
+{
+    return c->ops->capacity ? c->ops->capacity(c) : c->geo.max_seq_len;
+}
+/* Fail (ERR_RUNTIME, "cache overflow: ...") when a sequence of `rows`
+ * positions would not fit in c; 0 when it would. */
+int kv_check_room(const KvCache *c, size_t rows, Err *e);
 static inline int kv_append(KvCache *c, size_t layer, size_t seq, size_t pos, size_t n,
                             const float *k, const float *v, Counters *ctr, Err *e)
 {

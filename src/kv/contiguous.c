@@ -39,7 +39,7 @@ static int contiguous_append(KvCache *base, size_t layer, size_t seq, size_t pos
     if (pos != *len)
         return err_set(e, ERR_RUNTIME, "contiguous cache: append at position %zu, expected %zu", pos, *len);
     if (n > c->max - *len)
-        return err_set(e, ERR_USAGE, "cache overflow: %zu rows held + %zu new > %zu reserved", *len, n, c->max);
+        return err_set(e, ERR_RUNTIME, "cache overflow: %zu rows held + %zu new > %zu reserved", *len, n, c->max);
     for (size_t h = 0; h < g->n_kv_heads; h++) {
         size_t first = row_index(c, layer, seq, h, *len);
         kv_encode_rows(c->k + first * c->k_row, c->k_row, k, n, h, g, &c->st.codec[c->st.k_fmt]);
@@ -91,6 +91,8 @@ static size_t contiguous_bytes_reserved(const KvCache *base)
     const KvGeometry *g = &base->geo;
     return g->n_layers * g->n_seqs * c->max * g->n_kv_heads * (c->k_row + c->v_row);
 }
+
+static size_t contiguous_capacity(const KvCache *base) { return ((const Contiguous *)base)->max; }
 
 static void contiguous_reset(KvCache *base)
 {
@@ -150,6 +152,7 @@ static const KvCacheOps contiguous_ops = {
     .length = contiguous_length,
     .bytes_used = contiguous_bytes_used,
     .bytes_reserved = contiguous_bytes_reserved,
+    .capacity = contiguous_capacity,
     .reset = contiguous_reset,
     .cells = contiguous_cells,
     .fork = contiguous_fork,

@@ -58,7 +58,7 @@ static int dynamic_append(KvCache *base, size_t layer, size_t seq, size_t pos, s
     if (pos != s->len)
         return err_set(e, ERR_RUNTIME, "dynamic cache: append at position %zu, expected %zu", pos, s->len);
     if (n > g->max_seq_len - s->len)
-        return err_set(e, ERR_USAGE, "cache overflow: %zu rows held + %zu new > max_seq_len %zu", s->len, n,
+        return err_set(e, ERR_RUNTIME, "cache overflow: %zu rows held + %zu new > max_seq_len %zu", s->len, n,
                        g->max_seq_len);
     unsigned char *nk = concat_rows(s->k, s->len, k, n, d->k_row, &d->st.codec[d->st.k_fmt], g, ctr);
     unsigned char *nv = nk ? concat_rows(s->v, s->len, v, n, d->v_row, &d->st.codec[d->st.v_fmt], g, ctr) : NULL;

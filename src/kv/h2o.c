@@ -109,7 +109,7 @@ static int h2o_append(KvCache *base, size_t layer, size_t seq, size_t p0, size_t
     if (c->count[s] + n > c->cap && enforce(c, s, c->cap - n) < 0)
         return err_set(e, ERR_RUNTIME, "h2o cache: budget too small for its recent window");
     if (n > g->max_seq_len - p0)
-        return err_set(e, ERR_USAGE, "cache overflow: %zu rows held + %zu new > max_seq_len %zu", p0, n,
+        return err_set(e, ERR_RUNTIME, "cache overflow: %zu rows held + %zu new > max_seq_len %zu", p0, n,
                        g->max_seq_len);
     size_t at = c->count[s];
     for (size_t h = 0; h < g->n_kv_heads; h++) {

@@ -155,7 +155,7 @@ static int kivi_append(KvCache *base, size_t layer, size_t seq, size_t pos, size
     if (pos != s->len)
         return err_set(e, ERR_RUNTIME, "kivi cache: append at position %zu, expected %zu", pos, s->len);
     if (n > g->max_seq_len - pos)
-        return err_set(e, ERR_USAGE, "cache overflow: %zu rows held + %zu new > max_seq_len %zu", pos, n,
+        return err_set(e, ERR_RUNTIME, "cache overflow: %zu rows held + %zu new > max_seq_len %zu", pos, n,
                        g->max_seq_len);
     if (!s->resid && n) {
         if (!(s->resid = malloc(resid_bytes(q))))

@@ -84,7 +84,7 @@ static int mixed_append(KvCache *base, size_t layer, size_t seq, size_t pos, siz
     if (pos != *len)
         return err_set(e, ERR_RUNTIME, "mixed cache: append at position %zu, expected %zu", pos, *len);
     if (n_new > g->max_seq_len - pos)
-        return err_set(e, ERR_USAGE, "cache overflow: %zu rows held + %zu new > max_seq_len %zu", pos, n_new,
+        return err_set(e, ERR_RUNTIME, "cache overflow: %zu rows held + %zu new > max_seq_len %zu", pos, n_new,
                        g->max_seq_len);
     for (size_t t = 0; t < n_new; t++) {
         for (size_t h = 0; h < g->n_kv_heads; h++) {

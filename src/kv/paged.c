@@ -264,7 +264,7 @@ static int paged_reserve(KvCache *base, size_t seq, size_t pos, const int *token
     if (pos != p->reserved[seq])
         return err_set(e, ERR_RUNTIME, "paged cache: reserve at position %zu, expected %zu", pos, p->reserved[seq]);
     if (n > base->geo.max_seq_len - pos)
-        return err_set(e, ERR_USAGE, "cache overflow: %zu rows held + %zu new > max_seq_len %zu", pos, n,
+        return err_set(e, ERR_RUNTIME, "cache overflow: %zu rows held + %zu new > max_seq_len %zu", pos, n,
                        base->geo.max_seq_len);
     if (p->sparse && pos > p->threshold)
         drop_old_pages(p, seq);

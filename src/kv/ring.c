@@ -73,7 +73,7 @@ static int ring_append(KvCache *base, size_t layer, size_t seq, size_t pos, size
     if (n > r->pass)
         return err_set(e, ERR_RUNTIME, "ring cache: a pass of %zu tokens exceeds pass=%zu", n, r->pass);
     if (n > g->max_seq_len - pos)
-        return err_set(e, ERR_USAGE, "cache overflow: %zu rows held + %zu new > max_seq_len %zu", pos, n,
+        return err_set(e, ERR_RUNTIME, "cache overflow: %zu rows held + %zu new > max_seq_len %zu", pos, n,
                        g->max_seq_len);
     for (size_t t = 0; t < n; t++)
         for (size_t h = 0; h < g->n_kv_heads; h++) {

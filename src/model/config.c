@@ -184,7 +184,7 @@ int config_load(Config *c, const char *name, Err *e)
     if (is_file) {
         snprintf(path, sizeof path, "%s", name);
         if (!file_exists(path))
-            return err_set(e, ERR_USAGE, "model file '%s' cannot be read", name);
+            return err_set(e, ERR_RUNTIME, "model file '%s' cannot be read", name);
     } else {
         char rel[128];
         if (strlen(name) > 64)

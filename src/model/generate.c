@@ -62,6 +62,8 @@ int gen_init(Generator **out, const Model *m, KvCache *cache, const int *prompt,
                        "a prompt of %zu plus %zu generated tokens needs %zu positions; model '%s' has "
                        "max_seq_len %zu",
                        prompt_len, o->n_generate, need, c->name, c->max_seq_len);
+    if (cache && kv_check_room(cache, need, e) < 0) /* before any pass: nothing half done */
+        return -1;
     if (cache && cache->geo.n_seqs != n_seqs)
         return err_set(e, ERR_RUNTIME, "cache holds %zu sequences, batch is %zu", cache->geo.n_seqs, n_seqs);
 

@@ -29,16 +29,16 @@ int plot_prepare_dir(const char *dir, Err *e)
             continue;
         *p = '\0';
         if (mkdir(path, 0777) != 0 && errno != EEXIST)
-            return err_set(e, ERR_USAGE, "--out %s: cannot create %s: %s", dir, path, strerror(errno));
+            return err_set(e, ERR_RUNTIME, "--out %s: cannot create %s: %s", dir, path, strerror(errno));
         *p = '/';
     }
     if (mkdir(path, 0777) != 0 && errno != EEXIST)
-        return err_set(e, ERR_USAGE, "--out %s: cannot create it: %s", dir, strerror(errno));
+        return err_set(e, ERR_RUNTIME, "--out %s: cannot create it: %s", dir, strerror(errno));
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
         return err_set(e, ERR_USAGE, "--out %s: exists and is not a directory", dir);
     if (access(path, W_OK | X_OK) != 0)
-        return err_set(e, ERR_USAGE, "--out %s: cannot write there: %s", dir, strerror(errno));
+        return err_set(e, ERR_RUNTIME, "--out %s: cannot write there: %s", dir, strerror(errno));
     return 0;
 }
 

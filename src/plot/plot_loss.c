@@ -29,7 +29,7 @@ static int convert_log(const PlotCtx *ctx, const char *model, const char *table,
     char rel[128], path[4096];
     snprintf(rel, sizeof rel, "weights/%s.log.tsv", model);
     if (files_find("KVSCOPE_DATA", "data", rel, path, sizeof path) < 0)
-        return err_set(e, ERR_USAGE, "plot loss: no training log data/%s (`make models` writes it)", rel);
+        return err_set(e, ERR_RUNTIME, "plot loss: no training log data/%s (`make models` writes it)", rel);
     char *text;
     size_t len;
     if (files_read_text(path, MAX_LOG_BYTES, &text, &len, e) < 0)

@@ -86,9 +86,39 @@ void calc_shape_formula(char *buf, size_t cap, const Config *c, const KvShape *s
 
 /* --- for programs ---------------------------------------------------------- */
 
+/* A byte no name or formula holds; jansson writes it as \u0001. */
+#define BIG_MARK "\x01"
+#define BIG_MARK_OUT "\"\\u0001"
+
 json_t *calc_json_size(size_t v)
 {
-    return v <= (size_t)LLONG_MAX ? json_integer((json_int_t)v) : json_real((double)v);
+    if (v <= (size_t)LLONG_MAX)
+        return json_integer((json_int_t)v);
+    char digits[32]; /* a double would round 2^64 - 4 to 1.8446744073709552e19 */
+    snprintf(digits, sizeof digits, BIG_MARK "%zu", v);
+    return json_string(digits);
+}
+
+/* Rewrite each "\u0001DIGITS" of calc_json_size in text to DIGITS, in place. */
+static void unmark_big(char *text)
+{
+    const size_t mark = strlen(BIG_MARK_OUT);
+    char *w = text;
+    for (const char *r = text; *r;) {
+        size_t n = 0;
+        if (strncmp(r, BIG_MARK_OUT, mark) == 0) {
+            while (r[mark + n] >= '0' && r[mark + n] <= '9')
+                n++;
+        }
+        if (n > 0 && r[mark + n] == '"') {
+            memmove(w, r + mark, n);
+            w += n;
+            r += mark + n + 1;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = '\0';
 }
 
 json_t *calc_json_config(const Config *c)
@@ -115,6 +145,7 @@ int calc_json_print(json_t *v, Err *e)
     json_decref(v);
     if (!text)
         return err_set(e, ERR_RUNTIME, "out of memory");
+    unmark_big(text);
     printf("%s\n", text);
     free(text);
     return 0;

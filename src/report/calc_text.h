@@ -31,7 +31,10 @@ CalcText calc_human(size_t bytes);
  * x 2 bytes". */
 void calc_shape_formula(char *buf, size_t cap, const Config *c, const KvShape *s, Format f, size_t layers);
 
-/* v as a JSON integer, or a real when it is beyond a json_int_t. */
+/* v as an exact JSON integer. jansson's integers are signed 64-bit, so a v
+ * beyond INT64_MAX is held as a marked string that calc_json_print turns
+ * back into the integer's digits: only JSON printed by calc_json_print may
+ * hold one. */
 json_t *calc_json_size(size_t v);
 
 /* The config's shape as a JSON object (the MLA dimensions only for MLA). */

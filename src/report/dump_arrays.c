@@ -10,7 +10,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
+#include "kernels/codec.h"
 #include "kernels/format.h"
 
 /* ---- the output directory ---- */
@@ -39,26 +41,125 @@ int dump_dir_check(const char *dir, int force, Err *e)
     return 0;
 }
 
-int dump_dir_make(const char *dir, Err *e)
+/* Strip trailing slashes from out into buf: "a/b/" -> "a/b". */
+static int clean_out(const char *out, char *buf, size_t cap, Err *e)
 {
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
+    size_t n = strlen(out);
+    while (n > 1 && out[n - 1] == '/')
+        n--;
+    if (n + sizeof ".tmp-XXXXXX" + 64 > cap) /* room for the sibling and a file name */
         return err_set(e, ERR_USAGE, "--out: path too long");
-    for (char *p = path + 1;; p++) {
-        if (*p != '/' && *p != '\0')
-            continue;
-        char saved = *p;
-        *p = '\0';
-        if (mkdir(path, 0777) != 0 && errno != EEXIST)
-            return err_set(e, ERR_RUNTIME, "cannot create %s: %s", path, strerror(errno));
-        *p = saved;
-        if (saved == '\0')
-            break;
-    }
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return err_set(e, ERR_RUNTIME, "cannot create directory %s", dir);
+    memcpy(buf, out, n);
+    buf[n] = '\0';
     return 0;
+}
+
+int dump_dir_begin(Dump *d, const char *out, Err *e)
+{
+    char clean[sizeof d->tmp], parent[sizeof d->tmp];
+    if (clean_out(out, clean, sizeof clean, e) < 0)
+        return -1;
+    d->made_len = 0;
+    /* mkdir -p the parent, remembering the first folder made here */
+    snprintf(parent, sizeof parent, "%s", clean);
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent) {
+        *slash = '\0';
+        snprintf(d->parent, sizeof d->parent, "%s", parent);
+        for (char *p = parent + 1;; p++) {
+            if (*p != '/' && *p != '\0')
+                continue;
+            char saved = *p;
+            *p = '\0';
+            const int made = mkdir(parent, 0777) == 0, err = errno;
+            struct stat st;
+            if (made && !d->made_len)
+                d->made_len = strlen(parent);
+            if (!made && err != EEXIST && (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode))) {
+                dump_dir_abort(d);
+                return err_set(e, ERR_RUNTIME, "--out %s: cannot create %s: %s", out, parent, strerror(err));
+            }
+            *p = saved;
+            if (saved == '\0')
+                break;
+        }
+    }
+    /* a sibling of DIR, so that the last step is a rename on one file system */
+    if (snprintf(d->tmp, sizeof d->tmp, "%s.tmp-XXXXXX", clean) >= (int)sizeof d->tmp || !mkdtemp(d->tmp)) {
+        int err = errno;
+        d->tmp[0] = '\0';
+        dump_dir_abort(d);
+        return err_set(e, ERR_RUNTIME, "--out %s: cannot create a folder beside it: %s", out, strerror(err));
+    }
+    d->dir = d->tmp;
+    return 0;
+}
+
+/* Remove every file of the folder dir (it holds no folders), then dir. */
+static void remove_tree(const char *dir)
+{
+    DIR *dd = opendir(dir);
+    if (dd) {
+        char path[4200];
+        for (struct dirent *ent; (ent = readdir(dd));) {
+            if (strcmp(ent->d_name, ".") == 0 || strcmp(ent->d_name, "..") == 0)
+                continue;
+            if (snprintf(path, sizeof path, "%s/%s", dir, ent->d_name) < (int)sizeof path)
+                remove(path);
+        }
+        closedir(dd);
+    }
+    rmdir(dir);
+}
+
+void dump_dir_abort(Dump *d)
+{
+    if (d->tmp[0])
+        remove_tree(d->tmp);
+    d->tmp[0] = '\0';
+    /* the parents made by dump_dir_begin, deepest first */
+    while (d->made_len && strlen(d->parent) >= d->made_len) {
+        rmdir(d->parent);
+        char *slash = strrchr(d->parent, '/');
+        if (!slash)
+            break;
+        *slash = '\0';
+    }
+    d->made_len = 0;
+}
+
+int dump_dir_commit(Dump *d, const char *out, Err *e)
+{
+    char clean[sizeof d->tmp];
+    if (clean_out(out, clean, sizeof clean, e) < 0)
+        return -1;
+    if (rename(d->tmp, clean) == 0) { /* DIR did not exist, or was an empty folder */
+        d->tmp[0] = '\0';
+        return 0;
+    }
+    if (errno != EEXIST && errno != ENOTEMPTY)
+        return err_set(e, ERR_RUNTIME, "--out %s: cannot move %s there: %s", out, d->tmp, strerror(errno));
+    /* --force into a folder that holds files: move ours in one by one */
+    DIR *dd = opendir(d->tmp);
+    if (!dd)
+        return err_set(e, ERR_RUNTIME, "cannot read %s: %s", d->tmp, strerror(errno));
+    int rc = 0;
+    for (struct dirent *ent; rc == 0 && (ent = readdir(dd));) {
+        if (strcmp(ent->d_name, ".") == 0 || strcmp(ent->d_name, "..") == 0)
+            continue;
+        char from[4200], to[4200];
+        if (snprintf(from, sizeof from, "%s/%s", d->tmp, ent->d_name) >= (int)sizeof from ||
+            snprintf(to, sizeof to, "%s/%s", clean, ent->d_name) >= (int)sizeof to)
+            rc = err_set(e, ERR_RUNTIME, "--out %s: path too long", out);
+        else if (rename(from, to) != 0)
+            rc = err_set(e, ERR_RUNTIME, "cannot move %s to %s: %s", from, to, strerror(errno));
+    }
+    closedir(dd);
+    if (rc == 0) {
+        rmdir(d->tmp);
+        d->tmp[0] = '\0';
+    }
+    return rc;
 }
 
 /* ---- writing arrays and recording them in the manifest ---- */
@@ -123,65 +224,219 @@ int dump_weights(Dump *d, const Model *m, Err *e)
                       "unembedding: logits = unembed @ final_norm(x)", e);
 }
 
-/* Copy the rows of (layer, seq, kv head h) into k and v, each [len][head_dim]
- * with row p at position p, walking the cache's blocks. */
-static int gather_head(const KvCache *cache, size_t l, size_t b, size_t h, size_t len, float *k, float *v, Err *e)
+/* ---- the cache: decoded f32 rows, and the stored bytes ---- */
+
+/* A run of positions [p0, p1) that one side (K or V) of one layer stores in
+ * one format, in every sequence and KV head: one raw file. */
+typedef struct {
+    size_t p0, p1;
+    Format fmt;
+    size_t group;         /* per-channel codes: rows per group (one k_chan each); else 0 */
+    size_t row_bytes;     /* format_row_bytes(fmt, head_dim) */
+    unsigned char *raw;   /* [n_seqs][H][p1 - p0][row_bytes] */
+    unsigned short *chan; /* per-channel: [n_seqs][H][groups][2 * head_dim] fp16 scales, then mins */
+} Segment;
+
+/* One side of a block: its rows, their stride and format, its group's
+ * per-channel scales (keys only). */
+typedef struct {
+    const unsigned char *rows;
+    size_t stride;
+    Format fmt;
+    const unsigned short *chan;
+} Side;
+
+static Side block_side(const KvBlock *blk, int is_v)
 {
-    const size_t hd = cache->geo.head_dim, row_bytes = hd * sizeof(float);
-    size_t next = 0; /* the position the next block must start at */
+    return is_v ? (Side){ blk->v, blk->v_stride, blk->v_fmt, NULL }
+                : (Side){ blk->k, blk->k_stride, blk->k_fmt, blk->k_chan };
+}
+
+/* The segments of (layer l, side) as sequence 0, KV head 0 stores them;
+ * every position 0..len-1 in order, or ERR_RUNTIME. *n_segs gets their count
+ * (at most the blocks there). */
+static int find_segments(const KvCache *cache, size_t l, int is_v, size_t len, Segment *segs, size_t *n_segs,
+                         Err *e)
+{
+    const size_t hd = cache->geo.head_dim;
+    size_t n = 0, next = 0;
+    for (size_t i = 0; i < kv_n_blocks(cache, l, 0); i++) {
+        KvBlock blk;
+        kv_block(cache, l, 0, 0, i, &blk);
+        const Side sd = block_side(&blk, is_v);
+        if (blk.pos != next || blk.pos + blk.n > len)
+            return err_set(e, ERR_RUNTIME, "cache '%s' does not hold positions 0..%zu in order; dump writes full "
+                           "caches only", cache->spec, len - 1);
+        const int per_channel = format_is_per_channel(sd.fmt);
+        if (n == 0 || segs[n - 1].fmt != sd.fmt)
+            segs[n++] = (Segment){ .p0 = blk.pos, .fmt = sd.fmt, .group = per_channel ? blk.n : 0,
+                                   .row_bytes = format_row_bytes(sd.fmt, hd) };
+        if (per_channel && (blk.n != segs[n - 1].group || !sd.chan))
+            return err_set(e, ERR_RUNTIME, "cache '%s': layer %zu holds per-channel groups of unequal size",
+                           cache->spec, l);
+        segs[n - 1].p1 = next = blk.pos + blk.n;
+    }
+    if (next != len)
+        return err_set(e, ERR_RUNTIME, "cache '%s' holds %zu of %zu positions; dump writes full caches only",
+                       cache->spec, next, len);
+    *n_segs = n;
+    return 0;
+}
+
+/* Copy (layer l, seq b, KV head h)'s side into the segments' raw bytes and
+ * decode it into dec ([len][head_dim] f32) with the reference codecs. */
+static int gather_head(const KvCache *cache, size_t l, size_t b, size_t h, int is_v, size_t len, Segment *segs,
+                       size_t n_segs, float *dec, Err *e)
+{
+    const size_t hd = cache->geo.head_dim, H = cache->geo.n_kv_heads;
+    size_t next = 0;
     for (size_t i = 0; i < kv_n_blocks(cache, l, b); i++) {
         KvBlock blk;
         kv_block(cache, l, b, h, i, &blk);
-        if (blk.k_fmt != FMT_F32 || blk.v_fmt != FMT_F32)
-            return err_set(e, ERR_USAGE, "cache '%s' stores %s/%s rows; dump writes f32 caches only", cache->spec,
-                           format_name(blk.k_fmt), format_name(blk.v_fmt));
-        if (blk.pos != next || blk.pos + blk.n > len)
-            return err_set(e, ERR_USAGE, "cache '%s' does not hold positions 0..%zu in order; dump writes full "
-                           "caches only", cache->spec, len - 1);
+        const Side sd = block_side(&blk, is_v);
+        Segment *sg = NULL;
+        for (size_t j = 0; j < n_segs && !sg; j++)
+            if (blk.pos >= segs[j].p0 && blk.pos < segs[j].p1)
+                sg = &segs[j];
+        if (blk.pos != next || !sg || blk.pos + blk.n > sg->p1 || sd.fmt != sg->fmt ||
+            (sg->group && (blk.n != sg->group || (blk.pos - sg->p0) % sg->group)))
+            return err_set(e, ERR_RUNTIME, "cache '%s': layer %zu sequence %zu KV head %zu stores its rows "
+                           "unlike sequence 0 head 0; dump cannot write them as one array", cache->spec, l, b, h);
+        const size_t seg_rows = sg->p1 - sg->p0;
         for (size_t r = 0; r < blk.n; r++) {
-            memcpy(k + (blk.pos + r) * hd, (const char *)blk.k + r * blk.k_stride, row_bytes);
-            memcpy(v + (blk.pos + r) * hd, (const char *)blk.v + r * blk.v_stride, row_bytes);
+            const unsigned char *row = sd.rows + r * sd.stride;
+            const size_t p = blk.pos + r;
+            memcpy(sg->raw + ((b * H + h) * seg_rows + p - sg->p0) * sg->row_bytes, row, sg->row_bytes);
+            float *out = dec + p * hd;
+            codec_ref[sd.fmt].dequantize(out, row, hd);
+            for (size_t c = 0; sd.chan && c < hd; c++) /* key = scale * code + min */
+                out[c] = out[c] * fp16_to_f32(sd.chan[c]) + fp16_to_f32(sd.chan[hd + c]);
+        }
+        if (sg->group) {
+            const size_t groups = seg_rows / sg->group, g = (blk.pos - sg->p0) / sg->group;
+            memcpy(sg->chan + ((b * H + h) * groups + g) * 2 * hd, sd.chan, 2 * hd * sizeof *sd.chan);
         }
         next = blk.pos + blk.n;
     }
     if (next != len)
-        return err_set(e, ERR_USAGE, "cache '%s' holds %zu of %zu positions; dump writes full caches only",
-                       cache->spec, next, len);
+        return err_set(e, ERR_RUNTIME, "cache '%s': layer %zu sequence %zu holds %zu of %zu positions",
+                       cache->spec, l, b, next, len);
     return 0;
+}
+
+/* One segment's entry in the manifest's cache_storage. */
+static json_t *segment_json(const Segment *sg, const char *file, const char *chan_file)
+{
+    json_t *o = json_pack("{s:[I, I], s:s, s:I, s:I, s:I, s:I, s:s}", "positions", (json_int_t)sg->p0,
+                          (json_int_t)sg->p1, "format", format_name(sg->fmt), "block_values",
+                          (json_int_t)format_block_values(sg->fmt), "block_bytes",
+                          (json_int_t)format_block_bytes(sg->fmt), "row_extra",
+                          (json_int_t)format_row_extra(sg->fmt), "row_bytes", (json_int_t)sg->row_bytes, "file",
+                          file);
+    if (o && chan_file) {
+        json_object_set_new(o, "group_rows", json_integer((json_int_t)sg->group));
+        json_object_set_new(o, "chan_file", json_string(chan_file));
+    }
+    return o;
+}
+
+/* Layer l's side (K or V): the decoded rows as cache.layerL.X.npy, and when
+ * any row is stored in another format than f32, each segment's stored bytes
+ * as cache.layerL.X.rawS.npy; their descriptions into *storage. */
+static int dump_side(Dump *d, const KvCache *cache, size_t l, int is_v, size_t n_seqs, size_t len, json_t **storage,
+                     Err *e)
+{
+    const size_t hd = cache->geo.head_dim, H = cache->geo.n_kv_heads;
+    const char *x = is_v ? "v" : "k";
+    const size_t max_segs = kv_n_blocks(cache, l, 0) + 1;
+    Segment *segs = calloc(max_segs, sizeof *segs);
+    float *dec = malloc(n_seqs * H * len * hd * sizeof(float) + 1); /* [n_seqs][H][len][hd] */
+    size_t n_segs = 0;
+    int rc = 0, all_f32 = 1;
+    if (!segs || !dec)
+        rc = err_set(e, ERR_RUNTIME, "out of memory gathering the cache");
+    if (rc == 0)
+        rc = find_segments(cache, l, is_v, len, segs, &n_segs, e);
+    for (size_t i = 0; i < n_segs && rc == 0; i++) {
+        Segment *sg = &segs[i];
+        all_f32 &= sg->fmt == FMT_F32;
+        sg->raw = malloc(n_seqs * H * (sg->p1 - sg->p0) * sg->row_bytes + 1);
+        if (sg->group)
+            sg->chan = malloc(n_seqs * H * (sg->p1 - sg->p0) / sg->group * 2 * hd * sizeof *sg->chan + 1);
+        if (!sg->raw || (sg->group && !sg->chan))
+            rc = err_set(e, ERR_RUNTIME, "out of memory gathering the cache");
+    }
+    for (size_t b = 0; b < n_seqs && rc == 0; b++)
+        for (size_t h = 0; h < H && rc == 0; h++)
+            rc = gather_head(cache, l, b, h, is_v, len, segs, n_segs, dec + (b * H + h) * len * hd, e);
+
+    char name[64];
+    snprintf(name, sizeof name, "cache.layer%zu.%s.npy", l, x);
+    const size_t shape[4] = { n_seqs, H, len, hd };
+    if (rc == 0)
+        rc = dump_array(d, name, NPY_F32, shape, 4, dec,
+                        is_v ? "cached values after the run (no RoPE), decoded to f32"
+                             : "cached keys after the run, RoPE applied, decoded to f32", e);
+    json_t *list = json_array();
+    for (size_t i = 0; i < n_segs && rc == 0; i++) {
+        const Segment *sg = &segs[i];
+        char raw[64] = "", chan[64] = "";
+        if (all_f32) { /* the decoded rows are the stored bytes */
+            snprintf(raw, sizeof raw, "%s", name);
+        } else {
+            snprintf(raw, sizeof raw, "cache.layer%zu.%s.raw%zu.npy", l, x, i);
+            const size_t rshape[4] = { n_seqs, H, sg->p1 - sg->p0, sg->row_bytes };
+            rc = dump_array(d, raw, NPY_U8, rshape, 4, sg->raw, "stored rows as bytes, one segment of "
+                            "cache_storage: [n_seqs, n_kv_heads, rows, row_bytes]", e);
+            if (rc == 0 && sg->group) {
+                snprintf(chan, sizeof chan, "cache.layer%zu.%s.raw%zu.chan.npy", l, x, i);
+                const size_t cshape[4] = { n_seqs, H, (sg->p1 - sg->p0) / sg->group, 2 * hd };
+                rc = dump_array(d, chan, NPY_F16, cshape, 4, sg->chan, "per-channel scales then minimums of "
+                                "each group of rows: [n_seqs, n_kv_heads, groups, 2 * head_dim]", e);
+            }
+        }
+        if (rc == 0)
+            json_array_append_new(list, segment_json(sg, raw, chan[0] ? chan : NULL));
+    }
+    if (rc == 0)
+        *storage = list;
+    else
+        json_decref(list);
+    for (size_t i = 0; i < n_segs; i++) {
+        free(segs[i].raw);
+        free(segs[i].chan);
+    }
+    free(segs);
+    free(dec);
+    return rc;
 }
 
 int dump_cache(Dump *d, const KvCache *cache, const Config *c, size_t n_seqs, size_t *len_out, Err *e)
 {
-    const size_t hd = c->head_dim, H = c->n_kv_heads;
     const size_t len = kv_length(cache, 0, 0);
     *len_out = len;
-    float *k = malloc(n_seqs * H * len * hd * sizeof(float) + 1); /* [n_seqs][H][len][hd] */
-    float *v = malloc(n_seqs * H * len * hd * sizeof(float) + 1);
-    if (!k || !v) {
-        free(k);
-        free(v);
-        return err_set(e, ERR_RUNTIME, "out of memory gathering the cache");
-    }
+    json_t *layers = json_array();
     int rc = 0;
     for (size_t l = 0; l < c->n_layers && rc == 0; l++) {
-        for (size_t b = 0; b < n_seqs && rc == 0; b++) {
+        for (size_t b = 0; b < n_seqs && rc == 0; b++)
             if (kv_length(cache, l, b) != len)
                 rc = err_set(e, ERR_RUNTIME, "cache '%s': layer %zu sequence %zu holds %zu rows, not %zu",
                              cache->spec, l, b, kv_length(cache, l, b), len);
-            for (size_t h = 0; h < H && rc == 0; h++)
-                rc = gather_head(cache, l, b, h, len, k + (b * H + h) * len * hd, v + (b * H + h) * len * hd, e);
-        }
-        if (rc < 0)
-            break;
-        char kname[64], vname[64];
-        snprintf(kname, sizeof kname, "cache.layer%zu.k.npy", l);
-        snprintf(vname, sizeof vname, "cache.layer%zu.v.npy", l);
-        const size_t shape[4] = { n_seqs, H, len, hd };
-        rc = dump_array(d, kname, NPY_F32, shape, 4, k, "cached keys after the run, RoPE applied", e);
+        json_t *k = NULL, *v = NULL;
         if (rc == 0)
-            rc = dump_array(d, vname, NPY_F32, shape, 4, v, "cached values after the run (no RoPE)", e);
+            rc = dump_side(d, cache, l, 0, n_seqs, len, &k, e);
+        if (rc == 0)
+            rc = dump_side(d, cache, l, 1, n_seqs, len, &v, e);
+        if (rc == 0)
+            json_array_append_new(layers, json_pack("{s:I, s:o, s:o}", "layer", (json_int_t)l, "k", k, "v", v));
+        else
+            json_decref(k);
     }
-    free(k);
-    free(v);
+    if (rc == 0) {
+        json_decref(d->storage);
+        d->storage = layers;
+    } else {
+        json_decref(layers);
+    }
     return rc;
 }

@@ -59,7 +59,14 @@ static const struct {
                    "h * n_kv_heads / n_heads (GQA); heads concatenated in order before wo" },
     { "silu", "silu(g) = g / (1 + exp(-g))" },
     { "cache", "cache.layerL.k/v: [n_seqs, n_kv_heads, len, head_dim], row p is position p; K stored after RoPE, "
-               "V without; len = prompt_len + tokens - 1 (the last token is never fed back)" },
+               "V without; len = prompt_len + tokens - 1 (the last token is never fed back); rows stored in another "
+               "format are decoded to float32 here, as attention reads them" },
+    { "cache_storage", "per layer, K and V: segments, runs of positions [p0, p1) stored in one format; file: "
+                       "uint8 [n_seqs, n_kv_heads, p1 - p0, row_bytes], each row ceil(head_dim / block_values) "
+                       "blocks of block_bytes bytes then row_extra bytes (the formats' layouts: "
+                       "src/kernels/format.h); a float32 side's file is cache.layerL.k/v itself; per-channel "
+                       "keys (u4, u2) add chan_file: float16 [n_seqs, n_kv_heads, groups, 2 * head_dim], each "
+                       "group of group_rows rows' scales then minimums, key = scale * code + min" },
     { "logits", "logits[s, b] are the last-position logits of pass s for sequence b; greedy: tokens[b, s] = "
                 "argmax(logits[s, b]); pass 0 is the prefill over the prompt, pass s > 0 feeds tokens[b, s-1] "
                 "at position prompt_len + s - 1" },
@@ -196,6 +203,8 @@ int dump_write_manifest(const Dump *d, const DumpRun *run, Err *e)
     json_object_set_new(root, "weights", weights_json(run->model));
     json_object_set_new(root, "run", run_json(run));
     json_object_set(root, "files", d->files);
+    if (d->storage)
+        json_object_set(root, "cache_storage", d->storage);
     json_object_set_new(root, "conventions", conventions_json(c));
     json_object_set_new(root, "load", json_string(
         "python3: import numpy as np; np.load('layer0.wq.npy'); tests/cli/numpy_forward.py DIR re-checks "

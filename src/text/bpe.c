@@ -70,7 +70,7 @@ int bpe_load(Bpe *b, const char *path, Err *e)
     memset(b, 0, sizeof *b);
     FILE *f = fopen(path, "r");
     if (!f)
-        return err_set(e, ERR_USAGE, "cannot read merges file '%s': %s", path, strerror(errno));
+        return err_set(e, ERR_RUNTIME, "cannot read merges file '%s': %s", path, strerror(errno));
     char line[128];
     size_t vocab = 0, n = 0, line_no = 2;
     int (*merges)[2] = NULL;
@@ -110,7 +110,7 @@ int bpe_save(const Bpe *b, const char *path, Err *e)
         return err_set(e, ERR_USAGE, "'%s': path too long", path);
     FILE *f = fopen(tmp, "w");
     if (!f)
-        return err_set(e, ERR_USAGE, "cannot write '%s': %s", tmp, strerror(errno));
+        return err_set(e, ERR_RUNTIME, "cannot write '%s': %s", tmp, strerror(errno));
     fprintf(f, MAGIC "\nvocab %zu\n", b->vocab);
     for (size_t m = 0; m + 256 < b->vocab; m++)
         fprintf(f, "%d %d\n", b->merge[m][0], b->merge[m][1]);

@@ -69,7 +69,7 @@ int files_read_text(const char *path, size_t max_bytes, char **out, size_t *len,
     *len = 0;
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (!f)
-        return err_set(e, ERR_USAGE, "cannot read '%s': %s", path, strerror(errno));
+        return err_set(e, ERR_RUNTIME, "cannot read '%s': %s", path, strerror(errno));
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap + 1);
     int rc = 0;
@@ -93,7 +93,7 @@ int files_read_text(const char *path, size_t max_bytes, char **out, size_t *len,
     if (!buf)
         rc = err_set(e, ERR_RUNTIME, "out of memory reading '%s'", path);
     else if (rc == 0 && ferror(f))
-        rc = err_set(e, ERR_USAGE, "cannot read '%s': %s", path, strerror(errno));
+        rc = err_set(e, ERR_RUNTIME, "cannot read '%s': %s", path, strerror(errno));
     else if (rc == 0 && n == 0)
         rc = err_set(e, ERR_USAGE, "'%s' is empty", path);
     else if (rc == 0 && memchr(buf, '\0', n))

@@ -19,9 +19,9 @@ int files_find(const char *env_var, const char *folder, const char *rel, char *o
 void files_list(const char *dir, const char *suffix, char *buf, size_t cap);
 
 /* Read a whole text file (path "-" is stdin) into *out, NUL-terminated,
- * its length in *len; the caller frees *out. ERR_USAGE, one line, for a
- * missing or unreadable file, one that is empty, one larger than max_bytes,
- * or one that holds a NUL byte (binary, not text). */
+ * its length in *len; the caller frees *out. ERR_RUNTIME, one line, for a
+ * missing or unreadable file; ERR_USAGE for one that is empty, one larger
+ * than max_bytes, or one that holds a NUL byte (binary, not text). */
 int files_read_text(const char *path, size_t max_bytes, char **out, size_t *len, Err *e);
 
 #endif

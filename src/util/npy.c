@@ -9,18 +9,22 @@
 
 const char *npy_descr(NpyType type)
 {
-    return type == NPY_I32 ? "<i4" : "<f4";
+    switch (type) {
+    case NPY_I32: return "<i4";
+    case NPY_U8: return "|u1";
+    case NPY_F16: return "<f2";
+    default: return "<f4";
+    }
 }
 
 size_t npy_elem_size(NpyType type)
 {
-    (void)type;
-    return 4; /* both types are 32-bit */
+    return type == NPY_U8 ? 1 : type == NPY_F16 ? 2 : 4;
 }
 
 static int type_ok(NpyType type)
 {
-    return type == NPY_F32 || type == NPY_I32;
+    return type == NPY_F32 || type == NPY_I32 || type == NPY_U8 || type == NPY_F16;
 }
 
 size_t npy_header(char *buf, size_t cap, NpyType type, const size_t *shape, size_t ndim)
@@ -66,21 +70,21 @@ static int host_is_little_endian(void)
     return first == 1;
 }
 
-/* Write n 4-byte elements little-endian, swapping through a small buffer
- * on a big-endian host. Returns 0 or -1 (errno set by stdio). */
-static int write_le32(FILE *f, const unsigned char *src, size_t n)
+/* Write n elements of `size` bytes little-endian, swapping through a small
+ * buffer on a big-endian host. Returns 0 or -1 (errno set by stdio). */
+static int write_le(FILE *f, const unsigned char *src, size_t n, size_t size)
 {
-    if (host_is_little_endian())
-        return fwrite(src, 4, n, f) == n ? 0 : -1;
+    if (size == 1 || host_is_little_endian())
+        return fwrite(src, size, n, f) == n ? 0 : -1;
     unsigned char buf[4096];
     while (n > 0) {
-        size_t m = n < sizeof buf / 4 ? n : sizeof buf / 4;
+        size_t m = n < sizeof buf / size ? n : sizeof buf / size;
         for (size_t i = 0; i < m; i++)
-            for (size_t b = 0; b < 4; b++)
-                buf[4 * i + b] = src[4 * i + 3 - b];
-        if (fwrite(buf, 4, m, f) != m)
+            for (size_t b = 0; b < size; b++)
+                buf[size * i + b] = src[size * i + size - 1 - b];
+        if (fwrite(buf, size, m, f) != m)
             return -1;
-        src += 4 * m;
+        src += size * m;
         n -= m;
     }
     return 0;
@@ -109,7 +113,7 @@ int npy_write(const char *path, NpyType type, const size_t *shape, size_t ndim, 
     FILE *f = fopen(path, "wb");
     if (!f)
         return err_set(e, ERR_RUNTIME, "cannot write %s: %s", path, strerror(errno));
-    int bad = fwrite(header, 1, hlen, f) != hlen || write_le32(f, data, count) < 0;
+    int bad = fwrite(header, 1, hlen, f) != hlen || write_le(f, data, count, npy_elem_size(type)) < 0;
     int saved = errno;
     if (fclose(f) != 0 && !bad) {
         bad = 1;

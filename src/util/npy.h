@@ -19,6 +19,8 @@
 typedef enum {
     NPY_F32 = 0, /* float, descr '<f4' */
     NPY_I32,     /* int32_t / int, descr '<i4' */
+    NPY_U8,      /* bytes as stored (a quantized cache's blocks), descr '|u1' */
+    NPY_F16,     /* IEEE binary16 bit patterns (uint16_t), descr '<f2' */
 } NpyType;
 
 /* The descr string of a type ("<f4"), and its element size in bytes. */

@@ -42,6 +42,17 @@ expect_ok "calc json: glm-mla latent 1,152 B, ratio 17.78" '^1152 17\.78$' pytho
 import json, sys
 f = json.load(open(sys.argv[1]))['formats'][0]
 print(f['bytes_per_token_layer'], '%.2f' % f['reference']['ratio'])" "$calc_json"
+# totals above 2^63 stay exact integers in JSON (a double would print 1.8446744073709552e19)
+$KV calc --model llama-2-7b --set n_layers=1 --set n_heads=1 --set n_kv_heads=1 --set head_dim=8 --set d_model=8 \
+    --elem int4 --context 1537228672809129301 --format json >"$calc_json" 2>/dev/null
+expect_ok "calc json: a total above 2^63 is an exact integer" \
+    '^18446744073709551612 int 1537228672809129301 int$' python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = d['formats'][0]['bytes_total']
+print(t, type(t).__name__, d['context'], type(d['context']).__name__)" "$calc_json"
+expect_ok "calc json: the exact total is written as digits" '"bytes_total": 18446744073709551612,' \
+    cat "$calc_json"
 rm -f "$calc_json"
 
 expect_fail "calc unknown model" 2 "unknown model 'nope'" $KV calc --model nope

@@ -30,7 +30,7 @@ expect_ok "eval: past the model's context, the text sets the positions" 'prefill
 : >"$evtext.empty"
 printf 'ab\000cd' >"$evtext.bin"
 expect_fail "eval: --text is required" 2 "--text FILE or --split validation is required" $KV eval
-expect_fail "eval: a missing file" 2 "cannot read" $KV eval --text "$evtext.missing"
+expect_fail "eval: a missing file" 1 "cannot read" $KV eval --text "$evtext.missing"
 expect_fail "eval: an empty file" 2 "is empty" $KV eval --text "$evtext.empty"
 expect_fail "eval: a binary file" 2 "is not text: a NUL byte at offset 2" $KV eval --text "$evtext.bin"
 expect_fail "eval: --tokens beyond the text" 2 "holds only [0-9]+ tokens" $KV eval --text "$evtext" --tokens 401

@@ -81,7 +81,7 @@ expect_fail "lesson check: --file without a value" 2 "'--file' needs a value" $K
 expect_fail "lesson show --file" 2 '--file goes with `lesson check`' $KV lesson show 6 --file x.c
 expect_fail "lesson list: stray argument" 2 "unexpected argument 'extra'" $KV lesson list extra
 expect_fail "lesson check: unknown option" 2 "unknown option '--fast'" $KV lesson check 1 --fast
-expect_fail "lesson check: missing exercise file" 2 "cannot read 'nope.c'" $KV lesson check 6 --file nope.c
+expect_fail "lesson check: missing exercise file" 1 "cannot read 'nope.c'" $KV lesson check 6 --file nope.c
 expect_fail "lesson: no course found" 1 'KVSCOPE_LESSONS names a directory without manifest.json' \
     env KVSCOPE_LESSONS="$lesson_src" $KV lesson list
 

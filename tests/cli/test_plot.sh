@@ -297,7 +297,7 @@ cmp -s "$A/quant-error.tsv" "$plot_tmp/c/quant-error.tsv" && bad "another seed g
 expect_fail "plot: unknown figure" 2 "unknown figure 'nope' \(figures: projection, " $KV plot nope --out "$plot_tmp/x"
 expect_fail "plot: bad --term" 2 "--term: 'jpeg' is not one of png, svg, dumb" $KV plot memory --term jpeg
 expect_fail "plot: --out is a file" 2 "--out .*afile: exists and is not a directory" $KV plot memory --out "$plot_tmp/afile"
-expect_fail "plot: --out under a file" 2 "--out .*: cannot create" $KV plot memory --out "$plot_tmp/afile/plots"
+expect_fail "plot: --out under a file" 1 "--out .*: cannot create" $KV plot memory --out "$plot_tmp/afile/plots"
 expect_fail "plot: nothing named" 2 "name the figures to make, or --all" $KV plot
 expect_fail "plot: --tokens beyond the model" 2 "--tokens 300: model 'tiny' holds 256 positions" \
     $KV plot projection --tokens 300 --out "$plot_tmp/x"

@@ -51,16 +51,16 @@ else
     bad "train: --log has a row per step, validation every 10, the same after a resume" \
         "$(wc -l <"$tr_tmp/b5") rows" "$(diff "$tr_tmp/b5" "$tr_tmp/c5" | head -5)"
 fi
-expect_fail "train: an unwritable --log" 2 "cannot write" \
+expect_fail "train: an unwritable --log" 1 "cannot write" \
     $KV train $common --out "$tr_tmp/x.kvw" --steps 1 --log /nonexistent/dir/x.tsv
 expect_fail "train: --text is required" 2 "are required" $KV train --model "$tr_tmp/micro.ini"
-expect_fail "train: a missing text" 2 "cannot read" $KV train $common --text "$tr_tmp/none.txt" --out "$tr_tmp/x.kvw"
+expect_fail "train: a missing text" 1 "cannot read" $KV train $common --text "$tr_tmp/none.txt" --out "$tr_tmp/x.kvw"
 printf 'tiny' >"$tr_tmp/short.txt"
 expect_fail "train: a text too short for a window" 2 "one window needs" \
     $KV train --model "$tr_tmp/micro.ini" --text "$tr_tmp/short.txt" --valid "$tr_tmp/valid.txt" --out "$tr_tmp/x.kvw"
 expect_fail "train: a model without a tokenizer" 2 "has no tokenizer" \
     $KV train --model worked-example --text "$tr_tmp/train.txt" --valid "$tr_tmp/valid.txt" --out "$tr_tmp/x.kvw"
-expect_fail "train: an unwritable output" 2 "cannot write" \
+expect_fail "train: an unwritable output" 1 "cannot write" \
     $KV train $common --out /nonexistent/dir/x.kvw --steps 1 --eval-every 0
 expect_fail "train: weights of another shape" 2 "holds a model with d_model = 32; the config says 64" \
     $KV run --model tiny --set vocab=1024 --set weights="$tr_tmp/a.kvw" --tokens 1

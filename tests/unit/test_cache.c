@@ -129,7 +129,7 @@ static void test_overflow_is_an_error(void **state)
         KvCache *c = kv_open(layouts[i], &g, &e);
         assert_int_equal(append_rows(c, 0, 0, 3, &e), 0);
         assert_int_equal(append_rows(c, 0, 0, 2, &e), -1);
-        assert_int_equal(e.kind, ERR_USAGE);
+        assert_int_equal(e.kind, ERR_RUNTIME);
         assert_non_null(strstr(e.msg, "cache overflow"));
         assert_int_equal(kv_length(c, 0, 0), 3); /* nothing half-written */
         assert_int_equal(append_rows(c, 0, 0, 1, &e), 0);
@@ -183,6 +183,16 @@ static void test_bad_specs(void **state)
     KvCache *c = kv_open("contiguous:max=8", &g, &e);
     assert_non_null(c);
     assert_int_equal(kv_bytes_reserved(c), 8 * 2 * 2 * 8 * sizeof(float));
+    /* its room, known before any append: 8 rows fit, 9 overflow */
+    assert_int_equal(kv_capacity(c), 8);
+    assert_int_equal(kv_check_room(c, 8, &e), 0);
+    assert_int_equal(kv_check_room(c, 9, &e), -1);
+    assert_int_equal(e.kind, ERR_RUNTIME);
+    assert_non_null(strstr(e.msg, "cache overflow"));
+    kv_free(c);
+    c = kv_open("dynamic", &g, &e); /* no capacity of its own: max_seq_len */
+    assert_non_null(c);
+    assert_int_equal(kv_capacity(c), g.max_seq_len);
     kv_free(c);
 }
 

@@ -97,6 +97,42 @@ static void test_1d_int_file(void **state)
     remove(path);
 }
 
+/* Bytes ('|u1', one byte each) and binary16 ('<f2', two little-endian
+ * bytes each): the stored blocks and per-channel scales of dump's caches.
+ * Both dicts are 60 characters: 10 + 60 + 1 = 71 rounds up to 128. */
+static void test_u8_and_f16_files(void **state)
+{
+    (void)state;
+    char want[128], path[256];
+    size_t n;
+    Err e = { 0 };
+    const size_t shape[2] = { 2, 3 };
+
+    expected_header(want, "{'descr': '|u1', 'fortran_order': False, 'shape': (2, 3), }", 118);
+    temp_path(path, sizeof path, "u8.npy");
+    const unsigned char bytes[6] = { 0, 1, 0x7f, 0x80, 0xfe, 0xff };
+    assert_int_equal(npy_write(path, NPY_U8, shape, 2, bytes, &e), 0);
+    unsigned char *got = slurp(path, &n);
+    assert_int_equal(n, 128 + 6);
+    assert_memory_equal(got, want, 128);
+    assert_memory_equal(got + 128, bytes, 6);
+    free(got);
+    remove(path);
+
+    expected_header(want, "{'descr': '<f2', 'fortran_order': False, 'shape': (2, 3), }", 118);
+    temp_path(path, sizeof path, "f16.npy");
+    const unsigned short halves[6] = { 0x3c00, 0xc000, 0, 0x7bff, 0x0001, 0x8000 }; /* 1, -2, 0, max, tiny, -0 */
+    assert_int_equal(npy_write(path, NPY_F16, shape, 2, halves, &e), 0);
+    got = slurp(path, &n);
+    assert_int_equal(n, 128 + 12);
+    assert_memory_equal(got, want, 128);
+    const unsigned char one_le[2] = { 0x00, 0x3c }, minus_two_le[2] = { 0x00, 0xc0 };
+    assert_memory_equal(got + 128, one_le, 2);
+    assert_memory_equal(got + 130, minus_two_le, 2);
+    free(got);
+    remove(path);
+}
+
 /* A 3-d shape (2, 1, 4) as a file, and every header padded to 64. */
 static void test_3d_and_padding(void **state)
 {
@@ -173,6 +209,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_2d_float_file),
         cmocka_unit_test(test_1d_int_file),
+        cmocka_unit_test(test_u8_and_f16_files),
         cmocka_unit_test(test_3d_and_padding),
         cmocka_unit_test(test_errors),
     };
