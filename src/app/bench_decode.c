@@ -21,7 +21,7 @@ static const char *const cache_names[] = { "f16", "q8_0" };
  * context plus the steps. */
 static int load_model(const BenchDecodeArgs *a, Model *m, Err *e)
 {
-    ModelOpts mo = { .model = a->model, .isa = a->isa, .shared = 1 };
+    ModelOpts mo = { .model = a->model, .isa = a->isa, .shared = !a->weights, .weights = a->weights };
     Config cfg;
     if (setup_load_config(&mo, &cfg, e) < 0)
         return -1;

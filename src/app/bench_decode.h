@@ -10,6 +10,7 @@
 typedef struct {
     const char *isa;
     const char *model;        /* a real shape, run with shared weights */
+    const char *weights;      /* or a checkpoint, with its own weights (NULL: model) */
     const size_t *contexts;   /* rows cached before the timed steps */
     size_t n_contexts;
     size_t steps;             /* timed steps per context and cache (their median) */

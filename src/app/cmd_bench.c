@@ -31,6 +31,7 @@ typedef struct {
     int quick;
     int decode;           /* --decode: the bandwidth, then a whole model's decode step */
     const char *model;    /* --model, for --decode */
+    const char *weights;  /* --weights, for --decode: a checkpoint instead */
     size_t steps;         /* --steps, for --decode */
 } BenchOpts;
 
@@ -80,6 +81,8 @@ static void help(void)
            "  --format F          table (default) or tsv (one row per measurement, a header row)\n"
            "  --decode            section 4 (after the bandwidth) instead of sections 2 and 3\n"
            "  --model NAME        the model --decode runs (default llama-3-8b)\n"
+           "  --weights PATH      --decode runs this GGUF or llama2.c checkpoint instead, its own\n"
+           "                      layers, its f16/q8_0/q4_0 matrices read as stored\n"
            "  --steps N           decode steps timed per context and cache (default 5, at most 64)\n\n"
            "Progress goes to stderr, one line per section of each round. A full run takes a minute\n"
            "or two and holds about 1.5 GiB.\n"
@@ -123,6 +126,7 @@ static int parse_options(int argc, char **argv, BenchOpts *o, Err *e)
         { "pool-mib", required_argument, 0, 0 },      { "quick", no_argument, 0, 0 },
         { "format", required_argument, 0, 0 },        { "help", no_argument, 0, 'h' },
         { "decode", no_argument, 0, 0 },              { "model", required_argument, 0, 0 },
+        { "weights", required_argument, 0, 0 },
         { "steps", required_argument, 0, 0 },
         { 0, 0, 0, 0 },
     };
@@ -147,6 +151,8 @@ static int parse_options(int argc, char **argv, BenchOpts *o, Err *e)
             o->decode = 1;
         else if (strcmp(name, "model") == 0)
             o->model = optarg;
+        else if (strcmp(name, "weights") == 0)
+            o->weights = optarg;
         else if (strcmp(name, "steps") == 0)
             rc = parse_size(optarg, "--steps", &o->steps, e);
         else if (strcmp(name, "format") == 0) {
@@ -165,8 +171,10 @@ static int parse_options(int argc, char **argv, BenchOpts *o, Err *e)
         return err_set(e, ERR_USAGE, "--reps: at most %d, got %zu", BENCH_MAX_REPS, o->reps);
     if (o->read_mib > MAX_READ_MIB)
         return err_set(e, ERR_USAGE, "--bandwidth-mib: at most %d, got %zu", MAX_READ_MIB, o->read_mib);
-    if ((o->model || o->steps) && !o->decode)
-        return err_set(e, ERR_USAGE, "bench: --model and --steps go with --decode");
+    if ((o->model || o->weights || o->steps) && !o->decode)
+        return err_set(e, ERR_USAGE, "bench: --model, --weights and --steps go with --decode");
+    if (o->model && o->weights)
+        return err_set(e, ERR_USAGE, "bench: --model and --weights exclude each other");
     if (o->steps > 64)
         return err_set(e, ERR_USAGE, "--steps: at most 64, got %zu", o->steps);
     if (o->pool_mib > ((size_t)1 << 20))
@@ -416,7 +424,7 @@ int cmd_bench(int argc, char **argv)
     size_t llc = bench_llc_bytes(&llc_source);
     fill_defaults(&o, llc);
     if (o.decode) {
-        BenchDecodeArgs da = { .isa = o.isa, .model = o.model, .contexts = o.contexts, .n_contexts = o.n_contexts,
+        BenchDecodeArgs da = { .isa = o.isa, .model = o.model, .weights = o.weights, .contexts = o.contexts, .n_contexts = o.n_contexts,
                                .steps = o.steps, .read_bytes = o.read_mib * MIB, .reps = o.reps, .fmt = o.fmt };
         return bench_decode(&da);
     }

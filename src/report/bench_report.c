@@ -303,10 +303,14 @@ void bench_report_decode(BenchReport *rep, const Config *cfg, const BenchDecodeR
     char b1[32], b2[32], t1[32], t2[32], pct[16];
     const size_t over = rep->over;
     printf("\n== 4. end-to-end decode: model %s, one sequence, one core\n", cfg->name);
-    printf("shared weights: one layer's weights serve all %zu layers, so a step reads them %zu times, as the real\n"
-           "model reads its %zu layers once each; the cache is filled to the context with seeded rows, then\n"
-           "each step is timed (the median of %zu); byte limit: (weights + K/V read) / read bandwidth\n",
-           cfg->n_layers, cfg->n_layers, cfg->n_layers, n ? rows[0].r.steps : 0);
+    if (cfg->shared_layers)
+        printf("shared weights: one layer's weights serve all %zu layers, so a step reads them %zu times, as the "
+               "real\nmodel reads its %zu layers once each; ", cfg->n_layers, cfg->n_layers, cfg->n_layers);
+    else
+        printf("weights: %s, each of its %zu layers its own (matrices read as stored);\n", cfg->weights,
+               cfg->n_layers);
+    printf("the cache is filled to the context with seeded rows, then each step is timed (the median\n"
+           "of %zu); byte limit: (weights + K/V read) / read bandwidth\n", n ? rows[0].r.steps : 0);
     printf("%8s  %-5s %13s %11s %11s %9s %11s %10s\n", "context", "cache", "weights/step", "K/V/step", "time/step",
            "tokens/s", "byte limit", "of limit");
     for (size_t i = 0; i < n; i++) {
