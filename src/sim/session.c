@@ -284,6 +284,7 @@ static int advance(Session *s, int record, Err *e)
         StepRecord *rec = &s->rec[s->steps];
         *rec = (StepRecord){
             .step = r.step, .phase = r.phase, .n_new = r.n_new, .pos0 = r.pos0, .context = r.context,
+            .seen_min = r.state ? r.state->seen_min : 0, .seen_max = r.state ? r.state->seen_max : 0,
             .token = token, .token_logit = token >= 0 ? r.logits[token] : 0.0f, .ctr = r.ctr,
             .unc_formula = !s->measured,
         };

@@ -54,7 +54,9 @@ typedef struct {
     Phase phase;
     size_t n_new;       /* tokens this pass ran */
     size_t pos0;        /* position of the first of them */
-    size_t context;     /* rows attention saw for the last of them */
+    size_t context;     /* positions the last of them could see (the sequence so far) */
+    size_t seen_min, seen_max; /* rows attention read for the last of them, fewest and most over the
+                                  layers (fewer than context when the cache evicts); 0 when not counted */
     int token;          /* token this pass chose, or -1 (a prefill chunk that is not the last) */
     float token_logit;  /* the logit it was chosen by */
     Counters ctr;       /* the cached pass, exactly as generate() reports it */
