@@ -74,8 +74,9 @@ static int open_caches(const View *v, Chooser *c, const char **why)
         KvCache *k = kv_open(cache_candidates[i], &geo, &e);
         if (!k)
             continue;
-        char note[48];
-        snprintf(note, sizeof note, "stores K/V as %s/%s", format_name(k->k_fmt), format_name(k->v_fmt));
+        char fmts[40], note[48];
+        kv_formats(k, fmts, sizeof fmts);
+        snprintf(note, sizeof note, "stores %s", fmts);
         kv_free(k);
         int is_cur = strcmp(cur, cache_candidates[i]) == 0;
         listed |= is_cur;

@@ -94,7 +94,9 @@ static void side(Frame *f, Rect r, const View *v, int which)
     frame_print(f, r, xv + 2, y++, ROLE_DIM, "%s", fmt_bytes(b, sizeof b, (double)run.cache_bytes_reserved));
     frame_text(f, r, 1, y, ROLE_NORMAL, "per token B");
     frame_print_right(f, r, xv, y, ROLE_NORMAL, "%zu", per_token);
-    frame_print(f, r, xv + 2, y++, ROLE_DIM, "K/V %s/%s", format_name(kv->k_fmt), format_name(kv->v_fmt));
+    char fmts[64];
+    kv_formats(kv, fmts, sizeof fmts);
+    frame_print(f, r, xv + 2, y++, ROLE_DIM, "%s", fmts);
     frame_text(f, r, 1, y, ROLE_NORMAL, "K/V read B");
     frame_print_right(f, r, xv, y, ROLE_NORMAL, "%s", fmt_count(a, sizeof a, run.kv_bytes_read, 10));
     frame_print(f, r, xv + 2, y++, ROLE_DIM, "in the run");
