@@ -167,6 +167,31 @@ if [ $? -eq 0 ] && ! LC_ALL=C grep -q '[^ -~]' "$view_out"; then ok "--ascii fra
 else bad "--ascii frames are pure ASCII" "$(LC_ALL=C grep -n '[^ -~]' "$view_out" | head -3)"; fi
 expect_fail "view on a pipe: needs a terminal" 2 'needs a terminal; for text output use kvscope run' $KV view
 expect_fail "kvscope --model on a pipe: the view, needs a terminal" 2 'needs a terminal' $KV --model small
+# a terminal that cannot address the cursor (TERM=dumb), on a real pty:
+# one line and exit 2, as an unknown TERM, and no escape codes drawn
+python3 - "$KV" >"$view_out" 2>&1 <<'EOF'
+import os, pty, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.environ["TERM"] = "dumb"
+    os.execvp("sh", ["sh", "-c", sys.argv[1] + " view --model tiny"])
+out = b""
+while True:
+    try:
+        chunk = os.read(fd, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(out.decode("utf-8", "replace"))
+print("EXIT=%d" % os.waitstatus_to_exitcode(status))
+EOF
+if grep -q "^EXIT=2$" "$view_out" && grep -q "kvscope: terminal type 'dumb' (TERM) cannot move the cursor" "$view_out" &&
+    [ "$(grep -c . "$view_out")" -eq 2 ] && ! grep -q "$(printf '\033')" "$view_out"; then
+    ok "TERM=dumb: refused in one line, exit 2"
+else bad "TERM=dumb: refused in one line, exit 2" "$(cat -v "$view_out" | head -5)"; fi
 expect_fail "view: --keys needs --headless" 2 '--keys needs --headless' $KV view --keys q
 expect_fail "view: bad --size" 2 "--size: '10' is not WxH" $KV view --headless --size 10
 expect_fail "view: unknown key name" 2 'unknown key <bogus>' $KV view --headless --keys '<bogus>'
