@@ -26,6 +26,7 @@
 #include "kv/cache.h"
 #include "model/generate.h"
 #include "model/model.h"
+#include "model/structure.h"
 #include "stats/counters.h"
 #include "text/tokenizer.h"
 
@@ -46,6 +47,8 @@ typedef struct {
     size_t prompt_len;
     GenOptions go;         /* keep_probs is decided by the session */
     UncachedMode uncached;
+    const Structure *structure; /* optional (NULL or none: off): attention biases, copied and placed on
+                                   the prompt by the session (decoder-only, standard attention) */
 } SessionSpec;
 
 /* One forward pass, as recorded when it ran. */

@@ -192,6 +192,18 @@ if grep -q "^EXIT=2$" "$view_out" && grep -q "kvscope: terminal type 'dumb' (TER
     [ "$(grep -c . "$view_out")" -eq 2 ] && ! grep -q "$(printf '\033')" "$view_out"; then
     ok "TERM=dumb: refused in one line, exit 2"
 else bad "TERM=dumb: refused in one line, exit 2" "$(cat -v "$view_out" | head -5)"; fi
+# --structure as run takes it: the same tokens as `run --structure retrieval`
+$KV view --headless --model tiny --isa ref --structure retrieval --tokens 6 --size 120x40 --frames last \
+    --keys '<space> <space> <space> <space> <space> <space>' >"$view_out" 2>&1
+view_toks=$(grep -A1 'tokens as text' "$view_out" | tail -n 1 | sed 's/.*│ //; s/[][]//g')
+run_toks=$($KV run --model tiny --isa ref --structure retrieval --tokens 6 --attention naive --format tsv |
+    awk -F'\t' '$1 == "cached" { printf "%s%s", sep, $NF; sep = " " }')
+if [ "$view_toks" = "( d ( d ( d" ] && [ "$run_toks" = "40 100 40 100 40 100" ]; then
+    ok "view --structure retrieval chooses run's tokens"
+else bad "view --structure retrieval chooses run's tokens" "view: $view_toks" "run: $run_toks"; fi
+expect_fail "view: bad --structure" 2 "unknown item 'bogus'" $KV view --headless --structure bogus
+expect_fail "view: --structure on an MLA model" 2 'attention structure applies to decoder-only' \
+    $KV view --headless --model mla-tiny --structure sink
 expect_fail "view: --keys needs --headless" 2 '--keys needs --headless' $KV view --keys q
 expect_fail "view: bad --size" 2 "--size: '10' is not WxH" $KV view --headless --size 10
 expect_fail "view: unknown key name" 2 'unknown key <bogus>' $KV view --headless --keys '<bogus>'
