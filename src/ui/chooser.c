@@ -98,7 +98,7 @@ static int open_models(const View *v, Chooser *c, const char **why)
         char note[48] = "";
         if (config_load(&cfg, name, &e) == 0) {
             char size[24];
-            snprintf(note, sizeof note, "%zu layers, d_model %zu, %s", cfg.n_layers, cfg.d_model,
+            snprintf(note, sizeof note, "%zu layer%s, d_model %zu, %s", cfg.n_layers, fmt_s(cfg.n_layers), cfg.d_model,
                      fmt_bytes(size, sizeof size, (double)model_param_floats(&cfg) * sizeof(float)));
         }
         add(c, name, note, strcmp(name, cur) == 0);

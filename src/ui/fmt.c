@@ -48,3 +48,8 @@ const char *fmt_ratio(char *buf, size_t cap, double a, double b)
         snprintf(buf, cap, "%.2fx", a / b);
     return buf;
 }
+
+const char *fmt_s(uint64_t n)
+{
+    return n == 1 ? "" : "s";
+}

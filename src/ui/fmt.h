@@ -15,5 +15,7 @@ const char *fmt_bytes(char *buf, size_t cap, double bytes);
 const char *fmt_ms(char *buf, size_t cap, double seconds, int hidden);
 /* "a/b" as "8.7x" (or "-" when b is 0). */
 const char *fmt_ratio(char *buf, size_t cap, double a, double b);
+/* The plural ending of a count: "" for 1, else "s" ("1 layer", "2 layers"). */
+const char *fmt_s(uint64_t n);
 
 #endif
