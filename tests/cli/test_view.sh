@@ -155,6 +155,24 @@ expect_ok "layer and head keys move the heatmap" 'attention L1 H2' \
     $KV view --headless --model tiny --keys '2 ] } } <space>' --frames last
 expect_ok "Tab moves the focus" '▸ counters' $KV view --headless --model tiny --keys '<tab>' --frames last
 
+# the footer and the panels say what they leave out
+expect_ok "80 columns: the footer keeps Tab and 1-3" 'Tab panel .*1-3 screen .*\? help +q quit' \
+    $KV view --headless --model tiny --size 80x24 --frames last
+expect_ok "+ while paused says the new speed" 'play speed now 30 steps/s \(p plays\)' \
+    $KV view --headless --model tiny --frames last --keys '+'
+expect_ok "the simulation names its model" '▸ model tiny, cache contiguous' \
+    $KV view --headless --model tiny --frames last
+expect_ok "a cut map says which layers are left out" '\+26 more layers \(L4-L29; \] moves down\)' \
+    $KV view --headless --model tiny --set n_layers=30 --frames last --keys '<space>'
+expect_ok "a cut map says which layers are above" '\+[0-9]+ layers above \(L0-L' \
+    $KV view --headless --model tiny --set n_layers=30 --frames last --keys '<space> ] ] ] ] ] ] ]'
+expect_ok "the heatmap names the query rows it shows" 'queries [1-9][0-9]*-[0-9]+ \(the newest\), keys 0-' \
+    $KV view --headless --model tiny --size 160x24 --frames last --keys '<space> <space> <space> <space> <space> <space> <space> <space>'
+expect_ok "a narrow heatmap names them short" 'q [1-9][0-9]*-14, k 0-38' \
+    $KV view --headless --model tiny --size 80x24 --frames last --keys '<space> <space> <space> <space> <space> <space> <space> <space>'
+expect_ok "one layer is singular in the model menu" 'worked-example +1 layer,' \
+    $KV view --headless --model tiny --size 120x40 --frames last --keys 'm'
+
 # --- terminal rules ---------------------------------------------------------
 expect_ok "too small: says have and need" 'terminal too small: have 60x20, need 80x24' \
     $KV view --headless --size 60x20 --frames last
