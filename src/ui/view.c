@@ -261,6 +261,8 @@ static unsigned overlay_key(View *v, int key)
         view_status(v, 1, "%s", why);
     else if (key != 't' && chooser_open(&v->chooser, v, key == 'c' ? CHOOSE_CACHE : CHOOSE_MODEL, &why) < 0)
         view_status(v, 1, "%s", why);
+    else if (key != 't' && v->chooser.left_out[0])
+        view_status(v, 0, "%s", v->chooser.left_out);
     return KR_HANDLED | KR_CHANGED;
 }
 

@@ -141,11 +141,11 @@ expect_ok "c lists caches the engine accepts" 'contiguous\+quant:k=q4_0,v=q4_0' 
     $KV view --headless --keys 'c' --frames last
 expect_ok "c then a choice switches the cache, replayed to the same step" 'cache now dynamic, replayed to pass 3' \
     $KV view --headless --keys '<space> <space> <space> c <down> <enter>' --frames last
-expect_ok "m lists the models" 'worked-example' $KV view --headless --keys 'm' --frames last
+expect_ok "m lists the models" 'kjv-small' $KV view --headless --keys 'm' --frames last
 expect_ok "m then small: the simulation runs small" 'model now small' \
     $KV view --headless --model tiny --keys 'm <up> <enter>' --frames last
-expect_ok "a model too large for the view says why" 'holds [0-9.]+ GiB of weights' \
-    $KV view --headless --model tiny --keys 'm <home> <enter>' --frames last
+expect_fail "a model too large for the view says why" 2 'holds [0-9.]+ GiB of weights' \
+    $KV view --headless --model llama-2-7b
 expect_ok "back at the start says so" 'at the start' $KV view --headless --keys '<left>' --frames last
 expect_ok "the end of generation says so" 'generation complete: 4 passes' \
     $KV view --headless --keys '<space> <space> <space> <space> <space>' --frames last
@@ -171,7 +171,23 @@ expect_ok "the heatmap names the query rows it shows" 'queries [1-9][0-9]*-[0-9]
 expect_ok "a narrow heatmap names them short" 'q [1-9][0-9]*-14, k 0-38' \
     $KV view --headless --model tiny --size 80x24 --frames last --keys '<space> <space> <space> <space> <space> <space> <space> <space>'
 expect_ok "one layer is singular in the model menu" 'worked-example +1 layer,' \
-    $KV view --headless --model tiny --size 120x40 --frames last --keys 'm'
+    $KV view --headless --model tiny --tokens 4 --size 120x40 --frames last --keys 'm'
+
+# the model menu offers only what the simulation runs, and says what it left out
+$KV view --headless --model tiny --size 160x40 --frames last --keys 'm' >"$view_out" 2>&1
+if grep -q 'kjv-small' "$view_out" && ! grep -Eq 'encdec|llama-2-7b|worked-example|deepseek' "$view_out" &&
+    grep -q '9 models not listed: 7 too large to load (see --shared), 1 not decoder-only, 1 too short' "$view_out"; then
+    ok "m lists only models that run here"
+else bad "m lists only models that run here" "$(grep -E 'd_model|not listed' "$view_out")"; fi
+n_listed=$(grep -c 'd_model' "$view_out")
+loaded=0
+for i in $(seq 1 $((n_listed - 1))); do # every other model listed, chosen: it runs
+    ups=$(printf '<up> %.0s' $(seq "$i"))
+    $KV view --headless --model tiny --size 160x40 --frames last --keys "m $ups <enter>" | grep -q 'model now' &&
+        loaded=$((loaded + 1))
+done
+if [ "$n_listed" -ge 4 ] && [ "$loaded" -eq $((n_listed - 1)) ]; then ok "every model m lists runs ($loaded)"
+else bad "every model m lists runs" "$loaded of $((n_listed - 1)) loaded"; fi
 
 # --- terminal rules ---------------------------------------------------------
 expect_ok "too small: says have and need" 'terminal too small: have 60x20, need 80x24' \
