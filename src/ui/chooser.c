@@ -102,7 +102,7 @@ static int model_runs(const View *v, const char *name, Config *cfg)
     const Kernels *kern;
     if (config_load(cfg, name, &e) == 0 && cfg->architecture != ARCH_DECODER)
         return NO_DECODER; /* asked first: the loader may refuse it for another reason */
-    if (!v->hooks.load_model || v->hooks.load_model(v->hooks.ctx, name, cfg, &kern, &e) < 0)
+    if (!v->hooks.load_model || !v->hooks.make_prompt || v->hooks.load_model(v->hooks.ctx, name, cfg, &kern, &e) < 0)
         return NO_LOAD; /* too large without --shared (or not loadable at all) */
     if (cfg->architecture != ARCH_DECODER)
         return NO_DECODER;

@@ -481,7 +481,7 @@ static void draw_footer(const View *v, Frame *f)
         { "m", "model", 10 },         { "t", "prompt", 12 },     { "r", "reset", 13 },   { "1-3", "screen", 6 },
         { "?", "help", 3 },           { "q", "quit", 2 },
     };
-    enum { N_HINTS = sizeof hints / sizeof hints[0] };
+    enum { N_HINTS = sizeof hints / sizeof hints[0], SPEED = 3 /* "+/-" */ };
     Session *ss[3];
     const Session *s = view_sessions(v, ss) ? ss[0] : NULL;
     const Config *c = s ? &session_model(s)->cfg : NULL;
@@ -490,21 +490,21 @@ static void draw_footer(const View *v, Frame *f)
         for (int i = 0; i < N_HINTS; i++) {
             if (hints[i].rank != rank)
                 continue;
-            /* while playing, the speed keys matter more; one layer or head has nothing to move to */
+            /* one layer or one head: nothing for [ ] or { } to move to */
             if ((hints[i].key[0] == '[' && c && c->n_layers < 2) || (hints[i].key[0] == '{' && c && c->n_heads < 2))
                 continue;
             int need = text_width(hints[i].key) + 1 + text_width(hints[i].what) + 2;
             if (used + need <= f->w)
                 show[i] = 1, used += need;
         }
-    if (v->playing && !show[3]) { /* +/- in place of the lowest-ranked hint shown */
+    if (v->playing && !show[SPEED]) { /* playing, the speed keys matter more: in place of the lowest-ranked */
         int drop = -1;
         for (int i = 0; i < N_HINTS; i++)
             if (show[i] && hints[i].rank > 4 && (drop < 0 || hints[i].rank > hints[drop].rank))
                 drop = i;
         const int gain = drop < 0 ? 0 : text_width(hints[drop].key) + text_width(hints[drop].what);
-        if (drop >= 0 && used - gain + text_width(hints[3].key) + text_width(hints[3].what) <= f->w)
-            show[drop] = 0, show[3] = 1;
+        if (drop >= 0 && used - gain + text_width(hints[SPEED].key) + text_width(hints[SPEED].what) <= f->w)
+            show[drop] = 0, show[SPEED] = 1;
     }
     int x = 1;
     for (int i = 0; i < N_HINTS; i++) {
