@@ -14,6 +14,7 @@
 #include "ui/keys.h"
 #include "ui/tty.h"
 #include "ui/view.h"
+#include "model/structure.h"
 #include "util/parse.h"
 
 /* The worked example: seed 002's 3-token prompt and 4 generated tokens. */
@@ -32,6 +33,7 @@ typedef struct {
     GenOptions go;
     const char *cache_spec;
     AttendAlgo attend;
+    Structure structure;
     UncachedMode uncached;
     const char *screen;
     int model_given;
@@ -75,6 +77,8 @@ static void help(void)
            "                      measured for models small enough), measured (a real\n"
            "                      uncached pass beside each), formula (rows and projection\n"
            "                      FLOPs from the closed form, labelled so)\n\n"
+           "attention structure (decoder-only models with standard attention):\n%s"
+           "  e.g. --structure retrieval --cache ring:window=16: the needle falls out\n\n"
            "display:\n"
            "  --screen S          start on example, sim or compare\n"
            "  --no-color          no colours (also when NO_COLOR is set): glyphs and words\n"
@@ -92,7 +96,7 @@ static void help(void)
            "                      into /dev/null) and play mode on the simulation\n\n"
            "The smallest terminal it lays out is %dx%d. Headless frames show '-' for wall\n"
            "times, so they are the same on every run.\n",
-           cli_model_help, caches, VIEW_MIN_W, VIEW_MIN_H);
+           cli_model_help, caches, structure_help, VIEW_MIN_W, VIEW_MIN_H);
 }
 
 static int parse_size_wh(const char *s, int *w, int *h, Err *e)
@@ -160,7 +164,7 @@ static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
         { "chunk", required_argument, 0, 0 },       { "temperature", required_argument, 0, 0 },
         { "top-k", required_argument, 0, 0 },       { "sample-seed", required_argument, 0, 0 },
         { "cache", required_argument, 0, 0 },       { "attention", required_argument, 0, 0 },
-        { "preset", required_argument, 0, 0 },
+        { "preset", required_argument, 0, 0 },      { "structure", required_argument, 0, 0 },
         { "uncached", required_argument, 0, 0 },    { "screen", required_argument, 0, 0 },
         { "no-color", no_argument, 0, 0 },          { "ascii", no_argument, 0, 0 },
         { "headless", no_argument, 0, 0 },          { "size", required_argument, 0, 0 },
@@ -187,6 +191,8 @@ static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
             o->model_given = 1; /* applied before the options, by preset_scan */
         else if (strcmp(name, "cache") == 0)
             o->cache_spec = optarg;
+        else if (strcmp(name, "structure") == 0 && structure_parse(optarg, &o->structure, e) < 0)
+            return -1;
     }
     if (got != CLI_DONE)
         return got == CLI_HELP ? 1 : -1;
@@ -253,7 +259,7 @@ static int open_session(ViewOpts *o, const char *model, const int *fixed, size_t
                 weight_bytes / 1e9);
     SessionSpec sp = {
         .cfg = cfg, .kern = kern, .attend = o->attend, .cache_spec = cache, .prompt = fixed ? fixed : prompt,
-        .prompt_len = plen, .go = o->go, .uncached = o->uncached,
+        .prompt_len = plen, .go = o->go, .uncached = o->uncached, .structure = &o->structure,
         .on_layer = o->headless || o->measure ? NULL : tty_on_layer,
     };
     sp.go.n_generate = n_generate;
@@ -261,6 +267,7 @@ static int open_session(ViewOpts *o, const char *model, const int *fixed, size_t
         sp.attend = ATTEND_NAIVE;
         sp.uncached = UNCACHED_MEASURED;
         sp.go = (GenOptions){ .n_generate = n_generate };
+        sp.structure = NULL; /* the document's numbers */
     }
     int rc = session_init(out, &sp, e);
     free(prompt);

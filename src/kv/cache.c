@@ -26,6 +26,14 @@ void kv_stats(const KvCache *c, KvStats *out)
         c->ops->stats(c, out);
 }
 
+void kv_formats(const KvCache *c, char *buf, size_t cap)
+{
+    if (c->ops->formats)
+        c->ops->formats(c, buf, cap);
+    else
+        snprintf(buf, cap, "K/V %s/%s", format_name(c->k_fmt), format_name(c->v_fmt));
+}
+
 void kv_cells_prefix(const KvCache *c, size_t len, KvCell *out, size_t n)
 {
     int lossy = c->k_fmt != FMT_F32 || c->v_fmt != FMT_F32;

@@ -117,6 +117,9 @@ typedef struct {
     /* Optional: the physical page of each logical page of seq into phys
      * (at most cap); returns the number of logical pages. */
     size_t (*page_table)(const KvCache *c, size_t seq, size_t *phys, size_t cap);
+    /* Optional (NULL = every row in k_fmt/v_fmt): how rows are stored in
+     * words, for a layout whose formats vary by row ("K/V f16 hot, q4_0 cold"). */
+    void (*formats)(const KvCache *c, char *buf, size_t cap);
     /* Describe positions 0 .. n-1 of (layer, seq) into out[0 .. n). */
     void (*cells)(const KvCache *c, size_t layer, size_t seq, KvCell *out, size_t n);
     void (*destroy)(KvCache *c);
@@ -158,6 +161,9 @@ static inline int kv_fork(KvCache *c, size_t src, size_t dst, Counters *ctr, Err
 }
 static inline void kv_drop(KvCache *c, size_t seq) { c->ops->drop(c, seq); }
 void kv_stats(const KvCache *c, KvStats *out);
+/* How c stores its rows, in words for the views: "K/V f32/f32", or the
+ * layout's own description when formats vary by row (mixed, kivi). */
+void kv_formats(const KvCache *c, char *buf, size_t cap);
 static inline size_t kv_max_pass(const KvCache *c) { return c->ops->max_pass ? c->ops->max_pass(c) : 0; }
 static inline size_t kv_capacity(const KvCache *c)
 {

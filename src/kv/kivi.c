@@ -20,6 +20,7 @@
 #include "kv/layouts.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -345,6 +346,13 @@ static void kivi_destroy(KvCache *base)
     free(q);
 }
 
+/* Full groups: keys coded per channel, values per token; the rest f16. */
+static void kivi_formats(const KvCache *base, char *buf, size_t cap)
+{
+    const Kivi *q = (const Kivi *)base;
+    snprintf(buf, cap, "K %s per channel, V %s; recent f16", format_name(q->k_code), format_name(q->v_fmt));
+}
+
 static const KvCacheOps kivi_ops = {
     .name = "kivi",
     .append = kivi_append,
@@ -358,6 +366,7 @@ static const KvCacheOps kivi_ops = {
     .fork = kivi_fork,
     .drop = kivi_drop,
     .stats = kivi_stats,
+    .formats = kivi_formats,
     .destroy = kivi_destroy,
 };
 

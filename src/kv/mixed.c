@@ -14,6 +14,7 @@
  * oldest group and slides the rest of its run down (counted as copies). */
 #include "kv/layouts.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -231,6 +232,17 @@ static void mixed_destroy(KvCache *base)
     free(m);
 }
 
+/* New rows are hot; the oldest groups age to warm (when there is one), then cold. */
+static void mixed_formats(const KvCache *base, char *buf, size_t cap)
+{
+    const Mixed *m = (const Mixed *)base;
+    if (m->warm_rows)
+        snprintf(buf, cap, "K/V %s hot, %s warm, %s cold", format_name(m->fmt[RUN_HOT]),
+                 format_name(m->fmt[RUN_WARM]), format_name(m->fmt[RUN_COLD]));
+    else
+        snprintf(buf, cap, "K/V %s hot, %s cold", format_name(m->fmt[RUN_HOT]), format_name(m->fmt[RUN_COLD]));
+}
+
 static const KvCacheOps mixed_ops = {
     .name = "mixed",
     .append = mixed_append,
@@ -244,6 +256,7 @@ static const KvCacheOps mixed_ops = {
     .fork = mixed_fork,
     .drop = mixed_drop,
     .stats = mixed_stats,
+    .formats = mixed_formats,
     .destroy = mixed_destroy,
 };
 

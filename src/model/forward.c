@@ -161,9 +161,14 @@ static int attention(const Model *m, ForwardState *s, size_t layer, const AttnPa
             };
             /* flash never holds every weight: a cache that observes them gets the naive form */
             attend(m->kern, observe && m->attend == ATTEND_FLASH ? ATTEND_NAIVE : m->attend, &a, ctr);
+            const size_t seen = rows_seen(&a, a.pos0 + n_new - 1);
+            if (b == 0 && h == 0) {
+                s->seen_min = (layer == 0 || seen < s->seen_min) ? seen : s->seen_min;
+                s->seen_max = (layer == 0 || seen > s->seen_max) ? seen : s->seen_max;
+            }
             if (observe)
                 cache->ops->observe(cache, layer, seq, h, probs + (n_new - 1) * probs_q_stride, probs_g_stride,
-                                    group, rows_seen(&a, a.pos0 + n_new - 1));
+                                    group, seen);
         }
     }
     return 0;
@@ -259,6 +264,7 @@ int model_forward(const Model *m, ForwardState *s, KvCache *cache, const int *to
         return err_set(e, ERR_USAGE, "position %zu is beyond max_seq_len %zu", pos0 + n_new - 1,
                        c->max_seq_len);
 
+    s->seen_min = s->seen_max = 0;
     if (sublayer_embed(m, s, tokens, rows, ctr, e) < 0)
         return -1;
     for (size_t b = 0; cache && b < n_seqs; b++) /* let a paged cache map pages before the layers write */

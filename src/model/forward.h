@@ -40,6 +40,10 @@ typedef struct {
     float *probs;
     size_t max_q;
     float *observed; /* [group][max_seq_len]: weights handed to a cache that observes them */
+    /* Rows the last query of sequence 0 saw in KV head 0 over the layers of
+     * the newest pass, fewest and most (a cache that evicts or a window reads
+     * fewer than the positions; h2o's layers differ); 0 when not counted. */
+    size_t seen_min, seen_max;
     /* With probs: the attention output (before W_o) of sequence 0's queries,
      * [n_layers][max_q][q_dim]. */
     float *att_layers;

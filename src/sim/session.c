@@ -40,6 +40,7 @@ struct Session {
     float *attn;          /* [n_layers][n_heads][positions][positions] or NULL */
     float *glogits;       /* [n_generate][vocab] or NULL */
     size_t *held;         /* [positions] scratch: the positions a layer's blocks hold */
+    Structure *structure; /* heap (the model points at its bias), or NULL: none */
 };
 
 void session_uncached_formula(const Config *c, size_t context, Counters *out)
@@ -88,6 +89,7 @@ void session_free(Session *s)
     free(s->held);
     free(s->rec);
     free(s->prompt);
+    free(s->structure);
     tokenizer_free(s->tok);
     free(s);
 }
@@ -128,6 +130,23 @@ static int alloc_buffers(Session *s, Err *e)
         if (!s->ulogits || forward_state_init(&s->ufs, c, P, 0, e) < 0)
             return err_set(e, ERR_RUNTIME, "out of memory for the uncached pass of %zu positions", P);
     }
+    return 0;
+}
+
+/* A copy of st placed on the session's prompt, its bias handed to the model. */
+static int use_structure(Session *s, const Structure *st, Err *e)
+{
+    const Config *c = &s->model->cfg;
+    if (c->architecture != ARCH_DECODER || c->attention == ATTN_MLA)
+        return err_set(e, ERR_USAGE, "--structure: model '%s' is %s; attention structure applies to decoder-only "
+                       "models with standard attention", c->name,
+                       c->attention == ATTN_MLA ? "an MLA model" : "encoder-decoder");
+    if (!(s->structure = malloc(sizeof *s->structure)))
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    *s->structure = *st;
+    if (structure_place(s->structure, s->spec.prompt_len, e) < 0)
+        return -1;
+    s->model->bias = &s->structure->bias;
     return 0;
 }
 
@@ -175,6 +194,11 @@ int session_init(Session **out, const SessionSpec *spec, Err *e)
     s->model->attend = spec->attend;
     s->model->on_layer = spec->on_layer;
     s->model->on_layer_ctx = spec->on_layer_ctx;
+    s->spec.structure = NULL;
+    if (spec->structure && structure_on(spec->structure) && use_structure(s, spec->structure, e) < 0) {
+        session_free(s);
+        return -1;
+    }
     s->positions = need;
     size_t chunk = chunk_of(spec);
     s->total_steps = (spec->prompt_len + chunk - 1) / chunk + spec->go.n_generate - 1;
@@ -286,6 +310,7 @@ static int advance(Session *s, int record, Err *e)
         StepRecord *rec = &s->rec[s->steps];
         *rec = (StepRecord){
             .step = r.step, .phase = r.phase, .n_new = r.n_new, .pos0 = r.pos0, .context = r.context,
+            .seen_min = r.state ? r.state->seen_min : 0, .seen_max = r.state ? r.state->seen_max : 0,
             .token = token, .token_logit = token >= 0 ? r.logits[token] : 0.0f, .ctr = r.ctr,
             .unc_formula = !s->measured,
         };
@@ -377,6 +402,7 @@ int session_set_model(Session *s, const Config *cfg, const Kernels *kern, const 
     sp.prompt = prompt;
     sp.prompt_len = prompt_len;
     sp.cache_spec = s->cache_spec;
+    sp.structure = s->structure; /* placed again on the new prompt */
     Session *n;
     if (session_init(&n, &sp, e) < 0)
         return -1;
@@ -401,6 +427,7 @@ void session_spec(const Session *s, SessionSpec *out)
     out->attend = s->model->attend;
     out->prompt = s->prompt;
     out->cache_spec = s->cache_spec;
+    out->structure = s->structure;
 }
 
 size_t session_steps(const Session *s) { return s->steps; }

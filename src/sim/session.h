@@ -26,6 +26,7 @@
 #include "kv/cache.h"
 #include "model/generate.h"
 #include "model/model.h"
+#include "model/structure.h"
 #include "stats/counters.h"
 #include "text/tokenizer.h"
 
@@ -51,6 +52,8 @@ typedef struct {
      * session goes back to pass 0 (its replay stops at once if asked again). */
     int (*on_layer)(void *ctx, size_t layers_done, size_t n_layers);
     void *on_layer_ctx;
+    const Structure *structure; /* optional (NULL or none: off): attention biases, copied and placed on
+                                   the prompt by the session (decoder-only, standard attention) */
 } SessionSpec;
 
 /* One forward pass, as recorded when it ran. */
@@ -59,7 +62,9 @@ typedef struct {
     Phase phase;
     size_t n_new;       /* tokens this pass ran */
     size_t pos0;        /* position of the first of them */
-    size_t context;     /* rows attention saw for the last of them */
+    size_t context;     /* positions the last of them could see (the sequence so far) */
+    size_t seen_min, seen_max; /* rows attention read for the last of them, fewest and most over the
+                                  layers (fewer than context when the cache evicts); 0 when not counted */
     int token;          /* token this pass chose, or -1 (a prefill chunk that is not the last) */
     float token_logit;  /* the logit it was chosen by */
     Counters ctr;       /* the cached pass, exactly as generate() reports it */

@@ -1,8 +1,11 @@
 /* chooser.c: the list behind c (choose a cache) and m (choose a model). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kv/cache.h"
+#include "model/generate.h"
+#include "model/structure.h"
 #include "ui/fmt.h"
 #include "ui/keys.h"
 #include "ui/screens.h"
@@ -74,8 +77,9 @@ static int open_caches(const View *v, Chooser *c, const char **why)
         KvCache *k = kv_open(cache_candidates[i], &geo, &e);
         if (!k)
             continue;
-        char note[48];
-        snprintf(note, sizeof note, "stores K/V as %s/%s", format_name(k->k_fmt), format_name(k->v_fmt));
+        char fmts[40], note[48];
+        kv_formats(k, fmts, sizeof fmts);
+        snprintf(note, sizeof note, "stores %s", fmts);
         kv_free(k);
         int is_cur = strcmp(cur, cache_candidates[i]) == 0;
         listed |= is_cur;
@@ -86,26 +90,76 @@ static int open_caches(const View *v, Chooser *c, const char **why)
     return 0;
 }
 
+/* Why a model is not offered. */
+enum { RUNS = 0, NO_LOAD, NO_DECODER, NO_MLA_STRUCTURE, NO_FIT, N_WHY };
+
+/* Would the simulation run model `name` with the options it was started
+ * with: loadable in the view, decoder-only, the prompt and the tokens asked
+ * for within its positions. RUNS, or why not. */
+static int model_runs(const View *v, const char *name, Config *cfg)
+{
+    Err e = { 0 };
+    const Kernels *kern;
+    if (config_load(cfg, name, &e) == 0 && cfg->architecture != ARCH_DECODER)
+        return NO_DECODER; /* asked first: the loader may refuse it for another reason */
+    if (!v->hooks.load_model || !v->hooks.make_prompt || v->hooks.load_model(v->hooks.ctx, name, cfg, &kern, &e) < 0)
+        return NO_LOAD; /* too large without --shared (or not loadable at all) */
+    if (cfg->architecture != ARCH_DECODER)
+        return NO_DECODER;
+    SessionSpec sp;
+    session_spec(v->sim, &sp);
+    if (sp.structure && structure_on(sp.structure) && cfg->attention == ATTN_MLA)
+        return NO_MLA_STRUCTURE;
+    int *ids = NULL;
+    size_t len = 0;
+    int ok = v->hooks.make_prompt(v->hooks.ctx, cfg, &ids, &len, &e) == 0 &&
+             generate_positions(len, sp.go.n_generate) <= cfg->max_seq_len;
+    for (size_t i = 0; ok && i < len; i++)
+        ok = ids[i] >= 0 && (size_t)ids[i] < cfg->vocab;
+    free(ids);
+    return ok ? RUNS : NO_FIT;
+}
+
+/* The models the simulation can switch to; what is left out, and why, goes
+ * to c->left_out for the footer. */
 static int open_models(const View *v, Chooser *c, const char **why)
 {
     char list[2048];
     config_list(list, sizeof list);
     const char *cur = session_model(v->sim)->cfg.name;
+    size_t skipped[N_WHY] = { 0 }, n_skipped = 0;
     for (char *save = NULL, *name = strtok_r(list, ", ", &save); name; name = strtok_r(NULL, ", ", &save)) {
         Config cfg;
-        Err e = { 0 };
-        char note[48] = "";
-        if (config_load(&cfg, name, &e) == 0) {
-            char size[24];
-            snprintf(note, sizeof note, "%zu layers, d_model %zu, %s", cfg.n_layers, cfg.d_model,
-                     fmt_bytes(size, sizeof size, (double)model_param_floats(&cfg) * sizeof(float)));
+        const int is_cur = strcmp(name, cur) == 0;
+        int no = is_cur ? RUNS : model_runs(v, name, &cfg);
+        if (no != RUNS) {
+            skipped[no]++, n_skipped++;
+            continue;
         }
-        add(c, name, note, strcmp(name, cur) == 0);
+        char note[48] = "", size[24];
+        Err e = { 0 };
+        if (!is_cur || config_load(&cfg, name, &e) == 0)
+            snprintf(note, sizeof note, "%zu layer%s, d_model %zu, %s", cfg.n_layers, fmt_s(cfg.n_layers),
+                     cfg.d_model, fmt_bytes(size, sizeof size, (double)model_param_floats(&cfg) * sizeof(float)));
+        add(c, name, note, is_cur);
     }
     if (c->n == 0) {
         *why = "no models found in data/models (is KVSCOPE_DATA right?)";
         return -1;
     }
+    static const char *const says[N_WHY] = {
+        [NO_LOAD] = "too large to load (see --shared)", [NO_DECODER] = "not decoder-only",
+        [NO_MLA_STRUCTURE] = "MLA (not with --structure)", [NO_FIT] = "too short for the prompt and --tokens",
+    };
+    char parts[120] = "";
+    size_t used = 0;
+    for (int k = 1; k < N_WHY; k++)
+        if (skipped[k] && used < sizeof parts)
+            used += (size_t)snprintf(parts + used, sizeof parts - used, "%s%zu %s", used ? ", " : "", skipped[k],
+                                     says[k]);
+    if (n_skipped)
+        snprintf(c->left_out, sizeof c->left_out, "%zu model%s not listed: %.119s", n_skipped, fmt_s(n_skipped),
+                 parts);
     return 0;
 }
 
@@ -163,9 +217,10 @@ void chooser_draw(Frame *f, const View *v)
         item_w = a > item_w ? a : item_w;
         note_w = b > note_w ? b : note_w;
     }
+    static const char hint[] = "Up/Down, Enter applies (replays to this pass), Esc";
     int w = item_w + note_w + 8, h = (int)c->n + 4;
-    if (w < 52)
-        w = 52;
+    if (w < text_width(hint) + 4)
+        w = text_width(hint) + 4;
     if (w > f->w - 4)
         w = f->w - 4;
     if (h > f->h - 2)
@@ -191,5 +246,5 @@ void chooser_draw(Frame *f, const View *v)
         if (sel)
             frame_role(f, (Rect){ in.x, in.y + r, in.w, 1 }, ROLE_SEL);
     }
-    frame_text(f, in, 0, in.h - 1, ROLE_DIM, "Up/Down, Enter applies (replays to this pass), Esc");
+    frame_text(f, in, 0, in.h - 1, ROLE_DIM, hint);
 }

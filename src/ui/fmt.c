@@ -35,8 +35,14 @@ const char *fmt_ms(char *buf, size_t cap, double seconds, int hidden)
 {
     if (hidden)
         snprintf(buf, cap, "-");
-    else
-        snprintf(buf, cap, "%.3f ms", seconds * 1e3);
+    else { /* 4 significant digits: at most 8 columns, the narrowest counters column */
+        const double ms = seconds * 1e3;
+        if (ms >= 9999.5)
+            snprintf(buf, cap, "%.2f s", seconds);
+        else
+            snprintf(buf, cap, ms >= 999.95 ? "%.0f ms" : ms >= 99.995 ? "%.1f ms" : ms >= 9.9995 ? "%.2f ms"
+                                                                                                : "%.3f ms", ms);
+    }
     return buf;
 }
 
@@ -47,4 +53,9 @@ const char *fmt_ratio(char *buf, size_t cap, double a, double b)
     else
         snprintf(buf, cap, "%.2fx", a / b);
     return buf;
+}
+
+const char *fmt_s(uint64_t n)
+{
+    return n == 1 ? "" : "s";
 }

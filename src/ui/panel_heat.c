@@ -123,17 +123,24 @@ void panel_heat(Frame *f, Rect r, const View *v, const Session *s, int focused)
         return;
     g.per = (P + (size_t)g.cols - 1) / (size_t)g.cols;
     g.cw = g.per == 1 ? ((size_t)g.cols >= 3 * P ? 3 : (size_t)g.cols >= 2 * P ? 2 : 1) : 1;
+    char per[48] = "";
     if (g.per > 1)
-        frame_print(f, r, 0, 1, ROLE_DIM, "q\\k  keys 0-%zu, %zu per column", P - 1, g.per);
-    else
-        frame_print(f, r, 0, 1, ROLE_DIM, "q\\k  keys 0-%zu", P - 1);
+        snprintf(per, sizeof per, ", %zu per column", g.per);
     if (n == 0) {
+        frame_print(f, r, 0, 1, ROLE_DIM, "q\\k  keys 0-%zu%s", P - 1, per);
         frame_text(f, r, 1, 2, ROLE_DIM, "nothing has run yet");
         return;
     }
     const StepRecord *last = session_record(s, n - 1);
     const size_t q_end = last->context; /* query positions that have run: 0 .. q_end-1 */
     const size_t q_first = q_end > (size_t)rows ? q_end - (size_t)rows : 0;
+    /* which query rows are shown: the newest, when they do not all fit */
+    char qk[160];
+    snprintf(qk, sizeof qk, "q\\k  queries %zu-%zu%s, keys 0-%zu%s", q_first, q_end - 1,
+             q_first ? " (the newest)" : "", P - 1, per);
+    if (text_width(qk) > r.w) /* narrow: the ranges alone */
+        snprintf(qk, sizeof qk, "q %zu-%zu, k 0-%zu%s", q_first, q_end - 1, P - 1, g.per > 1 ? " (binned)" : "");
+    frame_text(f, r, 0, 1, ROLE_DIM, qk);
     for (size_t qp = q_first; qp < q_end; qp++)
         heat_row(f, r, &g, session_attn_row(s, layer, head, qp), qp, 2 + (int)(qp - q_first), qp >= last->pos0, tk,
                  tok, n_tok);

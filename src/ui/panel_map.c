@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kv/cache.h"
+#include "ui/fmt.h"
 #include "ui/panels.h"
 
 #define LABEL_W 5
@@ -71,7 +72,7 @@ static void map_title(Frame *f, Rect r, const KvCache *cache, const MapGeom *mg,
         blocks += cells[j].page_start;
     char paging[48], full[256], scale[48] = "";
     if (st.page_rows)
-        snprintf(paging, sizeof paging, "paged, %zu rows a page", st.page_rows);
+        snprintf(paging, sizeof paging, "paged, %zu row%s a page", st.page_rows, fmt_s(st.page_rows));
     else if (blocks > 1)
         snprintf(paging, sizeof paging, "not paged, stored in blocks");
     else
@@ -158,12 +159,30 @@ void panel_map(Frame *f, Rect r, const View *v, const Session *s, const char *ti
     const Tokenizer *tk = session_tokenizer(s);
     const int text = tk && mg.per == 1 && r.h - 3 >= (int)c->n_layers;
     const int rows = r.h - 2 - text;
-    size_t first = 0; /* keep the selected layer in sight */
-    if ((size_t)rows < c->n_layers && v->layer >= (size_t)rows)
+    const size_t L = c->n_layers;
+    size_t first = 0, shown = L < (size_t)rows ? L : (size_t)rows;
+    if (L > (size_t)rows && rows >= 3) {
+        /* cut: keep the selected layer in sight, a row says what is above or below */
+        shown = (size_t)rows - 1;
+        if (v->layer >= shown) {
+            shown = (size_t)rows - 2;
+            first = v->layer - shown + 1;
+            if (first + shown >= L)
+                shown = (size_t)rows - 1, first = L - shown;
+        }
+    } else if (L > (size_t)rows && v->layer >= (size_t)rows) {
         first = v->layer - (size_t)rows + 1;
-    for (int y = 0; y < rows && first + (size_t)y < c->n_layers; y++)
-        map_layer_row(f, r, cache, &mg, cells, first + (size_t)y, 1 + y, first + (size_t)y == v->layer, last);
-    const int ay = 1 + (rows < (int)c->n_layers ? rows : (int)c->n_layers);
+    }
+    int y = 1;
+    if (first && L > (size_t)rows && rows >= 3)
+        frame_print(f, r, 1, y++, ROLE_DIM, "+%zu layer%s above (L0-L%zu; [ moves up)", first, fmt_s(first),
+                    first - 1);
+    for (size_t l = first; l < first + shown; l++)
+        map_layer_row(f, r, cache, &mg, cells, l, y++, l == v->layer, last);
+    if (first + shown < L && rows >= 3)
+        frame_print(f, r, 1, y++, ROLE_DIM, "+%zu more layer%s (L%zu-L%zu; ] moves down)", L - first - shown,
+                    fmt_s(L - first - shown), first + shown, L - 1);
+    const int ay = y;
     map_axis(f, r, cache, &mg, cells, ay, last);
     if (text)
         panel_token_axis(f, r, ay + 1, "text", LABEL_W, mg.cw, mg.P < n_tok ? mg.P : n_tok, tk, tok);

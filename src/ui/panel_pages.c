@@ -34,7 +34,8 @@ void panel_pages(Frame *f, Rect r, const Session *s, int focused)
     if (!st.page_rows || r.h < 2)
         return;
     char title[96], item[96];
-    snprintf(title, sizeof title, "page table: %zu rows a page, pool of %zu", st.page_rows, st.pages_total);
+    snprintf(title, sizeof title, "page table: %zu row%s a page, pool of %zu", st.page_rows, fmt_s(st.page_rows),
+             st.pages_total);
     frame_rule(f, r, 0, title, focused);
     /* logical -> physical, as far as the width allows */
     size_t cap = session_positions(s) / st.page_rows + 2;
@@ -81,7 +82,7 @@ void panel_pages(Frame *f, Rect r, const Session *s, int focused)
     flow(f, r, &x, &y, ROLE_NORMAL, item);
     snprintf(item, sizeof item, "shared %zu", st.pages_shared);
     flow(f, r, &x, &y, st.pages_shared ? ROLE_SHARED : ROLE_NORMAL, item);
-    snprintf(item, sizeof item, "waste %zu rows", st.waste_rows);
+    snprintf(item, sizeof item, "waste %zu row%s", st.waste_rows, fmt_s(st.waste_rows));
     flow(f, r, &x, &y, ROLE_NORMAL, item);
     snprintf(item, sizeof item, "prefix hits %zu", st.prefix_hits);
     flow(f, r, &x, &y, ROLE_NORMAL, item);

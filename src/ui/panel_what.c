@@ -21,10 +21,23 @@ void panel_what(Frame *f, Rect r, const Session *s)
                  panel_token_label(tk, rec->token, piece, sizeof piece));
     else if (rec->token >= 0)
         snprintf(chose, sizeof chose, "; chose %d", rec->token);
-    if (rec->phase == PHASE_PREFILL)
+    const char *layers = c->n_layers == 1 ? "layer" : "layers";
+    if (rec->phase == PHASE_PREFILL) {
         frame_print(f, r, 0, 0, ROLE_NORMAL, "Step %zu prefill: positions %zu-%zu projected at once, K,V stored "
-                    "in %zu layers%s", rec->step, rec->pos0, rec->pos0 + rec->n_new - 1, c->n_layers, chose);
+                    "in %zu %s%s", rec->step, rec->pos0, rec->pos0 + rec->n_new - 1, c->n_layers, layers, chose);
+        return;
+    }
+    /* the rows attention read, as the forward counted them: fewer than the
+     * positions when the cache evicts (ring, h2o, sparse) or a window hides
+     * them; the positions when nothing counted them (MLA) */
+    char read[48];
+    if (rec->seen_max == 0)
+        snprintf(read, sizeof read, "%zu", rec->context);
+    else if (rec->seen_min == rec->seen_max)
+        snprintf(read, sizeof read, "%zu", rec->seen_max);
     else
-        frame_print(f, r, 0, 0, ROLE_NORMAL, "Step %zu decode: 1 row projected (uncached: %zu), %zu cached rows "
-                    "read%s", rec->step, rec->context, rec->context, chose);
+        snprintf(read, sizeof read, "%zu-%zu (by layer)", rec->seen_min, rec->seen_max);
+    const int one = rec->seen_max == 1 || (rec->seen_max == 0 && rec->context == 1);
+    frame_print(f, r, 0, 0, ROLE_NORMAL, "Step %zu decode: 1 row projected (uncached: %zu), %s cached row%s read "
+                "of %zu positions%s", rec->step, rec->context, read, one ? "" : "s", rec->context, chose);
 }

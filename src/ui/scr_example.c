@@ -63,10 +63,13 @@ static void cache_rows(Frame *f, Rect r, const View *v, const Session *s)
     const size_t P = session_positions(s), hd = c->geo.head_dim;
     const size_t n = session_steps(s);
     const StepRecord *last = n ? session_record(s, n - 1) : NULL;
-    char title[128];
-    snprintf(title, sizeof title, "KV cache, layer 0 head 0: %zu of %zu rows (%s; K %s, V %s)",
-             kv_length(c, 0, 0), c->geo.max_seq_len, session_cache_spec(s), format_name(c->k_fmt),
-             format_name(c->v_fmt));
+    char title[160], fmts[64];
+    if (c->ops->formats) /* formats vary by row (mixed, kivi) */
+        kv_formats(c, fmts, sizeof fmts);
+    else
+        snprintf(fmts, sizeof fmts, "K %s, V %s", format_name(c->k_fmt), format_name(c->v_fmt));
+    snprintf(title, sizeof title, "KV cache, layer 0 head 0: %zu of %zu rows (%s; %s)", kv_length(c, 0, 0),
+             c->geo.max_seq_len, session_cache_spec(s), fmts);
     frame_rule(f, r, 0, title, v->focus[SCR_EXAMPLE] == P_CACHE);
     float k[64], vv[64];
     for (size_t j = 0; j < P && (int)j + 1 < r.h; j++) {

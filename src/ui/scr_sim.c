@@ -38,8 +38,17 @@ static void draw(Frame *f, Rect b, const View *v)
         cw = 66;
 
     panel_what(f, rect_sub(b, 0, 0, b.w, 1), s);
-    char title[128];
-    snprintf(title, sizeof title, "cache %s", session_cache_spec(s));
+    /* the model and anything that bends its attention, then the cache */
+    char title[256], shape[128] = "";
+    SessionSpec sp;
+    session_spec(s, &sp);
+    if (sp.structure && structure_on(sp.structure)) {
+        char desc[96];
+        snprintf(shape, sizeof shape, ", structure %s", structure_describe(sp.structure, desc, sizeof desc));
+    }
+    snprintf(title, sizeof title, "model %s%s, cache %s", c->name, shape, session_cache_spec(s));
+    if (shape[0] && text_width(title) + 4 > b.w) /* narrow: the model and the cache come first */
+        snprintf(title, sizeof title, "model %s, cache %s", c->name, session_cache_spec(s));
     panel_map(f, rect_sub(b, 0, 1, b.w, map_h), v, s, title, focus == P_MAP);
     Rect mid = rect_sub(b, 0, 1 + map_h, b.w, mid_h);
     panel_counters(f, rect_sub(mid, 0, 0, cw, mid.h), v, s, focus == P_COUNTERS);

@@ -27,6 +27,13 @@ int tty_check(Err *e)
     if (setupterm(term, STDOUT_FILENO, &status) != OK)
         return err_set(e, ERR_USAGE, "unknown terminal type '%s' (TERM): %s (try TERM=xterm-256color)", term,
                        status == 0 ? "no terminfo entry for it" : "the terminfo database was not found");
+    /* a terminal that cannot move the cursor (TERM=dumb) would get a garbled
+     * screen: refuse it as an unknown one is refused */
+    const char *cup = tigetstr("cup");
+    const int addressable = cup && cup != (char *)-1;
     del_curterm(cur_term);
+    if (!addressable)
+        return err_set(e, ERR_USAGE, "terminal type '%s' (TERM) cannot move the cursor, which the view needs "
+                       "(try TERM=xterm-256color)", term);
     return 0;
 }

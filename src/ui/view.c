@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ui/fmt.h"
 #include "ui/keys.h"
 #include "ui/screens.h"
 
@@ -110,7 +111,7 @@ const char *view_speed_name(const View *v, char *buf, size_t cap)
     if (speeds[v->speed] == 0)
         snprintf(buf, cap, "max");
     else
-        snprintf(buf, cap, "%d steps/s", speeds[v->speed]);
+        snprintf(buf, cap, "%d step%s/s", speeds[v->speed], speeds[v->speed] == 1 ? "" : "s");
     return buf;
 }
 
@@ -145,8 +146,9 @@ static unsigned apply(View *v, Op op)
         v->playing = 0;
         size_t len;
         (void)session_tokens(ss[0], &len);
-        view_status(v, 0, "generation complete: %zu passes, %zu tokens generated (r resets, Left goes back)",
-                    session_steps(ss[0]), len - session_prompt_len(ss[0]));
+        const size_t gen = len - session_prompt_len(ss[0]);
+        view_status(v, 0, "generation complete: %zu pass%s, %zu token%s generated (r resets, Left goes back)",
+                    session_steps(ss[0]), session_steps(ss[0]) == 1 ? "" : "es", gen, fmt_s(gen));
     } else if (at_start) {
         view_status(v, 0, "at the start: nothing has run yet");
     }
@@ -227,14 +229,23 @@ static unsigned play_key(View *v, int key)
         break;
     case '+':
     case '=':
-        if (v->speed + 1 < N_SPEEDS)
-            v->speed++;
-        break;
     case '-':
-    case '_':
-        if (v->speed > 0)
+    case '_': {
+        const int faster = key == '+' || key == '=', was = v->speed;
+        if (faster && v->speed + 1 < N_SPEEDS)
+            v->speed++;
+        else if (!faster && v->speed > 0)
             v->speed--;
+        /* say it: while paused nothing else on screen moves */
+        char name[32];
+        view_speed_name(v, name, sizeof name);
+        if (v->speed == was)
+            view_status(v, 0, "play speed %s, already the %s%s", name, faster ? "fastest" : "slowest",
+                        v->playing ? "" : " (p plays)");
+        else
+            view_status(v, 0, "play speed now %s%s", name, v->playing ? "" : " (p plays)");
         break;
+    }
     default:
         return KR_NONE;
     }
@@ -250,6 +261,8 @@ static unsigned overlay_key(View *v, int key)
         view_status(v, 1, "%s", why);
     else if (key != 't' && chooser_open(&v->chooser, v, key == 'c' ? CHOOSE_CACHE : CHOOSE_MODEL, &why) < 0)
         view_status(v, 1, "%s", why);
+    else if (key != 't' && v->chooser.left_out[0])
+        view_status(v, 0, "%s", v->chooser.left_out);
     return KR_HANDLED | KR_CHANGED;
 }
 
@@ -360,7 +373,7 @@ static int apply_prompt(View *v)
         v->screen = SCR_SIM;
     if (v->screen == SCR_COMPARE)
         (void)ensure_compare(v);
-    view_status(v, 0, "prompt now %zu tokens; the first pass (the prefill) has run", n);
+    view_status(v, 0, "prompt now %zu token%s; the first pass (the prefill) has run", n, fmt_s(n));
     return 0;
 }
 
@@ -457,21 +470,48 @@ static void draw_footer(const View *v, Frame *f)
         frame_text(f, row, 1, 0, role, msg);
         return;
     }
-    static const char *const hints[][2] = {
-        { "Spc/\u2192", "step" }, { "\u2190", "back" }, { "p", "play" }, { "+/-", "speed" }, { "c", "cache" },
-        { "m", "model" },         { "Tab", "panel" },   { "1-3", "screen" }, { "t", "prompt" }, { "?", "help" },
-        { "q", "quit" },
+    /* In the order shown; rank: which stay when the row is short (0 first).
+     * ? help lists them all. */
+    static const struct {
+        const char *key, *what;
+        int rank;
+    } hints[] = {
+        { "Spc/\u2192", "step", 0 }, { "\u2190", "back", 1 },  { "p", "play", 4 },    { "+/-", "speed", 11 },
+        { "Tab", "panel", 5 },        { "[ ]", "layer", 8 },     { "{ }", "head", 9 },   { "c", "cache", 7 },
+        { "m", "model", 10 },         { "t", "prompt", 12 },     { "r", "reset", 13 },   { "1-3", "screen", 6 },
+        { "?", "help", 3 },           { "q", "quit", 2 },
     };
-    const int n = (int)(sizeof hints / sizeof hints[0]);
+    enum { N_HINTS = sizeof hints / sizeof hints[0], SPEED = 3 /* "+/-" */ };
+    Session *ss[3];
+    const Session *s = view_sessions(v, ss) ? ss[0] : NULL;
+    const Config *c = s ? &session_model(s)->cfg : NULL;
+    int show[N_HINTS] = { 0 }, used = 1;
+    for (int rank = 0; rank < N_HINTS; rank++)
+        for (int i = 0; i < N_HINTS; i++) {
+            if (hints[i].rank != rank)
+                continue;
+            /* one layer or one head: nothing for [ ] or { } to move to */
+            if ((hints[i].key[0] == '[' && c && c->n_layers < 2) || (hints[i].key[0] == '{' && c && c->n_heads < 2))
+                continue;
+            int need = text_width(hints[i].key) + 1 + text_width(hints[i].what) + 2;
+            if (used + need <= f->w)
+                show[i] = 1, used += need;
+        }
+    if (v->playing && !show[SPEED]) { /* playing, the speed keys matter more: in place of the lowest-ranked */
+        int drop = -1;
+        for (int i = 0; i < N_HINTS; i++)
+            if (show[i] && hints[i].rank > 4 && (drop < 0 || hints[i].rank > hints[drop].rank))
+                drop = i;
+        const int gain = drop < 0 ? 0 : text_width(hints[drop].key) + text_width(hints[drop].what);
+        if (drop >= 0 && used - gain + text_width(hints[SPEED].key) + text_width(hints[SPEED].what) <= f->w)
+            show[drop] = 0, show[SPEED] = 1;
+    }
     int x = 1;
-    for (int i = 0; i < n; i++) {
-        int need = text_width(hints[i][0]) + 1 + text_width(hints[i][1]) + 2;
-        /* keep "? help" and "q quit" whatever else is dropped */
-        int reserve = i < n - 2 ? 15 : 0;
-        if (x + need + reserve > f->w)
+    for (int i = 0; i < N_HINTS; i++) {
+        if (!show[i])
             continue;
-        x = frame_text(f, row, x, 0, ROLE_KEY, hints[i][0]) + 1;
-        x = frame_text(f, row, x, 0, ROLE_NORMAL, hints[i][1]) + 2;
+        x = frame_text(f, row, x, 0, ROLE_KEY, hints[i].key) + 1;
+        x = frame_text(f, row, x, 0, ROLE_NORMAL, hints[i].what) + 2;
     }
 }
 

@@ -55,6 +55,7 @@ typedef struct {
     char items[CHOOSER_MAX][96];
     char notes[CHOOSER_MAX][48];
     size_t n, sel;
+    char left_out[160];     /* what was not listed and why, for the footer ("" when nothing) */
 } Chooser;
 
 #define PROMPT_EDIT_MAX 512

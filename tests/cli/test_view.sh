@@ -141,11 +141,11 @@ expect_ok "c lists caches the engine accepts" 'contiguous\+quant:k=q4_0,v=q4_0' 
     $KV view --headless --keys 'c' --frames last
 expect_ok "c then a choice switches the cache, replayed to the same step" 'cache now dynamic, replayed to pass 3' \
     $KV view --headless --keys '<space> <space> <space> c <down> <enter>' --frames last
-expect_ok "m lists the models" 'worked-example' $KV view --headless --keys 'm' --frames last
+expect_ok "m lists the models" 'kjv-small' $KV view --headless --keys 'm' --frames last
 expect_ok "m then small: the simulation runs small" 'model now small' \
     $KV view --headless --model tiny --keys 'm <up> <enter>' --frames last
-expect_ok "a model too large for the view says why" 'holds [0-9.]+ GiB of weights' \
-    $KV view --headless --model tiny --keys 'm <home> <enter>' --frames last
+expect_fail "a model too large for the view says why" 2 'holds [0-9.]+ GiB of weights' \
+    $KV view --headless --model llama-2-7b
 expect_ok "back at the start says so" 'at the start' $KV view --headless --keys '<left>' --frames last
 expect_ok "the end of generation says so" 'generation complete: 4 passes' \
     $KV view --headless --keys '<space> <space> <space> <space> <space>' --frames last
@@ -154,6 +154,40 @@ expect_ok "play: ticks step, p pauses" 'paused  3/4 passes' \
 expect_ok "layer and head keys move the heatmap" 'attention L1 H2' \
     $KV view --headless --model tiny --keys '2 ] } } <space>' --frames last
 expect_ok "Tab moves the focus" '▸ counters' $KV view --headless --model tiny --keys '<tab>' --frames last
+
+# the footer and the panels say what they leave out
+expect_ok "80 columns: the footer keeps Tab and 1-3" 'Tab panel .*1-3 screen .*\? help +q quit' \
+    $KV view --headless --model tiny --size 80x24 --frames last
+expect_ok "+ while paused says the new speed" 'play speed now 30 steps/s \(p plays\)' \
+    $KV view --headless --model tiny --frames last --keys '+'
+expect_ok "the simulation names its model" '▸ model tiny, cache contiguous' \
+    $KV view --headless --model tiny --frames last
+expect_ok "a cut map says which layers are left out" '\+26 more layers \(L4-L29; \] moves down\)' \
+    $KV view --headless --model tiny --set n_layers=30 --frames last --keys '<space>'
+expect_ok "a cut map says which layers are above" '\+[0-9]+ layers above \(L0-L' \
+    $KV view --headless --model tiny --set n_layers=30 --frames last --keys '<space> ] ] ] ] ] ] ]'
+expect_ok "the heatmap names the query rows it shows" 'queries [1-9][0-9]*-[0-9]+ \(the newest\), keys 0-' \
+    $KV view --headless --model tiny --size 160x24 --frames last --keys '<space> <space> <space> <space> <space> <space> <space> <space>'
+expect_ok "a narrow heatmap names them short" 'q [1-9][0-9]*-14, k 0-38' \
+    $KV view --headless --model tiny --size 80x24 --frames last --keys '<space> <space> <space> <space> <space> <space> <space> <space>'
+expect_ok "one layer is singular in the model menu" 'worked-example +1 layer,' \
+    $KV view --headless --model tiny --tokens 4 --size 120x40 --frames last --keys 'm'
+
+# the model menu offers only what the simulation runs, and says what it left out
+$KV view --headless --model tiny --size 160x40 --frames last --keys 'm' >"$view_out" 2>&1
+if grep -q 'kjv-small' "$view_out" && ! grep -Eq 'encdec|llama-2-7b|worked-example|deepseek' "$view_out" &&
+    grep -q '9 models not listed: 7 too large to load (see --shared), 1 not decoder-only, 1 too short' "$view_out"; then
+    ok "m lists only models that run here"
+else bad "m lists only models that run here" "$(grep -E 'd_model|not listed' "$view_out")"; fi
+n_listed=$(grep -c 'd_model' "$view_out")
+loaded=0
+for i in $(seq 1 $((n_listed - 1))); do # every other model listed, chosen: it runs
+    ups=$(printf '<up> %.0s' $(seq "$i"))
+    $KV view --headless --model tiny --size 160x40 --frames last --keys "m $ups <enter>" | grep -q 'model now' &&
+        loaded=$((loaded + 1))
+done
+if [ "$n_listed" -ge 4 ] && [ "$loaded" -eq $((n_listed - 1)) ]; then ok "every model m lists runs ($loaded)"
+else bad "every model m lists runs" "$loaded of $((n_listed - 1)) loaded"; fi
 
 # --- terminal rules ---------------------------------------------------------
 expect_ok "too small: says have and need" 'terminal too small: have 60x20, need 80x24' \
@@ -167,6 +201,43 @@ if [ $? -eq 0 ] && ! LC_ALL=C grep -q '[^ -~]' "$view_out"; then ok "--ascii fra
 else bad "--ascii frames are pure ASCII" "$(LC_ALL=C grep -n '[^ -~]' "$view_out" | head -3)"; fi
 expect_fail "view on a pipe: needs a terminal" 2 'needs a terminal; for text output use kvscope run' $KV view
 expect_fail "kvscope --model on a pipe: the view, needs a terminal" 2 'needs a terminal' $KV --model small
+# a terminal that cannot address the cursor (TERM=dumb), on a real pty:
+# one line and exit 2, as an unknown TERM, and no escape codes drawn
+python3 - "$KV" >"$view_out" 2>&1 <<'EOF'
+import os, pty, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.environ["TERM"] = "dumb"
+    os.execvp("sh", ["sh", "-c", sys.argv[1] + " view --model tiny"])
+out = b""
+while True:
+    try:
+        chunk = os.read(fd, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(out.decode("utf-8", "replace"))
+print("EXIT=%d" % os.waitstatus_to_exitcode(status))
+EOF
+if grep -q "^EXIT=2$" "$view_out" && grep -q "kvscope: terminal type 'dumb' (TERM) cannot move the cursor" "$view_out" &&
+    [ "$(grep -c . "$view_out")" -eq 2 ] && ! grep -q "$(printf '\033')" "$view_out"; then
+    ok "TERM=dumb: refused in one line, exit 2"
+else bad "TERM=dumb: refused in one line, exit 2" "$(cat -v "$view_out" | head -5)"; fi
+# --structure as run takes it: the same tokens as `run --structure retrieval`
+$KV view --headless --model tiny --isa ref --structure retrieval --tokens 6 --size 120x40 --frames last \
+    --keys '<space> <space> <space> <space> <space> <space>' >"$view_out" 2>&1
+view_toks=$(grep -A1 'tokens as text' "$view_out" | tail -n 1 | sed 's/.*│ //; s/[][]//g')
+run_toks=$($KV run --model tiny --isa ref --structure retrieval --tokens 6 --attention naive --format tsv |
+    awk -F'\t' '$1 == "cached" { printf "%s%s", sep, $NF; sep = " " }')
+if [ "$view_toks" = "( d ( d ( d" ] && [ "$run_toks" = "40 100 40 100 40 100" ]; then
+    ok "view --structure retrieval chooses run's tokens"
+else bad "view --structure retrieval chooses run's tokens" "view: $view_toks" "run: $run_toks"; fi
+expect_fail "view: bad --structure" 2 "unknown item 'bogus'" $KV view --headless --structure bogus
+expect_fail "view: --structure on an MLA model" 2 'attention structure applies to decoder-only' \
+    $KV view --headless --model mla-tiny --structure sink
 expect_fail "view: --keys needs --headless" 2 '--keys needs --headless' $KV view --keys q
 expect_fail "view: bad --size" 2 "--size: '10' is not WxH" $KV view --headless --size 10
 expect_fail "view: unknown key name" 2 'unknown key <bogus>' $KV view --headless --keys '<bogus>'

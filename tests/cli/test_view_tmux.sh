@@ -87,6 +87,17 @@ else
         ok "tmux: q stops a long pass and quits, the terminal restored"
     else bad "tmux: q stops a long pass and quits, the terminal restored" "$(cat "$tdir/pane")"; fi
 
+    # a cache that evicts: the status line counts the rows attention read
+    # (2 sinks + a window of 8), not the 28 positions of the sequence
+    T send-keys -t v "clear; $KV view --model tiny --cache ring:window=8,sinks=2; echo EXIT=\$?" Enter
+    wait_for '\[2 simulation\]' 10
+    for _ in $(seq 21); do T send-keys -t v Space; done
+    if wait_for 'Step 20 decode: .*, 10 cached rows read of 28 positions' 8; then
+        ok "tmux: ring:window=8,sinks=2 reads 10 rows at step 20"
+    else bad "tmux: ring:window=8,sinks=2 reads 10 rows at step 20" "$(cat "$tdir/pane")"; fi
+    T send-keys -t v q
+    wait_for 'EXIT=0' 5
+
     # random keys, interleaved with resizes: no crash, q still quits
     T send-keys -t v "clear; $KV view --model tiny --tokens 24; echo EXIT=\$?" Enter
     wait_for '\[2 simulation\]' 10

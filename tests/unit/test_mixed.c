@@ -126,12 +126,33 @@ static void test_read_paths_agree(void **state)
     model_free(&m);
 }
 
+/* What the views say it stores: f16 hot rows and the cold (and warm)
+ * format, not the f32 of the header; a uniform layout names K and V. */
+static void test_formats_described(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        { "mixed:hot=32,group=16,cold=q4_0", "K/V f16 hot, q4_0 cold" },
+        { "mixed:hot=8,group=4,cold=q4_0,warm=q8_0,warm_rows=8", "K/V f16 hot, q8_0 warm, q4_0 cold" },
+        { "contiguous+quant:k=q8_0,v=q4_0", "K/V q8_0/q4_0" },
+        { "kivi:bits=2,group=8", "K u2 per channel, V q4_0; recent f16" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        KvCache *c = open_mixed(cases[i][0], 64);
+        char buf[64];
+        kv_formats(c, buf, sizeof buf);
+        assert_string_equal(buf, cases[i][1]);
+        kv_free(c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_aging_in_groups),
         cmocka_unit_test(test_gradual_aging),
         cmocka_unit_test(test_read_paths_agree),
+        cmocka_unit_test(test_formats_described),
     };
     return cmocka_run_group_tests_name("mixed", tests, NULL, NULL);
 }

@@ -294,6 +294,38 @@ static void test_switch_cache(void **state)
     model_free(&m);
 }
 
+/* A record counts the rows attention read for the pass's last token: the
+ * positions with a cache that keeps them all, the sinks and the window with
+ * a ring at each decode pass (fewer than the positions). */
+static void test_rows_read(void **state)
+{
+    (void)state;
+    Config c = test_config(2, 4, 2);
+    Model m;
+    test_model(&m, &c);
+    int prompt[9];
+    test_tokens(prompt, 9, c.vocab, 3);
+    Session *full = open_session(&m, "contiguous", prompt, 9, 0, UNCACHED_FORMULA);
+    Session *ring = open_session(&m, "ring:window=4,sinks=2", prompt, 9, 0, UNCACHED_FORMULA);
+    step_all(full);
+    step_all(ring);
+    assert_int_equal(session_steps(full), session_steps(ring));
+    for (size_t i = 0; i < session_steps(full); i++) {
+        const StepRecord *a = session_record(full, i), *b = session_record(ring, i);
+        assert_int_equal(a->seen_min, a->context);
+        assert_int_equal(a->seen_max, a->context);
+        assert_int_equal(b->context, a->context);
+        if (b->phase == PHASE_PREFILL)
+            continue; /* a pass of several tokens holds more rows than the window while it runs */
+        const size_t want = a->context < 6 ? a->context : 6; /* 2 sinks + a window of 4 */
+        assert_int_equal(b->seen_min, want);
+        assert_int_equal(b->seen_max, want);
+    }
+    session_free(full);
+    session_free(ring);
+    model_free(&m);
+}
+
 /* Bad input fails before any work, with the reason. */
 static void test_bad_spec(void **state)
 {
@@ -329,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_attention_rows),
         cmocka_unit_test(test_switch_cache),
         cmocka_unit_test(test_bad_spec),
+        cmocka_unit_test(test_rows_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
