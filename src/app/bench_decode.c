@@ -33,8 +33,11 @@ static int load_model(const BenchDecodeArgs *a, Model *m, Err *e)
     if (cfg.max_seq_len < longest + a->steps)
         cfg.max_seq_len = longest + a->steps;
     KvGeometry g = config_kv_geometry(&cfg, 1);
-    return setup_model(&cfg, a->isa, cfg.n_layers * cfg.max_seq_len * kv_row_pair_bytes(&g, FMT_F16, FMT_F16), m,
-                       e);
+    if (setup_model(&cfg, a->isa, cfg.n_layers * cfg.max_seq_len * kv_row_pair_bytes(&g, FMT_F16, FMT_F16), m,
+                    e) < 0)
+        return -1;
+    m->int_dot = a->int_dot;
+    return 0;
 }
 
 /* The read bandwidth, as section 1 of the bench measures it. */

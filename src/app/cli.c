@@ -16,6 +16,11 @@ const char cli_model_help[] =
     "  --isa ISA           kernels: auto (default; KVSCOPE_ISA overrides) or ref\n"
     "  --weights PATH      a GGUF or llama2.c checkpoint: its shape and weights instead of --model's\n";
 
+const char cli_int_dot_help[] =
+    "  --int-dot           with --weights: multiply its q8_0 and q4_0 matrices by integer dots\n"
+    "                      against the activation rounded to q8_0, as llama.cpp does (faster;\n"
+    "                      that rounding changes the logits slightly)\n";
+
 int cli_fail(const Err *e)
 {
     fprintf(stderr, "kvscope: %s\n", e->msg);
@@ -65,6 +70,8 @@ int cli_model_option(ModelOpts *mo, const char *opt, const char *arg, Err *e)
         mo->weights = arg;
     } else if (strcmp(opt, "shared") == 0) {
         mo->shared = 1;
+    } else if (strcmp(opt, "int-dot") == 0) {
+        mo->int_dot = 1;
     } else if (strcmp(opt, "set") == 0) {
         if (!strchr(arg, '='))
             return err_set(e, ERR_USAGE, "--set: '%s' is not KEY=VALUE", arg);

@@ -32,6 +32,7 @@ typedef struct {
     int decode;           /* --decode: the bandwidth, then a whole model's decode step */
     const char *model;    /* --model, for --decode */
     const char *weights;  /* --weights, for --decode: a checkpoint instead */
+    int int_dot;          /* --int-dot, with --weights */
     size_t steps;         /* --steps, for --decode */
 } BenchOpts;
 
@@ -83,6 +84,8 @@ static void help(void)
            "  --model NAME        the model --decode runs (default llama-3-8b)\n"
            "  --weights PATH      --decode runs this GGUF or llama2.c checkpoint instead, its own\n"
            "                      layers, its f16/q8_0/q4_0 matrices read as stored\n"
+           "  --int-dot           with --weights: its q8_0/q4_0 matrices by integer dots against the\n"
+           "                      activation rounded to q8_0 (llama.cpp's way)\n"
            "  --steps N           decode steps timed per context and cache (default 5, at most 64)\n\n"
            "Progress goes to stderr, one line per section of each round. A full run takes a minute\n"
            "or two and holds about 1.5 GiB.\n"
@@ -126,7 +129,7 @@ static int parse_options(int argc, char **argv, BenchOpts *o, Err *e)
         { "pool-mib", required_argument, 0, 0 },      { "quick", no_argument, 0, 0 },
         { "format", required_argument, 0, 0 },        { "help", no_argument, 0, 'h' },
         { "decode", no_argument, 0, 0 },              { "model", required_argument, 0, 0 },
-        { "weights", required_argument, 0, 0 },
+        { "weights", required_argument, 0, 0 },       { "int-dot", no_argument, 0, 0 },
         { "steps", required_argument, 0, 0 },
         { 0, 0, 0, 0 },
     };
@@ -153,6 +156,8 @@ static int parse_options(int argc, char **argv, BenchOpts *o, Err *e)
             o->model = optarg;
         else if (strcmp(name, "weights") == 0)
             o->weights = optarg;
+        else if (strcmp(name, "int-dot") == 0)
+            o->int_dot = 1;
         else if (strcmp(name, "steps") == 0)
             rc = parse_size(optarg, "--steps", &o->steps, e);
         else if (strcmp(name, "format") == 0) {
@@ -173,6 +178,8 @@ static int parse_options(int argc, char **argv, BenchOpts *o, Err *e)
         return err_set(e, ERR_USAGE, "--bandwidth-mib: at most %d, got %zu", MAX_READ_MIB, o->read_mib);
     if ((o->model || o->weights || o->steps) && !o->decode)
         return err_set(e, ERR_USAGE, "bench: --model, --weights and --steps go with --decode");
+    if (o->int_dot && !o->weights)
+        return err_set(e, ERR_USAGE, "bench: --int-dot goes with --weights");
     if (o->model && o->weights)
         return err_set(e, ERR_USAGE, "bench: --model and --weights exclude each other");
     if (o->steps > 64)
@@ -424,7 +431,7 @@ int cmd_bench(int argc, char **argv)
     size_t llc = bench_llc_bytes(&llc_source);
     fill_defaults(&o, llc);
     if (o.decode) {
-        BenchDecodeArgs da = { .isa = o.isa, .model = o.model, .weights = o.weights, .contexts = o.contexts, .n_contexts = o.n_contexts,
+        BenchDecodeArgs da = { .isa = o.isa, .model = o.model, .weights = o.weights, .int_dot = o.int_dot, .contexts = o.contexts, .n_contexts = o.n_contexts,
                                .steps = o.steps, .read_bytes = o.read_mib * MIB, .reps = o.reps, .fmt = o.fmt };
         return bench_decode(&da);
     }

@@ -44,7 +44,7 @@ static void help(void)
            "per byte and perplexity of the text, and against the exact cache (%s, f32,\n"
            "always the first row) on the same tokens: the KL divergence of the next-token\n"
            "distributions, how often the greedy token agrees, and the largest logit error.\n\n"
-           "model:\n%s\n"
+           "model:\n%s%s\n"
            "text:\n"
            "  --text FILE         the text to score (- reads stdin), through the model's tokenizer\n"
            "  --split validation  the held-out books the shipped models never trained on\n"
@@ -62,7 +62,7 @@ static void help(void)
            "(a window, eviction) keeps what its policy keeps, the exact cache keeps all.\n"
            "example: kvscope eval --model tiny --text README.md --tokens 600 \\\n"
            "             --cache ring:window=64,sinks=4 --cache contiguous+quant:k=q4_0,v=q4_0\n",
-           REFERENCE_SPEC, cli_model_help, MAX_CACHES - 1, caches);
+           REFERENCE_SPEC, cli_model_help, cli_int_dot_help, MAX_CACHES - 1, caches);
 }
 
 /* --split validation: the held-out books of the trained models' corpus,
@@ -86,7 +86,7 @@ static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
     static const struct option longopts[] = {
         { "model", required_argument, 0, 0 },   { "set", required_argument, 0, 0 },
         { "isa", required_argument, 0, 0 },     { "shared", no_argument, 0, 0 },
-        { "weights", required_argument, 0, 0 },
+        { "weights", required_argument, 0, 0 }, { "int-dot", no_argument, 0, 0 },
         { "text", required_argument, 0, 0 },    { "cache", required_argument, 0, 0 },
         { "split", required_argument, 0, 0 },
         { "tokens", required_argument, 0, 0 },  { "prefill", required_argument, 0, 0 },
@@ -207,6 +207,7 @@ static int job_open(EvalJob *j, EvalOpts *o, size_t *n, Err *e)
         return -1;
     j->model_ready = 1;
     j->m.attend = o->attend;
+    j->m.int_dot = o->mo.int_dot;
     KvGeometry geo = model_kv_geometry(&j->m, 1);
     for (size_t i = 0; i <= o->n_caches; i++)
         if (!(j->caches[i] = kv_open(o->caches[i], &geo, e)))

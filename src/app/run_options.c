@@ -43,7 +43,7 @@ void run_options_help(void)
            "length, attention shape, FLOPs, bytes moved and time. Generating N tokens takes\n"
            "N passes: a prefill over the prompt, then N-1 one-token decode steps; without a\n"
            "cache every pass re-runs the whole sequence.\n\n"
-           "model:\n%s\n"
+           "model:\n%s%s\n"
            "prompt:\n%s\n"
            "generation:\n"
            "  --tokens N          tokens to generate per sequence (default 16)\n"
@@ -77,7 +77,7 @@ void run_options_help(void)
            "Counters are measured where the work happens. FLOPs count a multiply-add as 2;\n"
            "softmax is counted as 5 FLOPs per score (an estimate, labelled so).\n"
            "example: kvscope run --model small --prompt-len 10 --tokens 50 --compare\n",
-           cli_model_help, cli_prompt_help, caches, mla_help, structure_help, run_beam_help);
+           cli_model_help, cli_int_dot_help, cli_prompt_help, caches, mla_help, structure_help, run_beam_help);
 }
 
 static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
@@ -85,7 +85,7 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
     static const struct option longopts[] = {
         { "model", required_argument, 0, 0 },   { "set", required_argument, 0, 0 },
         { "isa", required_argument, 0, 0 },     { "shared", no_argument, 0, 0 },
-        { "weights", required_argument, 0, 0 },
+        { "weights", required_argument, 0, 0 }, { "int-dot", no_argument, 0, 0 },
         { "prompt", required_argument, 0, 0 },      { "prompt-ids", required_argument, 0, 0 },  { "prompt-len", required_argument, 0, 0 },
         { "prompt-seed", required_argument, 0, 0 }, { "batch", required_argument, 0, 0 },
         { "tokens", required_argument, 0, 0 },  { "chunk", required_argument, 0, 0 },

@@ -39,9 +39,19 @@ typedef void (*SwigluFn)(float *out, const float *gate, const float *up, size_t 
  * softmax's exponentials: vectorised, or they dominate decode attention. */
 typedef float (*ExpSumFn)(float *x, size_t n, float max);
 
+/* The integer dot of stored weight rows with an activation quantized to
+ * q8_0, llama.cpp's way of multiplying by q8_0 and q4_0 weights:
+ *   y[r] = sum over blocks b of d_w(r, b) * d_x(b) * (w codes . x codes),
+ * each block's code products summed exactly in integers. rows: n_rows rows
+ * of n values (n a multiple of 32) in fmt, FMT_Q8_0 or FMT_Q4_0, stride
+ * bytes apart; xq: x as one q8_0 row (format_row_bytes(FMT_Q8_0, n)). */
+typedef void (*QDotFn)(float *y, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq,
+                       size_t n);
+
 typedef struct {
     const char *isa;
     MatmulFn matmul;
+    QDotFn qdot;
     RmsnormFn rmsnorm;
     RopeFn rope;
     SwigluFn swiglu;
@@ -153,5 +163,6 @@ void rmsnorm_ref(float *out, const float *x, const float *w, size_t n, size_t d,
 void rope_ref(float *vec, size_t n_heads, size_t head_dim, size_t pos, double theta, Counters *ctr);
 void swiglu_ref(float *out, const float *gate, const float *up, size_t n, Counters *ctr);
 float exp_sum_ref(float *x, size_t n, float max);
+void qdot_ref(float *y, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq, size_t n);
 
 #endif

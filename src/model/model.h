@@ -105,6 +105,8 @@ typedef struct {
     MlaPath mla_path;     /* absorbed (default) or decompress */
     size_t mla_tiles;     /* decompress: tiles the LRU of decompressed tiles holds (seed 001: 4); 0 = off */
     QuantMat q_unembed;   /* the classifier as a checkpoint stores it (unembed NULL then) */
+    int int_dot;          /* stored q8_0/q4_0 matrices multiply the activation rounded to q8_0, by
+                             integer dots (llama.cpp's way): faster, that rounding added */
     float *arena;         /* every f32 tensor above lives here */
     size_t arena_floats;
     float *deq_arena;     /* model_dequantize's f32 copies of the stored matrices */
@@ -135,8 +137,9 @@ void model_free(Model *m);
 
 /* y[n][out] = x[n][in] . W^T with W the f32 w, or q when q->data is set
  * (then w is not read): the kernels' matmul, or the stored rows through
- * the codecs (model/qmatmul.c). Adds 2*n*in*out to *flops and the bytes
- * of W as stored to ctr->weight_bytes_read. */
+ * the codecs (model/qmatmul.c), with m->int_dot by integer dots against x
+ * rounded to q8_0. Adds 2*n*in*out to *flops and the bytes of W as stored
+ * to ctr->weight_bytes_read. */
 void model_matmul(const Model *m, float *y, const float *x, const float *w, const QuantMat *q, size_t n, size_t in,
                   size_t out, uint64_t *flops, Counters *ctr);
 

@@ -17,6 +17,40 @@
 /* Rows of W decoded to f32 at a time on the tile path. */
 #define QMATMUL_TILE_ROWS 64
 
+/* With int_dot: each token's x rounded to q8_0 (xq, [n] rows of q8_0),
+ * then integer dots in decode; a longer pass takes the tile path with x
+ * decoded back from xq, so both paths multiply the same values. Returns -1
+ * when its scratch cannot be had (the caller goes on without rounding). */
+static int matmul_tiles(const Model *m, float *y, const float *x, const QuantMat *q, size_t n, size_t in,
+                        size_t out);
+
+static int matmul_int(const Model *m, float *y, const float *x, const QuantMat *q, size_t n, size_t in, size_t out)
+{
+    const FormatOps *q8 = &m->kern->codec[FMT_Q8_0];
+    const size_t xrow = format_row_bytes(FMT_Q8_0, in), row_bytes = format_row_bytes(q->fmt, in);
+    unsigned char *xq = malloc(n * xrow);
+    float *xr = n > QMATMUL_DOT_TOKENS ? malloc(n * in * sizeof(float)) : NULL;
+    if (!xq || (n > QMATMUL_DOT_TOKENS && !xr)) {
+        free(xq);
+        free(xr);
+        return -1;
+    }
+    for (size_t t = 0; t < n; t++)
+        q8->quantize(xq + t * xrow, x + t * in, in);
+    int rc = 0;
+    if (n <= QMATMUL_DOT_TOKENS) {
+        for (size_t t = 0; t < n; t++)
+            m->kern->qdot(y + t * out, q->fmt, q->data, row_bytes, out, xq + t * xrow, in);
+    } else {
+        for (size_t t = 0; t < n; t++)
+            q8->dequantize(xr + t * in, xq + t * xrow, in);
+        rc = matmul_tiles(m, y, xr, q, n, in, out);
+    }
+    free(xq);
+    free(xr);
+    return rc;
+}
+
 /* The tile path: decode QMATMUL_TILE_ROWS rows, f32 matmul, scatter into y.
  * Returns -1 when its scratch cannot be had (the caller dots instead). */
 static int matmul_tiles(const Model *m, float *y, const float *x, const QuantMat *q, size_t n, size_t in,
@@ -56,7 +90,10 @@ void model_matmul(const Model *m, float *y, const float *x, const float *w, cons
         return;
     }
     const size_t row_bytes = format_row_bytes(q->fmt, in);
-    if (n <= QMATMUL_DOT_TOKENS || matmul_tiles(m, y, x, q, n, in, out) < 0)
+    const int integer = m->int_dot && (q->fmt == FMT_Q8_0 || q->fmt == FMT_Q4_0) && in % 32 == 0;
+    if (integer && matmul_int(m, y, x, q, n, in, out) == 0) {
+        /* done */
+    } else if (n <= QMATMUL_DOT_TOKENS || matmul_tiles(m, y, x, q, n, in, out) < 0)
         /* y[t * out + r] = x[t] . decode(row r): the tokens are the codec's "heads" */
         m->kern->codec[q->fmt].dot_rows(y, out, x, n, q->data, row_bytes, out, in);
     *flops += 2 * (uint64_t)n * in * out;

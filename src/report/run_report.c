@@ -2,6 +2,7 @@
 #include "report/run_report.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 #include "report/mla_report.h"
@@ -228,9 +229,10 @@ void report_compare(FILE *f, OutFormat fmt, const GenComparison *c, double toler
 {
     if (root) {
         json_object_set_new(root, "compare",
-                            json_pack("{s:b, s:I, s:f, s:f, s:f, s:f, s:f, s:f}", "tokens_identical", c->same,
+                            json_pack("{s:b, s:I, s:f, s:f, s:o, s:f, s:f, s:f}", "tokens_identical", c->same,
                                       "first_divergence", (json_int_t)c->first_divergence, "max_logit_diff_abs",
-                                      c->logit_abs, "max_logit_diff_rel", c->logit_rel, "tolerance_rel", tolerance,
+                                      c->logit_abs, "max_logit_diff_rel", c->logit_rel, "tolerance_rel",
+                                      isfinite(tolerance) ? json_real(tolerance) : json_null(),
                                       "projected_ratio", c->proj_ratio, "flop_ratio", c->flop_ratio, "time_ratio",
                                       c->time_ratio));
         return;
@@ -241,8 +243,13 @@ void report_compare(FILE *f, OutFormat fmt, const GenComparison *c, double toler
         fprintf(f, "tokens identical: yes\n");
     else
         fprintf(f, "tokens identical: NO, from generated token %zu on\n", c->first_divergence);
-    fprintf(f, "max logit difference: %.3g absolute, %.3g relative (tolerance %.0e relative)%s\n", c->logit_abs,
-            c->logit_rel, tolerance, c->same ? "" : ", over the steps fed the same tokens");
+    if (isfinite(tolerance))
+        fprintf(f, "max logit difference: %.3g absolute, %.3g relative (tolerance %.0e relative)%s\n", c->logit_abs,
+                c->logit_rel, tolerance, c->same ? "" : ", over the steps fed the same tokens");
+    else
+        fprintf(f, "max logit difference: %.3g absolute, %.3g relative (no tolerance: inputs rounded to 8 bits "
+                "can land a code apart; the tokens must agree)%s\n", c->logit_abs, c->logit_rel,
+                c->same ? "" : ", over the steps fed the same tokens");
     fprintf(f, "token rows projected: cached %" PRIu64 ", uncached %" PRIu64 " (%.2fx)\n", cached->tokens_projected,
             uncached->tokens_projected, c->proj_ratio);
     fprintf(f, "FLOPs: cached %" PRIu64 ", uncached %" PRIu64 " (%.2fx)\n", counters_total_flops(cached),

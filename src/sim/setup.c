@@ -68,9 +68,10 @@ int setup_model(const Config *cfg, const char *isa, size_t extra_bytes, Model *m
 int setup_load_model(const ModelOpts *mo, size_t extra_bytes, Model *m, Err *e)
 {
     Config cfg;
-    if (setup_load_config(mo, &cfg, e) < 0)
+    if (setup_load_config(mo, &cfg, e) < 0 || setup_model(&cfg, mo->isa, extra_bytes, m, e) < 0)
         return -1;
-    return setup_model(&cfg, mo->isa, extra_bytes, m, e);
+    m->int_dot = mo->int_dot;
+    return 0;
 }
 
 /* "1,2,3" into ids (at most cap); each must be a whole number. */

@@ -22,6 +22,7 @@ typedef struct {
     int shared;         /* --shared: one set of layer weights for all layers, vocab capped */
     const char *weights; /* --weights: a GGUF or llama2.c checkpoint (NULL = none); its shape replaces
                             --model's, --set still applies (model/checkpoint.h) */
+    int int_dot;        /* --int-dot: a checkpoint's q8_0/q4_0 matrices by integer dots (Model.int_dot) */
 } ModelOpts;
 
 /* The prompt: text (through the model's tokenizer), explicit ids ("1,2,3",

@@ -320,6 +320,48 @@ static void check_stored_matvec(Format fmt)
     unlink(path);
 }
 
+/* The integer dot (--int-dot) on every ISA equals the f32 dot of the
+ * decoded weights with the decoded activation, to float rounding: the
+ * integer sums are exact, only their scaling and adding rounds. */
+static void check_qdot(Format fmt)
+{
+    enum { ROWS = 37, N = 352 }; /* 11 blocks: an odd one left after the pairs */
+    const FormatOps *ref = &codec_ref[fmt], *q8 = &codec_ref[FMT_Q8_0];
+    const size_t wrow = format_row_bytes(fmt, N);
+    unsigned char *w = malloc(ROWS * wrow), xq[format_row_bytes(FMT_Q8_0, N)];
+    float x[N], xr[N], wr[N], src[N], want[ROWS], got[ROWS];
+    assert_non_null(w);
+    for (size_t i = 0; i < N; i++)
+        x[i] = sinf(0.37f * (float)i) * (1.0f + (float)(i % 7));
+    q8->quantize(xq, x, N);
+    q8->dequantize(xr, xq, N);
+    double mag[ROWS];
+    for (size_t r = 0; r < ROWS; r++) {
+        for (size_t i = 0; i < N; i++)
+            src[i] = cosf(0.11f * (float)(i * (r + 1))) * (float)(1 + r % 5);
+        ref->quantize(w + r * wrow, src, N);
+        ref->dequantize(wr, w + r * wrow, N);
+        double sum = 0, abs_sum = 0;
+        for (size_t i = 0; i < N; i++)
+            sum += (double)wr[i] * xr[i], abs_sum += fabs((double)wr[i] * xr[i]);
+        want[r] = (float)sum;
+        mag[r] = abs_sum;
+    }
+    const Kernels *tables[8];
+    size_t n_tables = kernels_available(tables, 8);
+    for (size_t t = 0; t < n_tables; t++) {
+        tables[t]->qdot(got, fmt, w, wrow, ROWS, xq, N);
+        for (size_t r = 0; r < ROWS; r++)
+            if (fabs((double)got[r] - want[r]) > 1e-6 * mag[r])
+                fail_msg("%s qdot %s row %zu: %.9g, the decoded product %.9g", tables[t]->isa, format_name(fmt), r,
+                         got[r], want[r]);
+    }
+    free(w);
+}
+
+static void test_qdot_q8_0(void **state) { (void)state; check_qdot(FMT_Q8_0); }
+static void test_qdot_q4_0(void **state) { (void)state; check_qdot(FMT_Q4_0); }
+
 static void test_stored_q8_0_matvec(void **state) { (void)state; check_stored_matvec(FMT_Q8_0); }
 static void test_stored_q4_0_matvec(void **state) { (void)state; check_stored_matvec(FMT_Q4_0); }
 static void test_stored_f16_matvec(void **state) { (void)state; check_stored_matvec(FMT_F16); }
@@ -858,6 +900,8 @@ int main(void)
         cmocka_unit_test(test_q8_0_bytes_are_the_engines),
         cmocka_unit_test(test_q4_0_bytes_are_the_engines),
         cmocka_unit_test(test_f16_bytes_are_the_engines),
+        cmocka_unit_test(test_qdot_q8_0),
+        cmocka_unit_test(test_qdot_q4_0),
         cmocka_unit_test(test_stored_q8_0_matvec),
         cmocka_unit_test(test_stored_q4_0_matvec),
         cmocka_unit_test(test_stored_f16_matvec),

@@ -1,0 +1,85 @@
+/* qdot_avx2.c: the integer dot of q8_0 and q4_0 rows with a q8_0
+ * activation (kernels.h, QDotFn) on AVX2, as llama.cpp computes it.
+ *
+ * A block is 32 codes: signed bytes times signed bytes, which maddubs (an
+ * unsigned times signed byte product, summed in pairs) takes once the sign
+ * of w is moved onto x: |w| * (x * sign(w)). The pairs are summed to 8
+ * int32 lanes, exactly, turned to floats and scaled by the two blocks'
+ * scales into the row's accumulators. Rows are read once, in order: what
+ * bounds a decode step is how fast this turns bytes into sums. */
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/kernels_isa.h"
+
+#define QK 32
+/* Blocks of x whose scales are kept as floats on the stack; longer rows go
+ * to the reference (no model here comes near: 4096 blocks = 131072 values). */
+#define QDOT_MAX_BLOCKS 4096
+
+static inline float half_at(const unsigned char *p)
+{
+    unsigned short h;
+    memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
+
+/* A q4_0 block's 16 bytes as 32 signed codes in [-8, 7], in element order. */
+static inline __m256i q4_codes(const unsigned char *qs)
+{
+    const __m128i raw = _mm_loadu_si128((const __m128i *)qs);
+    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(raw, 4), raw); /* high nibbles: elements 16..31 */
+    return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0x0F)), _mm256_set1_epi8(8));
+}
+
+/* 8 lanes of exact partial sums of w . x over one block, as floats. */
+static inline __m256 block_dot(__m256i w, __m256i x)
+{
+    const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+}
+
+static inline float hsum(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static inline __m256i codes_at(Format fmt, const unsigned char *block)
+{
+    return fmt == FMT_Q4_0 ? q4_codes(block + 2) : _mm256_loadu_si256((const __m256i *)(block + 2));
+}
+
+void qdot_avx2(float *y, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq, size_t n)
+{
+    const size_t nb = n / QK, wb = format_block_bytes(fmt), xb = format_block_bytes(FMT_Q8_0);
+    if (nb > QDOT_MAX_BLOCKS || (fmt != FMT_Q8_0 && fmt != FMT_Q4_0)) {
+        qdot_ref(y, fmt, rows, stride, n_rows, xq, n);
+        return;
+    }
+    const unsigned char *x = xq;
+    float dx[QDOT_MAX_BLOCKS];
+    for (size_t b = 0; b < nb; b++)
+        dx[b] = half_at(x + b * xb);
+    for (size_t r = 0; r < n_rows; r++) {
+        const unsigned char *w = (const unsigned char *)rows + r * stride;
+        __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+        size_t b = 0;
+        for (; b + 1 < nb; b += 2) { /* two blocks at a time: two independent chains */
+            const unsigned char *w0 = w + b * wb, *w1 = w0 + wb;
+            const __m256i x0 = _mm256_loadu_si256((const __m256i *)(x + b * xb + 2));
+            const __m256i x1 = _mm256_loadu_si256((const __m256i *)(x + (b + 1) * xb + 2));
+            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(w0) * dx[b]), block_dot(codes_at(fmt, w0), x0), acc0);
+            acc1 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(w1) * dx[b + 1]), block_dot(codes_at(fmt, w1), x1), acc1);
+        }
+        if (b < nb) {
+            const unsigned char *w0 = w + b * wb;
+            const __m256i x0 = _mm256_loadu_si256((const __m256i *)(x + b * xb + 2));
+            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(w0) * dx[b]), block_dot(codes_at(fmt, w0), x0), acc0);
+        }
+        y[r] = hsum(_mm256_add_ps(acc0, acc1));
+    }
+}
