@@ -25,12 +25,20 @@ static inline float half_at(const unsigned char *p)
     return _cvtsh_ss(h);
 }
 
-/* A q4_0 block's 16 bytes as 32 signed codes in [-8, 7], in element order. */
-static inline __m256i q4_codes(const unsigned char *qs)
+/* A q4_0 block's 16 bytes as 32 unsigned nibbles in [0, 15] (code + 8), in
+ * element order. */
+static inline __m256i q4_nibbles(const unsigned char *qs)
 {
     const __m128i raw = _mm_loadu_si128((const __m128i *)qs);
     const __m256i both = _mm256_set_m128i(_mm_srli_epi16(raw, 4), raw); /* high nibbles: elements 16..31 */
-    return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0x0F)), _mm256_set1_epi8(8));
+    return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+}
+
+/* 8 lanes of exact partial sums of nibble . x over one block: the nibbles
+ * are unsigned already, so maddubs takes them as they are. */
+static inline __m256 nibble_dot(__m256i u, __m256i x)
+{
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1)));
 }
 
 /* 8 lanes of exact partial sums of w . x over one block, as floats. */
@@ -38,6 +46,11 @@ static inline __m256 block_dot(__m256i w, __m256i x)
 {
     const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
     return _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+}
+
+static inline __m256i q8_codes(const unsigned char *block)
+{
+    return _mm256_loadu_si256((const __m256i *)(block + 2));
 }
 
 static inline float hsum(__m256 v)
@@ -48,9 +61,35 @@ static inline float hsum(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
-static inline __m256i codes_at(Format fmt, const unsigned char *block)
+/* q4_0 rows: sum (u - 8) x = sum u x - 8 sum x, the second part a float
+ * per block of x computed once (xcorr), the first straight from maddubs. */
+static void qdot_q4_0(float *y, const unsigned char *rows, size_t stride, size_t n_rows, const unsigned char *x,
+                      const float *dx, const float *xcorr, size_t nb)
 {
-    return fmt == FMT_Q4_0 ? q4_codes(block + 2) : _mm256_loadu_si256((const __m256i *)(block + 2));
+    const size_t wb = format_block_bytes(FMT_Q4_0), xb = format_block_bytes(FMT_Q8_0);
+    for (size_t r = 0; r < n_rows; r++) {
+        const unsigned char *w = rows + r * stride;
+        __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+        float corr = 0.0f;
+        size_t b = 0;
+        for (; b + 1 < nb; b += 2) {
+            const unsigned char *w0 = w + b * wb, *w1 = w0 + wb;
+            const float d0 = half_at(w0), d1 = half_at(w1);
+            const __m256i x0 = _mm256_loadu_si256((const __m256i *)(x + b * xb + 2));
+            const __m256i x1 = _mm256_loadu_si256((const __m256i *)(x + (b + 1) * xb + 2));
+            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d0 * dx[b]), nibble_dot(q4_nibbles(w0 + 2), x0), acc0);
+            acc1 = _mm256_fmadd_ps(_mm256_set1_ps(d1 * dx[b + 1]), nibble_dot(q4_nibbles(w1 + 2), x1), acc1);
+            corr += d0 * xcorr[b] + d1 * xcorr[b + 1];
+        }
+        if (b < nb) {
+            const unsigned char *w0 = w + b * wb;
+            const float d0 = half_at(w0);
+            const __m256i x0 = _mm256_loadu_si256((const __m256i *)(x + b * xb + 2));
+            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d0 * dx[b]), nibble_dot(q4_nibbles(w0 + 2), x0), acc0);
+            corr += d0 * xcorr[b];
+        }
+        y[r] = hsum(_mm256_add_ps(acc0, acc1)) + corr;
+    }
 }
 
 void qdot_avx2(float *y, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq, size_t n)
@@ -64,6 +103,17 @@ void qdot_avx2(float *y, Format fmt, const void *rows, size_t stride, size_t n_r
     float dx[QDOT_MAX_BLOCKS];
     for (size_t b = 0; b < nb; b++)
         dx[b] = half_at(x + b * xb);
+    if (fmt == FMT_Q4_0) {
+        float xcorr[QDOT_MAX_BLOCKS]; /* -8 * (sum of the block's x codes) * its scale */
+        for (size_t b = 0; b < nb; b++) {
+            int sum = 0;
+            for (size_t j = 0; j < QK; j++)
+                sum += (int8_t)x[b * xb + 2 + j];
+            xcorr[b] = -8.0f * (float)sum * dx[b];
+        }
+        qdot_q4_0(y, rows, stride, n_rows, x, dx, xcorr, nb);
+        return;
+    }
     for (size_t r = 0; r < n_rows; r++) {
         const unsigned char *w = (const unsigned char *)rows + r * stride;
         __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
@@ -72,13 +122,13 @@ void qdot_avx2(float *y, Format fmt, const void *rows, size_t stride, size_t n_r
             const unsigned char *w0 = w + b * wb, *w1 = w0 + wb;
             const __m256i x0 = _mm256_loadu_si256((const __m256i *)(x + b * xb + 2));
             const __m256i x1 = _mm256_loadu_si256((const __m256i *)(x + (b + 1) * xb + 2));
-            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(w0) * dx[b]), block_dot(codes_at(fmt, w0), x0), acc0);
-            acc1 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(w1) * dx[b + 1]), block_dot(codes_at(fmt, w1), x1), acc1);
+            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(w0) * dx[b]), block_dot(q8_codes(w0), x0), acc0);
+            acc1 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(w1) * dx[b + 1]), block_dot(q8_codes(w1), x1), acc1);
         }
         if (b < nb) {
             const unsigned char *w0 = w + b * wb;
             const __m256i x0 = _mm256_loadu_si256((const __m256i *)(x + b * xb + 2));
-            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(w0) * dx[b]), block_dot(codes_at(fmt, w0), x0), acc0);
+            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(w0) * dx[b]), block_dot(q8_codes(w0), x0), acc0);
         }
         y[r] = hsum(_mm256_add_ps(acc0, acc1));
     }
