@@ -54,6 +54,7 @@ expect_fail "prompt plus tokens beyond max_seq_len" 2 "needs 300 positions; mode
     $KV run --model tiny --prompt-len 100 --tokens 201
 expect_fail "unknown cache" 2 "unknown cache 'magic' \(accepted: contiguous, dynamic, .*paged" $KV run --cache magic
 expect_fail "bad cache option" 2 "has no option 'window'" $KV run --cache contiguous:window=4
+expect_fail "repeated cache option" 2 "option 'window' is given twice" $KV run --cache ring:window=16,window=32
 expect_fail "non-numeric token ids" 2 "'a' is not a whole number" $KV run --prompt-ids 1,a,3
 expect_fail "token id beyond the vocabulary" 2 "token id 999 is outside" $KV run --model tiny --prompt-ids 1,999
 expect_fail "unequal batch prompts" 2 "prompts differ in length" $KV run --prompt-ids '1,2;3'
