@@ -2,11 +2,14 @@
  * view's cell map of a prefix, encoding rows into a format, and freeing. */
 #include "kv/cache.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kv/layouts.h"
+#include "util/human.h"
+#include "util/sysmem.h"
 
 size_t kv_row_pair_bytes(const KvGeometry *g, Format k_fmt, Format v_fmt)
 {
@@ -17,6 +20,30 @@ size_t kv_row_pair_bytes(const KvGeometry *g, Format k_fmt, Format v_fmt)
 void *kv_calloc(size_t n, size_t size)
 {
     return (n && size) ? calloc(n, size) : calloc(1, 1);
+}
+
+size_t kv_head_row_bytes(const KvGeometry *g, size_t k_row, size_t v_row)
+{
+    size_t heads = g->n_layers, out;
+    if (__builtin_mul_overflow(heads, g->n_seqs, &heads) || __builtin_mul_overflow(heads, g->n_kv_heads, &heads) ||
+        __builtin_add_overflow(k_row, v_row, &out) || __builtin_mul_overflow(heads, out, &out))
+        return SIZE_MAX;
+    return out;
+}
+
+int kv_check_fit(const char *cache, size_t count, const char *unit, size_t unit_bytes, Err *e)
+{
+    /* unknown physical memory: still refuse what size_t cannot count */
+    size_t limit = sysmem_physical_bytes();
+    if (limit == 0)
+        limit = SIZE_MAX;
+    size_t most = unit_bytes ? limit / unit_bytes : SIZE_MAX;
+    if (count <= most)
+        return 0;
+    char need_s[32], have_s[32];
+    return err_set(e, ERR_USAGE, "cache '%s' needs %s for %zu %s; this machine's %s of memory holds at most %zu",
+                   cache, human_bytes(need_s, sizeof need_s, (double)count * (double)unit_bytes), count, unit,
+                   human_bytes(have_s, sizeof have_s, (double)limit), most);
 }
 
 void kv_stats(const KvCache *c, KvStats *out)
