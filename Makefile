@@ -139,13 +139,12 @@ FUZZ_SRC_lesson := src/course/lesson_doc.c
 FUZZ_SRC_bpe    := src/text/bpe.c src/text/pretok.c
 FUZZ_SRC_kvw    := src/ckpt/kvw.c src/kernels/codec_ref.c
 FUZZ_LIBS_config := $(shell pkg-config --libs inih 2>/dev/null)
-FUZZ_ARGS_gguf  := -max_len=16384
 FUZZ_BIN     := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 fuzz: $(FUZZ_BIN)
 	@failed=; for t in $(FUZZ_TARGETS); do \
 		mkdir -p $(BUILD)/fuzz/corpus/$$t; \
 		if $(BUILD)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=1024 \
-			-artifact_prefix=$(BUILD)/fuzz/$$t- -print_final_stats=1 $(FUZZ_ARGS_$$t) \
+			-artifact_prefix=$(BUILD)/fuzz/$$t- -print_final_stats=1 -max_len=16384 \
 			$(BUILD)/fuzz/corpus/$$t tests/fuzz/corpus/$$t >$(BUILD)/fuzz/$$t.log 2>&1; then \
 			echo "fuzz $$t: no crash in $(FUZZ_TIME) s ($$(sed -n 's/^stat::number_of_executed_units: *//p' \
 				$(BUILD)/fuzz/$$t.log) inputs)"; \

@@ -3,7 +3,9 @@
  * kvw_read reads only files, so each input is written to a temporary file
  * and read as the weights of a small fixed shape, asking for three tensors
  * (f32, f16 on disk, raw bytes), any of which may be absent. The seeds in
- * tests/fuzz/corpus/kvw/ are files of that shape written by kvw_write. */
+ * tests/fuzz/corpus/kvw/: files of that shape written by kvw_write (all
+ * three tensors, the f16 one alone, none), and kjv-tiny.kvw's header and
+ * tensor table without its data (another shape: refused by name). */
 #include "ckpt/kvw.h"
 #include "fuzz_util.h"
 

@@ -42,7 +42,7 @@ static inline const char *fuzz_file(const uint8_t *data, size_t size, const char
 {
     if (!fuzz_tmp[0]) {
         const char *dir = getenv("TMPDIR");
-        snprintf(fuzz_tmp, sizeof fuzz_tmp, "%s/kvscope-fuzz-XXXXXX%s", dir && *dir ? dir : "/tmp", suffix);
+        snprintf(fuzz_tmp, sizeof fuzz_tmp, "%s/kvscope-fuzz-XXXXXX%s", dir && *dir ? dir : P_tmpdir, suffix);
         int fd = mkstemps(fuzz_tmp, (int)strlen(suffix));
         if (fd < 0)
             abort(); /* the target cannot run at all */
