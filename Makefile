@@ -122,7 +122,8 @@ cross-test:
 		echo "== $$t (neon, qemu-aarch64)"; qemu-aarch64 $(BUILD)/cross/$$t; done
 
 # libFuzzer with ASan and UBSan on every parser of outside input, each for
-# FUZZ_TIME seconds: gguf (checkpoints), spec (cache spec strings), config
+# FUZZ_TIME seconds: gguf (checkpoints), spec (cache spec strings), cache
+# (specs as the layouts open them, within a memory limit), config
 # (model .ini files), number (the strict number parsers), lesson (lesson
 # Markdown), bpe (merges files), kvw (weights files). Each target
 # tests/fuzz/fuzz_NAME.c is seeded from tests/fuzz/corpus/NAME/, where any
@@ -130,9 +131,11 @@ cross-test:
 # gguf's); new inputs go to $(BUILD)/fuzz/corpus/NAME, a crash to
 # $(BUILD)/fuzz/NAME-crash-*. Each target links only the sources it reaches.
 FUZZ_TIME    ?= 3
-FUZZ_TARGETS := gguf spec config number lesson bpe kvw
+FUZZ_TARGETS := gguf spec cache config number lesson bpe kvw
 FUZZ_SRC_gguf   := $(filter-out %/kvw.c,$(wildcard src/ckpt/*.c)) src/kernels/format.c
 FUZZ_SRC_spec   := src/kv/spec.c src/util/parse.c src/kernels/format.c
+FUZZ_SRC_cache  := $(wildcard src/kv/*.c) src/kernels/codec_ref.c src/kernels/format.c src/stats/counters.c \
+	src/util/parse.c src/util/sysmem.c src/util/human.c
 FUZZ_SRC_config := src/model/config.c src/util/parse.c src/util/files.c
 FUZZ_SRC_number := src/util/parse.c
 FUZZ_SRC_lesson := src/course/lesson_doc.c

@@ -31,19 +31,22 @@ size_t kv_head_row_bytes(const KvGeometry *g, size_t k_row, size_t v_row)
     return out;
 }
 
-int kv_check_fit(const char *cache, size_t count, const char *unit, size_t unit_bytes, Err *e)
+int kv_check_fit(const KvGeometry *g, const char *cache, size_t count, const char *unit, size_t unit_bytes, Err *e)
 {
-    /* unknown physical memory: still refuse what size_t cannot count */
-    size_t limit = sysmem_physical_bytes();
-    if (limit == 0)
+    size_t limit = g->mem_limit ? g->mem_limit : sysmem_physical_bytes();
+    if (limit == 0) /* unknown physical memory: still refuse what size_t cannot count */
         limit = SIZE_MAX;
     size_t most = unit_bytes ? limit / unit_bytes : SIZE_MAX;
     if (count <= most)
         return 0;
     char need_s[32], have_s[32];
+    human_bytes(need_s, sizeof need_s, (double)count * (double)unit_bytes);
+    human_bytes(have_s, sizeof have_s, (double)limit);
+    if (g->mem_limit)
+        return err_set(e, ERR_USAGE, "cache '%s' needs %s for %zu %s; its limit of %s holds at most %zu", cache,
+                       need_s, count, unit, have_s, most);
     return err_set(e, ERR_USAGE, "cache '%s' needs %s for %zu %s; this machine's %s of memory holds at most %zu",
-                   cache, human_bytes(need_s, sizeof need_s, (double)count * (double)unit_bytes), count, unit,
-                   human_bytes(have_s, sizeof have_s, (double)limit), most);
+                   cache, need_s, count, unit, have_s, most);
 }
 
 void kv_stats(const KvCache *c, KvStats *out)

@@ -514,8 +514,8 @@ KvCache *paged_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st
     const size_t row_bytes = kv_head_row_bytes(&one, kv_k_row_bytes(geo, st), kv_v_row_stored(geo, st));
     char unit[64];
     snprintf(unit, sizeof unit, "pages of %zu rows", page);
-    if (kv_check_fit("paged", page, "rows in a page", row_bytes, e) < 0 ||
-        kv_check_fit("paged", pages, unit, page * row_bytes, e) < 0)
+    if (kv_check_fit(geo, "paged", page, "rows in a page", row_bytes, e) < 0 ||
+        kv_check_fit(geo, "paged", pages, unit, page * row_bytes, e) < 0)
         return NULL;
     Paged *p = calloc(1, sizeof *p);
     if (!p) {

@@ -129,6 +129,14 @@ static void test_refused_beyond_memory(void **state)
     KvCache *c = kv_open("ring:window=4,sinks=2,pass=32", &g, &e);
     assert_non_null(c);
     kv_free(c);
+
+    /* a stated limit: 1 MiB holds 1 MiB / (32 * 4 * 8 * 2 * 512 bytes) = 1 row per head */
+    g.mem_limit = (size_t)1 << 20;
+    assert_null(kv_open("ring:window=2,pass=1", &g, &e));
+    assert_int_equal(e.kind, ERR_USAGE);
+    assert_non_null(strstr(e.msg, "for 2 rows per layer, sequence and KV head; its limit of 1.00 MiB holds at most 1"));
+    assert_non_null(c = kv_open("ring:window=1,pass=1", &g, &e));
+    kv_free(c);
 }
 
 /* On a full-attention model a ring evicts: the output moves away from the
