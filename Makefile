@@ -121,26 +121,46 @@ cross-test:
 			-o $(BUILD)/cross/$$t tests/unit/$$t.c $(CROSS_SRC) -lm; \
 		echo "== $$t (neon, qemu-aarch64)"; qemu-aarch64 $(BUILD)/cross/$$t; done
 
-# libFuzzer on the GGUF reader for FUZZ_TIME seconds, seeded from (and its
-# crashers kept in) tests/fuzz/gguf/, which test_gguf replays every run; new
-# inputs it finds go to $(BUILD)/fuzz/corpus, a crash to $(BUILD)/fuzz/crash-*
-FUZZ_TIME ?= 20
-FUZZ_SRC  := tests/fuzz/fuzz_gguf.c $(filter-out %/kvw.c,$(wildcard src/ckpt/*.c)) src/kernels/format.c src/util/err.c
-fuzz: $(BUILD)/fuzz/fuzz_gguf
-	@mkdir -p $(BUILD)/fuzz/corpus
-	@if $(BUILD)/fuzz/fuzz_gguf -max_total_time=$(FUZZ_TIME) -max_len=16384 -rss_limit_mb=1024 \
-		-artifact_prefix=$(BUILD)/fuzz/ -print_final_stats=1 $(BUILD)/fuzz/corpus tests/fuzz/gguf \
-		>$(BUILD)/fuzz/log 2>&1; then \
-		grep -E '^stat::(number_of_executed_units|new_units_added)' $(BUILD)/fuzz/log; \
-		echo "fuzz: no crash in $(FUZZ_TIME) s"; \
-	else tail -n 40 $(BUILD)/fuzz/log; \
-		echo "fuzz: the input above is in $(BUILD)/fuzz/: copy it to tests/fuzz/gguf/ and fix"; exit 1; fi
+# libFuzzer with ASan and UBSan on every parser of outside input, each for
+# FUZZ_TIME seconds: gguf (checkpoints), spec (cache spec strings), cache
+# (specs as the layouts open them, within a memory limit), config
+# (model .ini files), number (the strict number parsers), lesson (lesson
+# Markdown), bpe (merges files), kvw (weights files). Each target
+# tests/fuzz/fuzz_NAME.c is seeded from tests/fuzz/corpus/NAME/, where any
+# crasher it finds is kept once the parser is fixed (test_gguf also replays
+# gguf's); new inputs go to $(BUILD)/fuzz/corpus/NAME, a crash to
+# $(BUILD)/fuzz/NAME-crash-*. Each target links only the sources it reaches.
+FUZZ_TIME    ?= 3
+FUZZ_TARGETS := gguf spec cache config number lesson bpe kvw
+FUZZ_SRC_gguf   := $(filter-out %/kvw.c,$(wildcard src/ckpt/*.c)) src/kernels/format.c
+FUZZ_SRC_spec   := src/kv/spec.c src/util/parse.c src/kernels/format.c
+FUZZ_SRC_cache  := $(wildcard src/kv/*.c) src/kernels/codec_ref.c src/kernels/format.c src/stats/counters.c \
+	src/util/parse.c src/util/sysmem.c src/util/human.c
+FUZZ_SRC_config := src/model/config.c src/util/parse.c src/util/files.c
+FUZZ_SRC_number := src/util/parse.c
+FUZZ_SRC_lesson := src/course/lesson_doc.c
+FUZZ_SRC_bpe    := src/text/bpe.c src/text/pretok.c
+FUZZ_SRC_kvw    := src/ckpt/kvw.c src/kernels/codec_ref.c
+FUZZ_LIBS_config := $(shell pkg-config --libs inih 2>/dev/null)
+FUZZ_BIN     := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
+fuzz: $(FUZZ_BIN)
+	@failed=; for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(BUILD)/fuzz/corpus/$$t; \
+		if $(BUILD)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=1024 \
+			-artifact_prefix=$(BUILD)/fuzz/$$t- -print_final_stats=1 -max_len=16384 \
+			$(BUILD)/fuzz/corpus/$$t tests/fuzz/corpus/$$t >$(BUILD)/fuzz/$$t.log 2>&1; then \
+			echo "fuzz $$t: no crash in $(FUZZ_TIME) s ($$(sed -n 's/^stat::number_of_executed_units: *//p' \
+				$(BUILD)/fuzz/$$t.log) inputs)"; \
+		else tail -n 30 $(BUILD)/fuzz/$$t.log; failed="$$failed $$t"; \
+			echo "fuzz $$t: the input is in $(BUILD)/fuzz/$$t-*: fix the parser, keep it in tests/fuzz/corpus/$$t/"; fi; \
+	done; test -z "$$failed" || { echo "fuzz: crashes in$$failed"; exit 1; }
 
-$(BUILD)/fuzz/fuzz_gguf: $(FUZZ_SRC) $(wildcard src/ckpt/*.h)
+.SECONDEXPANSION:
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_util.h $$(FUZZ_SRC_$$*) src/util/err.c $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  CC  $@ (clang, libFuzzer + ASan + UBSan)"
 	@clang -std=c11 -g -O1 $(WARN) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(CPPFLAGS) \
-		-o $@ $(FUZZ_SRC)
+		-Itests/fuzz -o $@ $< $(FUZZ_SRC_$*) src/util/err.c $(FUZZ_LIBS_$*) -lm
 
 test: deps-test
 	$(MAKE) --no-print-directory check-layers unit-tests cli-tests check-lessons

@@ -18,13 +18,24 @@
  *         (x/d in (7.5, 8]); every other value is within d/2. Plus
  *         8 * |d - fp16(d)|, as for q8_0.
  *   int4  s = fp16(absmax / 7); q = clamp(roundf(x / s), -8, 7). The codes
- *         are chosen against the stored (fp16) scale, so every value is
- *         within s/2 (|x/s| <= 7 * (1 + 2^-11) never reaches 7.5).
+ *         are chosen against the stored (fp16) scale. While s is a normal
+ *         fp16 (absmax >= 7 * 2^-14, about 4.3e-4) every value is within
+ *         s/2 (|x/s| <= 7 * (1 + 2^-11) never reaches 7.5). A subnormal s
+ *         is rounded to a multiple of 2^-24, so it may lie up to 2^-25 below
+ *         absmax / 7: the largest values can then pass 7.5 s and saturate
+ *         at 7, and each value is within max(s/2, absmax - 7s), where
+ *         absmax - 7s < 7 * 2^-25 (about 2.1e-7). [1.038e-6, 0, ...] stores
+ *         s = 2^-23 (1.19e-7, for absmax/7 = 1.48e-7) and decodes 1.038e-6
+ *         as 8.34e-7, 2.04e-7 off (1.7 s). Below absmax 7 * 2^-25, s is 0
+ *         and the row decodes to zeros (error absmax).
  *   fp4   s = fp16(absmax / 6); |x/s| rounds to the nearest E2M1 magnitude
  *         (0, 0.5, 1, 1.5, 2, 3, 4, 6), ties to the even code (0.25 -> 0,
  *         0.75 -> 1, 1.25 -> 1, 1.75 -> 2, 2.5 -> 2, 3.5 -> 4, 5 -> 4),
  *         sign bit from x < 0 (so -0.1 -> -0). The error
  *         is half the gap around x/s: s/4 up to 2, s/2 up to 4, s beyond.
+ *         A subnormal s (absmax < 6 * 2^-14) may lie up to 2^-25 below
+ *         absmax / 6, as for int4: values past 6 s saturate at 6, off by
+ *         at most absmax - 6s < 6 * 2^-25.
  *         (Seed 000 also lists 0.25 and 0.75; E2M1 has no such values.)
  *   u4    the values are already codes (the kivi cache maps keys to code
  *   u2    space per channel): q = clamp(roundf(x), 0, 15) for u4, [0, 3]
@@ -38,11 +49,19 @@
  *   tiny    a scale below fp16's normal range (q8_0: absmax < 127 * 2^-14,
  *           about 0.0078) keeps fewer bits; below 2^-25 it rounds to 0 and
  *           the block decodes to zeros (error <= absmax). llama.cpp alike.
- *   huge    a scale beyond fp16's range (absmax above 65504 * 127 for q8_0,
- *           * 8 for q4_0, * 7 for int4, * 6 for fp4) is clamped to 65504,
- *           and values beyond the codes' reach saturate at the extreme code
- *           (q8_0 +-127 steps; q4_0 8 on max's side, 7 on the other; int4
- *           7 up, -8 down; fp4 +-6): the largest value a block can hold.
+ *   huge    a scale above fp16's largest finite value (absmax above
+ *           65504 * 127 for q8_0, * 8 for q4_0, * 7 for int4, * 6 for fp4)
+ *           is clamped to 65504 before the codes are chosen, and values
+ *           beyond the codes' reach saturate at the extreme code (q8_0
+ *           +-127 steps; q4_0 8 on max's side, 7 on the other; int4 7 up,
+ *           -8 down; fp4 +-6): the largest value a block can hold. Here
+ *           q8_0 and q4_0 part from llama.cpp, whose reference chooses the
+ *           codes against the unclamped d and stores fp16(d), rounded to
+ *           nearest: for 65504 < |d| < 65520 it stores 65504 as well, but
+ *           its codes may differ from these by one step (x/d and x/65504
+ *           differ by under 0.031 of a step); for |d| >= 65520 it stores
+ *           Inf, and its block decodes to +-Inf (NaN where a code is 0)
+ *           where this one stays finite.
  *   Inf     counts as a huge value: scale 65504, the Inf saturates at the
  *           extreme code, the block's finite values round against that
  *           scale (mostly to 0). No Inf or NaN comes back out.

@@ -2,11 +2,14 @@
  * view's cell map of a prefix, encoding rows into a format, and freeing. */
 #include "kv/cache.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kv/layouts.h"
+#include "util/human.h"
+#include "util/sysmem.h"
 
 size_t kv_row_pair_bytes(const KvGeometry *g, Format k_fmt, Format v_fmt)
 {
@@ -17,6 +20,33 @@ size_t kv_row_pair_bytes(const KvGeometry *g, Format k_fmt, Format v_fmt)
 void *kv_calloc(size_t n, size_t size)
 {
     return (n && size) ? calloc(n, size) : calloc(1, 1);
+}
+
+size_t kv_head_row_bytes(const KvGeometry *g, size_t k_row, size_t v_row)
+{
+    size_t heads = g->n_layers, out;
+    if (__builtin_mul_overflow(heads, g->n_seqs, &heads) || __builtin_mul_overflow(heads, g->n_kv_heads, &heads) ||
+        __builtin_add_overflow(k_row, v_row, &out) || __builtin_mul_overflow(heads, out, &out))
+        return SIZE_MAX;
+    return out;
+}
+
+int kv_check_fit(const KvGeometry *g, const char *cache, size_t count, const char *unit, size_t unit_bytes, Err *e)
+{
+    size_t limit = g->mem_limit ? g->mem_limit : sysmem_physical_bytes();
+    if (limit == 0) /* unknown physical memory: still refuse what size_t cannot count */
+        limit = SIZE_MAX;
+    size_t most = unit_bytes ? limit / unit_bytes : SIZE_MAX;
+    if (count <= most)
+        return 0;
+    char need_s[32], have_s[32];
+    human_bytes(need_s, sizeof need_s, (double)count * (double)unit_bytes);
+    human_bytes(have_s, sizeof have_s, (double)limit);
+    if (g->mem_limit)
+        return err_set(e, ERR_USAGE, "cache '%s' needs %s for %zu %s; its limit of %s holds at most %zu", cache,
+                       need_s, count, unit, have_s, most);
+    return err_set(e, ERR_USAGE, "cache '%s' needs %s for %zu %s; this machine's %s of memory holds at most %zu",
+                   cache, need_s, count, unit, have_s, most);
 }
 
 void kv_stats(const KvCache *c, KvStats *out)

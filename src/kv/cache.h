@@ -32,6 +32,8 @@ typedef struct {
                            An append still passes a readable v (the latent again); blocks' v is then
                            not to be read. Layouts that honour it: contiguous, dynamic, paged, ring,
                            mixed (kv_v_row_stored); one that does not stores V anyway, wasting memory. */
+    size_t mem_limit;   /* bytes the storage a spec sizes may take; 0 = this machine's physical memory.
+                           A spec beyond it is refused before anything is allocated. */
 } KvGeometry;
 
 

@@ -170,6 +170,9 @@ KvCache *contiguous_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorag
                 geo->max_seq_len);
         return NULL;
     }
+    if (kv_check_fit(geo, "contiguous", max, "rows per layer, sequence and KV head",
+                     kv_head_row_bytes(geo, kv_k_row_bytes(geo, st), kv_v_row_stored(geo, st)), e) < 0)
+        return NULL;
     Contiguous *c = calloc(1, sizeof *c);
     size_t rows = geo->n_layers * geo->n_seqs * geo->n_kv_heads * max;
     size_t k_row = kv_k_row_bytes(geo, st), v_row = kv_v_row_stored(geo, st);

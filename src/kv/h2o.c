@@ -285,6 +285,9 @@ KvCache *h2o_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, 
         err_set(e, ERR_USAGE, "cache 'h2o': recent=%zu must not exceed budget=%zu", recent, budget);
         return NULL;
     }
+    if (kv_check_fit(geo, "h2o", budget + pass, "rows per layer, sequence and KV head",
+                     kv_head_row_bytes(geo, kv_k_row_bytes(geo, st), kv_v_row_stored(geo, st)), e) < 0)
+        return NULL;
     H2O *c = calloc(1, sizeof *c);
     if (!c) {
         err_set(e, ERR_RUNTIME, "h2o cache: out of memory");

@@ -388,7 +388,10 @@ KvCache *kivi_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st,
 {
     size_t bits = 4, group = 32;
     Format v = FMT_Q4_0;
-    if (kivi_options(opts, geo, &bits, &group, &v, e) < 0)
+    if (kivi_options(opts, geo, &bits, &group, &v, e) < 0 ||
+        kv_check_fit(geo, "kivi", group, "rows in a group of every layer, sequence and KV head",
+                     kv_head_row_bytes(geo, format_row_bytes(bits == 4 ? FMT_U4 : FMT_U2, geo->head_dim),
+                                       format_row_bytes(v, geo->head_dim)), e) < 0)
         return NULL;
     Kivi *q = calloc(1, sizeof *q);
     if (!q) {

@@ -39,6 +39,16 @@ static inline size_t kv_v_row_stored(const KvGeometry *g, const KvStorage *st)
  * cache's V arrays hold nothing, yet stay pointers one may offset by 0). */
 void *kv_calloc(size_t n, size_t size);
 
+/* Refuse a cache whose spec asks for more than g->mem_limit (physical
+ * memory when 0), before anything is allocated: `count` units (rows per
+ * head, pages) of `unit_bytes` each. ERR_USAGE, naming the most units that
+ * fit; `unit` says what one is ("rows per layer, sequence and KV head"). */
+int kv_check_fit(const KvGeometry *g, const char *cache, size_t count, const char *unit, size_t unit_bytes, Err *e);
+
+/* Bytes of one row per (layer, sequence, KV head) of a whole cache: K and V
+ * rows of k_row and v_row bytes; SIZE_MAX when size_t cannot hold it. */
+size_t kv_head_row_bytes(const KvGeometry *g, size_t k_row, size_t v_row);
+
 /* Encode n token-major rows (src: [n][n_kv_heads][head_dim]) of head h into
  * dst rows of `row_bytes`, `dst_stride` bytes apart. */
 void kv_encode_rows(void *dst, size_t dst_stride, const float *src, size_t n, size_t h, const KvGeometry *g,

@@ -277,6 +277,13 @@ KvCache *mixed_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st
         err_set(e, ERR_USAGE, "cache 'mixed': group=%zu must not exceed warm_rows=%zu", group, warm_rows);
         return NULL;
     }
+    /* the runs the spec sizes: hot (f16) and warm; cold is max_seq_len's */
+    const size_t hot_row = format_row_bytes(FMT_F16, geo->head_dim), warm_row = format_row_bytes(warm, geo->head_dim);
+    if (kv_check_fit(geo, "mixed", hot + 1, "hot rows per layer, sequence and KV head",
+                     kv_head_row_bytes(geo, hot_row, geo->k_only ? 0 : hot_row), e) < 0 ||
+        (warm_rows && kv_check_fit(geo, "mixed", warm_rows + group, "warm rows per layer, sequence and KV head",
+                                   kv_head_row_bytes(geo, warm_row, geo->k_only ? 0 : warm_row), e) < 0))
+        return NULL;
     Mixed *m = calloc(1, sizeof *m);
     if (!m) {
         err_set(e, ERR_RUNTIME, "mixed cache: out of memory");

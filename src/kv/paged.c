@@ -24,6 +24,7 @@
  * them. The check runs before each pass, so a pass always sees its own rows. */
 #include "kv/layouts.h"
 
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -507,6 +508,15 @@ KvCache *paged_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st
     size_t max_logical = (geo->max_seq_len + page - 1) / page;
     if (pages == 0) /* enough for every sequence to reach max_seq_len */
         pages = geo->n_seqs * max_logical;
+    /* a page holds its rows for every layer and KV head (one sequence's) */
+    KvGeometry one = *geo;
+    one.n_seqs = 1;
+    const size_t row_bytes = kv_head_row_bytes(&one, kv_k_row_bytes(geo, st), kv_v_row_stored(geo, st));
+    char unit[64];
+    snprintf(unit, sizeof unit, "pages of %zu rows", page);
+    if (kv_check_fit(geo, "paged", page, "rows in a page", row_bytes, e) < 0 ||
+        kv_check_fit(geo, "paged", pages, unit, page * row_bytes, e) < 0)
+        return NULL;
     Paged *p = calloc(1, sizeof *p);
     if (!p) {
         err_set(e, ERR_RUNTIME, "paged cache: out of memory");

@@ -241,6 +241,9 @@ KvCache *ring_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st,
         err_set(e, ERR_USAGE, "cache 'ring' needs window=W (rows kept besides the sinks)");
         return NULL;
     }
+    if (kv_check_fit(geo, "ring", sinks + window + pass - 1, "rows per layer, sequence and KV head",
+                     kv_head_row_bytes(geo, kv_k_row_bytes(geo, st), kv_v_row_stored(geo, st)), e) < 0)
+        return NULL;
     Ring *r = calloc(1, sizeof *r);
     if (!r) {
         err_set(e, ERR_RUNTIME, "ring cache: out of memory");

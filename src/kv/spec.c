@@ -40,6 +40,10 @@ static int parse_part(const char *p, size_t len, KvSpecPart *out, const char *te
             copy_word(out->opt[i].value, sizeof out->opt[i].value, eq + 1, olen - (size_t)(eq - opt) - 1,
                       "option value", text, e) < 0)
             return -1;
+        /* a repeated key would be read once and the copy then reported as unknown */
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(out->opt[j].key, out->opt[i].key) == 0)
+                return err_set(e, ERR_USAGE, "cache spec '%s': option '%s' is given twice", text, out->opt[i].key);
         if (!comma)
             return 0;
         opt = comma + 1;

@@ -54,6 +54,19 @@ expect_fail "prompt plus tokens beyond max_seq_len" 2 "needs 300 positions; mode
     $KV run --model tiny --prompt-len 100 --tokens 201
 expect_fail "unknown cache" 2 "unknown cache 'magic' \(accepted: contiguous, dynamic, .*paged" $KV run --cache magic
 expect_fail "bad cache option" 2 "has no option 'window'" $KV run --cache contiguous:window=4
+# a spec asking for more memory than the machine has is refused from its size, before any allocation
+expect_fail "ring beyond the machine's memory" 2 \
+    "cache 'ring' needs .* for 3222222222227 rows per layer, sequence and KV head; this machine's .* of memory holds at most [0-9]+$" \
+    $KV run --cache ring:window=4,sinks=2,pass=3222222222222
+expect_fail "paged pool beyond the machine's memory" 2 "cache 'paged' needs .* for 4000000000000 pages of 16 rows; .* holds at most [0-9]+$" \
+    $KV run --cache paged:page=16,pages=4000000000000
+expect_fail "h2o budget beyond the machine's memory" 2 "cache 'h2o' needs .* holds at most [0-9]+$" \
+    $KV run --cache h2o:budget=100000000000000
+expect_fail "mixed hot run beyond the machine's memory" 2 "cache 'mixed' needs .* hot rows .* holds at most [0-9]+$" \
+    $KV run --cache mixed:hot=100000000000000,group=16
+expect_fail "kivi group beyond the machine's memory" 2 "cache 'kivi' needs .* holds at most [0-9]+$" \
+    $KV run --cache kivi:group=99999999999999
+expect_fail "repeated cache option" 2 "option 'window' is given twice" $KV run --cache ring:window=16,window=32
 expect_fail "non-numeric token ids" 2 "'a' is not a whole number" $KV run --prompt-ids 1,a,3
 expect_fail "token id beyond the vocabulary" 2 "token id 999 is outside" $KV run --model tiny --prompt-ids 1,999
 expect_fail "unequal batch prompts" 2 "prompts differ in length" $KV run --prompt-ids '1,2;3'

@@ -3,7 +3,7 @@
  * Every input is opened as a llama checkpoint from memory: the parser, the
  * metadata look-ups and the tensor checks all run on it. Any crash, leak,
  * out-of-bounds read or undefined behaviour is a bug; the input that caused
- * it goes into tests/fuzz/gguf/, which test_gguf.c replays on every test
+ * it goes into tests/fuzz/corpus/gguf/, which test_gguf.c replays on every test
  * run and which seeds the next fuzzing run. */
 #include <stddef.h>
 #include <stdint.h>

@@ -315,6 +315,19 @@ static void test_q8_0_bytes(void **state)
     codec_ref[FMT_Q8_0].dequantize(y, got, 64);
     assert_true(y[31] == 127.0f * 0.244140625f); /* 31.005859375: the fp16 scale shows */
     assert_true(y[32] == -127.0f && y[33] == 3.0f);
+
+    /* Where kvscope parts from llama.cpp (codec_ref.c, huge): d = 65512,
+     * between 65504 and 65520. Both store fp16 65504 (0x7bff), but llama.cpp
+     * picks x's code against d (x/d = 100.49 -> 100), kvscope against the
+     * clamped 65504 (x/65504 = 100.502 -> 101). */
+    const float d = 65512.0f, xh[2] = { 127.0f * d, 100.49f * d };
+    BlockQ8_0 blk;
+    codec_ref[FMT_Q8_0].quantize(&blk, xh, 2);
+    assert_int_equal(blk.d, 0x7bff);
+    assert_int_equal(fp16_from_f32(d), 0x7bff);
+    assert_int_equal((int)roundf(xh[1] * (1.0f / d)), 100);
+    assert_int_equal(blk.qs[1], 101);
+    assert_int_equal(fp16_from_f32(65520.0f), 0x7c00); /* llama.cpp's scale from here on: Inf */
 }
 
 static void test_q4_0_bytes(void **state)
@@ -374,6 +387,17 @@ static void test_int4_fp4_bytes(void **state)
     static const float yi[10] = { 7, -7, 4, -4, 1, 0, 0, -1, 3, -7 };
     for (int i = 0; i < 10; i++)
         assert_true(y[i] == yi[i]);
+
+    /* int4 with a subnormal scale: absmax/7 = 1.48e-7 is stored as 2^-23
+     * (fp16 0x0002), so 1.038e-6 / s = 8.7 saturates at 7: off by 2.04e-7,
+     * more than s/2 but under 7 * 2^-25 (codec_ref.c) */
+    const float xs[10] = { 1.038e-6f };
+    static const unsigned char ws[10] = { 0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x00 };
+    codec_ref[FMT_INT4].quantize(got, xs, 10);
+    expect_bytes(got, ws, 10, "int4, subnormal scale");
+    codec_ref[FMT_INT4].dequantize(y, got, 10);
+    assert_true(y[0] == 7 * 0x1p-23f);
+    assert_true(xs[0] - y[0] > 0x1p-23 / 2 && xs[0] - y[0] < 7 * 0x1p-25);
 
     /* fp4: absmax 6, s = 1. Nearest E2M1 magnitude, ties to the even code:
      * 6 -> 7, -6 -> f, 0.25 -> 0 (0), 0.75 -> 2 (1.0), 1.25 -> 2 (1.0),

@@ -22,7 +22,7 @@
 #include "model/generate.h"
 
 /* the fuzzer's seeds and every crasher it found (make fuzz) */
-#define FUZZ_DIR "tests/fuzz/gguf"
+#define FUZZ_DIR "tests/fuzz/corpus/gguf"
 
 /* --- helpers -------------------------------------------------------------- */
 

@@ -109,6 +109,36 @@ static void test_bounded_memory_and_sinks(void **state)
     assert_null(kv_open("ring:window=4,size=2", &g, &e));
 }
 
+/* A ring larger than the machine is refused from its size, as a usage
+ * error naming the most it could hold, with nothing allocated; the largest
+ * pass parse_size accepts (SIZE_MAX / 4) would overflow a byte count. */
+static void test_refused_beyond_memory(void **state)
+{
+    (void)state;
+    KvGeometry g = { .n_layers = 32, .n_seqs = 4, .n_kv_heads = 8, .head_dim = 128, .max_seq_len = 1000 };
+    Err e = { 0 };
+    assert_null(kv_open("ring:window=4,sinks=2,pass=3222222222222", &g, &e));
+    assert_int_equal(e.kind, ERR_USAGE);
+    assert_non_null(strstr(e.msg, "for 3222222222227 rows per layer, sequence and KV head"));
+    assert_non_null(strstr(e.msg, "holds at most"));
+    char spec[64];
+    snprintf(spec, sizeof spec, "ring:window=4,pass=%zu", SIZE_MAX / 4);
+    assert_null(kv_open(spec, &g, &e));
+    assert_int_equal(e.kind, ERR_USAGE);
+    assert_non_null(strstr(e.msg, "holds at most"));
+    KvCache *c = kv_open("ring:window=4,sinks=2,pass=32", &g, &e);
+    assert_non_null(c);
+    kv_free(c);
+
+    /* a stated limit: 1 MiB holds 1 MiB / (32 * 4 * 8 * 2 * 512 bytes) = 1 row per head */
+    g.mem_limit = (size_t)1 << 20;
+    assert_null(kv_open("ring:window=2,pass=1", &g, &e));
+    assert_int_equal(e.kind, ERR_USAGE);
+    assert_non_null(strstr(e.msg, "for 2 rows per layer, sequence and KV head; its limit of 1.00 MiB holds at most 1"));
+    assert_non_null(c = kv_open("ring:window=1,pass=1", &g, &e));
+    kv_free(c);
+}
+
 /* On a full-attention model a ring evicts: the output moves away from the
  * uncached reference once the sequence outgrows the window. */
 static void test_lossy_on_full_attention(void **state)
@@ -187,6 +217,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exact_under_the_models_window),
         cmocka_unit_test(test_bounded_memory_and_sinks),
+        cmocka_unit_test(test_refused_beyond_memory),
         cmocka_unit_test(test_lossy_on_full_attention),
         cmocka_unit_test(test_poisoned_old_rows_never_read),
     };
