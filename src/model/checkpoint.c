@@ -141,7 +141,7 @@ static int count_f32(Model *m, CkptRole r, size_t l, const CkptTensor *t, void *
 static int place(Model *m, CkptRole r, size_t l, const CkptTensor *t, void *user)
 {
     if (stays_stored(m, r, t->fmt)) {
-        *stored_slot(m, r, l) = (QuantMat){ .data = t->data, .fmt = t->fmt };
+        *stored_slot(m, r, l) = (QuantMat){ .data = t->data, .fmt = t->fmt, .rows = t->rows, .cols = t->cols };
         return 0;
     }
     float **cursor = user, *dst = *cursor;

@@ -21,6 +21,7 @@
 typedef struct {
     const void *data;
     Format fmt;
+    size_t rows, cols;
 } QuantMat;
 
 typedef struct {

@@ -267,19 +267,6 @@ static size_t stored_pairs(Model *m, float ***f32, QuantMat **q, size_t cap)
     return n;
 }
 
-/* Rows and columns of stored pair i (stored_pairs' order). */
-static void pair_dims(const Config *c, size_t i, size_t n_pairs, size_t *rows, size_t *cols)
-{
-    size_t d = c->d_model, q = config_q_dim(c), kv = config_kv_dim(c), f = c->ffn_dim;
-    static const int which[7] = { 0, 1, 1, 2, 3, 3, 4 }; /* wq, wk, wv, wo, gate, up, down */
-    const size_t dims[5][2] = { { q, d }, { kv, d }, { d, q }, { f, d }, { d, f } };
-    if (i + 1 == n_pairs) {
-        *rows = c->vocab, *cols = d;
-        return;
-    }
-    *rows = dims[which[i % 7]][0], *cols = dims[which[i % 7]][1];
-}
-
 int model_has_stored(const Model *m)
 {
     size_t layers = m->cfg.shared_layers ? 1 : m->cfg.n_layers;
@@ -306,11 +293,8 @@ int model_dequantize(Model *m, Err *e)
         return err_set(e, ERR_RUNTIME, "out of memory");
     }
     size_t n = stored_pairs(m, f32, q, cap), floats = 0;
-    for (size_t i = 0; i < n; i++) {
-        size_t rows, cols;
-        pair_dims(&m->cfg, i, n, &rows, &cols);
-        floats += q[i]->data ? rows * cols : 0;
-    }
+    for (size_t i = 0; i < n; i++)
+        floats += q[i]->data ? q[i]->rows * q[i]->cols : 0;
     float *arena = malloc(floats * sizeof(float));
     if (!arena) {
         free(f32), free(q);
@@ -320,8 +304,7 @@ int model_dequantize(Model *m, Err *e)
     for (size_t i = 0; i < n; i++) {
         if (!q[i]->data)
             continue;
-        size_t rows, cols;
-        pair_dims(&m->cfg, i, n, &rows, &cols);
+        const size_t rows = q[i]->rows, cols = q[i]->cols;
         const FormatOps *op = &m->kern->codec[q[i]->fmt];
         const size_t row_bytes = format_row_bytes(q[i]->fmt, cols);
         for (size_t r = 0; r < rows; r++)
