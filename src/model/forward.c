@@ -250,6 +250,12 @@ void sublayer_logits(const Model *m, ForwardState *s, size_t n_seqs, size_t n_ne
 int model_forward(const Model *m, ForwardState *s, KvCache *cache, const int *tokens, size_t n_seqs,
                   size_t n_new, size_t pos0, float *logits, Counters *ctr, Err *e)
 {
+    return model_forward_slots(m, s, cache, NULL, tokens, n_seqs, n_new, pos0, logits, ctr, e);
+}
+
+int model_forward_slots(const Model *m, ForwardState *s, KvCache *cache, const size_t *slots, const int *tokens,
+                        size_t n_seqs, size_t n_new, size_t pos0, float *logits, Counters *ctr, Err *e)
+{
     const Config *c = &m->cfg;
     const size_t rows = n_seqs * n_new;
 
@@ -268,10 +274,10 @@ int model_forward(const Model *m, ForwardState *s, KvCache *cache, const int *to
     if (sublayer_embed(m, s, tokens, rows, ctr, e) < 0)
         return -1;
     for (size_t b = 0; cache && b < n_seqs; b++) /* let a paged cache map pages before the layers write */
-        if (kv_reserve(cache, b, pos0, tokens + b * n_new, n_new, ctr, e) < 0)
+        if (kv_reserve(cache, slots ? slots[b] : b, pos0, tokens + b * n_new, n_new, ctr, e) < 0)
             return -1;
 
-    const AttnPass pass = { .cache = cache, .n_seqs = n_seqs, .n_new = n_new, .pos0 = pos0 };
+    const AttnPass pass = { .cache = cache, .slots = slots, .n_seqs = n_seqs, .n_new = n_new, .pos0 = pos0 };
     for (size_t l = 0; l < c->n_layers; l++) {
         const LayerWeights *w = model_layer(m, l);
         int rc = c->attention == ATTN_MLA ? sublayer_mla_attention(m, s, l, &pass, ctr, e) /* model/mla.c */

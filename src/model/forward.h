@@ -63,5 +63,9 @@ void forward_state_free(ForwardState *s);
  * Counts its work into ctr (tokens_projected: n_seqs * n_new rows). */
 int model_forward(const Model *m, ForwardState *s, KvCache *cache, const int *tokens, size_t n_seqs,
                   size_t n_new, size_t pos0, float *logits, Counters *ctr, Err *e);
+/* The same with group b in cache sequence slots[b] (NULL: b), for callers
+ * that keep sequences in slots of their own choosing (a serving loop). */
+int model_forward_slots(const Model *m, ForwardState *s, KvCache *cache, const size_t *slots, const int *tokens,
+                        size_t n_seqs, size_t n_new, size_t pos0, float *logits, Counters *ctr, Err *e);
 
 #endif

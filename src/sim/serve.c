@@ -1,0 +1,343 @@
+/* serve.c: the serving loop (serve.h): arrivals, a scheduler stepping the
+ * real model over a page pool, preemption by recompute. */
+#include "sim/serve.h"
+
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/forward.h"
+#include "model/sample.h"
+#include "util/clock.h"
+
+typedef enum { SEQ_FUTURE = 0, SEQ_WAITING, SEQ_RUNNING, SEQ_DONE } SeqState;
+
+/* A request's life in the loop. Its tokens are the prompt, then what it
+ * generated; `filled` of them are in the cache. The tokens not yet in the
+ * cache are what its next chunk runs: the whole prompt at first, one token
+ * per decode step after that, everything again after a preemption. */
+typedef struct {
+    SeqState state;
+    size_t slot;          /* cache sequence, while running */
+    size_t admitted;      /* admission order: the newest running is preempted first */
+    int *tokens;          /* [prompt_len + n_output] */
+    size_t n_tokens, filled, target; /* target: prompt_len + n_output, the last never fed */
+} Seq;
+
+typedef struct {
+    const Model *m;
+    KvCache *cache;
+    const ServeOptions *o;
+    ServeResult *out;
+    Seq *seq;
+    size_t *free_slots, n_free; /* a stack of cache sequences */
+    size_t page, n_admitted;
+    ForwardState fs;
+    float *logits;
+    ServeStep cur;
+} Loop;
+
+static size_t pages_for(size_t page, size_t from, size_t to)
+{
+    return (to + page - 1) / page - (from + page - 1) / page; /* pages mapped past `from` to reach `to` */
+}
+
+static size_t pages_available(const Loop *L)
+{
+    KvStats st = { 0 };
+    kv_stats(L->cache, &st);
+    return st.pages_free + st.pages_cached;
+}
+
+int serve_check(const Model *m, const KvCache *cache, const ServeOptions *o, Err *e)
+{
+    KvStats st = { 0 };
+    kv_stats(cache, &st);
+    if (!st.page_rows)
+        return err_set(e, ERR_USAGE, "serve: the cache must be paged (paged:page=P,pages=N), not '%s'", cache->spec);
+    if (m->cfg.architecture != ARCH_DECODER || m->cfg.attention != ATTN_GQA)
+        return err_set(e, ERR_USAGE, "serve: model '%s' is not a decoder with standard attention", m->cfg.name);
+    if (!o->n_requests || !(o->rate > 0) || !o->token_budget || !o->prompt_min || !o->output_min)
+        return err_set(e, ERR_USAGE, "serve: requests, rate, token budget, prompt and output lengths must be above 0");
+    if (o->prompt_min > o->prompt_max || o->output_min > o->output_max)
+        return err_set(e, ERR_USAGE, "serve: a length range runs from its least to its most (MIN..MAX)");
+    if (o->shared_prefix > o->prompt_min)
+        return err_set(e, ERR_USAGE, "serve: a shared prefix of %zu is longer than the shortest prompt (%zu)",
+                       o->shared_prefix, o->prompt_min);
+    size_t longest = o->prompt_max + o->output_max - 1; /* positions the longest request holds */
+    if (longest > m->cfg.max_seq_len)
+        return err_set(e, ERR_USAGE, "serve: the longest request needs %zu positions; model '%s' has %zu", longest,
+                       m->cfg.name, m->cfg.max_seq_len);
+    size_t need = pages_for(st.page_rows, 0, longest);
+    if (need > st.pages_total)
+        return err_set(e, ERR_USAGE, "serve: the longest request needs %zu pages of %zu rows; the pool holds %zu "
+                       "(raise pages=)", need, st.page_rows, st.pages_total);
+    return 0;
+}
+
+/* Arrivals (Poisson in steps), lengths and prompts, all from one seed. */
+static int draw_requests(Loop *L, Err *e)
+{
+    const ServeOptions *o = L->o;
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!rng)
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    gsl_rng_set(rng, (unsigned long)o->seed);
+    int *prefix = malloc((o->shared_prefix + 1) * sizeof(int));
+    for (size_t i = 0; prefix && i < o->shared_prefix; i++)
+        prefix[i] = (int)gsl_rng_uniform_int(rng, L->m->cfg.vocab);
+    double t = 0;
+    int rc = prefix ? 0 : -1;
+    for (size_t r = 0; rc == 0 && r < o->n_requests; r++) {
+        ServeRequest *q = &L->out->req[r];
+        Seq *s = &L->seq[r];
+        t += gsl_ran_exponential(rng, 1.0 / o->rate);
+        q->arrival = (size_t)t;
+        q->prompt_len = o->prompt_min + gsl_rng_uniform_int(rng, o->prompt_max - o->prompt_min + 1);
+        size_t n_out = o->output_min + gsl_rng_uniform_int(rng, o->output_max - o->output_min + 1);
+        s->target = q->prompt_len + n_out;
+        s->tokens = malloc(s->target * sizeof(int));
+        q->prompt = malloc(q->prompt_len * sizeof(int));
+        if (!s->tokens || !q->prompt) {
+            rc = -1;
+            break;
+        }
+        for (size_t i = 0; i < q->prompt_len; i++)
+            s->tokens[i] = i < o->shared_prefix ? prefix[i] : (int)gsl_rng_uniform_int(rng, L->m->cfg.vocab);
+        memcpy(q->prompt, s->tokens, q->prompt_len * sizeof(int));
+        s->n_tokens = q->prompt_len;
+        L->out->prompt_tokens += q->prompt_len;
+    }
+    free(prefix);
+    gsl_rng_free(rng);
+    return rc < 0 ? err_set(e, ERR_RUNTIME, "out of memory for %zu requests", o->n_requests) : 0;
+}
+
+/* Give back r's pages and send it to wait again: everything it holds will
+ * be run anew (recompute). */
+static void preempt(Loop *L, size_t r)
+{
+    Seq *s = &L->seq[r];
+    kv_drop(L->cache, s->slot);
+    L->free_slots[L->n_free++] = s->slot;
+    L->out->recomputed_tokens += s->filled;
+    s->filled = 0;
+    s->state = SEQ_WAITING;
+    L->out->req[r].preemptions++;
+    L->out->preemptions++;
+    L->cur.preempted++;
+}
+
+/* The newest running request other than `not` (SIZE_MAX: none). */
+static size_t newest_running(const Loop *L, size_t not)
+{
+    size_t best = SIZE_MAX;
+    for (size_t r = 0; r < L->o->n_requests; r++)
+        if (r != not && L->seq[r].state == SEQ_RUNNING &&
+            (best == SIZE_MAX || L->seq[r].admitted > L->seq[best].admitted))
+            best = r;
+    return best;
+}
+
+/* Run n of r's pending tokens; when they reach its last known token, the
+ * logits choose the next one. */
+static int run_chunk(Loop *L, size_t r, size_t n, Err *e)
+{
+    Seq *s = &L->seq[r];
+    ServeRequest *q = &L->out->req[r];
+    Counters ctr = { 0 };
+    if (model_forward_slots(L->m, &L->fs, L->cache, &s->slot, s->tokens + s->filled, 1, n, s->filled, L->logits,
+                            &ctr, e) < 0)
+        return -1;
+    s->filled += n;
+    if (s->filled < s->n_tokens)
+        return 0; /* a prompt chunk that is not the last */
+    int next = sample_greedy(L->logits, L->m->cfg.vocab);
+    if (q->n_output == 0)
+        q->first_token = L->cur.step;
+    s->tokens[s->n_tokens++] = next;
+    q->n_output++;
+    L->out->generated_tokens++;
+    if (s->n_tokens == s->target) { /* done: the last token is never fed back */
+        q->finished = L->cur.step;
+        q->output = malloc((q->n_output) * sizeof(int));
+        if (!q->output)
+            return err_set(e, ERR_RUNTIME, "out of memory");
+        memcpy(q->output, s->tokens + q->prompt_len, q->n_output * sizeof(int));
+        kv_drop(L->cache, s->slot);
+        L->free_slots[L->n_free++] = s->slot;
+        s->state = SEQ_DONE;
+    }
+    return 0;
+}
+
+/* A running request whose only pending token is the one it generated last. */
+static int due_decode(const Seq *s)
+{
+    return s->state == SEQ_RUNNING && s->filled > 0 && s->filled + 1 == s->n_tokens;
+}
+
+/* Decodes: one token for each running request with only its newest token
+ * pending, oldest admitted first; a page short preempts the newest. */
+static int decode_all(Loop *L, size_t *budget, Err *e)
+{
+    size_t order_n = 0;
+    size_t *order = malloc(L->o->n_requests * sizeof *order);
+    if (!order)
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    for (size_t i = 0; i < L->o->n_requests; i++)
+        if (due_decode(&L->seq[i]))
+            order[order_n++] = i;
+    for (size_t a = 1; a < order_n; a++) /* admission order, oldest first (few requests: insertion sort) */
+        for (size_t b = a; b > 0 && L->seq[order[b]].admitted < L->seq[order[b - 1]].admitted; b--) {
+            size_t t = order[b];
+            order[b] = order[b - 1], order[b - 1] = t;
+        }
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < order_n && *budget > 0; k++) {
+        size_t r = order[k];
+        Seq *s = &L->seq[r];
+        if (s->state != SEQ_RUNNING) /* preempted by an older one in this step */
+            continue;
+        while (pages_for(L->page, s->filled, s->filled + 1) > pages_available(L)) {
+            size_t victim = newest_running(L, r);
+            if (victim == SIZE_MAX || L->seq[victim].admitted < s->admitted)
+                victim = r; /* it is the newest itself */
+            preempt(L, victim);
+            if (victim == r)
+                break;
+        }
+        if (s->state != SEQ_RUNNING)
+            continue;
+        rc = run_chunk(L, r, 1, e);
+        L->cur.decode_tokens++;
+        (*budget)--;
+    }
+    free(order);
+    return rc;
+}
+
+/* Prompt chunks: requests being prefilled first, then waiting ones in
+ * arrival order, while the budget, a slot and the pool's pages last. */
+static int prefill_some(Loop *L, size_t *budget, Err *e)
+{
+    for (int admit = 0; admit < 2; admit++)
+        for (size_t r = 0; r < L->o->n_requests && *budget > 0; r++) {
+            Seq *s = &L->seq[r];
+            int prefilling = s->state == SEQ_RUNNING && !due_decode(s) && s->filled < s->n_tokens;
+            if (admit ? s->state != SEQ_WAITING : !prefilling)
+                continue;
+            size_t pending = s->n_tokens - s->filled;
+            if (admit) {
+                if (!L->n_free || pages_for(L->page, 0, pending) > pages_available(L))
+                    break; /* first come, first served: later ones wait too */
+                s->slot = L->free_slots[--L->n_free];
+                s->admitted = L->n_admitted++;
+                s->state = SEQ_RUNNING;
+            }
+            size_t n = pending < *budget ? pending : *budget;
+            size_t room = pages_available(L);
+            while (n > 0 && pages_for(L->page, s->filled, s->filled + n) > room)
+                n--;
+            if (n == 0)
+                continue;
+            if (run_chunk(L, r, n, e) < 0)
+                return -1;
+            L->cur.prefill_tokens += n;
+            *budget -= n;
+        }
+    return 0;
+}
+
+static void count_states(Loop *L)
+{
+    L->cur.running = L->cur.waiting = L->cur.done = 0;
+    for (size_t r = 0; r < L->o->n_requests; r++) {
+        SeqState st = L->seq[r].state;
+        L->cur.running += st == SEQ_RUNNING;
+        L->cur.waiting += st == SEQ_WAITING;
+        L->cur.done += st == SEQ_DONE;
+    }
+}
+
+int serve_run(const Model *m, KvCache *cache, const ServeOptions *o, ServeStepFn fn, void *user, ServeResult *out,
+              Err *e)
+{
+    memset(out, 0, sizeof *out);
+    if (serve_check(m, cache, o, e) < 0)
+        return -1;
+    Loop L = { .m = m, .cache = cache, .o = o, .out = out };
+    KvStats st = { 0 };
+    kv_stats(cache, &st);
+    L.page = st.page_rows;
+    out->n_requests = o->n_requests;
+    out->req = calloc(o->n_requests, sizeof *out->req);
+    L.seq = calloc(o->n_requests, sizeof *L.seq);
+    L.free_slots = malloc(cache->geo.n_seqs * sizeof *L.free_slots);
+    L.logits = malloc(m->cfg.vocab * sizeof(float));
+    int rc = -1;
+    if (!out->req || !L.seq || !L.free_slots || !L.logits) {
+        err_set(e, ERR_RUNTIME, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < cache->geo.n_seqs; i++)
+        L.free_slots[L.n_free++] = cache->geo.n_seqs - 1 - i; /* slot 0 on top */
+    if (draw_requests(&L, e) < 0 || forward_state_init(&L.fs, &m->cfg, o->token_budget, 0, e) < 0)
+        goto done;
+    size_t bound = out->req[o->n_requests - 1].arrival + 16, done_n = 0;
+    for (size_t r = 0; r < o->n_requests; r++)
+        bound += 2 * L.seq[r].target;
+    double t0 = clock_seconds();
+    for (size_t step = 0; done_n < o->n_requests; step++) {
+        if (step == bound) {
+            err_set(e, ERR_RUNTIME, "serve: %zu of %zu requests unfinished after %zu steps (a scheduling fault)",
+                    o->n_requests - done_n, o->n_requests, bound);
+            goto done;
+        }
+        double ts = clock_seconds();
+        L.cur = (ServeStep){ .step = step };
+        for (size_t r = 0; r < o->n_requests; r++)
+            if (L.seq[r].state == SEQ_FUTURE && out->req[r].arrival <= step)
+                L.seq[r].state = SEQ_WAITING;
+        size_t budget = o->token_budget;
+        if (decode_all(&L, &budget, e) < 0 || prefill_some(&L, &budget, e) < 0)
+            goto done;
+        count_states(&L);
+        done_n = L.cur.done;
+        kv_stats(cache, &L.cur.pool);
+        L.cur.seconds = clock_seconds() - ts;
+        ServeStep *grown = realloc(out->steps, (out->n_steps + 1) * sizeof *grown);
+        if (!grown) {
+            err_set(e, ERR_RUNTIME, "out of memory");
+            goto done;
+        }
+        out->steps = grown;
+        out->steps[out->n_steps++] = L.cur;
+        if (fn && fn(user, &L.cur)) {
+            err_set(e, ERR_RUNTIME, "serve: stopped at step %zu", step);
+            goto done;
+        }
+    }
+    out->seconds = clock_seconds() - t0;
+    rc = 0;
+done:
+    for (size_t r = 0; L.seq && r < o->n_requests; r++)
+        free(L.seq[r].tokens);
+    free(L.seq);
+    free(L.free_slots);
+    free(L.logits);
+    forward_state_free(&L.fs);
+    return rc;
+}
+
+void serve_result_free(ServeResult *r)
+{
+    for (size_t i = 0; r->req && i < r->n_requests; i++) {
+        free(r->req[i].prompt);
+        free(r->req[i].output);
+    }
+    free(r->req);
+    free(r->steps);
+    memset(r, 0, sizeof *r);
+}

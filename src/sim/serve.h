@@ -1,0 +1,88 @@
+/* serve.h: many requests that arrive, grow and finish at different times,
+ * served by one model over one page pool: continuous batching in the manner
+ * of vLLM's scheduler, with the real model generating every token.
+ *
+ * Time is counted in engine steps. Each step:
+ *   1. requests whose arrival step has come join the waiting queue;
+ *   2. every running sequence that has its prompt in the cache decodes one
+ *      token, oldest first; one that needs a new page when the pool has
+ *      none preempts the newest running sequence (by recompute: its pages
+ *      are given back and it waits again, its prompt and the tokens it has
+ *      generated to be prefilled anew);
+ *   3. what is left of the step's token budget goes to prompt chunks:
+ *      sequences being prefilled first, then waiting requests, admitted
+ *      only while a slot is free and the pool has the pages the whole
+ *      prompt needs (prefix hits are not counted on, so this is cautious).
+ * Greedy decoding: each request's tokens equal what it generates alone
+ * with an exact cache (test_serve.c checks it, preempted ones included).
+ *
+ * A sequence is computed one at a time through model_forward_slots (the
+ * step's tokens are a batch for the scheduler and the counters, not for the
+ * matmuls). Nothing here prints. */
+#ifndef KVSCOPE_SIM_SERVE_H
+#define KVSCOPE_SIM_SERVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kv/cache.h"
+#include "model/model.h"
+#include "util/err.h"
+
+typedef struct {
+    size_t n_requests;
+    double rate;          /* arrivals per engine step (Poisson); > 0 */
+    size_t prompt_min, prompt_max; /* prompt lengths, uniform in [min, max] */
+    size_t output_min, output_max; /* tokens each generates, uniform in [min, max] */
+    size_t shared_prefix; /* the first tokens of every prompt are the same (a system prompt) */
+    size_t token_budget;  /* tokens one step may run, decodes and prompt chunks together */
+    uint64_t seed;        /* arrivals, lengths and prompts (gsl mt19937) */
+} ServeOptions;
+
+/* One request, as it went. Steps are engine steps from 0. */
+typedef struct {
+    size_t arrival, first_token, finished; /* steps */
+    size_t prompt_len, n_output;
+    size_t preemptions;
+    int *prompt;          /* [prompt_len] */
+    int *output;          /* [n_output] the tokens it generated */
+} ServeRequest;
+
+/* One engine step. */
+typedef struct {
+    size_t step;
+    size_t running, waiting, done;
+    size_t decode_tokens, prefill_tokens;
+    size_t preempted;     /* sequences preempted in this step */
+    KvStats pool;         /* after the step */
+    double seconds;
+} ServeStep;
+
+typedef struct {
+    ServeRequest *req;    /* [n_requests] */
+    size_t n_requests;
+    ServeStep *steps;     /* [n_steps] */
+    size_t n_steps;
+    size_t preemptions, recomputed_tokens, prompt_tokens, generated_tokens;
+    double seconds;
+} ServeResult;
+
+/* Called after each step; nonzero stops the run (returned as an error). */
+typedef int (*ServeStepFn)(void *user, const ServeStep *st);
+
+/* Check o against the model and the cache before anything runs: the cache
+ * must be paged with n_seqs slots, no request may need more pages than the
+ * pool holds or more positions than the model has. ERR_USAGE with the
+ * reason. */
+int serve_check(const Model *m, const KvCache *cache, const ServeOptions *o, Err *e);
+
+/* Run the workload to its end (every request finished). The cache must be
+ * empty. The run is bounded: the last arrival plus twice the steps every
+ * request would take alone, one after another; a run that needs more has a
+ * scheduling fault and fails (ERR_RUNTIME) rather than spin. Fill *out;
+ * free it with serve_result_free, also after a failure. */
+int serve_run(const Model *m, KvCache *cache, const ServeOptions *o, ServeStepFn fn, void *user, ServeResult *out,
+              Err *e);
+void serve_result_free(ServeResult *r);
+
+#endif

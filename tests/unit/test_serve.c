@@ -1,0 +1,132 @@
+/* test_serve.c: the serving loop (sim/serve.h). Every request generates
+ * exactly what it generates alone with an exact cache, whether it shared a
+ * prefix, waited, or was preempted and recomputed; a pool too small for any
+ * request is refused before anything runs; the counters add up. */
+#include "testutil.h"
+
+#include "kv/cache.h"
+#include "model/generate.h"
+#include "sim/serve.h"
+
+/* Serve o with a paged cache of `spec` and `slots` sequences. */
+static void serve(const Model *m, const char *spec, size_t slots, const ServeOptions *o, ServeResult *r)
+{
+    Err e = { 0 };
+    KvGeometry geo = model_kv_geometry(m, slots);
+    KvCache *c = kv_open(spec, &geo, &e);
+    if (!c)
+        fail_msg("kv_open %s: %s", spec, e.msg);
+    if (serve_run(m, c, o, NULL, NULL, r, &e) < 0)
+        fail_msg("serve_run: %s", e.msg);
+    kv_free(c);
+}
+
+/* Each request's tokens against generate() alone with a contiguous cache. */
+static void expect_alone(const Model *m, const ServeResult *r)
+{
+    Err e = { 0 };
+    for (size_t i = 0; i < r->n_requests; i++) {
+        const ServeRequest *q = &r->req[i];
+        KvGeometry geo = model_kv_geometry(m, 1);
+        KvCache *c = kv_open("contiguous", &geo, &e);
+        assert_non_null(c);
+        int *want = malloc(q->n_output * sizeof(int));
+        GenOptions go = { .n_generate = q->n_output };
+        assert_int_equal(generate(m, c, q->prompt, 1, q->prompt_len, &go, want, NULL, NULL, &e), 0);
+        if (memcmp(want, q->output, q->n_output * sizeof(int)) != 0)
+            fail_msg("request %zu (prompt %zu, %zu preemptions) generated other tokens than alone", i,
+                     q->prompt_len, q->preemptions);
+        free(want);
+        kv_free(c);
+    }
+}
+
+static ServeOptions workload(void)
+{
+    return (ServeOptions){ .n_requests = 12, .rate = 0.5, .prompt_min = 10, .prompt_max = 20, .output_min = 4,
+                           .output_max = 12, .shared_prefix = 8, .token_budget = 24, .seed = 3 };
+}
+
+static void test_every_request_as_alone(void **state)
+{
+    (void)state;
+    Config c = test_config(2, 4, 2);
+    Model m;
+    test_model(&m, &c);
+    ServeOptions o = workload();
+    ServeResult r;
+    serve(&m, "paged:page=4,pages=64", 4, &o, &r);
+    expect_alone(&m, &r);
+    size_t out = 0, decode = 0, prefill = 0;
+    for (size_t i = 0; i < r.n_requests; i++) {
+        out += r.req[i].n_output;
+        assert_true(r.req[i].first_token >= r.req[i].arrival);
+        assert_true(r.req[i].finished >= r.req[i].first_token);
+    }
+    for (size_t s = 0; s < r.n_steps; s++) {
+        decode += r.steps[s].decode_tokens, prefill += r.steps[s].prefill_tokens;
+        assert_true(r.steps[s].decode_tokens + r.steps[s].prefill_tokens <= o.token_budget);
+    }
+    assert_int_equal(out, r.generated_tokens);
+    /* every token ran once, besides what preemption ran again */
+    assert_int_equal(decode + prefill, r.prompt_tokens + r.generated_tokens - r.n_requests + r.recomputed_tokens);
+    assert_true(r.steps[r.n_steps - 1].pool.prefix_hits > 0); /* the shared prefix's full pages */
+    serve_result_free(&r);
+    model_free(&m);
+}
+
+/* A pool just big enough for the longest request, four slots, arrivals all
+ * at once: sequences must be preempted, and they still match. */
+static void test_preempted_requests_recompute_the_same(void **state)
+{
+    (void)state;
+    Config c = test_config(2, 4, 2);
+    Model m;
+    test_model(&m, &c);
+    ServeOptions o = workload();
+    o.rate = 50, o.shared_prefix = 0, o.output_min = 16, o.output_max = 24;
+    ServeResult r;
+    serve(&m, "paged:page=4,pages=12", 4, &o, &r);
+    assert_true(r.preemptions > 0);
+    assert_true(r.recomputed_tokens > 0);
+    expect_alone(&m, &r);
+    serve_result_free(&r);
+    model_free(&m);
+}
+
+static void test_bad_workloads_are_refused(void **state)
+{
+    (void)state;
+    Config c = test_config(2, 4, 2);
+    Model m;
+    test_model(&m, &c);
+    Err e = { 0 };
+    KvGeometry geo = model_kv_geometry(&m, 2);
+    KvCache *small = kv_open("paged:page=4,pages=3", &geo, &e), *flat = kv_open("contiguous", &geo, &e);
+    assert_non_null(small);
+    assert_non_null(flat);
+    ServeOptions o = workload();
+    assert_int_equal(serve_check(&m, small, &o, &e), -1);
+    assert_non_null(strstr(e.msg, "the pool holds 3"));
+    assert_int_equal(serve_check(&m, flat, &o, &e), -1);
+    assert_non_null(strstr(e.msg, "must be paged"));
+    ServeOptions zero = o;
+    zero.rate = 0;
+    assert_int_equal(serve_check(&m, small, &zero, &e), -1);
+    ServeOptions prefix = o;
+    prefix.shared_prefix = 11;
+    assert_int_equal(serve_check(&m, small, &prefix, &e), -1);
+    kv_free(small);
+    kv_free(flat);
+    model_free(&m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_request_as_alone),
+        cmocka_unit_test(test_preempted_requests_recompute_the_same),
+        cmocka_unit_test(test_bad_workloads_are_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
