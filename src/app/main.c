@@ -21,6 +21,7 @@ static const Command commands[] = {
     { "tokenize", cmd_tokenize, "what a tokenizer makes of a text, token by token; --learn learns a BPE" },
     { "train", cmd_train, "learn a model's weights from a text (a C trainer: backprop and AdamW)" },
     { "eval", cmd_eval, "how much a cache costs a model's predictions on a text (perplexity)" },
+    { "serve", cmd_serve, "many requests over one page pool: continuous batching, preemption, prefix hits" },
     { "export", cmd_export, "write a model as a GGUF file (f32, f16, q8_0, q4_0) for llama.cpp or --weights" },
     { "bench", cmd_bench, "this machine's read bandwidth, then attention and matvec against it" },
     { "plot", cmd_plot, "the figures that teach the KV cache: data, gnuplot scripts, images" },

@@ -30,10 +30,15 @@ static void on_signal(int sig)
 
 /* The loop running now (NULL outside tty_run), for tty_on_layer: a pass
  * of a large model takes seconds, and the screen must not freeze. */
+#define BUSY_KEYS 64
 typedef struct {
     double t0;   /* when the key or tick that started the work was taken */
     int shown;   /* the progress line is on screen */
     int quit;    /* q or Ctrl-C came during the work */
+    /* other keys that came during the work, for the loop to take in order
+     * afterwards (typing ahead is not lost; beyond BUSY_KEYS they are) */
+    struct { int got; wint_t ch; } keys[BUSY_KEYS];
+    size_t n_keys, next_key;
 } Busy;
 static Busy *busy;
 
@@ -47,16 +52,20 @@ int tty_on_layer(void *ctx, size_t layers_done, size_t n_layers)
         return 0;
     if (stop_signal || busy->quit)
         return 1;
-    /* q and Ctrl-C stop the pass; other keys are dropped, not queued
-     * behind seconds of work */
+    /* q and Ctrl-C stop the pass; other keys wait their turn */
     timeout(0);
     wint_t ch;
     int got;
-    while ((got = wget_wch(stdscr, &ch)) != ERR)
+    while ((got = wget_wch(stdscr, &ch)) != ERR) {
         if (got == OK && (ch == 'q' || ch == 'Q' || ch == 3)) {
             busy->quit = 1;
             return 1;
         }
+        if (busy->n_keys < BUSY_KEYS) {
+            busy->keys[busy->n_keys].got = got;
+            busy->keys[busy->n_keys++].ch = ch;
+        }
+    }
     double elapsed = clock_seconds() - busy->t0;
     if (elapsed < BUSY_SHOW_S || LINES < 1)
         return 0;
@@ -150,11 +159,19 @@ static void event_loop(View *v, Frame *f, Emitter *em)
                 next_tick = now + ms;
             wait = next_tick > now ? (int)(next_tick - now) : 0;
         }
-        timeout(wait);
         wint_t ch = 0;
-        int got = wget_wch(stdscr, &ch);
+        int got;
+        if (work.next_key < work.n_keys) { /* keys typed while a pass ran */
+            got = work.keys[work.next_key].got;
+            ch = work.keys[work.next_key++].ch;
+        } else {
+            work.n_keys = work.next_key = 0;
+            timeout(wait);
+            got = wget_wch(stdscr, &ch);
+        }
         unsigned r = 0;
-        work = (Busy){ .t0 = clock_seconds() };
+        work.t0 = clock_seconds();
+        work.shown = 0;
         if (got == ERR) {
             if (ms >= 0 && (clock_seconds() * 1e3) >= next_tick) {
                 r = view_tick(v);

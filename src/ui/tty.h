@@ -23,7 +23,8 @@ int tty_run(View *v, Err *e);
 /* A SessionSpec.on_layer for the terminal: during tty_run, once a pass has
  * run for a fifth of a second the bottom line shows its progress, and q or
  * Ctrl-C stops it (nonzero) and ends the view; other keys pressed meanwhile
- * are dropped. Outside tty_run it does nothing and returns 0. */
+ * are kept, in order, for after the pass. Outside tty_run it does nothing
+ * and returns 0. */
 int tty_on_layer(void *ctx, size_t layers_done, size_t n_layers);
 
 /* What tty_measure found (means; nothing is asserted). */

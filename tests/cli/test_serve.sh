@@ -1,0 +1,20 @@
+# test_serve.sh: `kvscope serve`: a workload served over one page pool, and
+# every kind of bad input refused in one line before anything runs.
+
+expect_ok "serve: a small workload finishes, every request done" '^24 requests in [0-9]+ steps' \
+    $KV serve --model tiny --requests 24 --rate 1 --prompt-len 8..24 --output-len 4..12 --shared-prefix 8 \
+    --cache paged:page=8,pages=40 --slots 6
+grep -q '^prefix hits\|prefix hits [1-9]' "$out" && ok "serve: the shared prefix is hit" ||
+    bad "serve: the shared prefix is hit" "$(tail -5 "$out")"
+expect_ok "serve: a tight pool preempts and still finishes" 'preemptions [1-9]' \
+    $KV serve --model tiny --requests 16 --rate 8 --prompt-len 16 --output-len 24 \
+    --cache paged:page=8,pages=12 --slots 6
+expect_fail "serve: a cache that is not paged" 2 'must be paged' $KV serve --model tiny --cache contiguous
+expect_fail "serve: a pool too small for one request" 2 'the pool holds 2' \
+    $KV serve --model tiny --cache paged:page=8,pages=2
+expect_fail "serve: a rate of 0" 2 'must be above 0' $KV serve --model tiny --rate 0
+expect_fail "serve: a range that runs backwards" 2 "'9..3' runs backwards" $KV serve --prompt-len 9..3
+expect_fail "serve: a prefix longer than the shortest prompt" 2 'shared prefix of 20 is longer' \
+    $KV serve --model tiny --prompt-len 10..30 --shared-prefix 20
+expect_fail "serve: no slots" 2 'slots: must be at least 1' $KV serve --slots 0
+expect_fail "serve: an unknown option" 2 "unknown or incomplete option '--nope'" $KV serve --nope
