@@ -36,6 +36,7 @@ typedef struct {
     Structure structure;
     UncachedMode uncached;
     const char *screen;
+    const char *preset;    /* --preset's name, or NULL */
     int model_given;
     int no_color, ascii;
     int headless, measure;
@@ -75,7 +76,8 @@ static void help(void)
            "  --sample-seed S     seed of the sampler (default 1)\n\n"
            "cache and attention:\n"
            "  --preset NAME       open a source document's system on the simulation screen:\n"
-           "                      marlin, mla, teaching, mixed (defaults the options override)\n"
+           "                      marlin, mla, teaching, mixed (defaults the options override);\n"
+           "                      encdec is beam search: `kvscope run --preset encdec` runs it\n"
            "  --cache SPEC        the cache (default contiguous); accepted:\n%s"
            "  --attention FORM    naive (default: the heatmaps need its weights), flash or\n"
            "                      materialize\n"
@@ -260,6 +262,16 @@ static int open_session(ViewOpts *o, const char *model, const int *fixed, size_t
     size_t plen = fixed_len;
     if (load_model(o, model, &cfg, &kern, e) < 0)
         return -1;
+    /* the session steps a decoder's generation; beam search is run's */
+    if (cfg.architecture != ARCH_DECODER) {
+        char how[96];
+        if (o->preset)
+            snprintf(how, sizeof how, "kvscope run --preset %s", o->preset);
+        else
+            snprintf(how, sizeof how, "kvscope run --model %s --beams 4", cfg.name);
+        return err_set(e, ERR_USAGE, "view: model '%s' is an encoder-decoder that generates by beam search, "
+                       "which the view does not step; `%s` runs it", cfg.name, how);
+    }
     if (!fixed && make_prompt(o, &cfg, &prompt, &plen, e) < 0)
         return -1;
     /* a real shape's weights take seconds to draw: say so before the wait */
@@ -346,8 +358,10 @@ int cmd_view(int argc, char **argv)
     int has_preset = preset_scan(argc, argv, &preset, &e);
     if (has_preset < 0)
         return cli_fail(&e);
-    if (has_preset)
+    if (has_preset) {
         apply_preset(&o, &preset);
+        o.preset = preset.name;
+    }
     int pr = parse_options(argc, argv, &o, &e);
     if (pr == 1) {
         help();

@@ -263,6 +263,11 @@ expect_fail "view: bad --size" 2 "--size: '10' is not WxH" $KV view --headless -
 expect_fail "view: unknown key name" 2 'unknown key <bogus>' $KV view --headless --keys '<bogus>'
 expect_fail "view: bad --screen" 2 "--screen: 'foo' is not one of" $KV view --headless --screen foo
 expect_fail "view: bad cache" 2 "unknown cache 'magic'" $KV view --headless --cache magic
+# an encoder-decoder is beam search, which run steps: one line saying so, exit 2
+expect_fail "view: --preset encdec names run" 2 'encoder-decoder .*`kvscope run --preset encdec` runs it' \
+    $KV view --headless --preset encdec
+expect_fail "view: --model encdec names run" 2 'encoder-decoder .*`kvscope run --model encdec --beams 4`' \
+    $KV view --headless --model encdec
 expect_fail "view: --batch above 8 is refused" 2 'at most 8 sequences' $KV view --headless --batch 9
 
 # --- a few hundred random keys, interleaved with resizes: no crash --------
