@@ -69,8 +69,11 @@ void panel_counters(Frame *f, Rect r, const View *v, const Session *s, int focus
     if (last)
         step = last->ctr;
     const int measured = session_uncached_measured(s);
-    char title[128];
-    snprintf(title, sizeof title, "counters; uncached: %s", measured ? "measured" : "formula (rows, projections)");
+    char title[128], batch[32] = "";
+    if (session_batch(s) > 1) /* every sequence's work, cached and uncached */
+        snprintf(batch, sizeof batch, ", %zu sequences", session_batch(s));
+    snprintf(title, sizeof title, "counters%s; uncached: %s", batch,
+             measured ? "measured" : "formula (rows, projections)");
     frame_rule(f, r, 0, title, focused);
 
     const Row rows[] = {

@@ -142,6 +142,7 @@ assert re.search(r"seq 1 +0→0▓ 1→1▓ 2→\d+(?![\d▓])", prefill), "sequ
 assert stat(prefill, "prefix hits") == 2 and stat(prefill, "shared") == 3 and stat(prefill, "copy-on-write") == 0
 assert stat(first, "copy-on-write") == 1 and stat(first, "shared") == 2, first
 assert "then 2 forked from 0" in prefill and "sequence 0 of 3" in first
+assert "cache paged:page=3, sequence 0 of 3:" in first and "counters, 3 sequences;" in first, first
 EOF2
 then ok "simulation: --batch 3 shares pages by prefix and fork, copies on write"
 else bad "simulation: --batch 3 shares pages by prefix and fork, copies on write"; fi
