@@ -56,6 +56,12 @@ EOF
 then ok "example frames show the engine's numbers (vs kvscope example)"
 else bad "example frames show the engine's numbers (vs kvscope example)"; fi
 
+# a tall terminal: the example's lower half holds the pass's counters,
+# the summary's 4 vs 7 rows again, with the FLOPs beside them
+expect_ok "example at 160x50: the pass's counters under the table" \
+    'tokens projected +1 +4 +7 +1\.75x' \
+    $KV view --headless --size 160x50 --keys '<space> <space>' --frames last
+
 # --- the simulation: counters equal `kvscope run --format tsv` ----------
 check_counters() { # NAME CACHE: 8 steps of tiny, every counter against run
     name=$1 cache=$2
