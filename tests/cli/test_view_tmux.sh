@@ -2,7 +2,8 @@
 # back, play and pause, help, switch cache, resize down to 20x8 and back,
 # quit; the process exits 0 and the terminal is restored (stty settings
 # before and after are the same, the shell prompt is back). Then an unknown
-# TERM, a signal, and random keys with resizes. Runs on a private tmux
+# TERM, a signal, the example's counters at 160x50, --batch 3's shared pages
+# and copy on write, and random keys with resizes. Runs on a private tmux
 # server, so it never touches the user's sessions.
 
 if ! command -v tmux >/dev/null 2>&1; then
