@@ -36,6 +36,7 @@ typedef struct {
     Structure structure;
     UncachedMode uncached;
     const char *screen;
+    const char *preset;    /* --preset's name, or NULL */
     int model_given;
     int no_color, ascii;
     int headless, measure;
@@ -60,7 +61,13 @@ static void help(void)
            "  --prompt TEXT       the prompt as text, through the model's tokenizer\n"
            "  --prompt-ids IDS    token ids instead, e.g. 0,1,2\n"
            "  --prompt-len N      N random token ids instead (default 8)\n"
-           "  --prompt-seed S     seed of those random ids (default 1; gsl mt19937)\n\n"
+           "  --prompt-seed S     seed of those random ids (default 1; gsl mt19937)\n"
+           "  --batch N           run N sequences side by side (at most 8): sequence 0 runs the\n"
+           "                      prompt, the middle ones the prompt with its last token changed\n"
+           "                      (a paged cache shares their full pages by prefix), the last is\n"
+           "                      forked from sequence 0 after the prefill (shared pages, copied\n"
+           "                      on write); the panels show sequence 0, the counters the batch;\n"
+           "                      e.g. --batch 3 --cache paged:page=3\n\n"
            "generation:\n"
            "  --tokens N          tokens to generate (default 32)\n"
            "  --chunk C           prefill the prompt in chunks of C tokens\n"
@@ -69,7 +76,8 @@ static void help(void)
            "  --sample-seed S     seed of the sampler (default 1)\n\n"
            "cache and attention:\n"
            "  --preset NAME       open a source document's system on the simulation screen:\n"
-           "                      marlin, mla, teaching, mixed (defaults the options override)\n"
+           "                      marlin, mla, teaching, mixed (defaults the options override);\n"
+           "                      encdec is beam search: `kvscope run --preset encdec` runs it\n"
            "  --cache SPEC        the cache (default contiguous); accepted:\n%s"
            "  --attention FORM    naive (default: the heatmaps need its weights), flash or\n"
            "                      materialize\n"
@@ -161,6 +169,7 @@ static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
         { "weights", required_argument, 0, 0 },
         { "prompt", required_argument, 0, 0 },      { "prompt-ids", required_argument, 0, 0 },      { "prompt-len", required_argument, 0, 0 },
         { "prompt-seed", required_argument, 0, 0 }, { "tokens", required_argument, 0, 0 },
+        { "batch", required_argument, 0, 0 },
         { "chunk", required_argument, 0, 0 },       { "temperature", required_argument, 0, 0 },
         { "top-k", required_argument, 0, 0 },       { "sample-seed", required_argument, 0, 0 },
         { "cache", required_argument, 0, 0 },       { "attention", required_argument, 0, 0 },
@@ -179,7 +188,7 @@ static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
         if (strcmp(name, "model") == 0)
             o->model_given = 1;
         int taken = cli_model_option(&o->mo, name, optarg, e);
-        if (taken == 0 && strcmp(name, "batch") != 0)
+        if (taken == 0)
             taken = cli_prompt_option(&o->po, name, optarg, e);
         if (taken == 0)
             taken = cli_generation_option(&o->go, &o->attend, name, optarg, e);
@@ -200,8 +209,9 @@ static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
         return err_set(e, ERR_USAGE, "view: unexpected argument '%s' (see `kvscope view --help`)", argv[optind]);
     if (o->keys && !o->headless)
         return err_set(e, ERR_USAGE, "view: --keys needs --headless");
-    if (o->po.batch > 1)
-        return err_set(e, ERR_USAGE, "view: the view shows one sequence; --batch is for `kvscope run`");
+    if (o->po.batch > SESSION_MAX_BATCH)
+        return err_set(e, ERR_USAGE, "view: --batch %zu: the view runs at most %d sequences", o->po.batch,
+                       SESSION_MAX_BATCH);
     return 0;
 }
 
@@ -237,8 +247,10 @@ static int load_model(void *ctx, const char *name, Config *cfg, const Kernels **
 static int make_prompt(void *ctx, const Config *cfg, int **ids, size_t *len, Err *e)
 {
     const ViewOpts *o = ctx;
+    PromptOpts po = o->po;
+    po.batch = 0; /* sequence 0's prompt: the session makes the others from it */
     size_t batch;
-    return setup_make_prompt(&o->po, cfg, ids, &batch, len, e);
+    return setup_make_prompt(&po, cfg, ids, &batch, len, e);
 }
 
 static int open_session(ViewOpts *o, const char *model, const int *fixed, size_t fixed_len, size_t n_generate,
@@ -250,6 +262,16 @@ static int open_session(ViewOpts *o, const char *model, const int *fixed, size_t
     size_t plen = fixed_len;
     if (load_model(o, model, &cfg, &kern, e) < 0)
         return -1;
+    /* the session steps a decoder's generation; beam search is run's */
+    if (cfg.architecture != ARCH_DECODER) {
+        char how[96];
+        if (o->preset)
+            snprintf(how, sizeof how, "kvscope run --preset %s", o->preset);
+        else
+            snprintf(how, sizeof how, "kvscope run --model %s --beams 4", cfg.name);
+        return err_set(e, ERR_USAGE, "view: model '%s' is an encoder-decoder that generates by beam search, "
+                       "which the view does not step; `%s` runs it", cfg.name, how);
+    }
     if (!fixed && make_prompt(o, &cfg, &prompt, &plen, e) < 0)
         return -1;
     /* a real shape's weights take seconds to draw: say so before the wait */
@@ -260,7 +282,7 @@ static int open_session(ViewOpts *o, const char *model, const int *fixed, size_t
     SessionSpec sp = {
         .cfg = cfg, .kern = kern, .attend = o->attend, .cache_spec = cache, .prompt = fixed ? fixed : prompt,
         .prompt_len = plen, .go = o->go, .uncached = o->uncached, .structure = &o->structure,
-        .on_layer = o->headless || o->measure ? NULL : tty_on_layer,
+        .on_layer = o->headless || o->measure ? NULL : tty_on_layer, .batch = o->po.batch,
     };
     sp.go.n_generate = n_generate;
     if (fixed) { /* the worked example: greedy, naive, every uncached pass measured */
@@ -268,6 +290,7 @@ static int open_session(ViewOpts *o, const char *model, const int *fixed, size_t
         sp.uncached = UNCACHED_MEASURED;
         sp.go = (GenOptions){ .n_generate = n_generate };
         sp.structure = NULL; /* the document's numbers */
+        sp.batch = 1;
     }
     int rc = session_init(out, &sp, e);
     free(prompt);
@@ -335,8 +358,10 @@ int cmd_view(int argc, char **argv)
     int has_preset = preset_scan(argc, argv, &preset, &e);
     if (has_preset < 0)
         return cli_fail(&e);
-    if (has_preset)
+    if (has_preset) {
         apply_preset(&o, &preset);
+        o.preset = preset.name;
+    }
     int pr = parse_options(argc, argv, &o, &e);
     if (pr == 1) {
         help();

@@ -66,6 +66,8 @@ int gen_init(Generator **out, const Model *m, KvCache *cache, const int *prompt,
         return -1;
     if (cache && cache->geo.n_seqs != n_seqs)
         return err_set(e, ERR_RUNTIME, "cache holds %zu sequences, batch is %zu", cache->geo.n_seqs, n_seqs);
+    if (o->n_forks >= n_seqs)
+        return err_set(e, ERR_USAGE, "%zu forks need more than %zu sequences", o->n_forks, n_seqs);
 
     Generator *g = calloc(1, sizeof *g);
     if (!g)
@@ -96,8 +98,9 @@ int gen_init(Generator **out, const Model *m, KvCache *cache, const int *prompt,
         gen_free(g);
         return -1;
     }
-    for (size_t b = 0; b < n_seqs; b++)
-        memcpy(g->seq + b * g->stride, prompt + b * prompt_len, prompt_len * sizeof(int));
+    for (size_t b = 0; b < n_seqs; b++) /* a fork's prompt is sequence 0's */
+        memcpy(g->seq + b * g->stride, prompt + (b + o->n_forks < n_seqs ? b : 0) * prompt_len,
+               prompt_len * sizeof(int));
     *out = g;
     return 0;
 }
@@ -126,8 +129,15 @@ int gen_step(Generator *g, StepReport *rep, Err *e)
     memset(rep, 0, sizeof *rep);
     rep->step = g->step++, rep->phase = phase, rep->n_new = n_new, rep->pos0 = pos0, rep->context = pos0 + n_new;
     double t0 = clock_seconds();
-    if (model_forward(g->m, &g->fs, g->cache, g->input, g->n_seqs, n_new, pos0, g->logits, &rep->ctr, e) < 0)
+    /* forks wait out the prefill: they are made from sequence 0 when it is in */
+    const size_t forks = g->cache && phase == PHASE_PREFILL ? g->o.n_forks : 0, run = g->n_seqs - forks;
+    if (model_forward(g->m, &g->fs, g->cache, g->input, run, n_new, pos0, g->logits, &rep->ctr, e) < 0)
         return -1;
+    for (size_t b = run; choose && b < g->n_seqs; b++) {
+        if (kv_fork(g->cache, 0, b, &rep->ctr, e) < 0)
+            return -1;
+        memcpy(g->logits + b * vocab, g->logits, vocab * sizeof(float));
+    }
     if (choose)
         for (size_t b = 0; b < g->n_seqs; b++) {
             const float *lg = g->logits + b * vocab;

@@ -26,6 +26,10 @@ typedef struct {
     const int *force;    /* optional [n_seqs][n_generate]: feed these tokens instead of the ones chosen
                             (teacher forcing; StepReport.sampled still says what was chosen). Read
                             when each token is appended, so a caller may fill it as it goes. */
+    size_t n_forks;      /* with a cache: the last n_forks sequences are not prefilled; when the prompt is in
+                            they are forked from sequence 0 (kv_fork: a paged cache shares its pages and
+                            copies one on its first write) and choose from its logits. Their prompts are
+                            sequence 0's. 0 = none; fewer than n_seqs */
 } GenOptions;
 
 typedef enum { PHASE_PREFILL, PHASE_DECODE } Phase;

@@ -22,7 +22,10 @@
 struct Session {
     SessionSpec spec;     /* spec.prompt and spec.cache_spec are not used: see below */
     char cache_spec[128];
-    int *prompt;          /* [prompt_len] */
+    int *prompt;          /* [prompt_len], sequence 0's */
+    int *prompts;         /* [batch][prompt_len] every sequence's (see SessionSpec.batch) */
+    size_t batch;
+    int *useq;            /* [batch][positions] the uncached pass's tokens (measured only) */
     Model *model;         /* heap: the generator holds its address */
     Tokenizer *tok;       /* the model's tokenizer, or NULL: ids only */
     KvCache *cache;
@@ -89,6 +92,8 @@ void session_free(Session *s)
     free(s->held);
     free(s->rec);
     free(s->prompt);
+    free(s->prompts);
+    free(s->useq);
     free(s->structure);
     tokenizer_free(s->tok);
     free(s);
@@ -103,7 +108,8 @@ static int start(Session *s, Err *e)
     s->steps = 0;
     GenOptions go = s->spec.go;
     go.keep_probs = s->keep_probs;
-    return gen_init(&s->gen, s->model, s->cache, s->prompt, 1, s->spec.prompt_len, &go, e);
+    go.n_forks = s->batch > 1;
+    return gen_init(&s->gen, s->model, s->cache, s->prompts, s->batch, s->spec.prompt_len, &go, e);
 }
 
 static int alloc_buffers(Session *s, Err *e)
@@ -126,8 +132,9 @@ static int alloc_buffers(Session *s, Err *e)
     if (s->spec.go.n_generate * c->vocab <= LOGITS_MAX_FLOATS)
         s->glogits = malloc(s->spec.go.n_generate * c->vocab * sizeof(float));
     if (s->measured) {
-        s->ulogits = malloc(c->vocab * sizeof(float));
-        if (!s->ulogits || forward_state_init(&s->ufs, c, P, 0, e) < 0)
+        s->ulogits = malloc(s->batch * c->vocab * sizeof(float));
+        s->useq = malloc(s->batch * P * sizeof(int));
+        if (!s->ulogits || !s->useq || forward_state_init(&s->ufs, c, s->batch * P, 0, e) < 0)
             return err_set(e, ERR_RUNTIME, "out of memory for the uncached pass of %zu positions", P);
     }
     return 0;
@@ -181,6 +188,22 @@ int session_init(Session **out, const SessionSpec *spec, Err *e)
         return err_set(e, ERR_RUNTIME, "out of memory");
     }
     memcpy(s->prompt, spec->prompt, spec->prompt_len * sizeof(int));
+    s->batch = spec->batch > 1 ? spec->batch : 1;
+    if (s->batch > SESSION_MAX_BATCH) {
+        session_free(s);
+        return err_set(e, ERR_USAGE, "a session runs at most %d sequences, not %zu", SESSION_MAX_BATCH,
+                       spec->batch);
+    }
+    if (!(s->prompts = malloc(s->batch * spec->prompt_len * sizeof(int)))) {
+        session_free(s);
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    }
+    for (size_t b = 0; b < s->batch; b++) { /* one prompt; the middle ones end in another token */
+        int *row = s->prompts + b * spec->prompt_len;
+        memcpy(row, spec->prompt, spec->prompt_len * sizeof(int));
+        if (b > 0 && b + 1 < s->batch)
+            row[spec->prompt_len - 1] = (int)(((size_t)row[spec->prompt_len - 1] + b) % c->vocab);
+    }
     if (setup_tokenizer(c, &s->tok, e) < 0) {
         session_free(s);
         return -1;
@@ -204,11 +227,11 @@ int session_init(Session **out, const SessionSpec *spec, Err *e)
     s->total_steps = (spec->prompt_len + chunk - 1) / chunk + spec->go.n_generate - 1;
     s->keep_probs = spec->attend != ATTEND_FLASH &&
                     c->n_layers * c->n_heads * chunk * c->max_seq_len <= PROBS_MAX_FLOATS;
-    double longest = 2.0 * (double)model_param_floats(c) * (double)need;
+    double longest = 2.0 * (double)model_param_floats(c) * (double)need * (double)s->batch;
     s->measured = spec->uncached == UNCACHED_MEASURED ||
                   (spec->uncached == UNCACHED_AUTO && longest <= MEASURED_MAX_FLOPS);
 
-    KvGeometry geo = model_kv_geometry(s->model, 1);
+    KvGeometry geo = model_kv_geometry(s->model, s->batch);
     s->cache = kv_open(s->cache_spec, &geo, e);
     if (!s->cache || alloc_buffers(s, e) < 0 || start(s, e) < 0) {
         session_free(s);
@@ -281,13 +304,17 @@ static int uncached_pass(Session *s, const StepReport *r, Counters *out, Err *e)
 {
     memset(out, 0, sizeof *out);
     if (!s->measured) {
-        session_uncached_formula(&s->model->cfg, r->context, out);
+        Counters one;
+        session_uncached_formula(&s->model->cfg, r->context, &one);
+        for (size_t b = 0; b < s->batch; b++) /* every sequence re-runs its whole length */
+            counters_add(out, &one);
         return 0;
     }
     size_t len;
-    const int *seq = gen_sequence(s->gen, 0, &len);
+    for (size_t b = 0; b < s->batch; b++) /* [batch][context], as model_forward reads a batch */
+        memcpy(s->useq + b * r->context, gen_sequence(s->gen, b, &len), r->context * sizeof(int));
     double t0 = clock_seconds();
-    if (model_forward(s->model, &s->ufs, NULL, seq, 1, r->context, 0, s->ulogits, out, e) < 0)
+    if (model_forward(s->model, &s->ufs, NULL, s->useq, s->batch, r->context, 0, s->ulogits, out, e) < 0)
         return err_wrap(e, "uncached pass");
     out->seconds = clock_seconds() - t0;
     return 0;
@@ -374,7 +401,7 @@ int session_reset(Session *s, Err *e)
 
 int session_set_cache(Session *s, const char *spec, Err *e)
 {
-    KvGeometry geo = model_kv_geometry(s->model, 1);
+    KvGeometry geo = model_kv_geometry(s->model, s->batch);
     KvCache *fresh = kv_open(spec, &geo, e);
     if (!fresh)
         return -1;
@@ -440,6 +467,7 @@ const char *session_cache_spec(const Session *s) { return s->cache_spec; }
 AttendAlgo session_attend(const Session *s) { return s->model->attend; }
 int session_uncached_measured(const Session *s) { return s->measured; }
 size_t session_prompt_len(const Session *s) { return s->spec.prompt_len; }
+size_t session_batch(const Session *s) { return s->batch; }
 int session_has_attn(const Session *s) { return s->attn != NULL; }
 
 const StepRecord *session_record(const Session *s, size_t i)

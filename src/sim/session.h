@@ -54,7 +54,15 @@ typedef struct {
     void *on_layer_ctx;
     const Structure *structure; /* optional (NULL or none: off): attention biases, copied and placed on
                                    the prompt by the session (decoder-only, standard attention) */
+    size_t batch;          /* sequences run side by side (0 or 1: one, at most SESSION_MAX_BATCH). With more,
+                              sequence 0 runs the prompt; 1 .. batch-2 run it with its last token changed
+                              (a paged cache shares its full pages by prefix); the last is forked from
+                              sequence 0 once the prompt is in (it shares every page, and a page is copied
+                              on its first write). The views show sequence 0; counters cover the batch,
+                              cached and uncached alike. */
 } SessionSpec;
+
+#define SESSION_MAX_BATCH 8
 
 /* One forward pass, as recorded when it ran. */
 typedef struct {
@@ -131,6 +139,7 @@ int session_uncached_measured(const Session *s); /* 1 measured, 0 formula */
 /* Tokens so far: the prompt, then every token chosen. */
 const int *session_tokens(const Session *s, size_t *len);
 size_t session_prompt_len(const Session *s);
+size_t session_batch(const Session *s);          /* sequences run, >= 1; the last is a fork when > 1 */
 /* The newest pass's activations; NULL at pass 0. */
 const Snapshot *session_snapshot(const Session *s);
 /* Logits that chose generated token g (g < tokens generated); NULL if not kept. */

@@ -10,6 +10,10 @@
 
 #define LABEL_W 17
 #define RATIO_W 8
+/* Wall times below this are of the order of the timer's noise and of what
+ * else the machine did: a cached run of a tiny model may read slower than
+ * the uncached one. The counts above them are exact. */
+#define TIMER_NOISE_S 1e-3
 
 typedef enum { V_COUNT, V_NONE, V_TIME } Kind;
 
@@ -65,8 +69,11 @@ void panel_counters(Frame *f, Rect r, const View *v, const Session *s, int focus
     if (last)
         step = last->ctr;
     const int measured = session_uncached_measured(s);
-    char title[128];
-    snprintf(title, sizeof title, "counters; uncached: %s", measured ? "measured" : "formula (rows, projections)");
+    char title[128], batch[32] = "";
+    if (session_batch(s) > 1) /* every sequence's work, cached and uncached */
+        snprintf(batch, sizeof batch, ", %zu sequences", session_batch(s));
+    snprintf(title, sizeof title, "counters%s; uncached: %s", batch,
+             measured ? "measured" : "formula (rows, projections)");
     frame_rule(f, r, 0, title, focused);
 
     const Row rows[] = {
@@ -92,7 +99,10 @@ void panel_counters(Frame *f, Rect r, const View *v, const Session *s, int focus
         { "time", 0, V_TIME, 1, measured, 0, 0, 0, step.seconds, run.seconds, unc.seconds, 0 },
     };
     const int n_rows = (int)(sizeof rows / sizeof rows[0]);
-    int drop = n_rows - (r.h - 2); /* rows that do not fit: optional ones go first */
+    const Row *t = &rows[n_rows - 1];
+    const int noisy = !v->hide_times && n &&
+                      (t->step_s < TIMER_NOISE_S || t->run_s < TIMER_NOISE_S || (measured && t->unc_s < TIMER_NOISE_S));
+    int drop = n_rows + noisy - (r.h - 2); /* rows that do not fit: optional ones go first */
 
     int ratio_w = r.w >= LABEL_W + 3 * 9 + RATIO_W ? RATIO_W : 0;
     int val_w = (r.w - LABEL_W - ratio_w) / 3;
@@ -127,4 +137,11 @@ void panel_counters(Frame *f, Rect r, const View *v, const Session *s, int focus
         }
         y++;
     }
+    static const char *const notes[] = { "times under 1 ms are timer-noise scale; the counts are exact",
+                                         "times under 1 ms are timer-noise scale", "< 1 ms: timer noise" };
+    for (size_t i = 0; noisy && y < r.h && i < sizeof notes / sizeof notes[0]; i++)
+        if (text_width(notes[i]) <= r.w || i + 1 == sizeof notes / sizeof notes[0]) {
+            frame_text(f, r, 0, y, ROLE_DIM, notes[i]);
+            break;
+        }
 }

@@ -22,9 +22,20 @@ void panel_what(Frame *f, Rect r, const Session *s)
     else if (rec->token >= 0)
         snprintf(chose, sizeof chose, "; chose %d", rec->token);
     const char *layers = c->n_layers == 1 ? "layer" : "layers";
+    /* a batch: what the line says is sequence 0's; the last sequence is a fork */
+    const size_t batch = session_batch(s);
+    char who[96] = "";
+    char run[48] = "sequence 0";
+    if (batch > 2)
+        snprintf(run, sizeof run, "sequences 0-%zu", batch - 2);
+    if (batch > 1 && rec->phase == PHASE_PREFILL)
+        snprintf(who, sizeof who, rec->token >= 0 ? " of %s, then %zu forked from 0" : " of %s", run, batch - 1);
+    else if (batch > 1)
+        snprintf(who, sizeof who, ", sequence 0 of %zu", batch);
     if (rec->phase == PHASE_PREFILL) {
-        frame_print(f, r, 0, 0, ROLE_NORMAL, "Step %zu prefill: positions %zu-%zu projected at once, K,V stored "
-                    "in %zu %s%s", rec->step, rec->pos0, rec->pos0 + rec->n_new - 1, c->n_layers, layers, chose);
+        frame_print(f, r, 0, 0, ROLE_NORMAL, "Step %zu prefill%s: positions %zu-%zu projected at once, K,V "
+                    "stored in %zu %s%s", rec->step, who, rec->pos0, rec->pos0 + rec->n_new - 1, c->n_layers,
+                    layers, chose);
         return;
     }
     /* the rows attention read, as the forward counted them: fewer than the
@@ -38,6 +49,6 @@ void panel_what(Frame *f, Rect r, const Session *s)
     else
         snprintf(read, sizeof read, "%zu-%zu (by layer)", rec->seen_min, rec->seen_max);
     const int one = rec->seen_max == 1 || (rec->seen_max == 0 && rec->context == 1);
-    frame_print(f, r, 0, 0, ROLE_NORMAL, "Step %zu decode: 1 row projected (uncached: %zu), %s cached row%s read "
-                "of %zu positions%s", rec->step, rec->context, read, one ? "" : "s", rec->context, chose);
+    frame_print(f, r, 0, 0, ROLE_NORMAL, "Step %zu decode%s: 1 row projected (uncached: %zu), %s cached row%s "
+                "read of %zu positions%s", rec->step, who, rec->context, read, one ? "" : "s", rec->context, chose);
 }

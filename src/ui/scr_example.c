@@ -8,7 +8,8 @@
  *   KV cache: K[j] V[j] per position                      (P rows)
  *   this pass: x, q per new token; o and the next token   (prompt + 1 rows)
  *   [scores of this pass, when the terminal is tall enough]
- *   attention weights          | summary table            (P + 1 rows) */
+ *   attention weights          | summary table            (P + 1 rows)
+ *   [counters               | FLOPs per pass, when there is still room] */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +23,12 @@ static const char *const panel_names[P_COUNT] = { "cache", "this pass", "attenti
 
 #define VEC_MAX 4 /* values shown per vector; longer ones end in an ellipsis */
 #define HEAT_W 41
+/* The counters panel: the simulation's, shown when this many rows are left
+ * under the table (its rule, header, the rows that are not optional and a
+ * note on the times). */
+#define COUNTERS_MIN_H 13
+#define COUNTERS_W 66
+#define SPARK_H 3
 
 /* "  1.000 -0.213 ..." : VEC_MAX values of 7 columns. */
 static int vec(Frame *f, Rect r, int x, int y, int role, const float *v, size_t n)
@@ -255,8 +262,19 @@ static void draw(Frame *f, Rect b, const View *v)
         y += 1 + (int)plen;
     }
     int bh = b.h - y;
+    /* a tall terminal: the pass's FLOPs and bytes under the table */
+    const int counters_h = bh - bottom_h;
+    if (counters_h >= COUNTERS_MIN_H)
+        bh = bottom_h;
     weights(f, rect_sub(b, 0, y, HEAT_W, bh), v, s);
     summary(f, rect_sub(b, HEAT_W + 1, y, b.w - HEAT_W - 1, bh), v, s);
+    if (counters_h < COUNTERS_MIN_H)
+        return;
+    y += bh;
+    const int cw = b.w >= COUNTERS_W + 30 ? COUNTERS_W : b.w; /* the sparkline beside it when it fits */
+    panel_counters(f, rect_sub(b, 0, y, cw, counters_h), v, s, 0);
+    if (cw < b.w)
+        panel_spark(f, rect_sub(b, cw + 1, y, b.w - cw - 1, SPARK_H), v, s, 0);
 }
 
 static unsigned key(View *v, int k)

@@ -46,8 +46,11 @@ static void draw(Frame *f, Rect b, const View *v)
         char desc[96];
         snprintf(shape, sizeof shape, ", structure %s", structure_describe(sp.structure, desc, sizeof desc));
     }
-    snprintf(title, sizeof title, "model %s%s, cache %s", c->name, shape, session_cache_spec(s));
-    if (shape[0] && text_width(title) + 4 > b.w) /* narrow: the model and the cache come first */
+    char seq[48] = ""; /* a batch: the map is sequence 0's */
+    if (session_batch(s) > 1)
+        snprintf(seq, sizeof seq, ", sequence 0 of %zu", session_batch(s));
+    snprintf(title, sizeof title, "model %s%s, cache %s%s", c->name, shape, session_cache_spec(s), seq);
+    if ((shape[0] || seq[0]) && text_width(title) + 4 > b.w) /* narrow: the model and the cache come first */
         snprintf(title, sizeof title, "model %s, cache %s", c->name, session_cache_spec(s));
     panel_map(f, rect_sub(b, 0, 1, b.w, map_h), v, s, title, focus == P_MAP);
     Rect mid = rect_sub(b, 0, 1 + map_h, b.w, mid_h);

@@ -56,6 +56,12 @@ EOF
 then ok "example frames show the engine's numbers (vs kvscope example)"
 else bad "example frames show the engine's numbers (vs kvscope example)"; fi
 
+# a tall terminal: the example's lower half holds the pass's counters,
+# the summary's 4 vs 7 rows again, with the FLOPs beside them
+expect_ok "example at 160x50: the pass's counters under the table" \
+    'tokens projected +1 +4 +7 +1\.75x' \
+    $KV view --headless --size 160x50 --keys '<space> <space>' --frames last
+
 # --- the simulation: counters equal `kvscope run --format tsv` ----------
 check_counters() { # NAME CACHE: 8 steps of tiny, every counter against run
     name=$1 cache=$2
@@ -125,6 +131,27 @@ expect_ok "simulation: --uncached formula is labelled" 'uncached: formula' \
 # a paged cache gets its page table; other layouts say they are not paged
 expect_ok "simulation: a paged cache shows its page table" 'page table: 4 rows a page' \
     $KV view --headless --model tiny --cache paged:page=4 --keys '<space> <space>' --frames last
+# --batch: sequence 1 shares the prompt's full pages by prefix, the fork
+# (sequence 2) shares every page and the first decode copies the partial one
+$KV view --headless --model tiny --isa ref --cache paged:page=3 --batch 3 --tokens 8 --size 160x50 \
+    --frames all --keys '<space> <space> <space>' >"$view_out" 2>&1
+if python3 - "$view_out" <<'EOF2'
+import re, sys
+frames = open(sys.argv[1], encoding="utf-8").read().split("--- frame ")[1:]
+def stat(frame, name):
+    return int(re.search(name + r" (\d+)", frame).group(1))
+assert "forked after the prefill" in frames[0]
+prefill, first = frames[1], frames[2]
+assert "block tables of 3 sequences" in prefill, prefill
+assert re.search(r"seq 2 fork +0→0▓ 1→1▓ 2→2▓", prefill), "the fork maps sequence 0's pages"
+assert re.search(r"seq 1 +0→0▓ 1→1▓ 2→\d+(?![\d▓])", prefill), "sequence 1 shares the full pages"
+assert stat(prefill, "prefix hits") == 2 and stat(prefill, "shared") == 3 and stat(prefill, "copy-on-write") == 0
+assert stat(first, "copy-on-write") == 1 and stat(first, "shared") == 2, first
+assert "then 2 forked from 0" in prefill and "sequence 0 of 3" in first
+assert "cache paged:page=3, sequence 0 of 3:" in first and "counters, 3 sequences;" in first, first
+EOF2
+then ok "simulation: --batch 3 shares pages by prefix and fork, copies on write"
+else bad "simulation: --batch 3 shares pages by prefix and fork, copies on write"; fi
 expect_ok "simulation: contiguous says not paged" 'cache contiguous: .*not paged' \
     $KV view --headless --model tiny --keys '<space>' --frames last
 
@@ -243,7 +270,12 @@ expect_fail "view: bad --size" 2 "--size: '10' is not WxH" $KV view --headless -
 expect_fail "view: unknown key name" 2 'unknown key <bogus>' $KV view --headless --keys '<bogus>'
 expect_fail "view: bad --screen" 2 "--screen: 'foo' is not one of" $KV view --headless --screen foo
 expect_fail "view: bad cache" 2 "unknown cache 'magic'" $KV view --headless --cache magic
-expect_fail "view: --batch is for run" 2 'unknown or incomplete option' $KV view --headless --batch 2
+# an encoder-decoder is beam search, which run steps: one line saying so, exit 2
+expect_fail "view: --preset encdec names run" 2 'encoder-decoder .*`kvscope run --preset encdec` runs it' \
+    $KV view --headless --preset encdec
+expect_fail "view: --model encdec names run" 2 'encoder-decoder .*`kvscope run --model encdec --beams 4`' \
+    $KV view --headless --model encdec
+expect_fail "view: --batch above 8 is refused" 2 'at most 8 sequences' $KV view --headless --batch 9
 
 # --- a few hundred random keys, interleaved with resizes: no crash --------
 for seed in 1 2 3; do

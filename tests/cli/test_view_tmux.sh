@@ -2,7 +2,8 @@
 # back, play and pause, help, switch cache, resize down to 20x8 and back,
 # quit; the process exits 0 and the terminal is restored (stty settings
 # before and after are the same, the shell prompt is back). Then an unknown
-# TERM, a signal, and random keys with resizes. Runs on a private tmux
+# TERM, a signal, the example's counters at 160x50, --batch 3's shared pages
+# and copy on write, and random keys with resizes. Runs on a private tmux
 # server, so it never touches the user's sessions.
 
 if ! command -v tmux >/dev/null 2>&1; then
@@ -97,6 +98,26 @@ else
     else bad "tmux: ring:window=8,sinks=2 reads 10 rows at step 20" "$(cat "$tdir/pane")"; fi
     T send-keys -t v q
     wait_for 'EXIT=0' 5
+
+    # a tall terminal: the worked example shows the pass's counters under its
+    # table, and its sub-millisecond times are marked as timer noise
+    T resize-window -t v -x 160 -y 50
+    T send-keys -t v "clear; $KV; echo EXIT=\$?" Enter
+    wait_for 'kvscope +\[1 example\]' 10
+    step "160x50: the example shows the pass's counters" 'counters; uncached: measured' Space
+    if wait_for 'times under 1 ms are timer-noise scale' 3; then ok "tmux: sub-ms times carry the timer-noise note"
+    else bad "tmux: sub-ms times carry the timer-noise note" "$(cat "$tdir/pane")"; fi
+    T send-keys -t v q
+    wait_for 'EXIT=0' 5
+
+    # --batch 3 on pages: shared pages, prefix hits and a copy on write, live
+    T send-keys -t v "clear; $KV view --model tiny --cache paged:page=3 --batch 3; echo EXIT=\$?" Enter
+    wait_for '\[2 simulation\]' 10
+    step "--batch 3: the prefill shares pages by prefix and fork" 'shared 3  prefix hits 2  copy-on-write 0' Space
+    step "--batch 3: the first decode copies the forked page" 'shared 2  prefix hits 2  copy-on-write 1' Space
+    T send-keys -t v q
+    wait_for 'EXIT=0' 5
+    T resize-window -t v -x 120 -y 40
 
     # random keys, interleaved with resizes: no crash, q still quits
     T send-keys -t v "clear; $KV view --model tiny --tokens 24; echo EXIT=\$?" Enter

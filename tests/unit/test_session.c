@@ -351,6 +351,56 @@ static void test_bad_spec(void **state)
     model_free(&m);
 }
 
+/* A batch of three on a paged cache: sequence 1 shares the prompt's full
+ * pages by prefix, the fork shares every page and the first decode copies
+ * the partly filled one; sequence 0 chooses what it chooses alone. */
+static void test_batch_fork(void **state)
+{
+    (void)state;
+    Config c = test_config(2, 4, 2);
+    Model m;
+    test_model(&m, &c);
+    int prompt[8];
+    test_tokens(prompt, 8, c.vocab, 5);
+    Session *one = open_session(&m, "paged:page=3", prompt, 8, 0, UNCACHED_MEASURED);
+    SessionSpec sp = {
+        .cfg = m.cfg, .kern = m.kern, .attend = ATTEND_NAIVE, .cache_spec = "paged:page=3", .prompt = prompt,
+        .prompt_len = 8, .go = { .n_generate = N_GEN }, .uncached = UNCACHED_MEASURED, .batch = 3,
+    };
+    Session *s;
+    Err e = { 0 };
+    if (session_init(&s, &sp, &e) < 0)
+        fail_msg("session_init: %s", e.msg);
+    assert_int_equal(session_batch(s), 3);
+    KvStats st;
+    assert_int_equal(session_step(s, &e), 1); /* prefill: pages 0, 1 by all three, page 2 by 0 and the fork */
+    kv_stats(session_cache(s), &st);
+    assert_int_equal(st.prefix_hits, 2);
+    assert_int_equal(st.pages_shared, 3);
+    assert_int_equal(st.cow_copies, 0);
+    assert_int_equal(session_step(s, &e), 1); /* the first write into page 2 copies it */
+    kv_stats(session_cache(s), &st);
+    assert_int_equal(st.cow_copies, 1);
+    assert_int_equal(st.pages_shared, 2);
+    assert_int_equal(session_back(s, &e), 1); /* replay reaches the same pool */
+    assert_int_equal(session_step(s, &e), 1);
+    KvStats again;
+    kv_stats(session_cache(s), &again);
+    assert_memory_equal(&st, &again, sizeof st);
+    step_all(s);
+    step_all(one);
+    size_t n1, nb;
+    const int *t1 = session_tokens(one, &n1), *tb = session_tokens(s, &nb);
+    assert_int_equal(n1, nb);
+    assert_memory_equal(t1, tb, n1 * sizeof(int));
+    /* the uncached equivalent re-runs all three sequences */
+    const StepRecord *r1 = session_record(one, 1), *rb = session_record(s, 1);
+    assert_int_equal(rb->unc.tokens_projected, 3 * r1->unc.tokens_projected);
+    session_free(one);
+    session_free(s);
+    model_free(&m);
+}
+
 int main(void)
 {
     use_repo_data();
@@ -362,6 +412,7 @@ int main(void)
         cmocka_unit_test(test_switch_cache),
         cmocka_unit_test(test_bad_spec),
         cmocka_unit_test(test_rows_read),
+        cmocka_unit_test(test_batch_fork),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
