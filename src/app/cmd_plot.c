@@ -45,6 +45,8 @@ const PlotFigure plot_figures[] = {
       plot_mixed },
     { 16, "retrieval", "a fact stated early, asked for late: rows each cache still holds, bits the fact saves",
       NULL, 0, plot_retrieval },
+    { 17, "serve", "many requests over one page pool: tokens a step and pool use by page size, prefix hits",
+      NULL, 0, plot_serve },
 };
 const size_t plot_n_figures = sizeof plot_figures / sizeof plot_figures[0];
 

@@ -17,10 +17,10 @@ expect_ok "plot is listed in kvscope --help" '^  plot ' $KV --help
 run "plot --list" $KV plot --list
 ready=$(grep -Ec '^ +[0-9]+  [a-z-]+ +ready' "$out")
 waiting=$(grep -Ec '^ +[0-9]+  [a-z-]+ +waiting' "$out")
-if [ "$status" -eq 0 ] && [ "$ready" -eq 16 ] && [ "$waiting" -eq 0 ] && ! grep -q 'waits for' "$out" &&
+if [ "$status" -eq 0 ] && [ "$ready" -eq 17 ] && [ "$waiting" -eq 0 ] && ! grep -q 'waits for' "$out" &&
     grep -Eq '^  8  eviction +ready' "$out"
-then ok "plot --list: figures 1-16 ready, none waiting"
-else bad "plot --list: figures 1-16 ready, none waiting" \
+then ok "plot --list: figures 1-17 ready, none waiting"
+else bad "plot --list: figures 1-17 ready, none waiting" \
     "exit $status, ready $ready, waiting $waiting" "stdout: $(head -c 600 "$out")"; fi
 
 # --- every figure, quick, drawn when gnuplot is here ------------------------
@@ -181,6 +181,20 @@ shape retrieval.tsv 2 22
 check "retrieval: all held at 16; at 128 window and sinks hold nothing, the window gains < 0.1 bit; exact, q4_0, kivi hold all" \
     'if ($2 != 1 || $17 != 1 || $20 != 1 || $3 <= 0) why = why " d " $1; for (i = 5; i <= 14; i += 3) if (($1 == 16 && $i != 1) || ($1 == 128 && (i == 5 || i == 8 || i == 14) && $i != 0) || $i < 0 || $i > 1) why = why " d " $1 " col " i; if ($1 == 128 && ($7 > 0.1 || $7 < -0.1)) why = why " window gain " $7' \
     retrieval.tsv
+
+# serve: rates 0.5 and 2 with --quick; pages of 1, 16, 128 and a whole context
+# each; the whole-context pages run fewest tokens a step once the pool binds
+# (rate 2) and hold the least of the pool; the shares are shares; a longer
+# shared prefix maps more rows from the prefix cache
+header serve.tsv "rate	page1_tokens_per_step	page1_pool_share	page1_preemptions	page16_tokens_per_step	page16_pool_share	page16_preemptions	page128_tokens_per_step	page128_pool_share	page128_preemptions	whole_tokens_per_step	whole_pool_share	whole_preemptions"
+shape serve.tsv 2 13
+check "serve: at rate 2 whole-context pages run fewest tokens a step and hold the least; every share in (0, 1]" \
+    'for (i = 3; i <= 12; i += 3) if ($i <= 0 || $i > 1) why = why " rate " $1 " col " i; if ($1 == 2 && ($11 >= $8 || $11 >= $5 || $11 >= $2 || $12 >= $3)) why = why " whole not last"' \
+    serve.tsv
+header serve.prefix.tsv "shared_prefix	hit_rows	prompt_tokens	hit_share"
+shape serve.prefix.tsv 2 4
+check "serve.prefix: a shared prefix of 32 maps more rows than none" \
+    'if (NR == 3 && $2 <= h) why = "no more hits at " $1; h = $2' serve.prefix.tsv
 
 # loss: the shipped training logs, row for row; the mean is of the last 25 steps
 header loss.tsv "tokens	step	train_bits_per_byte	train_bits_per_byte_mean25	valid_bits_per_byte"
