@@ -62,7 +62,8 @@ static void help(void)
            "  manifest.json               config, weights source and seed, prompt, tokens,\n"
            "                              files, and the conventions of the forward pass\n\n"
            "The files are written into a folder beside DIR and renamed to DIR at the end: a\n"
-           "failed dump leaves nothing. Caches that drop rows (ring, h2o, +sparse) are refused.\n\n"
+           "failed dump leaves nothing. Caches that drop rows (ring, h2o, snapkv, +sparse) are\n"
+           "refused.\n\n"
            "options:\n"
            "  --out DIR           where to write (created if missing; must be empty)\n"
            "  --force             write into a non-empty DIR, replacing files of the same name\n"
@@ -158,7 +159,7 @@ typedef struct {
  * positions 0..len-1. Decided by the layout, before anything runs. */
 static int check_dumpable(const KvCache *cache, Err *e)
 {
-    static const char *const dropping[] = { "ring", "h2o" };
+    static const char *const dropping[] = { "ring", "h2o", "snapkv" };
     for (size_t i = 0; i < sizeof dropping / sizeof dropping[0]; i++) {
         size_t n = strlen(dropping[i]);
         if (strncmp(cache->spec, dropping[i], n) == 0 && strchr(":+", cache->spec[n]))

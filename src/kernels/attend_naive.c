@@ -46,8 +46,9 @@ static void naive(const Kernels *k, const AttnArgs *a, const KvBlock *blocks, Co
             float inv = 1.0f / k->exp_sum(sg, n, attend_scale_max(sg, n, scale));
             for (size_t i = 0; i < n; i++)
                 sg[i] *= inv;
-            if (a->probs)
-                memcpy(a->probs + t * a->probs_q_stride + g * a->probs_g_stride, sg, n * sizeof(float));
+            if (a->probs && t >= a->probs_first)
+                memcpy(a->probs + (t - a->probs_first) * a->probs_q_stride + g * a->probs_g_stride, sg,
+                       n * sizeof(float));
         }
 
         memset(out, 0, G * hd * sizeof(float));

@@ -113,8 +113,10 @@ typedef struct {
     float *view;      /* materialize only: scratch for 2 * rows * head_dim floats ... */
     KvBlock *view_blocks; /* ... and n_blocks blocks describing it */
     float *probs;     /* optional (NULL = skip; naive forms only): the softmax weights, query t,
-                         head g, visible row j at probs[t * probs_q_stride + g * probs_g_stride + j] */
+                         head g, visible row j at probs[(t - probs_first) * probs_q_stride +
+                         g * probs_g_stride + j] */
     size_t probs_q_stride, probs_g_stride;
+    size_t probs_first; /* queries t < probs_first write no weights (0 = every query) */
     const AttnBias *bias; /* optional (NULL = none): attention structure; causal attention only */
     float *chan_q;        /* blocks with per-channel keys only: scratch for group * head_dim floats */
 } AttnArgs;

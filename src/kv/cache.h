@@ -102,11 +102,23 @@ typedef struct {
     /* Empty one sequence, giving its memory back. */
     void (*drop)(KvCache *c, size_t seq);
     /* Optional (NULL = the cache needs no feedback): the softmax weights of
-     * the last query of a pass, for the G query heads of kv_head over the n
-     * rows attention saw, in block order: w[g * g_stride + j]. Called for
-     * every KV head of a layer in order, after that layer's attention. */
-    void (*observe)(KvCache *c, size_t layer, size_t seq, size_t kv_head, const float *w, size_t g_stride,
-                    size_t G, size_t n);
+     * the last nq queries of a pass (nq from observe_queries), for the G
+     * query heads of kv_head, over the rows attention saw in block order:
+     * query i (0 = the earliest of the nq, nq - 1 = the pass's last) and
+     * head g at w[i * q_stride + g * g_stride + j]. The last query saw n
+     * rows; query i saw the first n - (nq - 1 - i) (causal: the others are
+     * the pass's later tokens, and what lies past them is not to be read).
+     * Called for every KV head of a layer in order, after that layer's
+     * attention. */
+    void (*observe)(KvCache *c, size_t layer, size_t seq, size_t kv_head, const float *w, size_t q_stride,
+                    size_t g_stride, size_t G, size_t nq, size_t n);
+    /* Optional (NULL = 1 when observe is set): how many of the last queries
+     * of a pass of n_new tokens observe wants, at most n_new. 0 skips
+     * observe for that pass, so flash attention may run (SnapKV listens to
+     * a prompt's window, never to a decode step). A model with a sliding
+     * window hands over the last query only: its earlier queries' rows
+     * start elsewhere. */
+    size_t (*observe_queries)(const KvCache *c, size_t n_new);
     /* Optional (NULL = any): the most tokens one pass may append to a
      * sequence (a ring holds its window plus one pass). */
     size_t (*max_pass)(const KvCache *c);

@@ -129,12 +129,13 @@ static int h2o_append(KvCache *base, size_t layer, size_t seq, size_t p0, size_t
     return 0;
 }
 
-static void h2o_observe(KvCache *base, size_t layer, size_t seq, size_t kv_head, const float *w, size_t g_stride,
-                        size_t G, size_t n)
+static void h2o_observe(KvCache *base, size_t layer, size_t seq, size_t kv_head, const float *w, size_t q_stride,
+                        size_t g_stride, size_t G, size_t nq, size_t n)
 {
     H2O *c = (H2O *)base;
     size_t s = slot_of(c, layer, seq);
     double *score = c->score + s * c->cap;
+    w += (nq - 1) * q_stride; /* the last query's (nq is 1: no observe_queries) */
     for (size_t j = 0; j < n && j < c->count[s]; j++) /* rows were seen in block order = position order */
         for (size_t gi = 0; gi < G; gi++)
             score[j] += w[gi * g_stride + j];

@@ -26,6 +26,9 @@ static const Layout layouts[] = {
       mixed_open, 0 },
     { "h2o", "h2o[:budget=256,recent=64,pass=P] heavy hitters: at most budget positions per layer,\n"
              "                          the recent ones plus those that drew the most attention", h2o_open, 0 },
+    { "snapkv", "snapkv[:budget=256,window=32,pool=7] SnapKV: after the prompt, its last window\n"
+                "                          queries vote (pooled over pool neighbours) for the budget\n"
+                "                          positions per layer to keep; decode keeps every token", snapkv_open, 0 },
     { "paged", "paged[:page=16,pages=N] a pool of N pages of 16 rows, block tables, prefix sharing,\n"
                "                          copy on write (N: enough for every sequence by default)", paged_open, 0 },
     { "kivi", "kivi[:bits=4,group=32,v=q4_0] KIVI: keys quantized per channel (bits 4 or 2, a scale and\n"

@@ -23,6 +23,7 @@ int forward_state_init(ForwardState *s, const Config *c, size_t max_rows, int ke
     s->scores = malloc(group * c->max_seq_len * sizeof(float)); /* flash's tiles are never longer */
     s->view = malloc(2 * c->max_seq_len * c->head_dim * sizeof(float));
     s->observed = malloc(group * c->max_seq_len * sizeof(float));
+    s->observed_q = 1;
     s->chan_q = malloc(group * c->head_dim * sizeof(float));
     s->blocks_cap = 4;
     s->blocks = malloc(s->blocks_cap * sizeof *s->blocks);
@@ -124,6 +125,32 @@ static size_t rows_seen(const AttnArgs *a, size_t qpos)
     return n;
 }
 
+/* How many of the pass's last queries the cache observes (cache.h's
+ * observe_queries); 0 when it observes none. */
+static size_t observed_queries(const KvCache *cache, const Config *c, size_t n_new)
+{
+    if (!cache || !cache->ops->observe)
+        return 0;
+    size_t nq = cache->ops->observe_queries ? cache->ops->observe_queries(cache, n_new) : 1;
+    if (nq > 1 && c->sliding_window) /* its earlier queries' rows start elsewhere */
+        nq = 1;
+    return nq < n_new ? nq : n_new;
+}
+
+/* Room in s->observed for the weights of nq queries. */
+static int observed_reserve(ForwardState *s, const Config *c, size_t nq, Err *e)
+{
+    if (nq <= s->observed_q)
+        return 0;
+    const size_t group = c->n_heads / c->n_kv_heads;
+    float *grown = realloc(s->observed, nq * group * c->max_seq_len * sizeof(float));
+    if (!grown)
+        return err_set(e, ERR_RUNTIME, "out of memory for the attention weights of %zu queries", nq);
+    s->observed = grown;
+    s->observed_q = nq;
+    return 0;
+}
+
 /* Self-attention of one layer for every group: append, then attend. */
 static int attention(const Model *m, ForwardState *s, size_t layer, const AttnPass *p, Counters *ctr, Err *e)
 {
@@ -131,6 +158,10 @@ static int attention(const Model *m, ForwardState *s, size_t layer, const AttnPa
     const size_t hd = c->head_dim, q_dim = config_q_dim(c), kv_dim = config_kv_dim(c);
     const size_t group = c->n_heads / c->n_kv_heads, n_new = p->n_new, pos0 = p->pos0;
     KvCache *cache = p->cache;
+    /* a cache that learns from attention (heavy hitters, SnapKV's window) gets the last nq queries' weights */
+    const size_t nq = observed_queries(cache, c, n_new);
+    if (observed_reserve(s, c, nq, e) < 0)
+        return -1;
     for (size_t b = 0; b < p->n_seqs; b++) {
         const size_t first = b * n_new, seq = p->slots ? p->slots[b] : b;
         if (cache && kv_append(cache, layer, seq, pos0, n_new, s->k + first * kv_dim, s->v + first * kv_dim,
@@ -143,11 +174,11 @@ static int attention(const Model *m, ForwardState *s, size_t layer, const AttnPa
             float *probs = (s->probs && b == 0)
                                ? s->probs + (layer * c->n_heads + h * group) * s->max_q * c->max_seq_len
                                : NULL;
-            /* a cache that learns from attention (heavy hitters) gets the last query's weights */
-            const int observe = cache && cache->ops->observe;
-            size_t probs_q_stride = c->max_seq_len, probs_g_stride = s->max_q * c->max_seq_len;
-            if (observe && !probs) /* every query writes the same rows: the last one stays */
-                probs = s->observed, probs_q_stride = 0, probs_g_stride = c->max_seq_len;
+            const int observe = nq > 0;
+            size_t probs_q_stride = c->max_seq_len, probs_g_stride = s->max_q * c->max_seq_len, probs_first = 0;
+            if (observe && !probs) /* only the last nq queries write, query-major */
+                probs = s->observed, probs_q_stride = group * c->max_seq_len, probs_g_stride = c->max_seq_len,
+                probs_first = n_new - nq;
             AttnArgs a = {
                 .q = s->q + first * q_dim + h * group * hd, .q_stride = q_dim,
                 .out = s->att + first * q_dim + h * group * hd, .out_stride = q_dim,
@@ -157,6 +188,7 @@ static int attention(const Model *m, ForwardState *s, size_t layer, const AttnPa
                 .blocks = s->blocks, .n_blocks = (size_t)nb,
                 .scores = s->scores, .view = s->view, .view_blocks = s->view_blocks,
                 .probs = probs, .probs_q_stride = probs_q_stride, .probs_g_stride = probs_g_stride,
+                .probs_first = probs_first,
                 .bias = p->bidirectional ? NULL : m->bias, .chan_q = s->chan_q,
             };
             /* flash never holds every weight: a cache that observes them gets the naive form */
@@ -166,9 +198,9 @@ static int attention(const Model *m, ForwardState *s, size_t layer, const AttnPa
                 s->seen_min = (layer == 0 || seen < s->seen_min) ? seen : s->seen_min;
                 s->seen_max = (layer == 0 || seen > s->seen_max) ? seen : s->seen_max;
             }
-            if (observe)
-                cache->ops->observe(cache, layer, seq, h, probs + (n_new - 1) * probs_q_stride, probs_g_stride,
-                                    group, seen);
+            if (observe) /* the first of the nq queries is query n_new - nq of the pass */
+                cache->ops->observe(cache, layer, seq, h, probs + (n_new - nq - probs_first) * probs_q_stride,
+                                    probs_q_stride, probs_g_stride, group, nq, seen);
         }
     }
     return 0;

@@ -39,7 +39,8 @@ typedef struct {
      * probs[((l * n_heads + h) * max_q + t) * max_seq_len + j]. */
     float *probs;
     size_t max_q;
-    float *observed; /* [group][max_seq_len]: weights handed to a cache that observes them */
+    float *observed; /* [observed_q][group][max_seq_len]: weights handed to a cache that observes them */
+    size_t observed_q; /* queries observed holds: 1, grown when a cache asks for more (observe_queries) */
     /* Rows the last query of sequence 0 saw in KV head 0 over the layers of
      * the newest pass, fewest and most (a cache that evicts or a window reads
      * fewer than the positions; h2o's layers differ); 0 when not counted. */

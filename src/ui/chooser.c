@@ -33,6 +33,7 @@ static const char *const cache_candidates[] = {
     "kivi:bits=4,group=32",
     "kivi:bits=2,group=8",
     "h2o:budget=32,recent=16",
+    "snapkv:budget=32,window=8,pool=7",
     "marlin",
     "mla",
     "teaching",

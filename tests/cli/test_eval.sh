@@ -25,6 +25,20 @@ run "eval: per position, a row per scored token" \
 if [ "$status" -eq 0 ] && [ "$(wc -l <"$out")" -eq 41 ] && head -n 2 "$out" | tail -n 1 | grep -q '^10	'
 then ok "eval: per position, a row per scored token"
 else bad "eval: per position, a row per scored token" "exit $status, $(wc -l <"$out") lines" "$(head -c 200 "$out")"; fi
+run "eval: snapkv keeps its budget after the prompt, then every token" \
+    $KV eval --text "$evtext" --tokens 120 --prefill 100 --cache snapkv:budget=16,window=4,pool=3 \
+    --cache snapkv:budget=128,window=4 --format json
+if [ "$status" -eq 0 ] && python3 -c '
+import json, sys
+ref, snap, whole = json.load(open(sys.argv[1]))["caches"]
+assert snap["kl_nats"] > 0 and whole["kl_nats"] < 1e-9
+# 119 positions appended; snapkv holds 16 after the prompt of 100, plus the 19 decoded
+assert snap["cache_bytes_used"] * 119 == ref["cache_bytes_used"] * 35
+assert whole["cache_bytes_used"] == ref["cache_bytes_used"]
+' "$out"; then ok "eval: snapkv keeps its budget after the prompt, then every token"
+else bad "eval: snapkv keeps its budget after the prompt, then every token" "exit $status" "$(head -c 400 "$err")"; fi
+expect_fail "eval: a snapkv window larger than its budget" 2 "cache 'snapkv': window=16 must not exceed budget=8" \
+    $KV eval --text "$evtext" --cache snapkv:budget=8,window=16
 expect_ok "eval: past the model's context, the text sets the positions" 'prefill 1 tokens' \
     $KV eval --text README.md --tokens 300 --set max_seq_len=64 --cache ring:window=32
 : >"$evtext.empty"

@@ -61,7 +61,8 @@ static void test_reported_is_held(void **state)
     (void)state;
     static const char *specs[] = { "contiguous", "contiguous+quant:k=q8_0,v=q4_0", "ring:window=64,sinks=4",
                                    "mixed:hot=32,group=16", "mixed:hot=32,group=16,warm=q8_0,warm_rows=64",
-                                   "h2o:budget=96,recent=32", "paged:page=16" };
+                                   "h2o:budget=96,recent=32", "snapkv:budget=96,window=16",
+                                   "paged:page=16" };
     KvGeometry g = { .n_layers = 4, .n_seqs = 2, .n_kv_heads = 4, .head_dim = 64, .max_seq_len = 512 };
     g.codec = kernels_select("ref", NULL)->codec;
     const int heap_counted = heap_bytes() > 0; /* 0 under AddressSanitizer, whose allocator it does not see */

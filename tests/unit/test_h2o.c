@@ -20,13 +20,13 @@ static void test_budget_recent_and_heavy_hitters(void **state)
     float w[2 * 64] = { 0 }; /* G = 1 head per KV head here; stride 64 */
     w[1] = 0.9f, w[0] = 0.05f, w[2] = 0.03f, w[3] = 0.02f;
     for (size_t h = 0; h < 2; h++)
-        c->ops->observe(c, 0, 0, h, w, 64, 1, 4);
+        c->ops->observe(c, 0, 0, h, w, 0, 64, 1, 1, 4);
     /* 4 more: 8 held > budget 6: the two weakest outside the recent 2 (6, 7) go: positions 4 and 5,
      * which have drawn no attention yet (a recent window protects only the newest) */
     assert_int_equal(kv_append(c, 0, 0, 4, 4, rows, rows, NULL, &e), 0);
     memset(w, 0, sizeof w);
     for (size_t h = 0; h < 2; h++)
-        c->ops->observe(c, 0, 0, h, w, 64, 1, 8);
+        c->ops->observe(c, 0, 0, h, w, 0, 64, 1, 1, 8);
     KvCell cells[8];
     kv_cells(c, 0, 0, cells, 8);
     static const int want[8] = { CELL_EXACT, CELL_EXACT, CELL_EXACT, CELL_EXACT,

@@ -1,0 +1,350 @@
+/* snapkv.c: SnapKV (Li et al. 2024): the prompt's last queries choose what
+ * the rest of the run keeps.
+ *
+ * At the end of a prompt pass, the observation window (the last `window`
+ * prompt positions) votes: each window query's softmax weights on the
+ * positions before the window are summed over the window's queries and over
+ * every query head of the layer, then smoothed by an average over `pool`
+ * neighbouring positions (SnapKV's avg_pool1d, zeros past the ends), so a
+ * position next to a strongly weighed one counts too and the kept rows come
+ * in runs. The `budget - window` best-voted positions stay, with the window
+ * itself; the rest are evicted. Decode steps then append every token and
+ * never evict: the cache grows from `budget` by one row per generated token.
+ *
+ * One choice per layer, not per head as the paper: all KV heads of a layer
+ * keep the same positions, so the layer's rows are runs of positions
+ * (blocks) shared by every head, as in h2o.c. Averaging is linear, so the
+ * layer's choice is the top of the head-summed pooled votes.
+ *
+ * A pass of more than one token is a prompt pass (a chunked prefill votes
+ * after each chunk, over what the last one kept plus the new rows); a pass
+ * of one token is decode. The whole prompt is held until its window has
+ * voted, so each (layer, sequence) has max_seq_len slots, rows in position
+ * order. */
+#include "kv/layouts.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    double vote; /* pooled */
+    size_t row;
+} Ranked;
+
+typedef struct {
+    KvCache base;
+    KvStorage st;
+    size_t budget, window, pool, cap; /* cap = max_seq_len */
+    size_t k_row, v_row;
+    unsigned char *k, *v; /* [layer][seq][kv_head][cap] rows */
+    size_t *pos;          /* [layer][seq][cap] position of each held row */
+    double *vote;         /* [layer][seq][cap] the window's attention on each row, this pass */
+    Ranked *rank;         /* [cap] scratch: candidate rows by pooled vote */
+    unsigned char *keep;  /* [cap] scratch: 1 for a row that stays */
+    size_t *count;        /* [layer][seq] rows held */
+    size_t *len;          /* [layer][seq] positions appended */
+    size_t *n_runs;       /* [layer][seq] blocks */
+    size_t *run_start;    /* [layer][seq][cap] first row index of each block */
+    size_t evicted;
+} SnapKV;
+
+static size_t slot_of(const SnapKV *c, size_t layer, size_t seq)
+{
+    return layer * c->base.geo.n_seqs + seq;
+}
+
+static unsigned char *row_k(const SnapKV *c, size_t slot, size_t h, size_t i)
+{
+    return c->k + ((slot * c->base.geo.n_kv_heads + h) * c->cap + i) * c->k_row;
+}
+
+static unsigned char *row_v(const SnapKV *c, size_t slot, size_t h, size_t i)
+{
+    return c->v + ((slot * c->base.geo.n_kv_heads + h) * c->cap + i) * c->v_row;
+}
+
+/* Recompute where the runs of consecutive positions start. */
+static void index_runs(SnapKV *c, size_t slot)
+{
+    const size_t *pos = c->pos + slot * c->cap;
+    size_t *start = c->run_start + slot * c->cap, n = 0;
+    for (size_t i = 0; i < c->count[slot]; i++)
+        if (i == 0 || pos[i] != pos[i - 1] + 1)
+            start[n++] = i;
+    c->n_runs[slot] = n;
+}
+
+static int snapkv_append(KvCache *base, size_t layer, size_t seq, size_t p0, size_t n, const float *k,
+                         const float *v, Counters *ctr, Err *e)
+{
+    SnapKV *c = (SnapKV *)base;
+    const KvGeometry *g = &base->geo;
+    size_t s = slot_of(c, layer, seq);
+    if (p0 != c->len[s])
+        return err_set(e, ERR_RUNTIME, "snapkv cache: append at position %zu, expected %zu", p0, c->len[s]);
+    if (n > g->max_seq_len - p0)
+        return err_set(e, ERR_RUNTIME, "cache overflow: %zu rows held + %zu new > max_seq_len %zu", p0, n,
+                       g->max_seq_len);
+    size_t at = c->count[s]; /* count <= len: the cap of max_seq_len always has room */
+    for (size_t h = 0; h < g->n_kv_heads; h++) {
+        kv_encode_rows(row_k(c, s, h, at), c->k_row, k, n, h, g, &c->st.codec[c->st.k_fmt]);
+        if (kv_stores_v(g)) /* an MLA latent cache keeps K rows only */
+            kv_encode_rows(row_v(c, s, h, at), c->v_row, v, n, h, g, &c->st.codec[c->st.v_fmt]);
+    }
+    for (size_t t = 0; t < n; t++)
+        c->pos[s * c->cap + at + t] = p0 + t;
+    c->count[s] += n;
+    c->len[s] += n;
+    index_runs(c, s);
+    if (ctr)
+        ctr->kv_bytes_written += n * g->n_kv_heads * (c->k_row + c->v_row);
+    return 0;
+}
+
+/* A prompt pass's window votes; a decode step asks for nothing. */
+static size_t snapkv_observe_queries(const KvCache *base, size_t n_new)
+{
+    const SnapKV *c = (const SnapKV *)base;
+    if (n_new < 2)
+        return 0;
+    return c->window < n_new ? c->window : n_new;
+}
+
+/* Best pooled vote first; ties keep the earlier position first, so the
+ * choice is deterministic. */
+static int by_vote(const void *a, const void *b)
+{
+    const Ranked *x = a, *y = b;
+    if (x->vote != y->vote)
+        return x->vote > y->vote ? -1 : 1;
+    return x->row < y->row ? -1 : x->row > y->row;
+}
+
+/* Keep the window and the budget - window best-voted rows before it. */
+static void select_rows(SnapKV *c, size_t s)
+{
+    const KvGeometry *g = &c->base.geo;
+    const size_t held = c->count[s];
+    if (held <= c->budget)
+        return;
+    const size_t n = held - c->window, half = c->pool / 2; /* candidates: the rows before the window */
+    const double *vote = c->vote + s * c->cap;
+    for (size_t j = 0; j < n; j++) { /* average over the pool's neighbours, zeros past the ends */
+        double sum = 0;
+        size_t lo = j > half ? j - half : 0, hi = j + half < n ? j + half : n - 1;
+        for (size_t i = lo; i <= hi; i++)
+            sum += vote[i];
+        c->rank[j] = (Ranked){ sum / (double)c->pool, j };
+    }
+    qsort(c->rank, n, sizeof *c->rank, by_vote);
+    memset(c->keep, 0, held);
+    for (size_t r = 0; r < c->budget - c->window; r++)
+        c->keep[c->rank[r].row] = 1;
+    memset(c->keep + n, 1, c->window);
+    size_t to = 0; /* compact in position order */
+    for (size_t i = 0; i < held; i++) {
+        if (!c->keep[i])
+            continue;
+        if (to != i) {
+            for (size_t h = 0; h < g->n_kv_heads; h++) {
+                memcpy(row_k(c, s, h, to), row_k(c, s, h, i), c->k_row);
+                memcpy(row_v(c, s, h, to), row_v(c, s, h, i), c->v_row);
+            }
+            c->pos[s * c->cap + to] = c->pos[s * c->cap + i];
+        }
+        to++;
+    }
+    c->evicted += held - to;
+    c->count[s] = to;
+    index_runs(c, s);
+}
+
+static void snapkv_observe(KvCache *base, size_t layer, size_t seq, size_t kv_head, const float *w,
+                           size_t q_stride, size_t g_stride, size_t G, size_t nq, size_t n)
+{
+    SnapKV *c = (SnapKV *)base;
+    size_t s = slot_of(c, layer, seq);
+    double *vote = c->vote + s * c->cap;
+    if (kv_head == 0)
+        memset(vote, 0, c->count[s] * sizeof *vote);
+    for (size_t i = 0; i < nq; i++) { /* rows were seen in block order = position order */
+        size_t seen = n - (nq - 1 - i);
+        for (size_t gi = 0; gi < G; gi++) {
+            const float *wq = w + i * q_stride + gi * g_stride;
+            for (size_t j = 0; j < seen && j < c->count[s]; j++)
+                vote[j] += wq[j];
+        }
+    }
+    if (kv_head + 1 == base->geo.n_kv_heads) /* choose once the whole layer has voted */
+        select_rows(c, s);
+}
+
+static size_t snapkv_length(const KvCache *base, size_t layer, size_t seq)
+{
+    const SnapKV *c = (const SnapKV *)base;
+    return c->len[slot_of(c, layer, seq)];
+}
+
+static size_t snapkv_n_blocks(const KvCache *base, size_t layer, size_t seq)
+{
+    const SnapKV *c = (const SnapKV *)base;
+    return c->n_runs[slot_of(c, layer, seq)];
+}
+
+static void snapkv_block(const KvCache *base, size_t layer, size_t seq, size_t h, size_t i, KvBlock *out)
+{
+    const SnapKV *c = (const SnapKV *)base;
+    size_t s = slot_of(c, layer, seq), first = c->run_start[s * c->cap + i];
+    size_t end = i + 1 < c->n_runs[s] ? c->run_start[s * c->cap + i + 1] : c->count[s];
+    *out = (KvBlock){
+        .pos = c->pos[s * c->cap + first], .n = end - first,
+        .k = row_k(c, s, h, first), .v = row_v(c, s, h, first),
+        .k_stride = c->k_row, .v_stride = c->v_row,
+        .k_fmt = c->st.k_fmt, .v_fmt = c->st.v_fmt,
+    };
+}
+
+static size_t snapkv_bytes_used(const KvCache *base)
+{
+    const SnapKV *c = (const SnapKV *)base;
+    size_t rows = 0;
+    for (size_t s = 0; s < base->geo.n_layers * base->geo.n_seqs; s++)
+        rows += c->count[s];
+    return rows * base->geo.n_kv_heads * (c->k_row + c->v_row);
+}
+
+static size_t snapkv_bytes_reserved(const KvCache *base)
+{
+    const SnapKV *c = (const SnapKV *)base;
+    const KvGeometry *g = &base->geo;
+    return g->n_layers * g->n_seqs * g->n_kv_heads * c->cap * (c->k_row + c->v_row);
+}
+
+static void snapkv_cells(const KvCache *base, size_t layer, size_t seq, KvCell *out, size_t n)
+{
+    const SnapKV *c = (const SnapKV *)base;
+    size_t s = slot_of(c, layer, seq), len = c->len[s];
+    kv_cells_prefix(base, len, out, n);
+    for (size_t i = 0; i < len && i < n; i++)
+        out[i].state = CELL_EVICTED;
+    for (size_t i = 0; i < c->count[s]; i++) {
+        size_t p = c->pos[s * c->cap + i];
+        if (p < n)
+            out[p].state = (unsigned char)(c->st.k_fmt != FMT_F32 || c->st.v_fmt != FMT_F32 ? CELL_LOSSY
+                                                                                          : CELL_EXACT);
+    }
+}
+
+static void snapkv_drop(KvCache *base, size_t seq)
+{
+    SnapKV *c = (SnapKV *)base;
+    for (size_t l = 0; l < base->geo.n_layers; l++) {
+        size_t s = slot_of(c, l, seq);
+        c->count[s] = c->len[s] = c->n_runs[s] = 0;
+    }
+}
+
+static void snapkv_reset(KvCache *base)
+{
+    for (size_t s = 0; s < base->geo.n_seqs; s++)
+        snapkv_drop(base, s);
+    ((SnapKV *)base)->evicted = 0;
+}
+
+static int snapkv_fork(KvCache *base, size_t src, size_t dst, Counters *ctr, Err *e)
+{
+    SnapKV *c = (SnapKV *)base;
+    const KvGeometry *g = &base->geo;
+    if (c->len[slot_of(c, 0, dst)])
+        return err_set(e, ERR_RUNTIME, "fork: sequence %zu is not empty", dst);
+    for (size_t l = 0; l < g->n_layers; l++) {
+        size_t a = slot_of(c, l, src), b = slot_of(c, l, dst);
+        for (size_t h = 0; h < g->n_kv_heads; h++) {
+            memcpy(row_k(c, b, h, 0), row_k(c, a, h, 0), c->count[a] * c->k_row);
+            memcpy(row_v(c, b, h, 0), row_v(c, a, h, 0), c->count[a] * c->v_row);
+        }
+        memcpy(&c->pos[b * c->cap], &c->pos[a * c->cap], c->count[a] * sizeof *c->pos);
+        c->count[b] = c->count[a], c->len[b] = c->len[a];
+        index_runs(c, b);
+        if (ctr)
+            ctr->bytes_copied += c->count[a] * g->n_kv_heads * (c->k_row + c->v_row);
+    }
+    return 0;
+}
+
+static void snapkv_stats(const KvCache *base, KvStats *out)
+{
+    out->evictions = ((const SnapKV *)base)->evicted;
+}
+
+static void snapkv_destroy(KvCache *base)
+{
+    SnapKV *c = (SnapKV *)base;
+    free(c->k), free(c->v), free(c->pos), free(c->vote), free(c->rank), free(c->keep);
+    free(c->count), free(c->len), free(c->n_runs), free(c->run_start);
+    free(c);
+}
+
+static const KvCacheOps snapkv_ops = {
+    .name = "snapkv",
+    .append = snapkv_append,
+    .n_blocks = snapkv_n_blocks,
+    .block = snapkv_block,
+    .length = snapkv_length,
+    .bytes_used = snapkv_bytes_used,
+    .bytes_reserved = snapkv_bytes_reserved,
+    .reset = snapkv_reset,
+    .cells = snapkv_cells,
+    .fork = snapkv_fork,
+    .drop = snapkv_drop,
+    .stats = snapkv_stats,
+    .observe = snapkv_observe,
+    .observe_queries = snapkv_observe_queries,
+    .destroy = snapkv_destroy,
+};
+
+KvCache *snapkv_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e)
+{
+    size_t budget = 256, window = 32, pool = 7;
+    if (spec_take_size(opts, "budget", &budget, e) < 0 || spec_take_size(opts, "window", &window, e) < 0 ||
+        spec_take_size(opts, "pool", &pool, e) < 0 ||
+        spec_check_all_taken(opts, "budget=ROWS, window=W, pool=K", e) < 0)
+        return NULL;
+    if (window > budget) {
+        err_set(e, ERR_USAGE, "cache 'snapkv': window=%zu must not exceed budget=%zu", window, budget);
+        return NULL;
+    }
+    if (pool % 2 == 0) { /* centred on the position it smooths */
+        err_set(e, ERR_USAGE, "cache 'snapkv': pool=%zu must be odd (1 = no smoothing)", pool);
+        return NULL;
+    }
+    SnapKV *c = calloc(1, sizeof *c);
+    if (!c) {
+        err_set(e, ERR_RUNTIME, "snapkv cache: out of memory");
+        return NULL;
+    }
+    c->base.ops = &snapkv_ops;
+    c->base.geo = *geo;
+    c->base.lossy = 1;
+    c->st = *st;
+    c->budget = budget, c->window = window, c->pool = pool, c->cap = geo->max_seq_len;
+    c->k_row = kv_k_row_bytes(geo, st), c->v_row = kv_v_row_stored(geo, st);
+    size_t slots = geo->n_layers * geo->n_seqs;
+    c->k = calloc(slots * geo->n_kv_heads * c->cap, c->k_row);
+    c->v = kv_calloc(slots * geo->n_kv_heads * c->cap, c->v_row);
+    c->pos = calloc(slots * c->cap, sizeof *c->pos);
+    c->vote = calloc(slots * c->cap, sizeof *c->vote);
+    c->rank = calloc(c->cap, sizeof *c->rank);
+    c->keep = calloc(c->cap, 1);
+    c->count = calloc(slots, sizeof *c->count);
+    c->len = calloc(slots, sizeof *c->len);
+    c->n_runs = calloc(slots, sizeof *c->n_runs);
+    c->run_start = calloc(slots * c->cap, sizeof *c->run_start);
+    if (!c->k || !c->v || !c->pos || !c->vote || !c->rank || !c->keep || !c->count || !c->len ||
+        !c->n_runs || !c->run_start) {
+        snapkv_destroy(&c->base);
+        err_set(e, ERR_RUNTIME, "snapkv cache: out of memory");
+        return NULL;
+    }
+    return &c->base;
+}
