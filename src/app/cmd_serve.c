@@ -49,6 +49,9 @@ static void help(void)
            "  --cache SPEC        a paged cache (default %s)\n"
            "  --slots N           sequences running at once (default 8)\n"
            "  --token-budget T    tokens one step runs, decodes and prompt chunks (default 64)\n"
+           "  --preempt HOW       recompute (default: the preempted sequence's pages given back,\n"
+           "                      its tokens run again later) or swap (its rows copied to host\n"
+           "                      memory and back, counted; f32 caches)\n"
            "output:\n"
            "  --every N           a row every N steps (default: about 24 rows)\n\n"
            "A pool too small for the longest request, a cache that is not paged, a rate of 0\n"
@@ -87,7 +90,8 @@ static int parse_options(int argc, char **argv, ServeOpts *o, Err *e)
         { "output-len", required_argument, 0, 0 },    { "shared-prefix", required_argument, 0, 0 },
         { "seed", required_argument, 0, 0 },          { "cache", required_argument, 0, 0 },
         { "slots", required_argument, 0, 0 },         { "token-budget", required_argument, 0, 0 },
-        { "every", required_argument, 0, 0 },         { "help", no_argument, 0, 'h' },
+        { "every", required_argument, 0, 0 },         { "preempt", required_argument, 0, 0 },
+        { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -119,6 +123,11 @@ static int parse_options(int argc, char **argv, ServeOpts *o, Err *e)
             rc = parse_size(optarg, "--token-budget", &o->so.token_budget, e);
         else if (strcmp(name, "every") == 0)
             rc = parse_size(optarg, "--every", &o->every, e);
+        else if (strcmp(name, "preempt") == 0) {
+            if (strcmp(optarg, "recompute") != 0 && strcmp(optarg, "swap") != 0)
+                return err_set(e, ERR_USAGE, "--preempt: '%s' is not recompute or swap", optarg);
+            o->so.swap = strcmp(optarg, "swap") == 0;
+        }
         if (rc < 0)
             return -1;
     }
@@ -195,7 +204,11 @@ static void print_summary(const ServeResult *r, const KvCache *cache)
         printf("time to first token: median %zu steps, mean %.1f; time per output token: mean %.2f steps\n",
                ttft[n / 2], ttft_sum / (double)n, tpot_n ? tpot / (double)tpot_n : 0.0);
     }
-    printf("preemptions %zu (by recompute: %zu tokens run again)\n", r->preemptions, r->recomputed_tokens);
+    if (r->swapped_out_bytes || r->swapped_in_bytes)
+        printf("preemptions %zu (by swap: %.1f KiB copied out to host memory, %.1f KiB back)\n", r->preemptions,
+               (double)r->swapped_out_bytes / 1024.0, (double)r->swapped_in_bytes / 1024.0);
+    else
+        printf("preemptions %zu (by recompute: %zu tokens run again)\n", r->preemptions, r->recomputed_tokens);
     printf("pool: %zu pages of %zu rows, at most %zu in use; prefix hits %zu pages: %zu rows mapped from the "
            "prefix cache, not written (a shared prefix, or a preempted sequence's own pages)\n",
            last->pool.pages_total, last->pool.page_rows, peak_used, last->pool.prefix_hits,

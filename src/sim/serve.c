@@ -23,6 +23,8 @@ typedef struct {
     size_t admitted;      /* admission order: the newest running is preempted first */
     int *tokens;          /* [prompt_len + n_output] */
     size_t n_tokens, filled, target; /* target: prompt_len + n_output, the last never fed */
+    float *swapped;       /* swap: [n_layers][2][n_swapped][kv_dim] K then V, while it waits */
+    size_t n_swapped;
 } Seq;
 
 typedef struct {
@@ -69,6 +71,9 @@ int serve_check(const Model *m, const KvCache *cache, const ServeOptions *o, Err
     if (longest > m->cfg.max_seq_len)
         return err_set(e, ERR_USAGE, "serve: the longest request needs %zu positions; model '%s' has %zu", longest,
                        m->cfg.name, m->cfg.max_seq_len);
+    if (o->swap && (cache->k_fmt != FMT_F32 || cache->v_fmt != FMT_F32))
+        return err_set(e, ERR_USAGE, "serve: swap copies rows back by value; it needs an f32 cache, not '%s'",
+                       cache->spec);
     size_t need = pages_for(st.page_rows, 0, longest);
     if (need > st.pages_total)
         return err_set(e, ERR_USAGE, "serve: the longest request needs %zu pages of %zu rows; the pool holds %zu "
@@ -114,19 +119,67 @@ static int draw_requests(Loop *L, Err *e)
     return rc < 0 ? err_set(e, ERR_RUNTIME, "out of memory for %zu requests", o->n_requests) : 0;
 }
 
+/* The f32 K and V of r's rows, layer by layer, into s->swapped. */
+static int swap_out(Loop *L, Seq *s, Err *e)
+{
+    const Config *c = &L->m->cfg;
+    const size_t kv_dim = config_kv_dim(c), hd = c->head_dim, n = s->filled;
+    s->swapped = malloc(c->n_layers * 2 * n * kv_dim * sizeof(float));
+    if (!s->swapped)
+        return err_set(e, ERR_RUNTIME, "out of memory for a swapped sequence");
+    for (size_t l = 0; l < c->n_layers; l++) {
+        float *k = s->swapped + l * 2 * n * kv_dim, *v = k + n * kv_dim;
+        for (size_t h = 0; h < c->n_kv_heads; h++)
+            for (size_t b = 0; b < kv_n_blocks(L->cache, l, s->slot); b++) {
+                KvBlock blk;
+                kv_block(L->cache, l, s->slot, h, b, &blk);
+                for (size_t i = 0; i < blk.n; i++)
+                    block_decode_row(L->m->kern->codec, &blk, i, hd, k + (blk.pos + i) * kv_dim + h * hd,
+                                     v + (blk.pos + i) * kv_dim + h * hd);
+            }
+    }
+    s->n_swapped = n;
+    L->out->swapped_out_bytes += (uint64_t)c->n_layers * n * kv_row_pair_bytes(&L->cache->geo, FMT_F32, FMT_F32);
+    return 0;
+}
+
+/* Put the swapped rows back into r's (new) slot: appended as they were. */
+static int swap_in(Loop *L, Seq *s, Err *e)
+{
+    const Config *c = &L->m->cfg;
+    const size_t kv_dim = config_kv_dim(c), n = s->n_swapped;
+    if (kv_reserve(L->cache, s->slot, 0, s->tokens, n, NULL, e) < 0)
+        return -1;
+    for (size_t l = 0; l < c->n_layers; l++) {
+        const float *k = s->swapped + l * 2 * n * kv_dim;
+        if (kv_append(L->cache, l, s->slot, 0, n, k, k + n * kv_dim, NULL, e) < 0)
+            return -1;
+    }
+    L->out->swapped_in_bytes += (uint64_t)c->n_layers * n * kv_row_pair_bytes(&L->cache->geo, FMT_F32, FMT_F32);
+    s->filled = n;
+    free(s->swapped);
+    s->swapped = NULL;
+    s->n_swapped = 0;
+    return 0;
+}
+
 /* Give back r's pages and send it to wait again: everything it holds will
- * be run anew (recompute). */
-static void preempt(Loop *L, size_t r)
+ * be run anew (recompute), or copied back (swap). */
+static int preempt(Loop *L, size_t r, Err *e)
 {
     Seq *s = &L->seq[r];
+    if (L->o->swap && swap_out(L, s, e) < 0)
+        return -1;
     kv_drop(L->cache, s->slot);
     L->free_slots[L->n_free++] = s->slot;
-    L->out->recomputed_tokens += s->filled;
+    if (!L->o->swap)
+        L->out->recomputed_tokens += s->filled;
     s->filled = 0;
     s->state = SEQ_WAITING;
     L->out->req[r].preemptions++;
     L->out->preemptions++;
     L->cur.preempted++;
+    return 0;
 }
 
 /* The newest running request other than `not` (SIZE_MAX: none). */
@@ -204,7 +257,10 @@ static int decode_all(Loop *L, size_t *budget, Err *e)
             size_t victim = newest_running(L, r);
             if (victim == SIZE_MAX || L->seq[victim].admitted < s->admitted)
                 victim = r; /* it is the newest itself */
-            preempt(L, victim);
+            if (preempt(L, victim, e) < 0) {
+                free(order);
+                return -1;
+            }
             if (victim == r)
                 break;
         }
@@ -235,6 +291,11 @@ static int prefill_some(Loop *L, size_t *budget, Err *e)
                 s->slot = L->free_slots[--L->n_free];
                 s->admitted = L->n_admitted++;
                 s->state = SEQ_RUNNING;
+                if (s->swapped && swap_in(L, s, e) < 0)
+                    return -1;
+                pending = s->n_tokens - s->filled;
+                if (pending == 1 && s->filled > 0)
+                    continue; /* back where it was: it decodes from the next step */
             }
             size_t n = pending < *budget ? pending : *budget;
             size_t room = pages_available(L);
@@ -322,8 +383,10 @@ int serve_run(const Model *m, KvCache *cache, const ServeOptions *o, ServeStepFn
     out->seconds = clock_seconds() - t0;
     rc = 0;
 done:
-    for (size_t r = 0; L.seq && r < o->n_requests; r++)
+    for (size_t r = 0; L.seq && r < o->n_requests; r++) {
         free(L.seq[r].tokens);
+        free(L.seq[r].swapped);
+    }
     free(L.seq);
     free(L.free_slots);
     free(L.logits);

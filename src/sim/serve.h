@@ -8,7 +8,8 @@
  *      token, oldest first; one that needs a new page when the pool has
  *      none preempts the newest running sequence (by recompute: its pages
  *      are given back and it waits again, its prompt and the tokens it has
- *      generated to be prefilled anew);
+ *      generated to be prefilled anew; or by swap: its rows are copied to
+ *      host memory and copied back, not recomputed, when it runs again);
  *   3. what is left of the step's token budget goes to prompt chunks:
  *      sequences being prefilled first, then waiting requests, admitted
  *      only while a slot is free and the pool has the pages the whole
@@ -36,6 +37,8 @@ typedef struct {
     size_t output_min, output_max; /* tokens each generates, uniform in [min, max] */
     size_t shared_prefix; /* the first tokens of every prompt are the same (a system prompt) */
     size_t token_budget;  /* tokens one step may run, decodes and prompt chunks together */
+    int swap;             /* preempt by swap: the sequence's rows copied out to host memory and back
+                             when it runs again (counted), instead of recomputed; f32 caches only */
     uint64_t seed;        /* arrivals, lengths and prompts (gsl mt19937) */
 } ServeOptions;
 
@@ -64,6 +67,7 @@ typedef struct {
     ServeStep *steps;     /* [n_steps] */
     size_t n_steps;
     size_t preemptions, recomputed_tokens, prompt_tokens, generated_tokens;
+    uint64_t swapped_out_bytes, swapped_in_bytes; /* with swap: rows copied to host memory and back */
     double seconds;
 } ServeResult;
 

@@ -9,6 +9,12 @@ grep -q '^prefix hits\|prefix hits [1-9]' "$out" && ok "serve: the shared prefix
 expect_ok "serve: a tight pool preempts and still finishes" 'preemptions [1-9]' \
     $KV serve --model tiny --requests 16 --rate 8 --prompt-len 16 --output-len 24 \
     --cache paged:page=8,pages=12 --slots 6
+expect_ok "serve: --preempt swap copies rows out and back instead" 'by swap: [0-9.]+ KiB copied out' \
+    $KV serve --model tiny --requests 16 --rate 8 --prompt-len 16 --output-len 24 \
+    --cache paged:page=8,pages=12 --slots 6 --preempt swap
+expect_fail "serve: swap needs an f32 cache" 2 'needs an f32 cache' \
+    $KV serve --model tiny --cache paged:page=8,pages=64+quant:k=q8_0,v=q8_0 --preempt swap
+expect_fail "serve: --preempt of another kind" 2 "'later' is not recompute or swap" $KV serve --preempt later
 expect_fail "serve: a cache that is not paged" 2 'must be paged' $KV serve --model tiny --cache contiguous
 expect_fail "serve: a pool too small for one request" 2 'the pool holds 2' \
     $KV serve --model tiny --cache paged:page=8,pages=2

@@ -94,6 +94,27 @@ static void test_preempted_requests_recompute_the_same(void **state)
     model_free(&m);
 }
 
+/* The same pressure with swap: nothing is recomputed, the rows go out and
+ * come back, and every request still matches its run alone. */
+static void test_swapped_requests_come_back_the_same(void **state)
+{
+    (void)state;
+    Config c = test_config(2, 4, 2);
+    Model m;
+    test_model(&m, &c);
+    ServeOptions o = workload();
+    o.rate = 50, o.shared_prefix = 0, o.output_min = 16, o.output_max = 24, o.swap = 1;
+    ServeResult r;
+    serve(&m, "paged:page=4,pages=12", 4, &o, &r);
+    assert_true(r.preemptions > 0);
+    assert_int_equal(r.recomputed_tokens, 0);
+    assert_true(r.swapped_out_bytes > 0);
+    assert_int_equal(r.swapped_in_bytes, r.swapped_out_bytes); /* every swapped sequence came back */
+    expect_alone(&m, &r);
+    serve_result_free(&r);
+    model_free(&m);
+}
+
 static void test_bad_workloads_are_refused(void **state)
 {
     (void)state;
@@ -126,6 +147,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_request_as_alone),
         cmocka_unit_test(test_preempted_requests_recompute_the_same),
+        cmocka_unit_test(test_swapped_requests_come_back_the_same),
         cmocka_unit_test(test_bad_workloads_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
