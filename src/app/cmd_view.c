@@ -37,6 +37,7 @@ typedef struct {
     UncachedMode uncached;
     const char *screen;
     const char *preset;    /* --preset's name, or NULL */
+    size_t beams;          /* an encoder-decoder's beam width (its preset's, else 4) */
     int model_given;
     int no_color, ascii;
     int headless, measure;
@@ -76,8 +77,10 @@ static void help(void)
            "  --sample-seed S     seed of the sampler (default 1)\n\n"
            "cache and attention:\n"
            "  --preset NAME       open a source document's system on the simulation screen:\n"
-           "                      marlin, mla, teaching, mixed (defaults the options override);\n"
-           "                      encdec is beam search: `kvscope run --preset encdec` runs it\n"
+           "                      marlin, mla, teaching, mixed, encdec (defaults the options\n"
+           "                      override); an encoder-decoder (encdec) shows its beam search\n"
+           "                      step by step: beams, their slots, block tables and the shared\n"
+           "                      cross cache (compare, c, m and t are for decoders)\n"
            "  --cache SPEC        the cache (default contiguous); accepted:\n%s"
            "  --attention FORM    naive (default: the heatmaps need its weights), flash or\n"
            "                      materialize\n"
@@ -262,16 +265,9 @@ static int open_session(ViewOpts *o, const char *model, const int *fixed, size_t
     size_t plen = fixed_len;
     if (load_model(o, model, &cfg, &kern, e) < 0)
         return -1;
-    /* the session steps a decoder's generation; beam search is run's */
-    if (cfg.architecture != ARCH_DECODER) {
-        char how[96];
-        if (o->preset)
-            snprintf(how, sizeof how, "kvscope run --preset %s", o->preset);
-        else
-            snprintf(how, sizeof how, "kvscope run --model %s --beams 4", cfg.name);
-        return err_set(e, ERR_USAGE, "view: model '%s' is an encoder-decoder that generates by beam search, "
-                       "which the view does not step; `%s` runs it", cfg.name, how);
-    }
+    if (cfg.architecture != ARCH_DECODER) /* open_beam's */
+        return err_set(e, ERR_USAGE, "view: model '%s' is an encoder-decoder: the view shows its beam search",
+                       cfg.name);
     if (!fixed && make_prompt(o, &cfg, &prompt, &plen, e) < 0)
         return -1;
     /* a real shape's weights take seconds to draw: say so before the wait */
@@ -297,6 +293,52 @@ static int open_session(ViewOpts *o, const char *model, const int *fixed, size_t
     return rc;
 }
 
+/* An encoder-decoder's beam search, run once and recorded for the view:
+ * the source from the prompt options (its src_len random ids by default),
+ * width o->beams, as many target tokens as the model holds. */
+static int open_beam(ViewOpts *o, BeamReplay **out, Err *e)
+{
+    Config cfg;
+    const Kernels *kern;
+    if (load_model(o, o->mo.model, &cfg, &kern, e) < 0)
+        return -1;
+    PromptOpts p = o->po;
+    if (!setup_prompt_given(&p))
+        p.len = cfg.src_len;
+    int *src = NULL;
+    size_t batch, len;
+    if (setup_make_prompt(&p, &cfg, &src, &batch, &len, e) < 0)
+        return -1;
+    if (batch != 1) {
+        free(src);
+        return err_set(e, ERR_USAGE, "view: beam search reads one source, not a batch of %zu", batch);
+    }
+    cfg.src_len = len;
+    Model m;
+    BeamReplay *br = calloc(1, sizeof *br);
+    int rc = br ? model_init(&m, &cfg, kern, e) : err_set(e, ERR_RUNTIME, "out of memory");
+    if (rc == 0) {
+        rc = beam_replay_make(br, &m, o->cache_spec, src, len, o->beams ? o->beams : 4, cfg.max_seq_len, e);
+        model_free(&m);
+    }
+    free(src);
+    if (rc < 0) {
+        free(br);
+        return -1;
+    }
+    *out = br;
+    return 0;
+}
+
+/* Whether --model (or the preset's) is an encoder-decoder. */
+static int is_encdec(ViewOpts *o)
+{
+    Config cfg;
+    const Kernels *kern;
+    Err ignored = { 0 };
+    return load_model(o, o->mo.model, &cfg, &kern, &ignored) == 0 && cfg.architecture == ARCH_ENCDEC;
+}
+
 static void print_measure(const Measure *m)
 {
     printf("view timing at %dx%d (means; measured, not asserted):\n", m->w, m->h);
@@ -318,6 +360,8 @@ static void apply_preset(ViewOpts *o, const Preset *p)
         o->go.n_generate = p->view_tokens ? p->view_tokens : p->tokens;
     if (p->prompt_len)
         o->po.len = p->prompt_len;
+    if (p->beams)
+        o->beams = p->beams;
     if (p->attention[0] && strcmp(p->attention, "flash") != 0) /* the view keeps weights: not flash */
         attend_algo_parse(p->attention, &o->attend);
 }
@@ -378,16 +422,22 @@ int cmd_view(int argc, char **argv)
         return cli_fail(&e);
 
     Session *ex = NULL, *sim = NULL;
+    BeamReplay *beam = NULL;
     static const int example_prompt[3] = { 0, 1, 2 };
+    const int encdec = is_encdec(&o);
     if (open_session(&o, EXAMPLE_MODEL, example_prompt, 3, EXAMPLE_TOKENS, "contiguous", &ex, &e) < 0 ||
-        open_session(&o, o.mo.model, NULL, 0, o.go.n_generate, o.cache_spec, &sim, &e) < 0) {
+        (encdec ? open_beam(&o, &beam, &e)
+                : open_session(&o, o.mo.model, NULL, 0, o.go.n_generate, o.cache_spec, &sim, &e)) < 0) {
         session_free(ex);
         free(keys);
         return cli_fail(&e);
     }
     ViewHooks hooks = { load_model, make_prompt, &o };
     View v;
-    view_init(&v, ex, sim, SCR_EXAMPLE, &hooks);
+    if (beam)
+        view_init_beam(&v, ex, beam, SCR_EXAMPLE, &hooks);
+    else
+        view_init(&v, ex, sim, SCR_EXAMPLE, &hooks);
     const char *no_color = getenv("NO_COLOR");
     v.color = !o.no_color && !(no_color && *no_color);
     v.ascii = o.ascii;

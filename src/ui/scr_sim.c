@@ -20,6 +20,10 @@ static const char *const panel_names[P_COUNT] = { "cache map", "counters", "atte
 
 static void draw(Frame *f, Rect b, const View *v)
 {
+    if (v->beam) { /* an encoder-decoder: its beam search instead */
+        panel_beams(f, b, v);
+        return;
+    }
     const Session *s = v->sim;
     const Config *c = &session_model(s)->cfg;
     const int focus = v->focus[SCR_SIM];

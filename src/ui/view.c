@@ -31,8 +31,14 @@ void view_init(View *v, Session *ex, Session *sim, ScreenId screen, const ViewHo
     v->h = VIEW_MIN_H;
     if (hooks)
         v->hooks = *hooks;
-    snprintf(v->cmp_spec[0], sizeof v->cmp_spec[0], "%s", session_cache_spec(sim));
+    snprintf(v->cmp_spec[0], sizeof v->cmp_spec[0], "%s", sim ? session_cache_spec(sim) : "contiguous");
     snprintf(v->cmp_spec[1], sizeof v->cmp_spec[1], "%s", COMPARE_B_DEFAULT);
+}
+
+void view_init_beam(View *v, Session *ex, BeamReplay *beam, ScreenId screen, const ViewHooks *hooks)
+{
+    view_init(v, ex, NULL, screen, hooks);
+    v->beam = beam;
 }
 
 static void free_compare(View *v)
@@ -49,6 +55,11 @@ void view_free(View *v)
     session_free(v->ex);
     session_free(v->sim);
     v->ex = v->sim = NULL;
+    if (v->beam) {
+        beam_replay_free(v->beam);
+        free(v->beam);
+        v->beam = NULL;
+    }
 }
 
 void view_status(View *v, int warn, const char *fmt, ...)
@@ -67,6 +78,10 @@ static int ensure_compare(View *v)
 {
     if (v->cmp[0])
         return 0;
+    if (!v->sim) {
+        view_status(v, 1, "compare runs decoder caches side by side; an encoder-decoder's beams are screen 2");
+        return -1;
+    }
     SessionSpec sp;
     session_spec(v->sim, &sp);
     sp.uncached = UNCACHED_FORMULA; /* compare measures quality, not the uncached cost */
@@ -96,7 +111,7 @@ size_t view_sessions(const View *v, Session **out)
         return 1;
     case SCR_SIM:
         out[0] = v->sim;
-        return 1;
+        return v->sim ? 1 : 0;
     default:
         if (!v->cmp[0])
             return 0;
@@ -125,8 +140,30 @@ int view_tick_ms(const View *v)
 /* Apply `op` to every session on screen. */
 typedef enum { OP_STEP, OP_BACK, OP_RESET } Op;
 
+/* The recorded beam search: a step is the next frame of the record. */
+static unsigned apply_beam(View *v, Op op)
+{
+    const size_t n = v->beam->n_frames;
+    if (op == OP_STEP && v->beam_step < n)
+        v->beam_step++;
+    else if (op == OP_BACK && v->beam_step > 0)
+        v->beam_step--;
+    else if (op == OP_RESET)
+        v->beam_step = 0;
+    if (op == OP_STEP && v->beam_step == n) {
+        v->playing = 0;
+        view_status(v, 0, "search complete: %zu step%s, the best hypothesis %zu token%s (r resets, Left goes back)",
+                    n, n == 1 ? "" : "s", v->beam->best_len, v->beam->best_len == 1 ? "" : "s");
+    } else if (op == OP_BACK && v->beam_step == 0) {
+        view_status(v, 0, "at the start: the source is encoded, no beam has run");
+    }
+    return KR_HANDLED | KR_CHANGED;
+}
+
 static unsigned apply(View *v, Op op)
 {
+    if (v->beam && v->screen == SCR_SIM)
+        return apply_beam(v, op);
     Session *ss[3];
     size_t n = view_sessions(v, ss);
     Err e = { 0 };
@@ -164,6 +201,8 @@ unsigned view_tick(View *v)
 
 static int at_end(const View *v)
 {
+    if (v->beam && v->screen == SCR_SIM)
+        return v->beam_step == v->beam->n_frames;
     Session *ss[3];
     size_t n = view_sessions(v, ss);
     return n && session_steps(ss[0]) == session_total_steps(ss[0]);
@@ -257,6 +296,11 @@ static unsigned overlay_key(View *v, int key)
 {
     const char *why = NULL;
     v->playing = 0;
+    if (!v->sim) {
+        view_status(v, 1, "the cache and model lists and the prompt line are for decoders; this view shows "
+                    "model %s's beam search (its options set it)", v->beam->model);
+        return KR_HANDLED | KR_CHANGED;
+    }
     if (key == 't' && prompt_edit_open(&v->edit, v->sim, &why) < 0)
         view_status(v, 1, "%s", why);
     else if (key != 't' && chooser_open(&v->chooser, v, key == 'c' ? CHOOSE_CACHE : CHOOSE_MODEL, &why) < 0)
@@ -444,6 +488,8 @@ static void draw_title(const View *v, Frame *f)
     if (n)
         snprintf(right + len, sizeof right - (size_t)len, "  %zu/%zu passes ", session_steps(ss[0]),
                  session_total_steps(ss[0]));
+    else if (v->beam && v->screen == SCR_SIM)
+        snprintf(right + len, sizeof right - (size_t)len, "  %zu/%zu steps ", v->beam_step, v->beam->n_frames);
     int rx = f->w - text_width(right);
     if (rx > x)
         frame_text(f, row, rx, 0, ROLE_TITLE, right);

@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 
+#include "sim/beam_replay.h"
 #include "sim/session.h"
 #include "ui/frame.h"
 
@@ -69,7 +70,10 @@ typedef struct {
 
 typedef struct {
     Session *ex;            /* the worked example */
-    Session *sim;           /* the simulation; its model and prompt drive compare too */
+    Session *sim;           /* the simulation; its model and prompt drive compare too. NULL when
+                               the view runs an encoder-decoder's beam search (beam) instead */
+    BeamReplay *beam;       /* the simulation screen's beam search, recorded; NULL for a decoder */
+    size_t beam_step;       /* frames of it shown: 0 .. beam->n_frames */
     Session *cmp[3];        /* compare: cache A, cache B, and the exact reference */
     char cmp_spec[2][96];
     ScreenId screen;
@@ -91,6 +95,10 @@ typedef struct {
 
 /* Take ownership of the two sessions and start on `screen`. */
 void view_init(View *v, Session *ex, Session *sim, ScreenId screen, const ViewHooks *hooks);
+/* The same with a recorded beam search on the simulation screen (an
+ * encoder-decoder): compare, the cache and model lists and the prompt line
+ * are for decoders and say so. Takes ownership of beam. */
+void view_init_beam(View *v, Session *ex, BeamReplay *beam, ScreenId screen, const ViewHooks *hooks);
 void view_free(View *v);
 
 /* Build the whole frame for the current state (f has the terminal's size). */

@@ -270,11 +270,23 @@ expect_fail "view: bad --size" 2 "--size: '10' is not WxH" $KV view --headless -
 expect_fail "view: unknown key name" 2 'unknown key <bogus>' $KV view --headless --keys '<bogus>'
 expect_fail "view: bad --screen" 2 "--screen: 'foo' is not one of" $KV view --headless --screen foo
 expect_fail "view: bad cache" 2 "unknown cache 'magic'" $KV view --headless --cache magic
-# an encoder-decoder is beam search, which run steps: one line saying so, exit 2
-expect_fail "view: --preset encdec names run" 2 'encoder-decoder .*`kvscope run --preset encdec` runs it' \
-    $KV view --headless --preset encdec
-expect_fail "view: --model encdec names run" 2 'encoder-decoder .*`kvscope run --model encdec --beams 4`' \
-    $KV view --headless --model encdec
+# an encoder-decoder: the simulation screen steps its beam search, the
+# beams, their slots and block tables (forks share pages), the cross cache
+# read by every beam; at the end the best hypothesis is run's
+expect_ok "view --preset encdec: step 4 shows 4 beams, shared pages and the one cross cache" \
+    'Step 4: 4 beams kept' $KV view --headless --preset encdec --frames last --keys "<space><space><space><space>"
+if grep -q 'one copy read by 4 beams' "$out" && grep -q '0→[0-9]*▓' "$out"; then
+    ok "view --preset encdec: the cross cache is shared, a page is shared by two beams"
+else bad "view --preset encdec: the cross cache is shared, a page is shared by two beams" "$(head -c 1500 "$out")"; fi
+run "view --preset encdec: the best hypothesis is run's" $KV run --preset encdec
+want=$(awk '/hypotheses, cached/ { f = 1 } f && $1 == "1" { for (i = 6; i <= NF; i++) printf "%s ", $i; exit }' "$out")
+run "view --preset encdec: the best hypothesis is run's" $KV view --headless --preset encdec --frames last \
+    --keys "$(printf '<space>%.0s' $(seq 1 30))"
+got=$(sed -n 's/.*best hypothesis (score [^)]*): *//p' "$out" | tr -s ' ')
+if [ -n "$want" ] && [ "$(echo $got)" = "$(echo $want)" ]; then ok "$name"
+else bad "$name" "want: $want" "got:  $got"; fi
+expect_ok "view --model encdec: compare says it is for decoders" 'compare runs decoder caches side by side' \
+    $KV view --headless --model encdec --frames last --keys "3"
 expect_fail "view: --batch above 8 is refused" 2 'at most 8 sequences' $KV view --headless --batch 9
 
 # --- a few hundred random keys, interleaved with resizes: no crash --------
