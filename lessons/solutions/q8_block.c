@@ -1,4 +1,5 @@
-/* q8_block.c, solved: quantize one q8_0 block (lesson 7). */
+/* q8_block.c, solved: quantize one q8_0 block, and encode one fp4 value
+ * (lesson 7). */
 #include <math.h>
 
 #include "kernels/codec.h"
@@ -17,4 +18,19 @@ void q8_0_block(BlockQ8_0 *out, const float x[QK8_0])
     out->d = fp16_from_f32(d);
     for (int j = 0; j < QK8_0; j++)
         out->qs[j] = (int8_t)roundf(x[j] * id); /* |x * id| <= 127: no clamp needed */
+}
+
+static const float e2m1[8] = { 0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f };
+
+unsigned fp4_code(float x, float s)
+{
+    const float a = fabsf(x / s);
+    unsigned idx = 0;
+    for (unsigned i = 1; i < 8; i++) {
+        const float mid = 0.5f * (e2m1[i - 1] + e2m1[i]); /* exact: halves and quarters */
+        /* past the midpoint: the upper one; on it, the even index of the two */
+        if (a > mid || (a == mid && i % 2 == 0))
+            idx = i;
+    }
+    return (x < 0.0f ? 8u : 0u) | idx;
 }
