@@ -4,7 +4,9 @@
  * reference codec (codec_ref[FMT_Q8_0].quantize, llama.cpp's
  * quantize_row_q8_0_ref) on every test block: Gaussian values at several
  * scales, a block with one outlier, a negative maximum, exact halves, tiny
- * values, and a block of zeros.
+ * values, and a block of zeros. Its q4_0_block must write the same 18
+ * bytes as codec_ref[FMT_Q4_0] (llama.cpp's quantize_row_q4_0_ref) on the
+ * same blocks; a scale of the wrong sign and swapped nibbles are named.
  *
  * Then its fp4_code must give, for every value of a dozen fp4 rows, the
  * nibble kvscope's reference codec (codec_ref[FMT_FP4].quantize) stored,
@@ -127,6 +129,38 @@ int main(void)
         }
     }
     const int q8_failed = verdict(&t, "q8_0 blocks");
+
+    printf("reference: kvscope's q4_0 codec on the same %d blocks (%zu bytes each)\n", N_BLOCKS, sizeof(BlockQ4_0));
+    Tally t4 = { 0, 0 };
+    for (int b = 0; b < N_BLOCKS; b++) {
+        BlockQ4_0 want, got;
+        memset(&got, 0xAB, sizeof got);
+        codec_ref[FMT_Q4_0].quantize(&want, x[b], QK4_0);
+        q4_0_block(&got, x[b]);
+        if (!tally(&t4, memcmp(&want, &got, sizeof want) == 0))
+            continue;
+        printf("block '%s': the bytes differ\n", names[b]);
+        if (want.d != got.d) {
+            printf("  scale d: expected 0x%04x (%g), got 0x%04x (%g)\n", want.d, fp16_to_f32(want.d), got.d,
+                   fp16_to_f32(got.d));
+            if ((want.d ^ got.d) == 0x8000u)
+                printf("  the sign of d: d = max / -8, where max is the value of largest magnitude, signed\n");
+        }
+        int shown = 0, swapped = 1;
+        for (int j = 0; j < QK4_0 / 2; j++) {
+            unsigned w = want.qs[j], g = got.qs[j];
+            if (w != g && ((w & 15u) << 4 | w >> 4) != g)
+                swapped = 0;
+            if (w != g && shown < 3) {
+                printf("  qs[%d] for x[%d] = %g and x[%d] = %g: expected 0x%02x, got 0x%02x\n", j, j, x[b][j],
+                       j + QK4_0 / 2, x[b][j + QK4_0 / 2], w, g);
+                shown++;
+            }
+        }
+        if (shown && swapped)
+            printf("  the nibbles are swapped: value j goes in the low nibble of qs[j], value j + 16 in the high\n");
+    }
+    const int q4_failed = verdict(&t4, "q4_0 blocks");
     const int fp4_failed = check_fp4();
-    return q8_failed || fp4_failed ? 1 : 0;
+    return q8_failed || q4_failed || fp4_failed ? 1 : 0;
 }
