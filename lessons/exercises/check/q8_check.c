@@ -4,7 +4,15 @@
  * reference codec (codec_ref[FMT_Q8_0].quantize, llama.cpp's
  * quantize_row_q8_0_ref) on every test block: Gaussian values at several
  * scales, a block with one outlier, a negative maximum, exact halves, tiny
- * values, and a block of zeros. */
+ * values, and a block of zeros. Its q4_0_block must write the same 18
+ * bytes as codec_ref[FMT_Q4_0] (llama.cpp's quantize_row_q4_0_ref) on the
+ * same blocks; a scale of the wrong sign and swapped nibbles are named.
+ *
+ * Then its fp4_code must give, for every value of a dozen fp4 rows, the
+ * nibble kvscope's reference codec (codec_ref[FMT_FP4].quantize) stored,
+ * given the row's scale as stored: Gaussian rows, and a row of scale 1 whose
+ * values sit on E2M1's magnitudes and on every midpoint between two (0.25,
+ * 0.75, ..., 5), where seed 000's round(value / scale) goes wrong. */
 #include <math.h>
 #include <string.h>
 
@@ -24,6 +32,52 @@ static double uniform(void)
 static float gauss(void)
 {
     return (float)(sqrt(-2 * log(uniform())) * cos(6.283185307179586 * uniform()));
+}
+
+/* Check fp4_code on every value of N_ROWS rows of ROW values; 1 when any differ. */
+static int check_fp4(void)
+{
+    enum { N_ROWS = 12, ROW = 32 };
+    static const float mag[8] = { FP4_MAGNITUDES };
+    /* on the magnitudes, and on each midpoint between two (s = 6 / 6 = 1) */
+    static const float ties[ROW] = { 6,    5,    4,    3.5f,  3,     2.5f,  2,     1.75f, 1.5f,  1.25f, 1,
+                                     0.75f, 0.5f, 0.25f, 0,     -0.1f, -5,    -2.5f, -0.25f, -6,   5.5f,  4.5f,
+                                     2.75f, 1.1f, 0.6f, 0.3f,  0.2f,  -3.5f, -1.75f, -0.75f, 2.25f, 0.9f };
+    unsigned char row[4 * ROW / 8 + 2];
+    float x[ROW];
+    Tally t = { 0, 0 };
+    int seed_rule = 0;
+    printf("reference: kvscope's fp4 codec on %d rows of %d values (%zu bytes each)\n", N_ROWS, ROW, sizeof row);
+    for (int r = 0; r < N_ROWS; r++) {
+        for (int j = 0; j < ROW; j++) {
+            float g = gauss();
+            x[j] = r == 0 ? ties[j] : r == 1 ? 0.37f * ties[j] : r % 3 == 0 ? 0.01f * g : r % 3 == 1 ? g : 50.0f * g;
+        }
+        codec_ref[FMT_FP4].quantize(row, x, ROW);
+        unsigned short h;
+        memcpy(&h, row + 4 * codec_row_words(ROW), sizeof h);
+        const float s = fp16_to_f32(h);
+        if (s == 0.0f)
+            continue;
+        for (int j = 0; j < ROW; j++) {
+            uint32_t w;
+            memcpy(&w, row + 4 * (j / 8), sizeof w);
+            const unsigned want = (w >> (4 * (j % 8))) & 0xfu, got = fp4_code(x[j], s);
+            if (!tally(&t, got == want))
+                continue;
+            printf("row %d, x = %g (x / s = %g with s = %g): expected code 0x%x (%s%g), got 0x%x", r, x[j],
+                   x[j] / s, s, want, want & 8u ? "-" : "+", mag[want & 7u], got);
+            if (got < 16)
+                printf(" (%s%g)", got & 8u ? "-" : "+", mag[got & 7u]);
+            printf("\n");
+            float a = roundf(fabsf(x[j] / s));
+            if ((got & 7u) == (unsigned)a && a != mag[got & 7u] && !seed_rule++)
+                printf("  that is seed 000's round(value / scale) = %g used as a code: E2M1's index %g stands "
+                       "for %g; take the nearest of the eight magnitudes instead\n",
+                       a, a, mag[got & 7u]);
+        }
+    }
+    return verdict(&t, "fp4 codes");
 }
 
 int main(void)
@@ -74,5 +128,39 @@ int main(void)
                 }
         }
     }
-    return verdict(&t, "blocks");
+    const int q8_failed = verdict(&t, "q8_0 blocks");
+
+    printf("reference: kvscope's q4_0 codec on the same %d blocks (%zu bytes each)\n", N_BLOCKS, sizeof(BlockQ4_0));
+    Tally t4 = { 0, 0 };
+    for (int b = 0; b < N_BLOCKS; b++) {
+        BlockQ4_0 want, got;
+        memset(&got, 0xAB, sizeof got);
+        codec_ref[FMT_Q4_0].quantize(&want, x[b], QK4_0);
+        q4_0_block(&got, x[b]);
+        if (!tally(&t4, memcmp(&want, &got, sizeof want) == 0))
+            continue;
+        printf("block '%s': the bytes differ\n", names[b]);
+        if (want.d != got.d) {
+            printf("  scale d: expected 0x%04x (%g), got 0x%04x (%g)\n", want.d, fp16_to_f32(want.d), got.d,
+                   fp16_to_f32(got.d));
+            if ((want.d ^ got.d) == 0x8000u)
+                printf("  the sign of d: d = max / -8, where max is the value of largest magnitude, signed\n");
+        }
+        int shown = 0, swapped = 1;
+        for (int j = 0; j < QK4_0 / 2; j++) {
+            unsigned w = want.qs[j], g = got.qs[j];
+            if (w != g && ((w & 15u) << 4 | w >> 4) != g)
+                swapped = 0;
+            if (w != g && shown < 3) {
+                printf("  qs[%d] for x[%d] = %g and x[%d] = %g: expected 0x%02x, got 0x%02x\n", j, j, x[b][j],
+                       j + QK4_0 / 2, x[b][j + QK4_0 / 2], w, g);
+                shown++;
+            }
+        }
+        if (shown && swapped)
+            printf("  the nibbles are swapped: value j goes in the low nibble of qs[j], value j + 16 in the high\n");
+    }
+    const int q4_failed = verdict(&t4, "q4_0 blocks");
+    const int fp4_failed = check_fp4();
+    return q8_failed || q4_failed || fp4_failed ? 1 : 0;
 }
