@@ -67,10 +67,10 @@ expect_ok "lesson check 6 on the solution passes" '^lesson 6: 8 of 8 checks pass
 expect_ok "lesson check 3 --file=: the memory formula" 'all [0-9]+ figures match the reference' \
     $KV lesson check 3 --file=lessons/solutions/memory_formula.c
 printf 'int broken(void) { return }\n' >"$lesson_src/broken.c"
-run "lesson check 7 on a file that does not compile" $KV lesson check 7 --file "$lesson_src/broken.c"
-if [ "$status" -eq 1 ] && grep -q 'FAIL  it does not compile' "$out" && grep -q "re-run: kvscope lesson check 7 --file" "$out"
-then ok "lesson check 7 on a file that does not compile"
-else bad "lesson check 7 on a file that does not compile" "exit $status" "stdout: $(head -c 800 "$out")"; fi
+run "lesson check 6 on a file that does not compile" $KV lesson check 6 --file "$lesson_src/broken.c"
+if [ "$status" -eq 1 ] && grep -q 'FAIL  it does not compile' "$out" && grep -q "re-run: kvscope lesson check 6 --file" "$out"
+then ok "lesson check 6 on a file that does not compile"
+else bad "lesson check 6 on a file that does not compile" "exit $status" "stdout: $(head -c 800 "$out")"; fi
 
 # bad input: one line, exit 2 for usage, 1 for what cannot be done
 expect_fail "lesson show: unknown id" 2 "no lesson 'nope': give a number 1 to 15 or an id" $KV lesson show nope
