@@ -54,6 +54,55 @@ size_t kv_head_row_bytes(const KvGeometry *g, size_t k_row, size_t v_row);
 void kv_encode_rows(void *dst, size_t dst_stride, const float *src, size_t n, size_t h, const KvGeometry *g,
                     const FormatOps *ops);
 
+/* Rows kept in position order, in runs: the store of the caches that
+ * evict single positions (h2o.c, snapkv.c). Per (layer, sequence) slot it
+ * holds `cap` rows for every KV head, the position of each, and where the
+ * runs of consecutive positions start, which are the blocks attention
+ * reads. Every KV head of a slot keeps the same positions. */
+typedef struct {
+    KvStorage st;
+    size_t cap, k_row, v_row;
+    size_t n_slots, n_kv_heads;
+    unsigned char *k, *v; /* [slot][kv_head][cap] rows */
+    size_t *pos;          /* [slot][cap] position of each held row */
+    size_t *count;        /* [slot] rows held */
+    size_t *len;          /* [slot] positions appended */
+    size_t *n_runs;       /* [slot] blocks */
+    size_t *run_start;    /* [slot][cap] first row index of each block */
+} RowRuns;
+
+/* Allocate for g's layers x sequences slots of cap rows; -1 when memory runs out. */
+int rows_init(RowRuns *r, const KvGeometry *g, const KvStorage *st, size_t cap);
+void rows_free(RowRuns *r);
+static inline unsigned char *rows_k(const RowRuns *r, size_t slot, size_t h, size_t i)
+{
+    return r->k + ((slot * r->n_kv_heads + h) * r->cap + i) * r->k_row;
+}
+static inline unsigned char *rows_v(const RowRuns *r, size_t slot, size_t h, size_t i)
+{
+    return r->v + ((slot * r->n_kv_heads + h) * r->cap + i) * r->v_row;
+}
+/* Encode n rows of positions p0 .. after the slot's held ones (room checked
+ * by the caller); counts the bytes written. */
+void rows_append(RowRuns *r, const KvGeometry *g, size_t slot, size_t p0, size_t n, const float *k, const float *v,
+                 Counters *ctr);
+/* Recompute where the runs start, after rows moved or went. */
+void rows_index(RowRuns *r, size_t slot);
+/* Keep only the rows whose keep[i] is set (i < count), in order; returns
+ * how many went. */
+size_t rows_compact(RowRuns *r, size_t slot, const unsigned char *keep);
+void rows_block(const RowRuns *r, size_t slot, size_t h, size_t i, KvBlock *out);
+size_t rows_bytes_used(const RowRuns *r);
+size_t rows_bytes_reserved(const RowRuns *r);
+/* Cells of a slot: appended positions evicted unless held. */
+void rows_cells(const KvCache *base, const RowRuns *r, size_t slot, KvCell *out, size_t n);
+/* Copy slot a's rows into the empty slot b (counted in bytes_copied). */
+void rows_copy(RowRuns *r, size_t a, size_t b, Counters *ctr);
+static inline void rows_clear(RowRuns *r, size_t slot)
+{
+    r->count[slot] = r->len[slot] = r->n_runs[slot] = 0;
+}
+
 KvCache *contiguous_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
 KvCache *dynamic_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
 KvCache *ring_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);

@@ -33,18 +33,11 @@ typedef struct {
 
 typedef struct {
     KvCache base;
-    KvStorage st;
-    size_t budget, window, pool, cap; /* cap = max_seq_len */
-    size_t k_row, v_row;
-    unsigned char *k, *v; /* [layer][seq][kv_head][cap] rows */
-    size_t *pos;          /* [layer][seq][cap] position of each held row */
+    RowRuns rows;         /* cap = max_seq_len: the whole prompt is held until its window votes */
+    size_t budget, window, pool;
     double *vote;         /* [layer][seq][cap] the window's attention on each row, this pass */
     Ranked *rank;         /* [cap] scratch: candidate rows by pooled vote */
     unsigned char *keep;  /* [cap] scratch: 1 for a row that stays */
-    size_t *count;        /* [layer][seq] rows held */
-    size_t *len;          /* [layer][seq] positions appended */
-    size_t *n_runs;       /* [layer][seq] blocks */
-    size_t *run_start;    /* [layer][seq][cap] first row index of each block */
     size_t evicted;
 } SnapKV;
 
@@ -53,51 +46,18 @@ static size_t slot_of(const SnapKV *c, size_t layer, size_t seq)
     return layer * c->base.geo.n_seqs + seq;
 }
 
-static unsigned char *row_k(const SnapKV *c, size_t slot, size_t h, size_t i)
-{
-    return c->k + ((slot * c->base.geo.n_kv_heads + h) * c->cap + i) * c->k_row;
-}
-
-static unsigned char *row_v(const SnapKV *c, size_t slot, size_t h, size_t i)
-{
-    return c->v + ((slot * c->base.geo.n_kv_heads + h) * c->cap + i) * c->v_row;
-}
-
-/* Recompute where the runs of consecutive positions start. */
-static void index_runs(SnapKV *c, size_t slot)
-{
-    const size_t *pos = c->pos + slot * c->cap;
-    size_t *start = c->run_start + slot * c->cap, n = 0;
-    for (size_t i = 0; i < c->count[slot]; i++)
-        if (i == 0 || pos[i] != pos[i - 1] + 1)
-            start[n++] = i;
-    c->n_runs[slot] = n;
-}
-
 static int snapkv_append(KvCache *base, size_t layer, size_t seq, size_t p0, size_t n, const float *k,
                          const float *v, Counters *ctr, Err *e)
 {
     SnapKV *c = (SnapKV *)base;
     const KvGeometry *g = &base->geo;
     size_t s = slot_of(c, layer, seq);
-    if (p0 != c->len[s])
-        return err_set(e, ERR_RUNTIME, "snapkv cache: append at position %zu, expected %zu", p0, c->len[s]);
+    if (p0 != c->rows.len[s])
+        return err_set(e, ERR_RUNTIME, "snapkv cache: append at position %zu, expected %zu", p0, c->rows.len[s]);
     if (n > g->max_seq_len - p0)
         return err_set(e, ERR_RUNTIME, "cache overflow: %zu rows held + %zu new > max_seq_len %zu", p0, n,
                        g->max_seq_len);
-    size_t at = c->count[s]; /* count <= len: the cap of max_seq_len always has room */
-    for (size_t h = 0; h < g->n_kv_heads; h++) {
-        kv_encode_rows(row_k(c, s, h, at), c->k_row, k, n, h, g, &c->st.codec[c->st.k_fmt]);
-        if (kv_stores_v(g)) /* an MLA latent cache keeps K rows only */
-            kv_encode_rows(row_v(c, s, h, at), c->v_row, v, n, h, g, &c->st.codec[c->st.v_fmt]);
-    }
-    for (size_t t = 0; t < n; t++)
-        c->pos[s * c->cap + at + t] = p0 + t;
-    c->count[s] += n;
-    c->len[s] += n;
-    index_runs(c, s);
-    if (ctr)
-        ctr->kv_bytes_written += n * g->n_kv_heads * (c->k_row + c->v_row);
+    rows_append(&c->rows, g, s, p0, n, k, v, ctr); /* count <= len: a cap of max_seq_len has room */
     return 0;
 }
 
@@ -123,12 +83,11 @@ static int by_vote(const void *a, const void *b)
 /* Keep the window and the budget - window best-voted rows before it. */
 static void select_rows(SnapKV *c, size_t s)
 {
-    const KvGeometry *g = &c->base.geo;
-    const size_t held = c->count[s];
+    const size_t held = c->rows.count[s];
     if (held <= c->budget)
         return;
     const size_t n = held - c->window, half = c->pool / 2; /* candidates: the rows before the window */
-    const double *vote = c->vote + s * c->cap;
+    const double *vote = c->vote + s * c->rows.cap;
     for (size_t j = 0; j < n; j++) { /* average over the pool's neighbours, zeros past the ends */
         double sum = 0;
         size_t lo = j > half ? j - half : 0, hi = j + half < n ? j + half : n - 1;
@@ -141,22 +100,7 @@ static void select_rows(SnapKV *c, size_t s)
     for (size_t r = 0; r < c->budget - c->window; r++)
         c->keep[c->rank[r].row] = 1;
     memset(c->keep + n, 1, c->window);
-    size_t to = 0; /* compact in position order */
-    for (size_t i = 0; i < held; i++) {
-        if (!c->keep[i])
-            continue;
-        if (to != i) {
-            for (size_t h = 0; h < g->n_kv_heads; h++) {
-                memcpy(row_k(c, s, h, to), row_k(c, s, h, i), c->k_row);
-                memcpy(row_v(c, s, h, to), row_v(c, s, h, i), c->v_row);
-            }
-            c->pos[s * c->cap + to] = c->pos[s * c->cap + i];
-        }
-        to++;
-    }
-    c->evicted += held - to;
-    c->count[s] = to;
-    index_runs(c, s);
+    c->evicted += rows_compact(&c->rows, s, c->keep);
 }
 
 static void snapkv_observe(KvCache *base, size_t layer, size_t seq, size_t kv_head, const float *w,
@@ -164,14 +108,14 @@ static void snapkv_observe(KvCache *base, size_t layer, size_t seq, size_t kv_he
 {
     SnapKV *c = (SnapKV *)base;
     size_t s = slot_of(c, layer, seq);
-    double *vote = c->vote + s * c->cap;
+    double *vote = c->vote + s * c->rows.cap;
     if (kv_head == 0)
-        memset(vote, 0, c->count[s] * sizeof *vote);
+        memset(vote, 0, c->rows.count[s] * sizeof *vote);
     for (size_t i = 0; i < nq; i++) { /* rows were seen in block order = position order */
         size_t seen = n - (nq - 1 - i);
         for (size_t gi = 0; gi < G; gi++) {
             const float *wq = w + i * q_stride + gi * g_stride;
-            for (size_t j = 0; j < seen && j < c->count[s]; j++)
+            for (size_t j = 0; j < seen && j < c->rows.count[s]; j++)
                 vote[j] += wq[j];
         }
     }
@@ -182,66 +126,42 @@ static void snapkv_observe(KvCache *base, size_t layer, size_t seq, size_t kv_he
 static size_t snapkv_length(const KvCache *base, size_t layer, size_t seq)
 {
     const SnapKV *c = (const SnapKV *)base;
-    return c->len[slot_of(c, layer, seq)];
+    return c->rows.len[slot_of(c, layer, seq)];
 }
 
 static size_t snapkv_n_blocks(const KvCache *base, size_t layer, size_t seq)
 {
     const SnapKV *c = (const SnapKV *)base;
-    return c->n_runs[slot_of(c, layer, seq)];
+    return c->rows.n_runs[slot_of(c, layer, seq)];
 }
 
 static void snapkv_block(const KvCache *base, size_t layer, size_t seq, size_t h, size_t i, KvBlock *out)
 {
     const SnapKV *c = (const SnapKV *)base;
-    size_t s = slot_of(c, layer, seq), first = c->run_start[s * c->cap + i];
-    size_t end = i + 1 < c->n_runs[s] ? c->run_start[s * c->cap + i + 1] : c->count[s];
-    *out = (KvBlock){
-        .pos = c->pos[s * c->cap + first], .n = end - first,
-        .k = row_k(c, s, h, first), .v = row_v(c, s, h, first),
-        .k_stride = c->k_row, .v_stride = c->v_row,
-        .k_fmt = c->st.k_fmt, .v_fmt = c->st.v_fmt,
-    };
+    rows_block(&c->rows, slot_of(c, layer, seq), h, i, out);
 }
 
 static size_t snapkv_bytes_used(const KvCache *base)
 {
-    const SnapKV *c = (const SnapKV *)base;
-    size_t rows = 0;
-    for (size_t s = 0; s < base->geo.n_layers * base->geo.n_seqs; s++)
-        rows += c->count[s];
-    return rows * base->geo.n_kv_heads * (c->k_row + c->v_row);
+    return rows_bytes_used(&((const SnapKV *)base)->rows);
 }
 
 static size_t snapkv_bytes_reserved(const KvCache *base)
 {
-    const SnapKV *c = (const SnapKV *)base;
-    const KvGeometry *g = &base->geo;
-    return g->n_layers * g->n_seqs * g->n_kv_heads * c->cap * (c->k_row + c->v_row);
+    return rows_bytes_reserved(&((const SnapKV *)base)->rows);
 }
 
 static void snapkv_cells(const KvCache *base, size_t layer, size_t seq, KvCell *out, size_t n)
 {
     const SnapKV *c = (const SnapKV *)base;
-    size_t s = slot_of(c, layer, seq), len = c->len[s];
-    kv_cells_prefix(base, len, out, n);
-    for (size_t i = 0; i < len && i < n; i++)
-        out[i].state = CELL_EVICTED;
-    for (size_t i = 0; i < c->count[s]; i++) {
-        size_t p = c->pos[s * c->cap + i];
-        if (p < n)
-            out[p].state = (unsigned char)(c->st.k_fmt != FMT_F32 || c->st.v_fmt != FMT_F32 ? CELL_LOSSY
-                                                                                          : CELL_EXACT);
-    }
+    rows_cells(base, &c->rows, slot_of(c, layer, seq), out, n);
 }
 
 static void snapkv_drop(KvCache *base, size_t seq)
 {
     SnapKV *c = (SnapKV *)base;
-    for (size_t l = 0; l < base->geo.n_layers; l++) {
-        size_t s = slot_of(c, l, seq);
-        c->count[s] = c->len[s] = c->n_runs[s] = 0;
-    }
+    for (size_t l = 0; l < base->geo.n_layers; l++)
+        rows_clear(&c->rows, slot_of(c, l, seq));
 }
 
 static void snapkv_reset(KvCache *base)
@@ -254,21 +174,10 @@ static void snapkv_reset(KvCache *base)
 static int snapkv_fork(KvCache *base, size_t src, size_t dst, Counters *ctr, Err *e)
 {
     SnapKV *c = (SnapKV *)base;
-    const KvGeometry *g = &base->geo;
-    if (c->len[slot_of(c, 0, dst)])
+    if (c->rows.len[slot_of(c, 0, dst)])
         return err_set(e, ERR_RUNTIME, "fork: sequence %zu is not empty", dst);
-    for (size_t l = 0; l < g->n_layers; l++) {
-        size_t a = slot_of(c, l, src), b = slot_of(c, l, dst);
-        for (size_t h = 0; h < g->n_kv_heads; h++) {
-            memcpy(row_k(c, b, h, 0), row_k(c, a, h, 0), c->count[a] * c->k_row);
-            memcpy(row_v(c, b, h, 0), row_v(c, a, h, 0), c->count[a] * c->v_row);
-        }
-        memcpy(&c->pos[b * c->cap], &c->pos[a * c->cap], c->count[a] * sizeof *c->pos);
-        c->count[b] = c->count[a], c->len[b] = c->len[a];
-        index_runs(c, b);
-        if (ctr)
-            ctr->bytes_copied += c->count[a] * g->n_kv_heads * (c->k_row + c->v_row);
-    }
+    for (size_t l = 0; l < base->geo.n_layers; l++)
+        rows_copy(&c->rows, slot_of(c, l, src), slot_of(c, l, dst), ctr);
     return 0;
 }
 
@@ -280,8 +189,8 @@ static void snapkv_stats(const KvCache *base, KvStats *out)
 static void snapkv_destroy(KvCache *base)
 {
     SnapKV *c = (SnapKV *)base;
-    free(c->k), free(c->v), free(c->pos), free(c->vote), free(c->rank), free(c->keep);
-    free(c->count), free(c->len), free(c->n_runs), free(c->run_start);
+    rows_free(&c->rows);
+    free(c->vote), free(c->rank), free(c->keep);
     free(c);
 }
 
@@ -318,6 +227,9 @@ KvCache *snapkv_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *s
         err_set(e, ERR_USAGE, "cache 'snapkv': pool=%zu must be odd (1 = no smoothing)", pool);
         return NULL;
     }
+    if (kv_check_fit(geo, "snapkv", geo->max_seq_len, "rows per layer, sequence and KV head",
+                     kv_head_row_bytes(geo, kv_k_row_bytes(geo, st), kv_v_row_stored(geo, st)), e) < 0)
+        return NULL;
     SnapKV *c = calloc(1, sizeof *c);
     if (!c) {
         err_set(e, ERR_RUNTIME, "snapkv cache: out of memory");
@@ -326,22 +238,12 @@ KvCache *snapkv_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *s
     c->base.ops = &snapkv_ops;
     c->base.geo = *geo;
     c->base.lossy = 1;
-    c->st = *st;
-    c->budget = budget, c->window = window, c->pool = pool, c->cap = geo->max_seq_len;
-    c->k_row = kv_k_row_bytes(geo, st), c->v_row = kv_v_row_stored(geo, st);
-    size_t slots = geo->n_layers * geo->n_seqs;
-    c->k = calloc(slots * geo->n_kv_heads * c->cap, c->k_row);
-    c->v = kv_calloc(slots * geo->n_kv_heads * c->cap, c->v_row);
-    c->pos = calloc(slots * c->cap, sizeof *c->pos);
-    c->vote = calloc(slots * c->cap, sizeof *c->vote);
-    c->rank = calloc(c->cap, sizeof *c->rank);
-    c->keep = calloc(c->cap, 1);
-    c->count = calloc(slots, sizeof *c->count);
-    c->len = calloc(slots, sizeof *c->len);
-    c->n_runs = calloc(slots, sizeof *c->n_runs);
-    c->run_start = calloc(slots * c->cap, sizeof *c->run_start);
-    if (!c->k || !c->v || !c->pos || !c->vote || !c->rank || !c->keep || !c->count || !c->len ||
-        !c->n_runs || !c->run_start) {
+    c->budget = budget, c->window = window, c->pool = pool;
+    const size_t cap = geo->max_seq_len, slots = geo->n_layers * geo->n_seqs;
+    c->vote = calloc(slots * cap, sizeof *c->vote);
+    c->rank = calloc(cap, sizeof *c->rank);
+    c->keep = calloc(cap, 1);
+    if (rows_init(&c->rows, geo, st, cap) < 0 || !c->vote || !c->rank || !c->keep) {
         snapkv_destroy(&c->base);
         err_set(e, ERR_RUNTIME, "snapkv cache: out of memory");
         return NULL;
