@@ -36,7 +36,7 @@ typedef struct {
 
 static void help(void)
 {
-    char caches[2048];
+    char caches[4096]; /* kv_spec_help: every layout and modifier, about 2 KB */
     kv_spec_help(caches, sizeof caches);
     printf("usage: kvscope eval --text FILE|--split validation [--cache SPEC]... [OPTIONS]\n\n"
            "Stream a text through the model the way a deployment would (a prefill of P\n"

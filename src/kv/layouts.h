@@ -57,6 +57,7 @@ void kv_encode_rows(void *dst, size_t dst_stride, const float *src, size_t n, si
 KvCache *contiguous_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
 KvCache *dynamic_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
 KvCache *ring_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
+KvCache *shift_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
 KvCache *mixed_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
 KvCache *h2o_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
 KvCache *snapkv_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
