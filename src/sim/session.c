@@ -196,11 +196,11 @@ int session_init(Session **out, const SessionSpec *spec, Err *e)
     if (spec->prompt_len == 0 || spec->go.n_generate == 0)
         return err_set(e, ERR_USAGE, "a session needs at least one prompt token and one token to generate");
     size_t need = generate_positions(spec->prompt_len, spec->go.n_generate);
-    if (need > c->max_seq_len)
-        return err_set(e, ERR_USAGE,
-                       "a prompt of %zu plus %zu generated tokens needs %zu positions; model '%s' has "
-                       "max_seq_len %zu",
-                       spec->prompt_len, spec->go.n_generate, need, c->name, c->max_seq_len);
+    const int past = need > c->max_seq_len; /* only a shifting cache runs past the context, and no uncached pass */
+    if (past && spec->uncached == UNCACHED_MEASURED)
+        return err_set(e, ERR_USAGE, "a prompt of %zu plus %zu generated tokens needs %zu positions; model '%s' has "
+                       "max_seq_len %zu, past which no uncached pass runs (--uncached formula)", spec->prompt_len,
+                       spec->go.n_generate, need, c->name, c->max_seq_len);
     for (size_t i = 0; i < spec->prompt_len; i++)
         if (spec->prompt[i] < 0 || (size_t)spec->prompt[i] >= c->vocab)
             return err_set(e, ERR_USAGE, "prompt token %d is outside model '%s''s vocabulary 0..%zu",
@@ -260,10 +260,17 @@ int session_init(Session **out, const SessionSpec *spec, Err *e)
                     c->n_layers * c->n_heads * chunk * c->max_seq_len <= PROBS_MAX_FLOATS;
     double longest = 2.0 * (double)model_param_floats(c) * (double)need * (double)s->batch;
     s->measured = spec->uncached == UNCACHED_MEASURED ||
-                  (spec->uncached == UNCACHED_AUTO && longest <= MEASURED_MAX_FLOPS);
+                  (spec->uncached == UNCACHED_AUTO && longest <= MEASURED_MAX_FLOPS && !past);
 
     KvGeometry geo = model_kv_geometry(s->model, s->batch);
     s->cache = kv_open(s->cache_spec, &geo, e);
+    if (s->cache && past && !kv_shifts(s->cache)) {
+        err_set(e, ERR_USAGE, "a prompt of %zu plus %zu generated tokens needs %zu positions; model '%s' has "
+                "max_seq_len %zu (a shift cache runs past it)", spec->prompt_len, spec->go.n_generate, need, c->name,
+                c->max_seq_len);
+        session_free(s);
+        return -1;
+    }
     if (s->cache)
         s->total_steps = steps_with(&s->spec, s->cache);
     if (!s->cache || alloc_buffers(s, e) < 0 || start(s, e) < 0) {

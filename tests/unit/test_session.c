@@ -300,6 +300,41 @@ static void test_attention_rows_after_a_shift(void **state)
     model_free(&m);
 }
 
+/* Past the model's context a session runs with a shift cache alone: no
+ * uncached pass (formula), other caches refused at the start and when
+ * switched to, the session left as it was. */
+static void test_past_the_context(void **state)
+{
+    (void)state;
+    Config c = test_config(2, 4, 2);
+    c.max_seq_len = 8;
+    Model m;
+    test_model(&m, &c);
+    int prompt[4];
+    test_tokens(prompt, 4, c.vocab, 2);
+    SessionSpec sp = { .cfg = c, .kern = m.kern, .attend = ATTEND_NAIVE, .cache_spec = "contiguous",
+                       .prompt = prompt, .prompt_len = 4, .go = { .n_generate = 20 } };
+    Session *s;
+    Err e = { 0 };
+    assert_int_equal(session_init(&s, &sp, &e), -1);
+    assert_non_null(strstr(e.msg, "needs 23 positions; model 'test-2L-4H-2KV' has max_seq_len 8 (a shift cache"));
+    sp.cache_spec = "shift:keep=2";
+    sp.uncached = UNCACHED_MEASURED;
+    assert_int_equal(session_init(&s, &sp, &e), -1);
+    assert_non_null(strstr(e.msg, "no uncached pass runs"));
+    sp.uncached = UNCACHED_AUTO;
+    assert_int_equal(session_init(&s, &sp, &e), 0);
+    step_all(s);
+    assert_int_equal(session_positions(s), 23);
+    assert_true(session_record(s, session_steps(s) - 1)->unc_formula);
+    const size_t steps = session_steps(s);
+    assert_int_equal(session_set_cache(s, "contiguous", &e), -1);
+    assert_string_equal(session_cache_spec(s), "shift:keep=2");
+    assert_int_equal(session_steps(s), steps);
+    session_free(s);
+    model_free(&m);
+}
+
 /* Switching the cache replays to the same pass, with its own counters; a
  * bad spec leaves the session as it was. */
 static void test_switch_cache(void **state)
@@ -459,6 +494,7 @@ int main(void)
         cmocka_unit_test(test_back_forward_identical),
         cmocka_unit_test(test_attention_rows),
         cmocka_unit_test(test_attention_rows_after_a_shift),
+        cmocka_unit_test(test_past_the_context),
         cmocka_unit_test(test_switch_cache),
         cmocka_unit_test(test_bad_spec),
         cmocka_unit_test(test_rows_read),
