@@ -35,7 +35,7 @@ static float raw(size_t t, size_t h, size_t i)
 /* Largest |stored K - rope(raw key, cache position)| over the held rows of
  * layer 0, sequence 0; fails if a kept row (below keep) or a V row is not
  * bit for bit what was appended. */
-static double key_error(const KvCache *c, size_t keep, size_t hd, double theta)
+static double key_error(const KvCache *c, size_t keep, size_t hd, double theta, RopeFn rope)
 {
     const size_t shift = kv_pos_shift(c, 0);
     double worst = 0;
@@ -54,7 +54,7 @@ static double key_error(const KvCache *c, size_t keep, size_t hd, double theta)
                 if (v[i] != want[i])
                     fail_msg("V of text position %zu moved but changed", t);
             }
-            rope_ref(want, 1, hd, r, theta, NULL);
+            rope(want, 1, hd, r, theta, NULL);
             for (size_t i = 0; i < hd; i++) {
                 if (r < keep && k[i] != want[i])
                     fail_msg("kept K row %zu was touched", r);
@@ -68,7 +68,7 @@ static double key_error(const KvCache *c, size_t keep, size_t hd, double theta)
 /* Append text positions 0 .. n-1 one at a time, each K rotated at the
  * position the cache gives it (text position minus its shift), as the
  * model does. */
-static void feed(KvCache *c, size_t from, size_t n, double theta)
+static void feed(KvCache *c, size_t from, size_t n, double theta, RopeFn rope)
 {
     const KvGeometry *g = &c->geo;
     float k[4 * 256], v[4 * 256];
@@ -81,7 +81,7 @@ static void feed(KvCache *c, size_t from, size_t n, double theta)
         for (size_t h = 0; h < g->n_kv_heads; h++)
             for (size_t i = 0; i < g->head_dim; i++)
                 k[h * g->head_dim + i] = v[h * g->head_dim + i] = raw(t, h, i);
-        rope_ref(k, g->n_kv_heads, g->head_dim, at, theta, NULL);
+        rope(k, g->n_kv_heads, g->head_dim, at, theta, NULL);
         for (size_t l = 0; l < g->n_layers; l++)
             if (kv_append(c, l, 0, at, 1, k, v, NULL, &e) < 0)
                 fail_msg("append %zu: %s", t, e.msg);
@@ -94,33 +94,37 @@ static void test_rerotated_key_equals_key_at_new_position(void **state)
     const double theta = 10000.0;
     KvGeometry g = { .n_layers = 2, .n_seqs = 1, .n_kv_heads = 2, .head_dim = 64, .max_seq_len = 64,
                      .rope_theta = theta };
-    Err e = { 0 };
-    KvCache *c = kv_open("shift:ctx=32,keep=4", &g, &e);
-    if (!c)
-        fail_msg("%s", e.msg);
-    feed(c, 0, 33, theta); /* the 33rd token does not fit: one shift of (32 - 4) / 2 = 14 */
-    assert_int_equal(kv_pos_shift(c, 0), 14);
-    assert_int_equal(kv_length(c, 0, 0), 32 - 14 + 1);
-    double once = key_error(c, 4, 64, theta);
-    feed(c, 33, 400, theta); /* many shifts: a row may be rotated more than once before it goes */
-    KvStats st;
-    kv_stats(c, &st);
-    double many = key_error(c, 4, 64, theta);
-    printf("  re-rotated vs rotated from scratch: max |diff| %.3g after one shift of 14, %.3g after %zu shifts "
-           "(%zu positions discarded, text at %zu, cache at %zu)\n", once, many, st.shifts, st.shifted_out,
-           (size_t)400, kv_length(c, 0, 0));
-    assert_int_equal(st.shifted_out, kv_pos_shift(c, 0));
-    assert_true(kv_length(c, 0, 0) <= 32);
-    assert_true(once <= ROTATE_TOL && many <= ROTATE_TOL);
+    const Kernels *isa[4];
+    size_t n_isa = kernels_available(isa, 4);
+    for (size_t k = 0; k < n_isa; k++) { /* keys rotated by each ISA's RoPE, as the model does */
+        Err e = { 0 };
+        KvCache *c = kv_open("shift:ctx=32,keep=4", &g, &e);
+        if (!c)
+            fail_msg("%s", e.msg);
+        feed(c, 0, 33, theta, isa[k]->rope); /* the 33rd token does not fit: one shift of (32 - 4) / 2 = 14 */
+        assert_int_equal(kv_pos_shift(c, 0), 14);
+        assert_int_equal(kv_length(c, 0, 0), 32 - 14 + 1);
+        double once = key_error(c, 4, 64, theta, isa[k]->rope);
+        feed(c, 33, 400, theta, isa[k]->rope); /* many shifts: a row may be rotated more than once before it goes */
+        KvStats st;
+        kv_stats(c, &st);
+        double many = key_error(c, 4, 64, theta, isa[k]->rope);
+        printf("  %s: re-rotated vs rotated from scratch: max |diff| %.3g after one shift of 14, %.3g after %zu "
+               "shifts (%zu positions discarded, text at 400, %zu rows held)\n", isa[k]->isa, once, many, st.shifts,
+               st.shifted_out, kv_length(c, 0, 0));
+        assert_int_equal(st.shifted_out, kv_pos_shift(c, 0));
+        assert_true(kv_length(c, 0, 0) <= 32);
+        assert_true(once <= ROTATE_TOL && many <= ROTATE_TOL);
 
-    KvCell cells[400];
-    kv_cells(c, 1, 0, cells, 400);
-    assert_int_equal(cells[3].state, CELL_EXACT);             /* kept */
-    assert_int_equal(cells[4].state, CELL_EVICTED);           /* discarded */
-    assert_int_equal(cells[4 + st.shifted_out - 1].state, CELL_EVICTED);
-    assert_int_equal(cells[4 + st.shifted_out].state, CELL_EXACT); /* the oldest survivor */
-    assert_int_equal(cells[399].state, CELL_EXACT);
-    kv_free(c);
+        KvCell cells[400];
+        kv_cells(c, 1, 0, cells, 400);
+        assert_int_equal(cells[3].state, CELL_EXACT);             /* kept */
+        assert_int_equal(cells[4].state, CELL_EVICTED);           /* discarded */
+        assert_int_equal(cells[4 + st.shifted_out - 1].state, CELL_EVICTED);
+        assert_int_equal(cells[4 + st.shifted_out].state, CELL_EXACT); /* the oldest survivor */
+        assert_int_equal(cells[399].state, CELL_EXACT);
+        kv_free(c);
+    }
 }
 
 /* Generate with spec and with contiguous: tokens and logits. */
