@@ -36,7 +36,7 @@ typedef struct {
 
 static void help(void)
 {
-    char caches[2048]; /* kv_spec_help: every layout and modifier, about 1.5 KB */
+    char caches[4096]; /* kv_spec_help: every layout and modifier, about 2 KB */
     kv_spec_help(caches, sizeof caches);
     printf("usage: kvscope dump --out DIR [OPTIONS]\n\n"
            "Run greedy generation with a KV cache and write everything needed to check it\n"
@@ -159,7 +159,7 @@ typedef struct {
  * positions 0..len-1. Decided by the layout, before anything runs. */
 static int check_dumpable(const KvCache *cache, Err *e)
 {
-    static const char *const dropping[] = { "ring", "h2o", "snapkv" };
+    static const char *const dropping[] = { "ring", "h2o", "snapkv", "shift" };
     for (size_t i = 0; i < sizeof dropping / sizeof dropping[0]; i++) {
         size_t n = strlen(dropping[i]);
         if (strncmp(cache->spec, dropping[i], n) == 0 && strchr(":+", cache->spec[n]))

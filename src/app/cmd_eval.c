@@ -36,7 +36,7 @@ typedef struct {
 
 static void help(void)
 {
-    char caches[2048];
+    char caches[4096]; /* kv_spec_help: every layout and modifier, about 2 KB */
     kv_spec_help(caches, sizeof caches);
     printf("usage: kvscope eval --text FILE|--split validation [--cache SPEC]... [OPTIONS]\n\n"
            "Stream a text through the model the way a deployment would (a prefill of P\n"
@@ -59,7 +59,8 @@ static void help(void)
            "  --per-position      instead: -ln p of every scored token, a column per cache\n"
            "                      (tsv; json: an array per cache), for plots\n\n"
            "The model's positions are extended to the text's length: a cache that forgets\n"
-           "(a window, eviction) keeps what its policy keeps, the exact cache keeps all.\n"
+           "(a window, eviction) keeps what its policy keeps, the exact cache keeps all;\n"
+           "a shift cache runs its rows at positions below its ctx (a ring at the text's).\n"
            "example: kvscope eval --model tiny --text README.md --tokens 600 \\\n"
            "             --cache ring:window=64,sinks=4 --cache contiguous+quant:k=q4_0,v=q4_0\n",
            REFERENCE_SPEC, cli_model_help, cli_int_dot_help, MAX_CACHES - 1, caches);

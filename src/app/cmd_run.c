@@ -80,7 +80,8 @@ static int run_open(Run *r, RunOpts *o, const Config *cfg, Err *e)
         (structure_on(&o->structure) && structure_place(&o->structure, r->plen, e) < 0))
         return -1;
     size_t need = generate_positions(r->plen, o->go.n_generate);
-    if (need > cfg->max_seq_len)
+    const int past = need > cfg->max_seq_len; /* only a cache that shifts runs past the context */
+    if (past && (o->no_cache || o->compare || o->quality))
         return err_set(e, ERR_USAGE, "a prompt of %zu plus %zu generated tokens needs %zu positions; model '%s' "
                        "has max_seq_len %zu", r->plen, o->go.n_generate, need, cfg->name, cfg->max_seq_len);
     KvGeometry shape = config_kv_geometry(cfg, r->batch); /* an MLA model's is its latent row */
@@ -96,6 +97,10 @@ static int run_open(Run *r, RunOpts *o, const Config *cfg, Err *e)
     KvGeometry geo = model_kv_geometry(&r->m, r->batch);
     if (!o->no_cache && !(r->cache = kv_open(o->cache_spec, &geo, e)))
         return -1;
+    if (past && !kv_shifts(r->cache))
+        return err_set(e, ERR_USAGE, "a prompt of %zu plus %zu generated tokens needs %zu positions; model '%s' "
+                       "has max_seq_len %zu (a shift cache runs past it)", r->plen, o->go.n_generate, need,
+                       cfg->name, cfg->max_seq_len);
 
     size_t n_out = r->batch * o->go.n_generate, n_logits = o->go.n_generate * r->batch * cfg->vocab;
     r->cc = (Collector){ .label = "cached", .fmt = o->fmt, .n_seqs = r->batch, .vocab = cfg->vocab };

@@ -48,7 +48,7 @@ typedef struct {
 
 static void help(void)
 {
-    char caches[2048]; /* kv_spec_help: every layout and modifier, about 1.5 KB */
+    char caches[4096]; /* kv_spec_help: every layout and modifier, about 2 KB */
     kv_spec_help(caches, sizeof caches);
     printf("usage: kvscope [view] [OPTIONS]\n\n"
            "The interactive view: step through the source document's worked example, or any\n"

@@ -35,7 +35,7 @@ static int mla_check(const Config *c, int given, unsigned bugs, Err *e)
 
 void run_options_help(void)
 {
-    char caches[2048]; /* kv_spec_help: every layout and modifier, about 1.5 KB */
+    char caches[4096]; /* kv_spec_help: every layout and modifier, about 2 KB */
     kv_spec_help(caches, sizeof caches);
     printf("usage: kvscope run [OPTIONS]\n\n"
            "Generate tokens with a KV cache (default), without one (--no-cache), or both\n"

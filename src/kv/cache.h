@@ -34,6 +34,8 @@ typedef struct {
                            mixed (kv_v_row_stored); one that does not stores V anyway, wasting memory. */
     size_t mem_limit;   /* bytes the storage a spec sizes may take; 0 = this machine's physical memory.
                            A spec beyond it is refused before anything is allocated. */
+    double rope_theta;  /* the RoPE base the K rows were rotated with (a cache that moves keys to new
+                           positions rotates them again); 0 = unknown */
 } KvGeometry;
 
 
@@ -58,6 +60,8 @@ typedef struct {
     size_t bytes_saved;   /* memory those dropped pages would hold */
     size_t chan_groups;   /* groups of rows held with keys quantized per channel (kivi), all layers
                              and sequences */
+    size_t shifts;        /* context shifts done (shift), all sequences */
+    size_t shifted_out;   /* positions those shifts discarded */
 } KvStats;
 
 /* The state of one position's slot, for the views' cache map. */
@@ -126,6 +130,12 @@ typedef struct {
      * (contiguous:max=ROWS reserves fewer), so a run that would overflow
      * can be refused before it prints or computes anything. */
     size_t (*capacity)(const KvCache *c);
+    /* Optional (NULL = positions are the text's): how many positions of seq
+     * the cache has discarded and moved its rows back over (a context
+     * shift). The model runs seq's tokens at text position minus this, and
+     * appends and reads at those positions: the cache's own. A cache with
+     * this op makes room as it goes and never overflows (kv_check_room). */
+    size_t (*pos_shift)(const KvCache *c, size_t seq);
     /* Optional (NULL = no pages): fill *out. */
     void (*stats)(const KvCache *c, KvStats *out);
     /* Optional: the physical page of each logical page of seq into phys
@@ -183,6 +193,14 @@ static inline size_t kv_capacity(const KvCache *c)
 {
     return c->ops->capacity ? c->ops->capacity(c) : c->geo.max_seq_len;
 }
+/* Positions of seq discarded so far (cache.h's pos_shift); 0 for a cache
+ * that never shifts. */
+static inline size_t kv_pos_shift(const KvCache *c, size_t seq)
+{
+    return c->ops->pos_shift ? c->ops->pos_shift(c, seq) : 0;
+}
+/* 1 when c shifts its positions (a run may outgrow the model's context). */
+static inline int kv_shifts(const KvCache *c) { return c->ops->pos_shift != NULL; }
 /* Fail (ERR_RUNTIME, "cache overflow: ...") when a sequence of `rows`
  * positions would not fit in c; 0 when it would. */
 int kv_check_room(const KvCache *c, size_t rows, Err *e);

@@ -106,6 +106,7 @@ static inline void rows_clear(RowRuns *r, size_t slot)
 KvCache *contiguous_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
 KvCache *dynamic_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
 KvCache *ring_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
+KvCache *shift_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
 KvCache *mixed_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
 KvCache *h2o_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);
 KvCache *snapkv_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e);

@@ -21,6 +21,10 @@ static const Layout layouts[] = {
     { "ring", "ring:window=W[,sinks=S,pass=P] the last W positions (plus the first S, kept\n"
               "                          for good) in a ring of W + P - 1 slots; passes of <= P tokens",
       ring_open, 0 },
+    { "shift", "shift[:ctx=C,keep=N]    llama.cpp's context shift: C rows (default max_seq_len); when\n"
+               "                          full, keep the first N, discard the older half of the rest and\n"
+               "                          rotate the kept keys back, so a run may outgrow the context",
+      shift_open, 0 },
     { "mixed", "mixed[:hot=32,group=16,cold=q4_0,warm=q8_0,warm_rows=R] recent rows f16; past hot,\n"
                "                          the oldest group is quantized (to warm when warm_rows is set)",
       mixed_open, 0 },

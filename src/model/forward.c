@@ -279,6 +279,20 @@ void sublayer_logits(const Model *m, ForwardState *s, size_t n_seqs, size_t n_ne
     }
 }
 
+/* The position a shifting cache runs a pass at: the text's minus what it
+ * discarded (cache.h's pos_shift), the same for every sequence of a pass
+ * (they share one pos0). */
+static int cache_position(const KvCache *cache, const size_t *slots, size_t n_seqs, size_t pos0, size_t *at, Err *e)
+{
+    const size_t d = kv_pos_shift(cache, slots ? slots[0] : 0);
+    for (size_t b = 1; b < n_seqs; b++)
+        if (kv_pos_shift(cache, slots ? slots[b] : b) != d)
+            return err_set(e, ERR_RUNTIME, "forward: the sequences of one pass sit at different cache positions "
+                           "(shifted by %zu and %zu)", d, kv_pos_shift(cache, slots ? slots[b] : b));
+    *at = pos0 - d;
+    return 0;
+}
+
 int model_forward(const Model *m, ForwardState *s, KvCache *cache, const int *tokens, size_t n_seqs,
                   size_t n_new, size_t pos0, float *logits, Counters *ctr, Err *e)
 {
@@ -298,7 +312,8 @@ int model_forward_slots(const Model *m, ForwardState *s, KvCache *cache, const s
         return err_set(e, ERR_RUNTIME, "forward: %zu token rows, scratch holds %zu", rows, s->max_rows);
     if (!cache && pos0 != 0)
         return err_set(e, ERR_RUNTIME, "forward without a cache must start at position 0");
-    if (pos0 + n_new > c->max_seq_len)
+    const int shifts = cache && kv_shifts(cache); /* its positions are checked once it has made room */
+    if (!shifts && pos0 + n_new > c->max_seq_len)
         return err_set(e, ERR_USAGE, "position %zu is beyond max_seq_len %zu", pos0 + n_new - 1,
                        c->max_seq_len);
 
@@ -308,8 +323,14 @@ int model_forward_slots(const Model *m, ForwardState *s, KvCache *cache, const s
     for (size_t b = 0; cache && b < n_seqs; b++) /* let a paged cache map pages before the layers write */
         if (kv_reserve(cache, slots ? slots[b] : b, pos0, tokens + b * n_new, n_new, ctr, e) < 0)
             return -1;
+    size_t at = pos0; /* the cache's position of the pass's first token: RoPE, append and attention use it */
+    if (shifts && cache_position(cache, slots, n_seqs, pos0, &at, e) < 0)
+        return -1;
+    if (at + n_new > c->max_seq_len)
+        return err_set(e, ERR_USAGE, "position %zu (text position %zu) is beyond max_seq_len %zu", at + n_new - 1,
+                       pos0 + n_new - 1, c->max_seq_len);
 
-    const AttnPass pass = { .cache = cache, .slots = slots, .n_seqs = n_seqs, .n_new = n_new, .pos0 = pos0 };
+    const AttnPass pass = { .cache = cache, .slots = slots, .n_seqs = n_seqs, .n_new = n_new, .pos0 = at };
     for (size_t l = 0; l < c->n_layers; l++) {
         const LayerWeights *w = model_layer(m, l);
         int rc = c->attention == ATTN_MLA ? sublayer_mla_attention(m, s, l, &pass, ctr, e) /* model/mla.c */

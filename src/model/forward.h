@@ -59,7 +59,10 @@ void forward_state_free(ForwardState *s);
 
 /* Run n_new tokens of each of n_seqs sequences.
  *   tokens: [n_seqs][n_new] token ids, each < vocab
- *   pos0:   absolute position of tokens[.][0] (0 when cache is NULL)
+ *   pos0:   absolute position of tokens[.][0] (0 when cache is NULL); a
+ *           cache that shifts (kv_shifts) runs them at pos0 minus its
+ *           kv_pos_shift, the same for every sequence, which must stay
+ *           below max_seq_len (pos0 need not)
  *   logits: [n_seqs][vocab], the last token of each sequence
  * Counts its work into ctr (tokens_projected: n_seqs * n_new rows). */
 int model_forward(const Model *m, ForwardState *s, KvCache *cache, const int *tokens, size_t n_seqs,

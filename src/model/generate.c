@@ -57,7 +57,7 @@ int gen_init(Generator **out, const Model *m, KvCache *cache, const int *prompt,
     if (n_seqs == 0 || prompt_len == 0 || o->n_generate == 0)
         return err_set(e, ERR_USAGE, "generation needs at least one prompt token and one token to generate");
     size_t need = generate_positions(prompt_len, o->n_generate);
-    if (need > c->max_seq_len)
+    if (need > c->max_seq_len && !(cache && kv_shifts(cache))) /* a shifting cache keeps positions inside */
         return err_set(e, ERR_USAGE,
                        "a prompt of %zu plus %zu generated tokens needs %zu positions; model '%s' has "
                        "max_seq_len %zu",

@@ -47,7 +47,7 @@ KvGeometry config_kv_geometry(const Config *c, size_t n_seqs)
         return (KvGeometry){ .n_layers = c->n_layers, .n_seqs = n_seqs, .n_kv_heads = 1,
                              .head_dim = mla_latent_dim(c), .max_seq_len = c->max_seq_len, .k_only = 1 };
     return (KvGeometry){ .n_layers = c->n_layers, .n_seqs = n_seqs, .n_kv_heads = c->n_kv_heads,
-                         .head_dim = c->head_dim, .max_seq_len = c->max_seq_len };
+                         .head_dim = c->head_dim, .max_seq_len = c->max_seq_len, .rope_theta = c->rope_theta };
 }
 
 KvGeometry model_kv_geometry(const Model *m, size_t n_seqs)

@@ -101,10 +101,24 @@ void report_totals(FILE *f, OutFormat fmt, const char *run, const Counters *t, j
                 human_bytes(copied, sizeof copied, (double)t->bytes_copied));
 }
 
+/* A context shift's count (shift): how often it shifted and what it forgot. */
+static void report_shifts(FILE *f, OutFormat fmt, const KvStats *st, json_t *root)
+{
+    if (fmt == OUT_JSON && root)
+        json_object_set_new(root, "shift", json_pack("{s:I, s:I}", "shifts", (json_int_t)st->shifts,
+                                                      "positions_discarded", (json_int_t)st->shifted_out));
+    else if (fmt == OUT_TABLE)
+        fprintf(f, "context shift: %zu shift(s) discarded %zu positions; the rows after them moved down (the "
+                   "bytes copied above) and their keys were rotated back as many positions\n", st->shifts,
+                st->shifted_out);
+}
+
 void report_pages(FILE *f, OutFormat fmt, const KvCache *cache, json_t *root)
 {
     KvStats st;
     kv_stats(cache, &st);
+    if (kv_shifts(cache))
+        report_shifts(f, fmt, &st, root);
     if (!st.page_rows)
         return;
     if (fmt == OUT_JSON && root) {

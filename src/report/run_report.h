@@ -27,7 +27,7 @@ void report_step(FILE *f, OutFormat fmt, const StepRow *row, json_t *steps_json)
 /* The summary of one run; json goes into obj when fmt is OUT_JSON. */
 void report_totals(FILE *f, OutFormat fmt, const char *run, const Counters *t, json_t *obj);
 json_t *report_counters_json(const Counters *c);
-/* The page pool of a paged cache (nothing for other layouts). */
+/* The page pool of a paged cache, the shifts of a shift cache (nothing for other layouts). */
 void report_pages(FILE *f, OutFormat fmt, const KvCache *cache, json_t *root);
 
 /* What a run's first lines say (tables). */

@@ -34,7 +34,8 @@ struct Session {
     int measured;
     size_t total_steps, positions;
 
-    StepRecord *rec;      /* [total_steps]; rec[i] valid for i < steps (and kept beyond while replaying back) */
+    StepRecord *rec;      /* [rec_cap >= total_steps]; rec[i] valid for i < steps (and kept beyond while replaying back) */
+    size_t rec_cap;
     size_t steps;
 
     Snapshot snap;        /* valid when steps > 0 */
@@ -43,6 +44,8 @@ struct Session {
     float *attn;          /* [n_layers][n_heads][positions][positions] or NULL */
     float *glogits;       /* [n_generate][vocab] or NULL */
     size_t *held;         /* [positions] scratch: the positions a layer's blocks hold */
+    size_t *text;         /* [positions] scratch: their text positions (a shifting cache's differ) */
+    KvCell *cells;        /* [positions] scratch: a shifting cache's cells, naming those */
     Structure *structure; /* heap (the model points at its bias), or NULL: none */
 };
 
@@ -61,6 +64,30 @@ static size_t chunk_of(const SessionSpec *sp)
 {
     size_t c = sp->go.chunk;
     return (c == 0 || c > sp->prompt_len) ? sp->prompt_len : c;
+}
+
+/* Passes of a run with cache c: the generator prefills in chunks no longer
+ * than the cache's max_pass (a ring's pass, a shift's half context). */
+static size_t steps_with(const SessionSpec *sp, const KvCache *c)
+{
+    size_t chunk = chunk_of(sp), max_pass = kv_max_pass(c);
+    if (max_pass && chunk > max_pass)
+        chunk = max_pass;
+    return (sp->prompt_len + chunk - 1) / chunk + sp->go.n_generate - 1;
+}
+
+/* Room in s->rec for the passes of a run with cache c. */
+static int rec_reserve(Session *s, size_t steps, Err *e)
+{
+    if (steps <= s->rec_cap)
+        return 0;
+    StepRecord *grown = realloc(s->rec, steps * sizeof *grown);
+    if (!grown)
+        return err_set(e, ERR_RUNTIME, "out of memory for the session's records");
+    memset(grown + s->rec_cap, 0, (steps - s->rec_cap) * sizeof *grown);
+    s->rec = grown;
+    s->rec_cap = steps;
+    return 0;
 }
 
 static void snapshot_free(Snapshot *sn)
@@ -90,6 +117,8 @@ void session_free(Session *s)
     free(s->attn);
     free(s->glogits);
     free(s->held);
+    free(s->text);
+    free(s->cells);
     free(s->rec);
     free(s->prompt);
     free(s->prompts);
@@ -123,10 +152,13 @@ static int alloc_buffers(Session *s, Err *e)
     sn->v = malloc(rows * config_kv_dim(c) * sizeof(float));
     sn->att = malloc(rows * config_q_dim(c) * sizeof(float));
     sn->logits = malloc(c->vocab * sizeof(float));
-    s->rec = calloc(s->total_steps, sizeof *s->rec);
     s->held = malloc(P * sizeof *s->held);
-    if (!s->held || !sn->x || !sn->q || !sn->k || !sn->v || !sn->att || !sn->logits || !s->rec)
+    s->text = malloc(P * sizeof *s->text);
+    s->cells = malloc(P * sizeof *s->cells);
+    if (!s->held || !s->text || !s->cells || !sn->x || !sn->q || !sn->k || !sn->v || !sn->att || !sn->logits)
         return err_set(e, ERR_RUNTIME, "out of memory for the session's records");
+    if (rec_reserve(s, s->total_steps, e) < 0)
+        return -1;
     if (s->keep_probs && c->n_layers * c->n_heads * P * P <= ATTN_HISTORY_MAX_FLOATS)
         s->attn = calloc(c->n_layers * c->n_heads * P * P, sizeof(float)); /* NULL: heatmaps say so */
     if (s->spec.go.n_generate * c->vocab <= LOGITS_MAX_FLOATS)
@@ -164,11 +196,11 @@ int session_init(Session **out, const SessionSpec *spec, Err *e)
     if (spec->prompt_len == 0 || spec->go.n_generate == 0)
         return err_set(e, ERR_USAGE, "a session needs at least one prompt token and one token to generate");
     size_t need = generate_positions(spec->prompt_len, spec->go.n_generate);
-    if (need > c->max_seq_len)
-        return err_set(e, ERR_USAGE,
-                       "a prompt of %zu plus %zu generated tokens needs %zu positions; model '%s' has "
-                       "max_seq_len %zu",
-                       spec->prompt_len, spec->go.n_generate, need, c->name, c->max_seq_len);
+    const int past = need > c->max_seq_len; /* only a shifting cache runs past the context, and no uncached pass */
+    if (past && spec->uncached == UNCACHED_MEASURED)
+        return err_set(e, ERR_USAGE, "a prompt of %zu plus %zu generated tokens needs %zu positions; model '%s' has "
+                       "max_seq_len %zu, past which no uncached pass runs (--uncached formula)", spec->prompt_len,
+                       spec->go.n_generate, need, c->name, c->max_seq_len);
     for (size_t i = 0; i < spec->prompt_len; i++)
         if (spec->prompt[i] < 0 || (size_t)spec->prompt[i] >= c->vocab)
             return err_set(e, ERR_USAGE, "prompt token %d is outside model '%s''s vocabulary 0..%zu",
@@ -223,16 +255,24 @@ int session_init(Session **out, const SessionSpec *spec, Err *e)
         return -1;
     }
     s->positions = need;
-    size_t chunk = chunk_of(spec);
-    s->total_steps = (spec->prompt_len + chunk - 1) / chunk + spec->go.n_generate - 1;
+    size_t chunk = chunk_of(spec); /* the longest pass: a cache may ask for shorter ones (steps_with) */
     s->keep_probs = spec->attend != ATTEND_FLASH &&
                     c->n_layers * c->n_heads * chunk * c->max_seq_len <= PROBS_MAX_FLOATS;
     double longest = 2.0 * (double)model_param_floats(c) * (double)need * (double)s->batch;
     s->measured = spec->uncached == UNCACHED_MEASURED ||
-                  (spec->uncached == UNCACHED_AUTO && longest <= MEASURED_MAX_FLOPS);
+                  (spec->uncached == UNCACHED_AUTO && longest <= MEASURED_MAX_FLOPS && !past);
 
     KvGeometry geo = model_kv_geometry(s->model, s->batch);
     s->cache = kv_open(s->cache_spec, &geo, e);
+    if (s->cache && past && !kv_shifts(s->cache)) {
+        err_set(e, ERR_USAGE, "a prompt of %zu plus %zu generated tokens needs %zu positions; model '%s' has "
+                "max_seq_len %zu (a shift cache runs past it)", spec->prompt_len, spec->go.n_generate, need, c->name,
+                c->max_seq_len);
+        session_free(s);
+        return -1;
+    }
+    if (s->cache)
+        s->total_steps = steps_with(&s->spec, s->cache);
     if (!s->cache || alloc_buffers(s, e) < 0 || start(s, e) < 0) {
         session_free(s);
         return -1;
@@ -241,18 +281,37 @@ int session_init(Session **out, const SessionSpec *spec, Err *e)
     return 0;
 }
 
+/* The text positions of the first `held` rows of a layer into s->text. A
+ * shifting cache's rows sit at its own positions; its held cells, in
+ * order, are their text positions (both run in position order). */
+static void text_positions(Session *s, size_t layer, size_t held)
+{
+    if (!kv_shifts(s->cache)) {
+        memcpy(s->text, s->held, held * sizeof *s->text);
+        return;
+    }
+    kv_cells(s->cache, layer, 0, s->cells, s->positions);
+    size_t k = 0;
+    for (size_t p = 0; p < s->positions && k < held; p++)
+        if (s->cells[p].state != CELL_EMPTY && s->cells[p].state != CELL_EVICTED)
+            s->text[k++] = p;
+    for (; k < held; k++) /* not reached: a cell per row */
+        s->text[k] = s->positions;
+}
+
 /* Keep the attention rows of the pass just run (sequence 0, every layer and
  * head). Weight j of a query belongs to its j-th visible row: the rows the
  * cache's blocks hold, in block order, at positions <= the query's (and
- * inside a sliding window), which is how attention walked them. A cache
- * that evicted a position leaves its weight 0. */
+ * inside a sliding window), which is how attention walked them, in the
+ * cache's positions; it is kept at the row's text position. A cache that
+ * evicted a position leaves its weight 0. */
 static void keep_attention(Session *s, const StepReport *r)
 {
     const ForwardState *fs = r->state;
     if (!s->attn || !fs->probs)
         return;
     const Config *c = &s->model->cfg;
-    const size_t P = s->positions, W = c->sliding_window;
+    const size_t P = s->positions, W = c->sliding_window, shift = kv_pos_shift(s->cache, 0);
     for (size_t l = 0; l < c->n_layers; l++) {
         size_t held = 0, nb = kv_n_blocks(s->cache, l, 0);
         for (size_t i = 0; i < nb; i++) {
@@ -261,8 +320,9 @@ static void keep_attention(Session *s, const StepReport *r)
             for (size_t k = 0; k < b.n && held < P; k++)
                 s->held[held++] = b.pos + k;
         }
+        text_positions(s, l, held);
         for (size_t t = 0; t < r->n_new; t++) {
-            const size_t qpos = r->pos0 + t;
+            const size_t qpos = r->pos0 + t, qat = qpos - shift; /* the query's text and cache positions */
             for (size_t h = 0; h < c->n_heads; h++) {
                 const float *src = fs->probs + ((l * c->n_heads + h) * fs->max_q + t) * c->max_seq_len;
                 float *dst = s->attn + ((l * c->n_heads + h) * P + qpos) * P;
@@ -270,8 +330,8 @@ static void keep_attention(Session *s, const StepReport *r)
                 size_t j = 0;
                 for (size_t k = 0; k < held; k++) {
                     size_t p = s->held[k];
-                    if (p <= qpos && (!W || p + W > qpos) && p < P)
-                        dst[p] = src[j++];
+                    if (p <= qat && (!W || p + W > qat) && s->text[k] < P)
+                        dst[s->text[k]] = src[j++];
                 }
             }
         }
@@ -333,6 +393,8 @@ static int advance(Session *s, int record, Err *e)
     int token = r.sampled ? r.sampled[0] : -1;
     if (r.sampled && s->glogits)
         memcpy(s->glogits + (gen_generated(s->gen) - 1) * c->vocab, r.logits, c->vocab * sizeof(float));
+    if (record && s->steps >= s->rec_cap)
+        return err_set(e, ERR_RUNTIME, "session: pass %zu beyond the %zu counted", s->steps + 1, s->rec_cap);
     if (record) {
         StepRecord *rec = &s->rec[s->steps];
         *rec = (StepRecord){
@@ -406,11 +468,17 @@ int session_set_cache(Session *s, const char *spec, Err *e)
     if (!fresh)
         return -1;
     KvCache *old = s->cache;
-    size_t at = s->steps;
+    size_t at = s->steps, old_steps = s->total_steps, steps = steps_with(&s->spec, fresh);
+    if (rec_reserve(s, steps, e) < 0) {
+        kv_free(fresh);
+        return -1;
+    }
     s->cache = fresh;
-    if (replay(s, at, 1, e) < 0) {
+    s->total_steps = steps;
+    if (replay(s, at < steps ? at : steps, 1, e) < 0) {
         Err ignored = { 0 };
         s->cache = old;
+        s->total_steps = old_steps;
         kv_free(fresh);
         (void)replay(s, at, 1, &ignored);
         return -1;

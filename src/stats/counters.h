@@ -26,7 +26,7 @@ typedef struct {
     uint64_t kv_bytes_written;  /* K/V bytes stored into the cache */
     uint64_t view_bytes;        /* bytes written to and read back from a materialized f32 view */
     uint64_t allocations;       /* cache buffer (re)allocations */
-    uint64_t bytes_copied;      /* bytes moved by reallocating caches */
+    uint64_t bytes_copied;      /* bytes moved by reallocating caches, forks and context shifts */
 
     uint64_t cache_bytes_used;     /* gauge: bytes holding valid rows */
     uint64_t cache_bytes_reserved; /* gauge: bytes the cache holds */

@@ -28,6 +28,7 @@ static const char *const cache_candidates[] = {
     "paged:page=16+quant:k=q8_0,v=q8_0",
     "ring:window=32,sinks=4",
     "ring:window=8,sinks=2",
+    "shift:ctx=32,keep=4",
     "mixed:hot=32,group=16,cold=q4_0",
     "mixed:hot=8,group=4,cold=q4_0",
     "kivi:bits=4,group=32",

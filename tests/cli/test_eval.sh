@@ -41,6 +41,18 @@ expect_fail "eval: a snapkv window larger than its budget" 2 "cache 'snapkv': wi
     $KV eval --text "$evtext" --cache snapkv:budget=8,window=16
 expect_ok "eval: past the model's context, the text sets the positions" 'prefill 1 tokens' \
     $KV eval --text README.md --tokens 300 --set max_seq_len=64 --cache ring:window=32
+run "eval: shift runs past the context in its 64 rows" \
+    $KV eval --text README.md --tokens 300 --set max_seq_len=64 --cache shift:ctx=64,keep=4 --format json
+if [ "$status" -eq 0 ] && python3 -c '
+import json, sys
+ref, sh = json.load(open(sys.argv[1]))["caches"]
+assert sh["scored"] == 299 and sh["kl_nats"] > 0
+# the reference holds the 299 positions fed; shift at most 64 of them, at least (64 + 4) / 2
+assert 34 * ref["cache_bytes_used"] <= sh["cache_bytes_used"] * 299 <= 64 * ref["cache_bytes_used"]
+' "$out"; then ok "eval: shift runs past the context in its 64 rows"
+else bad "eval: shift runs past the context in its 64 rows" "exit $status" "$(head -c 400 "$err")"; fi
+expect_fail "eval: a shift that keeps its whole context" 2 "cache 'shift': keep=64 leaves nothing to discard in ctx=64" \
+    $KV eval --text "$evtext" --set max_seq_len=64 --cache shift:ctx=64,keep=64
 : >"$evtext.empty"
 printf 'ab\000cd' >"$evtext.bin"
 expect_fail "eval: --text is required" 2 "--text FILE or --split validation is required" $KV eval

@@ -24,6 +24,10 @@ expect_ok "run --no-cache" '^uncached +0 prefill' $KV run --no-cache --tokens 3
 expect_ok "run with sampling prints its seed" 'sample seed 9' $KV run --temperature 0.8 --top-k 5 --sample-seed 9 --tokens 4
 expect_ok "run tsv has a header row" '^run	step	phase	tokens_projected' $KV run --tokens 3 --format tsv
 expect_ok "run prints the generator and seed" 'gsl mt19937, seed 42' $KV run --model tiny --tokens 2
+expect_ok "run: a shift cache generates past the model's context" 'context shift: [1-9][0-9]* shift\(s\) discarded' \
+    $KV run --model tiny --set max_seq_len=32 --cache shift:keep=4 --tokens 100
+expect_fail "run: past the context, other caches are refused" 2 "needs 107 positions; .*max_seq_len 32 \(a shift cache runs past it\)" \
+    $KV run --model tiny --set max_seq_len=32 --cache ring:window=8 --tokens 100
 
 run "run json parses" $KV run --tokens 3 --compare --format json
 if [ "$status" -eq 0 ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["compare"]["tokens_identical"]' "$out"

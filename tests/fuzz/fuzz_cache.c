@@ -4,7 +4,8 @@
  * Each input is a spec opened against a small geometry whose mem_limit is
  * 8 MiB: whatever its options ask, a layout must refuse them (one line) or
  * hold them within that limit, sized before it allocates. A cache that opens
- * takes a few tokens one at a time in each sequence, and every row its
+ * takes a few tokens one at a time in each sequence (a shift cache shifts
+ * within them), and every row its
  * blocks show is read (ASan checks each lies in its storage). */
 #include "fuzz_util.h"
 #include "kv/cache.h"
@@ -36,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!s)
         return 0;
     const KvGeometry geo = { .n_layers = 2, .n_seqs = 2, .n_kv_heads = 2, .head_dim = 32, .max_seq_len = 64,
-                             .mem_limit = (size_t)8 << 20 };
+                             .mem_limit = (size_t)8 << 20, .rope_theta = 10000.0 };
     Err e;
     KvCache *c = kv_open(s, &geo, &e);
     if (!c) {
@@ -56,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             int failed = 0;
             for (size_t l = 0; l < geo.n_layers && !failed; l++)
-                if (kv_append(c, l, seq, pos, 1, k, v, NULL, &e) < 0)
+                if (kv_append(c, l, seq, pos - kv_pos_shift(c, seq), 1, k, v, NULL, &e) < 0) /* a shift's own */
                     fuzz_check_err(&e, s), failed = 1;
             if (failed)
                 break;

@@ -50,7 +50,7 @@ static void fill(KvCache *c, size_t n)
                 fail_msg("%s: reserve: %s", c->spec, e.msg);
         for (size_t l = 0; l < g->n_layers; l++)
             for (size_t s = 0; s < g->n_seqs; s++)
-                if (kv_append(c, l, s, pos, 1, row, row, NULL, &e) < 0)
+                if (kv_append(c, l, s, pos - kv_pos_shift(c, s), 1, row, row, NULL, &e) < 0) /* a shift cache's own */
                     fail_msg("%s: append: %s", c->spec, e.msg);
     }
     free(row);
@@ -62,8 +62,9 @@ static void test_reported_is_held(void **state)
     static const char *specs[] = { "contiguous", "contiguous+quant:k=q8_0,v=q4_0", "ring:window=64,sinks=4",
                                    "mixed:hot=32,group=16", "mixed:hot=32,group=16,warm=q8_0,warm_rows=64",
                                    "h2o:budget=96,recent=32", "snapkv:budget=96,window=16",
-                                   "paged:page=16" };
-    KvGeometry g = { .n_layers = 4, .n_seqs = 2, .n_kv_heads = 4, .head_dim = 64, .max_seq_len = 512 };
+                                   "paged:page=16", "shift:ctx=128,keep=4" };
+    KvGeometry g = { .n_layers = 4, .n_seqs = 2, .n_kv_heads = 4, .head_dim = 64, .max_seq_len = 512,
+                     .rope_theta = 10000.0 };
     g.codec = kernels_select("ref", NULL)->codec;
     const int heap_counted = heap_bytes() > 0; /* 0 under AddressSanitizer, whose allocator it does not see */
     if (!heap_counted)

@@ -251,6 +251,90 @@ static void test_attention_rows(void **state)
     model_free(&m);
 }
 
+/* A shift cache attends at its own positions; the session keeps each
+ * weight at the row's text position: every row sums to 1, the positions
+ * the shift discarded draw nothing once they are gone, the kept first ones
+ * and the survivors do. */
+static void test_attention_rows_after_a_shift(void **state)
+{
+    (void)state;
+    Config c = test_config(2, 4, 2);
+    Model m;
+    test_model(&m, &c);
+    int prompt[4];
+    test_tokens(prompt, 4, c.vocab, 2);
+    /* 4 + 7 - 1 = 10 positions in 8 rows: the pass at 8 discards (8 - 2) / 2 = 3, positions 2, 3 and 4 */
+    Session *s = open_session(&m, "shift:ctx=8,keep=2", prompt, 4, 0, UNCACHED_FORMULA);
+    step_all(s);
+    assert_int_equal(session_positions(s), 10);
+    /* its passes hold at most (8 - 2) / 2 = 3 tokens: the prompt takes 2, as the session counts */
+    assert_int_equal(session_total_steps(s), 2 + N_GEN - 1);
+    assert_int_equal(session_steps(s), session_total_steps(s));
+    for (size_t l = 0; l < 2; l++)
+        for (size_t h = 0; h < 4; h++)
+            for (size_t p = 0; p < 10; p++) {
+                const float *row = session_attn_row(s, l, h, p);
+                assert_non_null(row);
+                double sum = 0;
+                for (size_t j = 0; j <= p; j++) {
+                    sum += row[j];
+                    const int gone = p >= 8 && j >= 2 && j < 5;
+                    if (gone ? row[j] != 0 : !(row[j] > 0))
+                        fail_msg("layer %zu head %zu query %zu: weight %g at position %zu", l, h, p, row[j], j);
+                }
+                assert_true(fabs(sum - 1.0) < 1e-5);
+            }
+    session_free(s);
+
+    /* a ring's pass of 2 and back: the session counts the passes of the cache it holds */
+    Err e = { 0 };
+    s = open_session(&m, "contiguous", prompt, 4, 0, UNCACHED_FORMULA);
+    assert_int_equal(session_total_steps(s), N_GEN);
+    assert_int_equal(session_set_cache(s, "ring:window=4,pass=2", &e), 0);
+    step_all(s);
+    assert_int_equal(session_steps(s), 2 + N_GEN - 1);
+    assert_int_equal(session_set_cache(s, "contiguous", &e), 0);
+    assert_int_equal(session_total_steps(s), N_GEN);
+    assert_int_equal(session_steps(s), N_GEN);
+    session_free(s);
+    model_free(&m);
+}
+
+/* Past the model's context a session runs with a shift cache alone: no
+ * uncached pass (formula), other caches refused at the start and when
+ * switched to, the session left as it was. */
+static void test_past_the_context(void **state)
+{
+    (void)state;
+    Config c = test_config(2, 4, 2);
+    c.max_seq_len = 8;
+    Model m;
+    test_model(&m, &c);
+    int prompt[4];
+    test_tokens(prompt, 4, c.vocab, 2);
+    SessionSpec sp = { .cfg = c, .kern = m.kern, .attend = ATTEND_NAIVE, .cache_spec = "contiguous",
+                       .prompt = prompt, .prompt_len = 4, .go = { .n_generate = 20 } };
+    Session *s;
+    Err e = { 0 };
+    assert_int_equal(session_init(&s, &sp, &e), -1);
+    assert_non_null(strstr(e.msg, "needs 23 positions; model 'test-2L-4H-2KV' has max_seq_len 8 (a shift cache"));
+    sp.cache_spec = "shift:keep=2";
+    sp.uncached = UNCACHED_MEASURED;
+    assert_int_equal(session_init(&s, &sp, &e), -1);
+    assert_non_null(strstr(e.msg, "no uncached pass runs"));
+    sp.uncached = UNCACHED_AUTO;
+    assert_int_equal(session_init(&s, &sp, &e), 0);
+    step_all(s);
+    assert_int_equal(session_positions(s), 23);
+    assert_true(session_record(s, session_steps(s) - 1)->unc_formula);
+    const size_t steps = session_steps(s);
+    assert_int_equal(session_set_cache(s, "contiguous", &e), -1);
+    assert_string_equal(session_cache_spec(s), "shift:keep=2");
+    assert_int_equal(session_steps(s), steps);
+    session_free(s);
+    model_free(&m);
+}
+
 /* Switching the cache replays to the same pass, with its own counters; a
  * bad spec leaves the session as it was. */
 static void test_switch_cache(void **state)
@@ -409,6 +493,8 @@ int main(void)
         cmocka_unit_test(test_formula_matches_measured),
         cmocka_unit_test(test_back_forward_identical),
         cmocka_unit_test(test_attention_rows),
+        cmocka_unit_test(test_attention_rows_after_a_shift),
+        cmocka_unit_test(test_past_the_context),
         cmocka_unit_test(test_switch_cache),
         cmocka_unit_test(test_bad_spec),
         cmocka_unit_test(test_rows_read),
