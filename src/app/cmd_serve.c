@@ -10,6 +10,7 @@
 #include "app/cli.h"
 #include "app/commands.h"
 #include "kv/cache.h"
+#include "report/serve_report.h"
 #include "sim/serve.h"
 #include "sim/setup.h"
 #include "util/parse.h"
@@ -22,7 +23,8 @@ typedef struct {
     ServeOptions so;
     const char *cache_spec;
     size_t slots;
-    size_t every;       /* a step row every N steps; 0 = about 24 rows */
+    size_t every;       /* a table row every N steps; 0 = about 24 rows */
+    OutFormat fmt;
 } ServeOpts;
 
 static void help(void)
@@ -53,7 +55,9 @@ static void help(void)
            "                      its tokens run again later) or swap (its rows copied to host\n"
            "                      memory and back, counted; f32 caches)\n"
            "output:\n"
-           "  --every N           a row every N steps (default: about 24 rows)\n\n"
+           "  --every N           a table row every N steps (default: about 24 rows)\n"
+           "  --format F          table (default), tsv (a row per step) or json (the summary and\n"
+           "                      every step)\n\n"
            "A pool too small for the longest request, a cache that is not paged, a rate of 0\n"
            "or an empty range is refused before anything runs. The run is bounded: it fails\n"
            "rather than spin if the requests do not finish in twice the steps they would\n"
@@ -91,7 +95,7 @@ static int parse_options(int argc, char **argv, ServeOpts *o, Err *e)
         { "seed", required_argument, 0, 0 },          { "cache", required_argument, 0, 0 },
         { "slots", required_argument, 0, 0 },         { "token-budget", required_argument, 0, 0 },
         { "every", required_argument, 0, 0 },         { "preempt", required_argument, 0, 0 },
-        { "help", no_argument, 0, 'h' },
+        { "format", required_argument, 0, 0 },        { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -123,6 +127,8 @@ static int parse_options(int argc, char **argv, ServeOpts *o, Err *e)
             rc = parse_size(optarg, "--token-budget", &o->so.token_budget, e);
         else if (strcmp(name, "every") == 0)
             rc = parse_size(optarg, "--every", &o->every, e);
+        else if (strcmp(name, "format") == 0)
+            rc = out_format_parse(optarg, &o->fmt, e);
         else if (strcmp(name, "preempt") == 0) {
             if (strcmp(optarg, "recompute") != 0 && strcmp(optarg, "swap") != 0)
                 return err_set(e, ERR_USAGE, "--preempt: '%s' is not recompute or swap", optarg);
@@ -139,84 +145,20 @@ static int parse_options(int argc, char **argv, ServeOpts *o, Err *e)
 }
 
 typedef struct {
+    OutFormat fmt;
     size_t every;
     int progress; /* stderr is a terminal */
     size_t n_requests;
 } Printer;
 
-static void print_step_header(void)
-{
-    printf("%6s %7s %7s %5s %6s %7s %9s %5s %6s %5s %7s\n", "step", "running", "waiting", "done", "decode",
-           "prefill", "preempted", "pages", "shared", "free", "hits");
-}
-
-static void print_step(const ServeStep *st)
-{
-    printf("%6zu %7zu %7zu %5zu %6zu %7zu %9zu %5zu %6zu %5zu %7zu\n", st->step, st->running, st->waiting,
-           st->done, st->decode_tokens, st->prefill_tokens, st->preempted, st->pool.pages_used,
-           st->pool.pages_shared, st->pool.pages_free + st->pool.pages_cached, st->pool.prefix_hits);
-}
-
 static int on_step(void *user, const ServeStep *st)
 {
     Printer *p = user;
-    if (p->every && st->step % p->every == 0)
-        print_step(st);
+    if (p->fmt == OUT_TSV || (p->fmt == OUT_TABLE && st->step % p->every == 0))
+        serve_report_step(stdout, p->fmt, st);
     if (p->progress && st->step % 16 == 0)
         fprintf(stderr, "\rkvscope serve: step %zu, %zu of %zu requests done ", st->step, st->done, p->n_requests);
     return 0;
-}
-
-static int cmp_size(const void *a, const void *b)
-{
-    size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Time to first token and per output token, in steps: median and mean. */
-static void print_summary(const ServeResult *r, const KvCache *cache)
-{
-    size_t n = r->n_requests;
-    size_t *ttft = malloc(n * sizeof *ttft);
-    double tpot = 0, ttft_sum = 0;
-    size_t tpot_n = 0;
-    for (size_t i = 0; ttft && i < n; i++) {
-        const ServeRequest *q = &r->req[i];
-        ttft[i] = q->first_token - q->arrival;
-        ttft_sum += (double)ttft[i];
-        if (q->n_output > 1) {
-            tpot += (double)(q->finished - q->first_token) / (double)(q->n_output - 1);
-            tpot_n++;
-        }
-    }
-    const ServeStep *last = &r->steps[r->n_steps - 1];
-    size_t peak_used = 0, waste = 0, used_rows = 0;
-    for (size_t s = 0; s < r->n_steps; s++) {
-        const KvStats *p = &r->steps[s].pool;
-        peak_used = p->pages_used > peak_used ? p->pages_used : peak_used;
-        waste += p->waste_rows, used_rows += p->pages_used * p->page_rows;
-    }
-    printf("\n%zu requests in %zu steps, %.3f s: %zu tokens generated (%.1f tokens/s), %zu prompt tokens\n", n,
-           r->n_steps, r->seconds, r->generated_tokens, r->seconds > 0 ? (double)r->generated_tokens / r->seconds : 0,
-           r->prompt_tokens);
-    if (ttft) {
-        qsort(ttft, n, sizeof *ttft, cmp_size);
-        printf("time to first token: median %zu steps, mean %.1f; time per output token: mean %.2f steps\n",
-               ttft[n / 2], ttft_sum / (double)n, tpot_n ? tpot / (double)tpot_n : 0.0);
-    }
-    if (r->swapped_out_bytes || r->swapped_in_bytes)
-        printf("preemptions %zu (by swap: %.1f KiB copied out to host memory, %.1f KiB back)\n", r->preemptions,
-               (double)r->swapped_out_bytes / 1024.0, (double)r->swapped_in_bytes / 1024.0);
-    else
-        printf("preemptions %zu (by recompute: %zu tokens run again)\n", r->preemptions, r->recomputed_tokens);
-    printf("pool: %zu pages of %zu rows, at most %zu in use; prefix hits %zu pages: %zu rows mapped from the "
-           "prefix cache, not written (a shared prefix, or a preempted sequence's own pages)\n",
-           last->pool.pages_total, last->pool.page_rows, peak_used, last->pool.prefix_hits,
-           last->pool.prefix_hits * last->pool.page_rows);
-    printf("internal fragmentation: %.1f%% of the rows in mapped pages were empty, over the steps\n",
-           used_rows ? 100.0 * (double)waste / (double)used_rows : 0.0);
-    printf("cache %s\n", cache->spec);
-    free(ttft);
 }
 
 int cmd_serve(int argc, char **argv)
@@ -242,21 +184,22 @@ int cmd_serve(int argc, char **argv)
         model_free(&m);
         return cli_fail(&e);
     }
-    printf("serve: model %s, %zu requests at %.3g a step, prompts %zu..%zu tokens (%zu shared), outputs %zu..%zu, "
-           "%zu slots, %zu tokens a step\n", m.cfg.name, o.so.n_requests, o.so.rate, o.so.prompt_min, o.so.prompt_max,
-           o.so.shared_prefix, o.so.output_min, o.so.output_max, o.slots, o.so.token_budget);
-    Printer p = { .every = o.every, .progress = isatty(STDERR_FILENO), .n_requests = o.so.n_requests };
+    ServeRun run = { .model = m.cfg.name, .cache = cache->spec, .o = &o.so, .slots = o.slots };
+    Printer p = { .fmt = o.fmt, .every = o.every, .progress = isatty(STDERR_FILENO), .n_requests = o.so.n_requests };
     if (!p.every) /* about 24 rows: the expected length over 24 */
         p.every = (size_t)fmax(1.0, ((double)o.so.n_requests / o.so.rate + (double)o.so.output_max) / 24.0);
-    print_step_header();
+    serve_report_header(stdout, o.fmt, &run);
     ServeResult r;
+    ServeSummary sum;
     int rc = serve_run(&m, cache, &o.so, on_step, &p, &r, &e);
     if (p.progress)
         fprintf(stderr, "\r%60s\r", "");
+    if (rc == 0 && serve_summarize(&r, &sum) < 0)
+        rc = err_set(&e, ERR_RUNTIME, "out of memory");
     if (rc == 0) {
-        if ((r.n_steps - 1) % p.every) /* the last step, unless its row is out already */
-            print_step(&r.steps[r.n_steps - 1]);
-        print_summary(&r, cache);
+        if (o.fmt == OUT_TABLE && (r.n_steps - 1) % p.every) /* the last step, unless its row is out already */
+            serve_report_step(stdout, o.fmt, &r.steps[r.n_steps - 1]);
+        serve_report_summary(stdout, o.fmt, &run, &r, &sum);
     }
     serve_result_free(&r);
     kv_free(cache);

@@ -404,3 +404,46 @@ void serve_result_free(ServeResult *r)
     free(r->steps);
     memset(r, 0, sizeof *r);
 }
+
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+int serve_summarize(const ServeResult *r, ServeSummary *s)
+{
+    memset(s, 0, sizeof *s);
+    const size_t n = r->n_requests;
+    size_t *ttft = malloc((n ? n : 1) * sizeof *ttft), tpot_n = 0;
+    if (!ttft)
+        return -1;
+    double ttft_sum = 0, tpot = 0;
+    for (size_t i = 0; i < n; i++) {
+        const ServeRequest *q = &r->req[i];
+        ttft[i] = q->first_token - q->arrival;
+        ttft_sum += (double)ttft[i];
+        if (q->n_output > 1) {
+            tpot += (double)(q->finished - q->first_token) / (double)(q->n_output - 1);
+            tpot_n++;
+        }
+    }
+    qsort(ttft, n, sizeof *ttft, cmp_size);
+    s->ttft_median = n ? ttft[n / 2] : 0;
+    s->ttft_mean = n ? ttft_sum / (double)n : 0;
+    s->tpot_mean = tpot_n ? tpot / (double)tpot_n : 0;
+    free(ttft);
+    size_t waste = 0, mapped = 0;
+    for (size_t i = 0; i < r->n_steps; i++) {
+        const KvStats *p = &r->steps[i].pool;
+        s->peak_pages_used = p->pages_used > s->peak_pages_used ? p->pages_used : s->peak_pages_used;
+        waste += p->waste_rows, mapped += p->pages_used * p->page_rows;
+    }
+    s->fragmentation = mapped ? (double)waste / (double)mapped : 0;
+    if (r->n_steps) {
+        const KvStats *last = &r->steps[r->n_steps - 1].pool;
+        s->prefix_hit_pages = last->prefix_hits;
+        s->prefix_hit_rows = last->prefix_hits * last->page_rows;
+    }
+    return 0;
+}

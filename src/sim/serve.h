@@ -89,4 +89,17 @@ int serve_run(const Model *m, KvCache *cache, const ServeOptions *o, ServeStepFn
               Err *e);
 void serve_result_free(ServeResult *r);
 
+/* What a finished run adds up to. Steps from each request's arrival to its
+ * first token, and per output token after it; the pool over the steps. */
+typedef struct {
+    size_t ttft_median;       /* steps */
+    double ttft_mean, tpot_mean;
+    size_t peak_pages_used;
+    size_t prefix_hit_pages, prefix_hit_rows;
+    double fragmentation;     /* empty rows in mapped pages over all mapped rows, summed over the steps */
+} ServeSummary;
+
+/* Fill *s from a finished run (at least one step); -1 when memory runs out. */
+int serve_summarize(const ServeResult *r, ServeSummary *s);
+
 #endif

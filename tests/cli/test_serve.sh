@@ -15,6 +15,14 @@ expect_ok "serve: --preempt swap copies rows out and back instead" 'by swap: [0-
 expect_fail "serve: swap needs an f32 cache" 2 'needs an f32 cache' \
     $KV serve --model tiny --cache paged:page=8,pages=64+quant:k=q8_0,v=q8_0 --preempt swap
 expect_fail "serve: --preempt of another kind" 2 "'later' is not recompute or swap" $KV serve --preempt later
+expect_ok "serve --format json: the summary and every step" '"summary"' \
+    $KV serve --model tiny --requests 8 --rate 1 --cache paged:page=8,pages=40 --format json
+said=$(python3 -c 'import json,sys; d = json.load(open(sys.argv[1])); s = d["summary"]
+print("ok" if s["requests"] == 8 and len(d["steps"]) == s["steps"] and d["steps"][-1]["done"] == 8 else d)' "$out")
+[ "$said" = ok ] && ok "serve --format json: 8 requests, a row per step, all done at the last" ||
+    bad "serve --format json: 8 requests, a row per step, all done at the last" "$said"
+expect_ok "serve --format tsv: a header and a row per step" '^step	running	waiting	done' \
+    $KV serve --model tiny --requests 8 --rate 1 --cache paged:page=8,pages=40 --format tsv
 expect_fail "serve: a cache that is not paged" 2 'must be paged' $KV serve --model tiny --cache contiguous
 expect_fail "serve: a pool too small for one request" 2 'the pool holds 2' \
     $KV serve --model tiny --cache paged:page=8,pages=2

@@ -1,0 +1,95 @@
+/* serve_report.c: `kvscope serve`'s output (serve_report.h). */
+#include "report/serve_report.h"
+
+#include <jansson.h>
+
+static const char step_tsv_header[] = "step\trunning\twaiting\tdone\tdecode_tokens\tprefill_tokens\tpreempted\t"
+                                      "pages_used\tpages_shared\tpages_free\tprefix_hits\twaste_rows\n";
+
+void serve_report_header(FILE *f, OutFormat fmt, const ServeRun *run)
+{
+    const ServeOptions *o = run->o;
+    if (fmt == OUT_TSV)
+        fputs(step_tsv_header, f);
+    if (fmt != OUT_TABLE)
+        return;
+    fprintf(f, "serve: model %s, %zu requests at %.3g a step, prompts %zu..%zu tokens (%zu shared), outputs "
+               "%zu..%zu, %zu slots, %zu tokens a step, preemption by %s\n", run->model, o->n_requests, o->rate,
+            o->prompt_min, o->prompt_max, o->shared_prefix, o->output_min, o->output_max, run->slots,
+            o->token_budget, o->swap ? "swap" : "recompute");
+    fprintf(f, "%6s %7s %7s %5s %6s %7s %9s %5s %6s %5s %7s\n", "step", "running", "waiting", "done", "decode",
+            "prefill", "preempted", "pages", "shared", "free", "hits");
+}
+
+void serve_report_step(FILE *f, OutFormat fmt, const ServeStep *st)
+{
+    const KvStats *p = &st->pool;
+    if (fmt == OUT_TSV)
+        fprintf(f, "%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\n", st->step, st->running,
+                st->waiting, st->done, st->decode_tokens, st->prefill_tokens, st->preempted, p->pages_used,
+                p->pages_shared, p->pages_free + p->pages_cached, p->prefix_hits, p->waste_rows);
+    else if (fmt == OUT_TABLE)
+        fprintf(f, "%6zu %7zu %7zu %5zu %6zu %7zu %9zu %5zu %6zu %5zu %7zu\n", st->step, st->running, st->waiting,
+                st->done, st->decode_tokens, st->prefill_tokens, st->preempted, p->pages_used, p->pages_shared,
+                p->pages_free + p->pages_cached, p->prefix_hits);
+}
+
+static void summary_json(FILE *f, const ServeRun *run, const ServeResult *r, const ServeSummary *s)
+{
+    json_t *steps = json_array();
+    for (size_t i = 0; i < r->n_steps; i++) {
+        const ServeStep *st = &r->steps[i];
+        json_array_append_new(steps, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "running",
+                                               (json_int_t)st->running, "waiting", (json_int_t)st->waiting,
+                                               "done", (json_int_t)st->done, "decode_tokens",
+                                               (json_int_t)st->decode_tokens, "prefill_tokens",
+                                               (json_int_t)st->prefill_tokens, "preempted",
+                                               (json_int_t)st->preempted, "pages_used",
+                                               (json_int_t)st->pool.pages_used, "pages_shared",
+                                               (json_int_t)st->pool.pages_shared));
+    }
+    const KvStats *last = &r->steps[r->n_steps - 1].pool;
+    json_t *summary = json_pack(
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "requests",
+        (json_int_t)r->n_requests, "steps", (json_int_t)r->n_steps, "generated_tokens",
+        (json_int_t)r->generated_tokens, "prompt_tokens", (json_int_t)r->prompt_tokens, "preemptions",
+        (json_int_t)r->preemptions, "recomputed_tokens", (json_int_t)r->recomputed_tokens, "ttft_median_steps",
+        (json_int_t)s->ttft_median, "ttft_mean_steps", s->ttft_mean, "tpot_mean_steps", s->tpot_mean,
+        "swapped_out_bytes", (json_int_t)r->swapped_out_bytes, "pool_pages", (json_int_t)last->pages_total,
+        "page_rows", (json_int_t)last->page_rows, "peak_pages_used", (json_int_t)s->peak_pages_used,
+        "prefix_hit_pages", (json_int_t)s->prefix_hit_pages, "fragmentation", s->fragmentation, "seconds",
+        r->seconds);
+    json_t *root = json_pack("{s:s, s:s, s:I, s:f, s:I, s:o, s:o}", "model", run->model, "cache", run->cache,
+                             "slots", (json_int_t)run->slots, "rate", run->o->rate, "token_budget",
+                             (json_int_t)run->o->token_budget, "summary", summary, "steps", steps);
+    json_dumpf(root, f, JSON_INDENT(2));
+    fprintf(f, "\n");
+    json_decref(root);
+}
+
+void serve_report_summary(FILE *f, OutFormat fmt, const ServeRun *run, const ServeResult *r, const ServeSummary *s)
+{
+    if (fmt == OUT_JSON) {
+        summary_json(f, run, r, s);
+        return;
+    }
+    if (fmt != OUT_TABLE)
+        return;
+    const KvStats *last = &r->steps[r->n_steps - 1].pool;
+    fprintf(f, "\n%zu requests in %zu steps, %.3f s: %zu tokens generated (%.1f tokens/s), %zu prompt tokens\n",
+            r->n_requests, r->n_steps, r->seconds, r->generated_tokens,
+            r->seconds > 0 ? (double)r->generated_tokens / r->seconds : 0, r->prompt_tokens);
+    fprintf(f, "time to first token: median %zu steps, mean %.1f; time per output token: mean %.2f steps\n",
+            s->ttft_median, s->ttft_mean, s->tpot_mean);
+    if (r->swapped_out_bytes || r->swapped_in_bytes)
+        fprintf(f, "preemptions %zu (by swap: %.1f KiB copied out to host memory, %.1f KiB back)\n", r->preemptions,
+                (double)r->swapped_out_bytes / 1024.0, (double)r->swapped_in_bytes / 1024.0);
+    else
+        fprintf(f, "preemptions %zu (by recompute: %zu tokens run again)\n", r->preemptions, r->recomputed_tokens);
+    fprintf(f, "pool: %zu pages of %zu rows, at most %zu in use; prefix hits %zu pages: %zu rows mapped from the "
+               "prefix cache, not written (a shared prefix, or a preempted sequence's own pages)\n",
+            last->pages_total, last->page_rows, s->peak_pages_used, s->prefix_hit_pages, s->prefix_hit_rows);
+    fprintf(f, "internal fragmentation: %.1f%% of the rows in mapped pages were empty, over the steps\n",
+            100.0 * s->fragmentation);
+    fprintf(f, "cache %s\n", run->cache);
+}
