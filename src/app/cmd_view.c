@@ -24,6 +24,9 @@
  * back: it loads models up to this size (a real model's shape runs with
  * --shared). */
 #define VIEW_MAX_MODEL_BYTES ((size_t)1 << 30)
+/* view --serve's pool and slots when no paged --cache is given. */
+#define VIEW_SERVE_CACHE "paged:page=16,pages=48"
+#define VIEW_SERVE_SLOTS 8
 /* Weights from which drawing them takes long enough to say so first. */
 #define VIEW_SAY_BUILD_BYTES 256e6
 
@@ -38,6 +41,7 @@ typedef struct {
     const char *screen;
     const char *preset;    /* --preset's name, or NULL */
     size_t beams;          /* an encoder-decoder's beam width (its preset's, else 4) */
+    int serve;             /* --serve: the simulation screen shows many requests over one pool */
     int model_given;
     int no_color, ascii;
     int headless, measure;
@@ -81,6 +85,11 @@ static void help(void)
            "                      override); an encoder-decoder (encdec) shows its beam search\n"
            "                      step by step: beams, their slots, block tables and the shared\n"
            "                      cross cache (compare, c, m and t are for decoders)\n"
+           "  --serve             the simulation screen serves many requests over one page pool\n"
+           "                      (`kvscope serve`'s loop, recorded): 24 requests at 0.5 a step,\n"
+           "                      a 16-token shared prompt, 8 slots; the pool's pages by the\n"
+           "                      request holding them, the queue, preemptions. --cache must be\n"
+           "                      paged (default with --serve: " VIEW_SERVE_CACHE ")\n"
            "  --cache SPEC        the cache (default contiguous); accepted:\n%s"
            "  --attention FORM    naive (default: the heatmaps need its weights), flash or\n"
            "                      materialize\n"
@@ -181,7 +190,8 @@ static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
         { "no-color", no_argument, 0, 0 },          { "ascii", no_argument, 0, 0 },
         { "headless", no_argument, 0, 0 },          { "size", required_argument, 0, 0 },
         { "keys", required_argument, 0, 0 },        { "frames", required_argument, 0, 0 },
-        { "measure", no_argument, 0, 0 },           { "help", no_argument, 0, 'h' },
+        { "measure", no_argument, 0, 0 },           { "serve", no_argument, 0, 0 },
+        { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -203,6 +213,8 @@ static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
             o->model_given = 1; /* applied before the options, by preset_scan */
         else if (strcmp(name, "cache") == 0)
             o->cache_spec = optarg;
+        else if (strcmp(name, "serve") == 0)
+            o->serve = o->model_given = 1;
         else if (strcmp(name, "structure") == 0 && structure_parse(optarg, &o->structure, e) < 0)
             return -1;
     }
@@ -330,6 +342,39 @@ static int open_beam(ViewOpts *o, BeamReplay **out, Err *e)
     return 0;
 }
 
+/* `view --serve`: the serving loop over model o->mo.model and the cache,
+ * run once and recorded. */
+static int open_serving(ViewOpts *o, ServeReplay **out, Err *e)
+{
+    Config cfg;
+    const Kernels *kern;
+    if (load_model(o, o->mo.model, &cfg, &kern, e) < 0)
+        return -1;
+    const char *spec = strcmp(o->cache_spec, "contiguous") == 0 ? VIEW_SERVE_CACHE : o->cache_spec;
+    const ServeOptions so = { .n_requests = 24, .rate = 0.5, .prompt_min = 16, .prompt_max = 48, .output_min = 8,
+                              .output_max = 32, .shared_prefix = 16, .token_budget = 64, .seed = 1 };
+    Model m;
+    ServeReplay *sr = calloc(1, sizeof *sr);
+    if (!sr)
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    if (model_init(&m, &cfg, kern, e) < 0) {
+        free(sr);
+        return -1;
+    }
+    KvGeometry geo = model_kv_geometry(&m, VIEW_SERVE_SLOTS);
+    KvCache *cache = kv_open(spec, &geo, e);
+    int rc = cache ? serve_replay_make(sr, &m, cache, &so, e) : -1;
+    kv_free(cache);
+    model_free(&m);
+    if (rc < 0) {
+        serve_replay_free(sr);
+        free(sr);
+        return err_wrap(e, "view --serve");
+    }
+    *out = sr;
+    return 0;
+}
+
 /* Whether --model (or the preset's) is an encoder-decoder. */
 static int is_encdec(ViewOpts *o)
 {
@@ -423,11 +468,13 @@ int cmd_view(int argc, char **argv)
 
     Session *ex = NULL, *sim = NULL;
     BeamReplay *beam = NULL;
+    ServeReplay *serving = NULL;
     static const int example_prompt[3] = { 0, 1, 2 };
     const int encdec = is_encdec(&o);
     if (open_session(&o, EXAMPLE_MODEL, example_prompt, 3, EXAMPLE_TOKENS, "contiguous", &ex, &e) < 0 ||
-        (encdec ? open_beam(&o, &beam, &e)
-                : open_session(&o, o.mo.model, NULL, 0, o.go.n_generate, o.cache_spec, &sim, &e)) < 0) {
+        (o.serve ? open_serving(&o, &serving, &e)
+         : encdec ? open_beam(&o, &beam, &e)
+                  : open_session(&o, o.mo.model, NULL, 0, o.go.n_generate, o.cache_spec, &sim, &e)) < 0) {
         session_free(ex);
         free(keys);
         return cli_fail(&e);
@@ -436,6 +483,8 @@ int cmd_view(int argc, char **argv)
     View v;
     if (beam)
         view_init_beam(&v, ex, beam, SCR_EXAMPLE, &hooks);
+    else if (serving)
+        view_init_serving(&v, ex, serving, SCR_EXAMPLE, &hooks);
     else
         view_init(&v, ex, sim, SCR_EXAMPLE, &hooks);
     const char *no_color = getenv("NO_COLOR");

@@ -11,14 +11,12 @@
 #include "model/sample.h"
 #include "util/clock.h"
 
-typedef enum { SEQ_FUTURE = 0, SEQ_WAITING, SEQ_RUNNING, SEQ_DONE } SeqState;
-
 /* A request's life in the loop. Its tokens are the prompt, then what it
  * generated; `filled` of them are in the cache. The tokens not yet in the
  * cache are what its next chunk runs: the whole prompt at first, one token
  * per decode step after that, everything again after a preemption. */
 typedef struct {
-    SeqState state;
+    ServeState state;
     size_t slot;          /* cache sequence, while running */
     size_t admitted;      /* admission order: the newest running is preempted first */
     int *tokens;          /* [prompt_len + n_output] */
@@ -38,6 +36,10 @@ typedef struct {
     ForwardState fs;
     float *logits;
     ServeStep cur;
+    int *page_owner;        /* [pages_total] scratch for the step callback */
+    unsigned char *state;   /* [n_requests] */
+    size_t *held;           /* [n_requests] */
+    size_t *table;          /* [pages_total] one sequence's page table */
 } Loop;
 
 static size_t pages_for(size_t page, size_t from, size_t to)
@@ -175,7 +177,7 @@ static int preempt(Loop *L, size_t r, Err *e)
     if (!L->o->swap)
         L->out->recomputed_tokens += s->filled;
     s->filled = 0;
-    s->state = SEQ_WAITING;
+    s->state = SERVE_WAITING;
     L->out->req[r].preemptions++;
     L->out->preemptions++;
     L->cur.preempted++;
@@ -187,7 +189,7 @@ static size_t newest_running(const Loop *L, size_t not)
 {
     size_t best = SIZE_MAX;
     for (size_t r = 0; r < L->o->n_requests; r++)
-        if (r != not && L->seq[r].state == SEQ_RUNNING &&
+        if (r != not && L->seq[r].state == SERVE_RUNNING &&
             (best == SIZE_MAX || L->seq[r].admitted > L->seq[best].admitted))
             best = r;
     return best;
@@ -220,7 +222,7 @@ static int run_chunk(Loop *L, size_t r, size_t n, Err *e)
         memcpy(q->output, s->tokens + q->prompt_len, q->n_output * sizeof(int));
         kv_drop(L->cache, s->slot);
         L->free_slots[L->n_free++] = s->slot;
-        s->state = SEQ_DONE;
+        s->state = SERVE_DONE;
     }
     return 0;
 }
@@ -228,7 +230,7 @@ static int run_chunk(Loop *L, size_t r, size_t n, Err *e)
 /* A running request whose only pending token is the one it generated last. */
 static int due_decode(const Seq *s)
 {
-    return s->state == SEQ_RUNNING && s->filled > 0 && s->filled + 1 == s->n_tokens;
+    return s->state == SERVE_RUNNING && s->filled > 0 && s->filled + 1 == s->n_tokens;
 }
 
 /* Decodes: one token for each running request with only its newest token
@@ -251,7 +253,7 @@ static int decode_all(Loop *L, size_t *budget, Err *e)
     for (size_t k = 0; rc == 0 && k < order_n && *budget > 0; k++) {
         size_t r = order[k];
         Seq *s = &L->seq[r];
-        if (s->state != SEQ_RUNNING) /* preempted by an older one in this step */
+        if (s->state != SERVE_RUNNING) /* preempted by an older one in this step */
             continue;
         while (pages_for(L->page, s->filled, s->filled + 1) > pages_available(L)) {
             size_t victim = newest_running(L, r);
@@ -264,7 +266,7 @@ static int decode_all(Loop *L, size_t *budget, Err *e)
             if (victim == r)
                 break;
         }
-        if (s->state != SEQ_RUNNING)
+        if (s->state != SERVE_RUNNING)
             continue;
         rc = run_chunk(L, r, 1, e);
         L->cur.decode_tokens++;
@@ -281,8 +283,8 @@ static int prefill_some(Loop *L, size_t *budget, Err *e)
     for (int admit = 0; admit < 2; admit++)
         for (size_t r = 0; r < L->o->n_requests && *budget > 0; r++) {
             Seq *s = &L->seq[r];
-            int prefilling = s->state == SEQ_RUNNING && !due_decode(s) && s->filled < s->n_tokens;
-            if (admit ? s->state != SEQ_WAITING : !prefilling)
+            int prefilling = s->state == SERVE_RUNNING && !due_decode(s) && s->filled < s->n_tokens;
+            if (admit ? s->state != SERVE_WAITING : !prefilling)
                 continue;
             size_t pending = s->n_tokens - s->filled;
             if (admit) {
@@ -290,7 +292,7 @@ static int prefill_some(Loop *L, size_t *budget, Err *e)
                     break; /* first come, first served: later ones wait too */
                 s->slot = L->free_slots[--L->n_free];
                 s->admitted = L->n_admitted++;
-                s->state = SEQ_RUNNING;
+                s->state = SERVE_RUNNING;
                 if (s->swapped && swap_in(L, s, e) < 0)
                     return -1;
                 pending = s->n_tokens - s->filled;
@@ -311,14 +313,39 @@ static int prefill_some(Loop *L, size_t *budget, Err *e)
     return 0;
 }
 
+/* What the step callback may look at: who holds each page, each request's
+ * state and rows. */
+static void describe(Loop *L)
+{
+    const size_t total = L->cur.pool.pages_total;
+    for (size_t p = 0; p < total; p++)
+        L->page_owner[p] = SERVE_PAGE_FREE;
+    for (size_t r = 0; r < L->o->n_requests; r++) {
+        const Seq *s = &L->seq[r];
+        L->state[r] = (unsigned char)s->state;
+        L->held[r] = s->state == SERVE_RUNNING ? s->filled : 0;
+        if (s->state != SERVE_RUNNING || !L->cache->ops->page_table)
+            continue;
+        size_t n = L->cache->ops->page_table(L->cache, s->slot, L->table, total);
+        for (size_t i = 0; i < n && i < total; i++) {
+            const size_t p = L->table[i];
+            if (p < total)
+                L->page_owner[p] = L->page_owner[p] == SERVE_PAGE_FREE || L->page_owner[p] == (int)r
+                                       ? (int)r
+                                       : SERVE_PAGE_SHARED;
+        }
+    }
+    L->cur.page_owner = L->page_owner, L->cur.state = L->state, L->cur.held = L->held;
+}
+
 static void count_states(Loop *L)
 {
     L->cur.running = L->cur.waiting = L->cur.done = 0;
     for (size_t r = 0; r < L->o->n_requests; r++) {
-        SeqState st = L->seq[r].state;
-        L->cur.running += st == SEQ_RUNNING;
-        L->cur.waiting += st == SEQ_WAITING;
-        L->cur.done += st == SEQ_DONE;
+        ServeState st = L->seq[r].state;
+        L->cur.running += st == SERVE_RUNNING;
+        L->cur.waiting += st == SERVE_WAITING;
+        L->cur.done += st == SERVE_DONE;
     }
 }
 
@@ -337,8 +364,12 @@ int serve_run(const Model *m, KvCache *cache, const ServeOptions *o, ServeStepFn
     L.seq = calloc(o->n_requests, sizeof *L.seq);
     L.free_slots = malloc(cache->geo.n_seqs * sizeof *L.free_slots);
     L.logits = malloc(m->cfg.vocab * sizeof(float));
+    L.page_owner = malloc(st.pages_total * sizeof *L.page_owner);
+    L.table = malloc(st.pages_total * sizeof *L.table);
+    L.state = malloc(o->n_requests);
+    L.held = malloc(o->n_requests * sizeof *L.held);
     int rc = -1;
-    if (!out->req || !L.seq || !L.free_slots || !L.logits) {
+    if (!out->req || !L.seq || !L.free_slots || !L.logits || !L.page_owner || !L.table || !L.state || !L.held) {
         err_set(e, ERR_RUNTIME, "out of memory");
         goto done;
     }
@@ -359,8 +390,8 @@ int serve_run(const Model *m, KvCache *cache, const ServeOptions *o, ServeStepFn
         double ts = clock_seconds();
         L.cur = (ServeStep){ .step = step };
         for (size_t r = 0; r < o->n_requests; r++)
-            if (L.seq[r].state == SEQ_FUTURE && out->req[r].arrival <= step)
-                L.seq[r].state = SEQ_WAITING;
+            if (L.seq[r].state == SERVE_FUTURE && out->req[r].arrival <= step)
+                L.seq[r].state = SERVE_WAITING;
         size_t budget = o->token_budget;
         if (decode_all(&L, &budget, e) < 0 || prefill_some(&L, &budget, e) < 0)
             goto done;
@@ -374,7 +405,8 @@ int serve_run(const Model *m, KvCache *cache, const ServeOptions *o, ServeStepFn
             goto done;
         }
         out->steps = grown;
-        out->steps[out->n_steps++] = L.cur;
+        out->steps[out->n_steps++] = L.cur; /* without the callback's pointers */
+        describe(&L);
         if (fn && fn(user, &L.cur)) {
             err_set(e, ERR_RUNTIME, "serve: stopped at step %zu", step);
             goto done;
@@ -390,6 +422,7 @@ done:
     free(L.seq);
     free(L.free_slots);
     free(L.logits);
+    free(L.page_owner), free(L.table), free(L.state), free(L.held);
     forward_state_free(&L.fs);
     return rc;
 }

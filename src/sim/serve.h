@@ -51,6 +51,13 @@ typedef struct {
     int *output;          /* [n_output] the tokens it generated */
 } ServeRequest;
 
+/* Where a request is. */
+typedef enum { SERVE_FUTURE = 0, SERVE_WAITING, SERVE_RUNNING, SERVE_DONE } ServeState;
+
+/* Who holds a page of the pool, in ServeStep.page_owner. */
+#define SERVE_PAGE_FREE (-1)
+#define SERVE_PAGE_SHARED (-2)
+
 /* One engine step. */
 typedef struct {
     size_t step;
@@ -59,6 +66,10 @@ typedef struct {
     size_t preempted;     /* sequences preempted in this step */
     KvStats pool;         /* after the step */
     double seconds;
+    /* during the step callback only (NULL in ServeResult.steps): */
+    const int *page_owner;           /* [pool.pages_total] the request mapping each page, or SERVE_PAGE_* */
+    const unsigned char *state;      /* [n_requests] ServeState of each request */
+    const size_t *held;              /* [n_requests] positions each holds in the cache */
 } ServeStep;
 
 typedef struct {

@@ -85,7 +85,7 @@ static void draw_tables(Frame *f, Rect r, const BeamReplay *br, const BeamFrame 
 void panel_beams(Frame *f, Rect b, const View *v)
 {
     const BeamReplay *br = v->beam;
-    const size_t step = v->beam_step;
+    const size_t step = v->replay_step;
     draw_what(f, rect_sub(b, 0, 0, b.w, 1), br, step);
     char title[256], size[32];
     snprintf(title, sizeof title, "model %s: beam search of width %zu, self cache %s", br->model, br->width,

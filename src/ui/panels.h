@@ -39,9 +39,12 @@ void panel_pages(Frame *f, Rect r, const Session *s, int focused);
 int panel_pages_height(const Session *s);
 /* The shade and role of an attention weight. */
 Glyph panel_heat_glyph(float w, int *role);
-/* An encoder-decoder's recorded beam search at v->beam_step: the whole
+/* An encoder-decoder's recorded beam search at v->replay_step: the whole
  * simulation screen when the view runs one (panel_beams.c). */
 void panel_beams(Frame *f, Rect body, const View *v);
+/* A recorded serving run at v->replay_step: the pool's pages by the request
+ * holding them, the requests, the step's counters (panel_serving.c). */
+void panel_serving(Frame *f, Rect body, const View *v);
 /* What the newest pass did, in one line (shared by sim and compare). */
 void panel_what(Frame *f, Rect r, const Session *s);
 

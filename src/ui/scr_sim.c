@@ -24,6 +24,10 @@ static void draw(Frame *f, Rect b, const View *v)
         panel_beams(f, b, v);
         return;
     }
+    if (v->serving) { /* many requests over one pool */
+        panel_serving(f, b, v);
+        return;
+    }
     const Session *s = v->sim;
     const Config *c = &session_model(s)->cfg;
     const int focus = v->focus[SCR_SIM];

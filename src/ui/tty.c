@@ -296,7 +296,7 @@ int tty_measure(View *v, int w, int h, int frames, Measure *out, Err *e)
                 emit_frame(&em, &f);
             }
         }
-        out->play_steps += v->sim ? session_steps(v->sim) : v->beam_step;
+        out->play_steps += v->sim ? session_steps(v->sim) : v->replay_step;
         elapsed = (clock_seconds() * 1e3) - t0;
     } while (elapsed < 1000);
     out->play_steps_s = (double)out->play_steps / (elapsed / 1e3);

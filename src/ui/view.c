@@ -41,6 +41,23 @@ void view_init_beam(View *v, Session *ex, BeamReplay *beam, ScreenId screen, con
     v->beam = beam;
 }
 
+void view_init_serving(View *v, Session *ex, ServeReplay *serving, ScreenId screen, const ViewHooks *hooks)
+{
+    view_init(v, ex, NULL, screen, hooks);
+    v->serving = serving;
+}
+
+size_t view_replay_steps(const View *v)
+{
+    return v->beam ? v->beam->n_frames : v->serving ? v->serving->result.n_steps : 0;
+}
+
+/* The recorded run's model, for messages. */
+static const char *replay_model(const View *v)
+{
+    return v->beam ? v->beam->model : v->serving ? v->serving->model : "";
+}
+
 static void free_compare(View *v)
 {
     for (int i = 0; i < 3; i++) {
@@ -59,6 +76,11 @@ void view_free(View *v)
         beam_replay_free(v->beam);
         free(v->beam);
         v->beam = NULL;
+    }
+    if (v->serving) {
+        serve_replay_free(v->serving);
+        free(v->serving);
+        v->serving = NULL;
     }
 }
 
@@ -79,7 +101,7 @@ static int ensure_compare(View *v)
     if (v->cmp[0])
         return 0;
     if (!v->sim) {
-        view_status(v, 1, "compare runs decoder caches side by side; an encoder-decoder's beams are screen 2");
+        view_status(v, 1, "compare runs one decoder's caches side by side; this view's recorded run is screen 2");
         return -1;
     }
     SessionSpec sp;
@@ -140,30 +162,34 @@ int view_tick_ms(const View *v)
 /* Apply `op` to every session on screen. */
 typedef enum { OP_STEP, OP_BACK, OP_RESET } Op;
 
-/* The recorded beam search: a step is the next frame of the record. */
-static unsigned apply_beam(View *v, Op op)
+/* A recorded run: a step is the next step of the record. */
+static unsigned apply_replay(View *v, Op op)
 {
-    const size_t n = v->beam->n_frames;
-    if (op == OP_STEP && v->beam_step < n)
-        v->beam_step++;
-    else if (op == OP_BACK && v->beam_step > 0)
-        v->beam_step--;
+    const size_t n = view_replay_steps(v);
+    if (op == OP_STEP && v->replay_step < n)
+        v->replay_step++;
+    else if (op == OP_BACK && v->replay_step > 0)
+        v->replay_step--;
     else if (op == OP_RESET)
-        v->beam_step = 0;
-    if (op == OP_STEP && v->beam_step == n) {
+        v->replay_step = 0;
+    if (op == OP_STEP && v->replay_step == n) {
         v->playing = 0;
-        view_status(v, 0, "search complete: %zu step%s, the best hypothesis %zu token%s (r resets, Left goes back)",
-                    n, n == 1 ? "" : "s", v->beam->best_len, v->beam->best_len == 1 ? "" : "s");
-    } else if (op == OP_BACK && v->beam_step == 0) {
-        view_status(v, 0, "at the start: the source is encoded, no beam has run");
+        if (v->beam)
+            view_status(v, 0, "search complete: %zu step%s, the best hypothesis %zu token%s (r resets, Left goes "
+                        "back)", n, n == 1 ? "" : "s", v->beam->best_len, v->beam->best_len == 1 ? "" : "s");
+        else
+            view_status(v, 0, "every request served: %zu step%s, %zu tokens generated (r resets, Left goes back)",
+                        n, n == 1 ? "" : "s", v->serving->result.generated_tokens);
+    } else if (op == OP_BACK && v->replay_step == 0) {
+        view_status(v, 0, "at the start: nothing has run yet");
     }
     return KR_HANDLED | KR_CHANGED;
 }
 
 static unsigned apply(View *v, Op op)
 {
-    if (v->beam && v->screen == SCR_SIM)
-        return apply_beam(v, op);
+    if (!v->sim && v->screen == SCR_SIM)
+        return apply_replay(v, op);
     Session *ss[3];
     size_t n = view_sessions(v, ss);
     Err e = { 0 };
@@ -201,8 +227,8 @@ unsigned view_tick(View *v)
 
 static int at_end(const View *v)
 {
-    if (v->beam && v->screen == SCR_SIM)
-        return v->beam_step == v->beam->n_frames;
+    if (!v->sim && v->screen == SCR_SIM)
+        return v->replay_step == view_replay_steps(v);
     Session *ss[3];
     size_t n = view_sessions(v, ss);
     return n && session_steps(ss[0]) == session_total_steps(ss[0]);
@@ -297,8 +323,8 @@ static unsigned overlay_key(View *v, int key)
     const char *why = NULL;
     v->playing = 0;
     if (!v->sim) {
-        view_status(v, 1, "the cache and model lists and the prompt line are for decoders; this view shows "
-                    "model %s's beam search (its options set it)", v->beam->model);
+        view_status(v, 1, "the cache and model lists and the prompt line step one decoder; this view shows "
+                    "a recorded run of model %s (its options set it)", replay_model(v));
         return KR_HANDLED | KR_CHANGED;
     }
     if (key == 't' && prompt_edit_open(&v->edit, v->sim, &why) < 0)
@@ -488,8 +514,9 @@ static void draw_title(const View *v, Frame *f)
     if (n)
         snprintf(right + len, sizeof right - (size_t)len, "  %zu/%zu passes ", session_steps(ss[0]),
                  session_total_steps(ss[0]));
-    else if (v->beam && v->screen == SCR_SIM)
-        snprintf(right + len, sizeof right - (size_t)len, "  %zu/%zu steps ", v->beam_step, v->beam->n_frames);
+    else if (!v->sim && v->screen == SCR_SIM)
+        snprintf(right + len, sizeof right - (size_t)len, "  %zu/%zu steps ", v->replay_step,
+                 view_replay_steps(v));
     int rx = f->w - text_width(right);
     if (rx > x)
         frame_text(f, row, rx, 0, ROLE_TITLE, right);

@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #include "sim/beam_replay.h"
+#include "sim/serve_replay.h"
 #include "sim/session.h"
 #include "ui/frame.h"
 
@@ -71,9 +72,10 @@ typedef struct {
 typedef struct {
     Session *ex;            /* the worked example */
     Session *sim;           /* the simulation; its model and prompt drive compare too. NULL when
-                               the view runs an encoder-decoder's beam search (beam) instead */
-    BeamReplay *beam;       /* the simulation screen's beam search, recorded; NULL for a decoder */
-    size_t beam_step;       /* frames of it shown: 0 .. beam->n_frames */
+                               the simulation screen shows a recorded run (beam or serving) instead */
+    BeamReplay *beam;       /* an encoder-decoder's beam search, recorded; or NULL */
+    ServeReplay *serving;   /* many requests served over one pool, recorded; or NULL */
+    size_t replay_step;     /* steps of the recorded run shown: 0 .. its steps */
     Session *cmp[3];        /* compare: cache A, cache B, and the exact reference */
     char cmp_spec[2][96];
     ScreenId screen;
@@ -97,8 +99,12 @@ typedef struct {
 void view_init(View *v, Session *ex, Session *sim, ScreenId screen, const ViewHooks *hooks);
 /* The same with a recorded beam search on the simulation screen (an
  * encoder-decoder): compare, the cache and model lists and the prompt line
- * are for decoders and say so. Takes ownership of beam. */
+ * are for a decoder's session and say so. Takes ownership of beam. */
 void view_init_beam(View *v, Session *ex, BeamReplay *beam, ScreenId screen, const ViewHooks *hooks);
+/* The same with a recorded serving run (`view --serve`). Takes ownership. */
+void view_init_serving(View *v, Session *ex, ServeReplay *serving, ScreenId screen, const ViewHooks *hooks);
+/* Steps of the recorded run on the simulation screen (0 without one). */
+size_t view_replay_steps(const View *v);
 void view_free(View *v);
 
 /* Build the whole frame for the current state (f has the terminal's size). */

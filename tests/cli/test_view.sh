@@ -285,7 +285,19 @@ run "view --preset encdec: the best hypothesis is run's" $KV view --headless --p
 got=$(sed -n 's/.*best hypothesis (score [^)]*): *//p' "$out" | tr -s ' ')
 if [ -n "$want" ] && [ "$(echo $got)" = "$(echo $want)" ]; then ok "$name"
 else bad "$name" "want: $want" "got:  $got"; fi
-expect_ok "view --model encdec: compare says it is for decoders" 'compare runs decoder caches side by side' \
+# view --serve: the serving loop recorded; the pool's pages by the request
+# holding them (the shared prompt's page shared), the requests by state;
+# the last step has every request done
+expect_ok "view --serve: step 30 shows the pool, running and waiting requests" '^running [0-9a-z]:[0-9]+' \
+    $KV view --serve --headless --frames last --keys "$(printf '<space>%.0s' $(seq 1 30))"
+grep -q '▓' "$out" && grep -q '^waiting ' "$out" && grep -q 'prefix hits [1-9]' "$out" &&
+    ok "view --serve: a shared page, the queue and prefix hits on screen" ||
+    bad "view --serve: a shared page, the queue and prefix hits on screen" "$(head -c 1500 "$out")"
+expect_ok "view --serve: at the end every request is done" '^running none' \
+    $KV view --serve --headless --frames last --keys "$(printf '<space>%.0s' $(seq 1 200))"
+expect_fail "view --serve: a cache that is not paged" 2 'must be paged' \
+    $KV view --serve --headless --cache ring:window=8
+expect_ok "view --model encdec: compare says it is for decoders" 'compare runs one decoder.s caches side by side' \
     $KV view --headless --model encdec --frames last --keys "3"
 expect_fail "view: --batch above 8 is refused" 2 'at most 8 sequences' $KV view --headless --batch 9
 
