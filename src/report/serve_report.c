@@ -50,7 +50,7 @@ static void summary_json(FILE *f, const ServeRun *run, const ServeResult *r, con
     }
     const KvStats *last = &r->steps[r->n_steps - 1].pool;
     json_t *summary = json_pack(
-        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "requests",
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f}", "requests",
         (json_int_t)r->n_requests, "steps", (json_int_t)r->n_steps, "generated_tokens",
         (json_int_t)r->generated_tokens, "prompt_tokens", (json_int_t)r->prompt_tokens, "preemptions",
         (json_int_t)r->preemptions, "recomputed_tokens", (json_int_t)r->recomputed_tokens, "ttft_median_steps",
@@ -58,7 +58,7 @@ static void summary_json(FILE *f, const ServeRun *run, const ServeResult *r, con
         "swapped_out_bytes", (json_int_t)r->swapped_out_bytes, "pool_pages", (json_int_t)last->pages_total,
         "page_rows", (json_int_t)last->page_rows, "peak_pages_used", (json_int_t)s->peak_pages_used,
         "prefix_hit_pages", (json_int_t)s->prefix_hit_pages, "fragmentation", s->fragmentation, "seconds",
-        r->seconds);
+        r->seconds, "ttft_median_ms", s->ttft_median_ms, "tpot_mean_ms", s->tpot_mean_ms);
     json_t *root = json_pack("{s:s, s:s, s:I, s:f, s:I, s:o, s:o}", "model", run->model, "cache", run->cache,
                              "slots", (json_int_t)run->slots, "rate", run->o->rate, "token_budget",
                              (json_int_t)run->o->token_budget, "summary", summary, "steps", steps);
@@ -79,8 +79,9 @@ void serve_report_summary(FILE *f, OutFormat fmt, const ServeRun *run, const Ser
     fprintf(f, "\n%zu requests in %zu steps, %.3f s: %zu tokens generated (%.1f tokens/s), %zu prompt tokens\n",
             r->n_requests, r->n_steps, r->seconds, r->generated_tokens,
             r->seconds > 0 ? (double)r->generated_tokens / r->seconds : 0, r->prompt_tokens);
-    fprintf(f, "time to first token: median %zu steps, mean %.1f; time per output token: mean %.2f steps\n",
-            s->ttft_median, s->ttft_mean, s->tpot_mean);
+    fprintf(f, "time to first token: median %zu steps (%.1f ms), mean %.1f steps; time per output token: mean "
+               "%.2f steps (%.2f ms)\n", s->ttft_median, s->ttft_median_ms, s->ttft_mean, s->tpot_mean,
+            s->tpot_mean_ms);
     if (r->swapped_out_bytes || r->swapped_in_bytes)
         fprintf(f, "preemptions %zu (by swap: %.1f KiB copied out to host memory, %.1f KiB back)\n", r->preemptions,
                 (double)r->swapped_out_bytes / 1024.0, (double)r->swapped_in_bytes / 1024.0);

@@ -105,6 +105,7 @@ void serve_result_free(ServeResult *r);
 typedef struct {
     size_t ttft_median;       /* steps */
     double ttft_mean, tpot_mean;
+    double ttft_median_ms, tpot_mean_ms; /* the same in wall time: the steps' own times added up */
     size_t peak_pages_used;
     size_t prefix_hit_pages, prefix_hit_rows;
     double fragmentation;     /* empty rows in mapped pages over all mapped rows, summed over the steps */
