@@ -25,6 +25,7 @@ typedef struct {
     size_t slots;
     size_t every;       /* a table row every N steps; 0 = about 24 rows */
     OutFormat fmt;
+    const char *trace;  /* --trace FILE */
 } ServeOpts;
 
 static void help(void)
@@ -47,6 +48,9 @@ static void help(void)
            "  --shared-prefix S   the first S prompt tokens are the same for all: a system\n"
            "                      prompt whose full pages are shared (default 0)\n"
            "  --seed S            arrivals, lengths and prompts (default 1; gsl mt19937)\n"
+           "  --trace FILE        the requests from a file instead: a line `ARRIVAL PROMPT_LEN\n"
+           "                      OUTPUT_LEN` each (arrival in engine steps, sorted; # comments);\n"
+           "                      --requests, --rate and the length ranges are then not used\n"
            "engine:\n"
            "  --cache SPEC        a paged cache (default %s)\n"
            "  --slots N           sequences running at once (default 8)\n"
@@ -95,7 +99,8 @@ static int parse_options(int argc, char **argv, ServeOpts *o, Err *e)
         { "seed", required_argument, 0, 0 },          { "cache", required_argument, 0, 0 },
         { "slots", required_argument, 0, 0 },         { "token-budget", required_argument, 0, 0 },
         { "every", required_argument, 0, 0 },         { "preempt", required_argument, 0, 0 },
-        { "format", required_argument, 0, 0 },        { "help", no_argument, 0, 'h' },
+        { "format", required_argument, 0, 0 },        { "trace", required_argument, 0, 0 },
+        { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -129,6 +134,8 @@ static int parse_options(int argc, char **argv, ServeOpts *o, Err *e)
             rc = parse_size(optarg, "--every", &o->every, e);
         else if (strcmp(name, "format") == 0)
             rc = out_format_parse(optarg, &o->fmt, e);
+        else if (strcmp(name, "trace") == 0)
+            o->trace = optarg;
         else if (strcmp(name, "preempt") == 0) {
             if (strcmp(optarg, "recompute") != 0 && strcmp(optarg, "swap") != 0)
                 return err_set(e, ERR_USAGE, "--preempt: '%s' is not recompute or swap", optarg);
@@ -174,20 +181,31 @@ int cmd_serve(int argc, char **argv)
     }
     if (pr < 0)
         return cli_fail(&e);
+    ServeTraceEntry *trace = NULL;
+    if (o.trace) {
+        if (serve_trace_read(o.trace, &trace, &o.so.n_requests, &e) < 0)
+            return cli_fail(&e);
+        o.so.trace = trace;
+    }
     Model m;
-    if (setup_load_model(&o.mo, 0, &m, &e) < 0)
+    if (setup_load_model(&o.mo, 0, &m, &e) < 0) {
+        free(trace);
         return cli_fail(&e);
+    }
     KvGeometry geo = model_kv_geometry(&m, o.slots);
     KvCache *cache = kv_open(o.cache_spec, &geo, &e);
     if (!cache || serve_check(&m, cache, &o.so, &e) < 0) {
         kv_free(cache);
         model_free(&m);
+        free(trace);
         return cli_fail(&e);
     }
     ServeRun run = { .model = m.cfg.name, .cache = cache->spec, .o = &o.so, .slots = o.slots };
     Printer p = { .fmt = o.fmt, .every = o.every, .progress = isatty(STDERR_FILENO), .n_requests = o.so.n_requests };
     if (!p.every) /* about 24 rows: the expected length over 24 */
-        p.every = (size_t)fmax(1.0, ((double)o.so.n_requests / o.so.rate + (double)o.so.output_max) / 24.0);
+        p.every = (size_t)fmax(1.0, (trace ? (double)trace[o.so.n_requests - 1].arrival + 32.0
+                                           : (double)o.so.n_requests / o.so.rate + (double)o.so.output_max) /
+                                          24.0);
     serve_report_header(stdout, o.fmt, &run);
     ServeResult r;
     ServeSummary sum;
@@ -204,5 +222,6 @@ int cmd_serve(int argc, char **argv)
     serve_result_free(&r);
     kv_free(cache);
     model_free(&m);
+    free(trace);
     return rc < 0 ? cli_fail(&e) : EXIT_OK;
 }

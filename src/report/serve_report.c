@@ -13,10 +13,15 @@ void serve_report_header(FILE *f, OutFormat fmt, const ServeRun *run)
         fputs(step_tsv_header, f);
     if (fmt != OUT_TABLE)
         return;
-    fprintf(f, "serve: model %s, %zu requests at %.3g a step, prompts %zu..%zu tokens (%zu shared), outputs "
-               "%zu..%zu, %zu slots, %zu tokens a step, preemption by %s\n", run->model, o->n_requests, o->rate,
-            o->prompt_min, o->prompt_max, o->shared_prefix, o->output_min, o->output_max, run->slots,
-            o->token_budget, o->swap ? "swap" : "recompute");
+    if (o->trace)
+        fprintf(f, "serve: model %s, %zu requests from a trace (%zu prompt tokens shared), %zu slots, %zu tokens a "
+                   "step, preemption by %s\n", run->model, o->n_requests, o->shared_prefix, run->slots,
+                o->token_budget, o->swap ? "swap" : "recompute");
+    else
+        fprintf(f, "serve: model %s, %zu requests at %.3g a step, prompts %zu..%zu tokens (%zu shared), outputs "
+                   "%zu..%zu, %zu slots, %zu tokens a step, preemption by %s\n", run->model, o->n_requests,
+                o->rate, o->prompt_min, o->prompt_max, o->shared_prefix, o->output_min, o->output_max, run->slots,
+                o->token_budget, o->swap ? "swap" : "recompute");
     fprintf(f, "%6s %7s %7s %5s %6s %7s %9s %5s %6s %5s %7s\n", "step", "running", "waiting", "done", "decode",
             "prefill", "preempted", "pages", "shared", "free", "hits");
 }
@@ -60,7 +65,7 @@ static void summary_json(FILE *f, const ServeRun *run, const ServeResult *r, con
         "prefix_hit_pages", (json_int_t)s->prefix_hit_pages, "fragmentation", s->fragmentation, "seconds",
         r->seconds, "ttft_median_ms", s->ttft_median_ms, "tpot_mean_ms", s->tpot_mean_ms);
     json_t *root = json_pack("{s:s, s:s, s:I, s:f, s:I, s:o, s:o}", "model", run->model, "cache", run->cache,
-                             "slots", (json_int_t)run->slots, "rate", run->o->rate, "token_budget",
+                             "slots", (json_int_t)run->slots, "rate", run->o->trace ? 0.0 : run->o->rate, "token_budget",
                              (json_int_t)run->o->token_budget, "summary", summary, "steps", steps);
     json_dumpf(root, f, JSON_INDENT(2));
     fprintf(f, "\n");

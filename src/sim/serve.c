@@ -42,6 +42,9 @@ typedef struct {
     size_t *table;          /* [pages_total] one sequence's page table */
 } Loop;
 
+/* The latest arrival a trace may give: the steps before it are run. */
+#define SERVE_MAX_ARRIVAL 1000000
+
 static size_t pages_for(size_t page, size_t from, size_t to)
 {
     return (to + page - 1) / page - (from + page - 1) / page; /* pages mapped past `from` to reach `to` */
@@ -62,14 +65,31 @@ int serve_check(const Model *m, const KvCache *cache, const ServeOptions *o, Err
         return err_set(e, ERR_USAGE, "serve: the cache must be paged (paged:page=P,pages=N), not '%s'", cache->spec);
     if (m->cfg.architecture != ARCH_DECODER || m->cfg.attention != ATTN_GQA)
         return err_set(e, ERR_USAGE, "serve: model '%s' is not a decoder with standard attention", m->cfg.name);
-    if (!o->n_requests || !(o->rate > 0) || !o->token_budget || !o->prompt_min || !o->output_min)
-        return err_set(e, ERR_USAGE, "serve: requests, rate, token budget, prompt and output lengths must be above 0");
-    if (o->prompt_min > o->prompt_max || o->output_min > o->output_max)
-        return err_set(e, ERR_USAGE, "serve: a length range runs from its least to its most (MIN..MAX)");
-    if (o->shared_prefix > o->prompt_min)
+    size_t shortest = o->prompt_min, longest = o->prompt_max + o->output_max - 1; /* positions held */
+    if (o->trace) {
+        shortest = SIZE_MAX, longest = 0;
+        for (size_t i = 0; i < o->n_requests; i++) {
+            const ServeTraceEntry *t = &o->trace[i];
+            if (!t->prompt_len || !t->output_len || (i && t->arrival < o->trace[i - 1].arrival))
+                return err_set(e, ERR_USAGE, "serve: trace request %zu: lengths above 0, arrivals in order", i + 1);
+            if (t->arrival > SERVE_MAX_ARRIVAL) /* every step before it would run, idle */
+                return err_set(e, ERR_USAGE, "serve: trace request %zu arrives at step %zu; at most %d", i + 1,
+                               t->arrival, SERVE_MAX_ARRIVAL);
+            shortest = t->prompt_len < shortest ? t->prompt_len : shortest;
+            if (t->prompt_len + t->output_len - 1 > longest)
+                longest = t->prompt_len + t->output_len - 1;
+        }
+    } else {
+        if (!(o->rate > 0) || !o->prompt_min || !o->output_min)
+            return err_set(e, ERR_USAGE, "serve: rate, prompt and output lengths must be above 0");
+        if (o->prompt_min > o->prompt_max || o->output_min > o->output_max)
+            return err_set(e, ERR_USAGE, "serve: a length range runs from its least to its most (MIN..MAX)");
+    }
+    if (!o->n_requests || !o->token_budget)
+        return err_set(e, ERR_USAGE, "serve: requests and the token budget must be above 0");
+    if (o->shared_prefix > shortest)
         return err_set(e, ERR_USAGE, "serve: a shared prefix of %zu is longer than the shortest prompt (%zu)",
-                       o->shared_prefix, o->prompt_min);
-    size_t longest = o->prompt_max + o->output_max - 1; /* positions the longest request holds */
+                       o->shared_prefix, shortest);
     if (longest > m->cfg.max_seq_len)
         return err_set(e, ERR_USAGE, "serve: the longest request needs %zu positions; model '%s' has %zu", longest,
                        m->cfg.name, m->cfg.max_seq_len);
@@ -99,10 +119,17 @@ static int draw_requests(Loop *L, Err *e)
     for (size_t r = 0; rc == 0 && r < o->n_requests; r++) {
         ServeRequest *q = &L->out->req[r];
         Seq *s = &L->seq[r];
-        t += gsl_ran_exponential(rng, 1.0 / o->rate);
-        q->arrival = (size_t)t;
-        q->prompt_len = o->prompt_min + gsl_rng_uniform_int(rng, o->prompt_max - o->prompt_min + 1);
-        size_t n_out = o->output_min + gsl_rng_uniform_int(rng, o->output_max - o->output_min + 1);
+        size_t n_out;
+        if (o->trace) {
+            q->arrival = o->trace[r].arrival;
+            q->prompt_len = o->trace[r].prompt_len;
+            n_out = o->trace[r].output_len;
+        } else {
+            t += gsl_ran_exponential(rng, 1.0 / o->rate);
+            q->arrival = (size_t)t;
+            q->prompt_len = o->prompt_min + gsl_rng_uniform_int(rng, o->prompt_max - o->prompt_min + 1);
+            n_out = o->output_min + gsl_rng_uniform_int(rng, o->output_max - o->output_min + 1);
+        }
         s->target = q->prompt_len + n_out;
         s->tokens = malloc(s->target * sizeof(int));
         q->prompt = malloc(q->prompt_len * sizeof(int));

@@ -30,9 +30,17 @@
 #include "model/model.h"
 #include "util/err.h"
 
+/* One request of a trace: when it arrives and how long it is. */
+typedef struct {
+    size_t arrival;       /* engine step */
+    size_t prompt_len, output_len;
+} ServeTraceEntry;
+
 typedef struct {
     size_t n_requests;
     double rate;          /* arrivals per engine step (Poisson); > 0 */
+    const ServeTraceEntry *trace; /* optional: these requests instead (n_requests of them, sorted by
+                                     arrival); rate and the length ranges are then not used */
     size_t prompt_min, prompt_max; /* prompt lengths, uniform in [min, max] */
     size_t output_min, output_max; /* tokens each generates, uniform in [min, max] */
     size_t shared_prefix; /* the first tokens of every prompt are the same (a system prompt) */
@@ -84,6 +92,12 @@ typedef struct {
 
 /* Called after each step; nonzero stops the run (returned as an error). */
 typedef int (*ServeStepFn)(void *user, const ServeStep *st);
+
+/* Read a trace: one request a line, `ARRIVAL PROMPT_LEN OUTPUT_LEN` (whole
+ * numbers, arrivals in engine steps, sorted), `#` comments and blank lines
+ * ignored. ERR_USAGE, naming the line, for anything else or no request at
+ * all; ERR_RUNTIME for a file that cannot be read. *out is the caller's. */
+int serve_trace_read(const char *path, ServeTraceEntry **out, size_t *n, Err *e);
 
 /* Check o against the model and the cache before anything runs: the cache
  * must be paged with n_seqs slots, no request may need more pages than the

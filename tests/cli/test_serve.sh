@@ -23,6 +23,30 @@ print("ok" if s["requests"] == 8 and len(d["steps"]) == s["steps"] and d["steps"
     bad "serve --format json: 8 requests, a row per step, all done at the last" "$said"
 expect_ok "serve --format tsv: a header and a row per step" '^step	running	waiting	done' \
     $KV serve --model tiny --requests 8 --rate 1 --cache paged:page=8,pages=40 --format tsv
+# a trace: requests as listed, then every kind of bad file
+strace=$(mktemp -d)
+printf '# arrival prompt output\n0 20 10\n0 24 8\n\n3 16 12\n5 40 6 # a long prompt\n' >"$strace/ok.txt"
+expect_ok "serve --trace: the 4 requests of the file, 36 tokens" '^4 requests in [0-9]+ steps.*: 36 tokens generated' \
+    $KV serve --model tiny --trace "$strace/ok.txt" --cache paged:page=8,pages=40
+: >"$strace/empty.txt"
+printf '# nothing but a comment\n\n' >"$strace/comments.txt"
+printf '0 20 10\n5 10 10\n3 10 10\n' >"$strace/unsorted.txt"
+printf '0 -20 10\n' >"$strace/negative.txt"
+printf '0 20\n' >"$strace/short.txt"
+printf '0 100000 10\n' >"$strace/absurd.txt"
+printf '99999999999 10 10\n' >"$strace/late.txt"
+expect_fail "serve --trace: a missing file" 1 'missing.txt' $KV serve --model tiny --trace "$strace/missing.txt"
+expect_fail "serve --trace: an empty file" 2 'is empty' $KV serve --model tiny --trace "$strace/empty.txt"
+expect_fail "serve --trace: no request in it" 2 'no requests in it' $KV serve --model tiny --trace "$strace/comments.txt"
+expect_fail "serve --trace: arrivals out of order" 2 'line 3: arrival 3 comes before the previous 5' \
+    $KV serve --model tiny --trace "$strace/unsorted.txt"
+expect_fail "serve --trace: a negative length" 2 'line 1: prompt length' $KV serve --model tiny --trace "$strace/negative.txt"
+expect_fail "serve --trace: a short line" 2 'line 1: 2 fields' $KV serve --model tiny --trace "$strace/short.txt"
+expect_fail "serve --trace: a prompt beyond the model" 2 'the longest request needs 100009 positions' \
+    $KV serve --model tiny --trace "$strace/absurd.txt"
+expect_fail "serve --trace: an arrival far away" 2 'arrives at step 99999999999; at most 1000000' \
+    $KV serve --model tiny --trace "$strace/late.txt"
+rm -rf "$strace"
 expect_fail "serve: a cache that is not paged" 2 'must be paged' $KV serve --model tiny --cache contiguous
 expect_fail "serve: a pool too small for one request" 2 'the pool holds 2' \
     $KV serve --model tiny --cache paged:page=8,pages=2

@@ -115,6 +115,28 @@ static void test_swapped_requests_come_back_the_same(void **state)
     model_free(&m);
 }
 
+/* A trace's requests arrive when it says, as long as it says. */
+static void test_a_trace_is_followed(void **state)
+{
+    (void)state;
+    Config c = test_config(2, 4, 2);
+    Model m;
+    test_model(&m, &c);
+    static const ServeTraceEntry trace[] = { { 0, 12, 5 }, { 0, 20, 3 }, { 4, 9, 8 }, { 30, 16, 2 } };
+    ServeOptions o = { .n_requests = 4, .trace = trace, .token_budget = 32, .seed = 5 };
+    ServeResult r;
+    serve(&m, "paged:page=4,pages=32", 2, &o, &r);
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(r.req[i].arrival, trace[i].arrival);
+        assert_int_equal(r.req[i].prompt_len, trace[i].prompt_len);
+        assert_int_equal(r.req[i].n_output, trace[i].output_len);
+    }
+    assert_true(r.n_steps > 30); /* the last one arrives at step 30 */
+    expect_alone(&m, &r);
+    serve_result_free(&r);
+    model_free(&m);
+}
+
 static void test_bad_workloads_are_refused(void **state)
 {
     (void)state;
@@ -148,6 +170,7 @@ int main(void)
         cmocka_unit_test(test_every_request_as_alone),
         cmocka_unit_test(test_preempted_requests_recompute_the_same),
         cmocka_unit_test(test_swapped_requests_come_back_the_same),
+        cmocka_unit_test(test_a_trace_is_followed),
         cmocka_unit_test(test_bad_workloads_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
