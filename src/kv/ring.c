@@ -230,10 +230,7 @@ static const KvCacheOps ring_ops = {
 KvCache *ring_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e)
 {
     size_t window = 0, sinks = 0, pass = 64;
-    for (size_t i = 0; i < opts->n_opts; i++) /* sinks may be 0: parse it apart from the >= 1 sizes */
-        if (strcmp(opts->opt[i].key, "sinks") == 0 && strcmp(opts->opt[i].value, "0") == 0)
-            opts->opt[i].taken = 1;
-    if (spec_take_size(opts, "window", &window, e) < 0 || spec_take_size(opts, "sinks", &sinks, e) < 0 ||
+    if (spec_take_size(opts, "window", &window, e) < 0 || spec_take_size0(opts, "sinks", &sinks, e) < 0 ||
         spec_take_size(opts, "pass", &pass, e) < 0 ||
         spec_check_all_taken(opts, "window=W (required), sinks=S, pass=P", e) < 0)
         return NULL;

@@ -272,11 +272,7 @@ static const KvCacheOps shift_ops = {
 KvCache *shift_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e)
 {
     size_t ctx = geo->max_seq_len, keep = 0;
-    int keep_zero = 0; /* keep may be 0: spec_take_size takes sizes >= 1 */
-    for (size_t i = 0; i < opts->n_opts; i++)
-        if (strcmp(opts->opt[i].key, "keep") == 0 && strcmp(opts->opt[i].value, "0") == 0)
-            opts->opt[i].taken = keep_zero = 1;
-    if (spec_take_size(opts, "ctx", &ctx, e) < 0 || (!keep_zero && spec_take_size(opts, "keep", &keep, e) < 0) ||
+    if (spec_take_size(opts, "ctx", &ctx, e) < 0 || spec_take_size0(opts, "keep", &keep, e) < 0 ||
         spec_check_all_taken(opts, "ctx=C (default: max_seq_len), keep=N", e) < 0)
         return NULL;
     if (ctx > geo->max_seq_len) {

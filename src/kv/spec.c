@@ -87,6 +87,16 @@ int spec_take_size(KvSpecPart *p, const char *key, size_t *out, Err *e)
     return parse_size(v, what, out, e);
 }
 
+int spec_take_size0(KvSpecPart *p, const char *key, size_t *out, Err *e)
+{
+    const char *v = take(p, key);
+    if (!v)
+        return 0;
+    char what[80];
+    snprintf(what, sizeof what, "cache '%s' option %s", p->name, key);
+    return parse_size0(v, what, out, e);
+}
+
 int spec_take_double(KvSpecPart *p, const char *key, double lo, double hi, double *out, Err *e)
 {
     const char *v = take(p, key);

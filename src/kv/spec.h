@@ -38,6 +38,8 @@ int spec_parse(const char *text, KvSpec *out, Err *e);
 /* Take option `key` of part p as a whole number >= 1; *out keeps its value
  * (the default) when the option is absent. */
 int spec_take_size(KvSpecPart *p, const char *key, size_t *out, Err *e);
+/* The same for a whole number >= 0 (a count that may be none: sinks, keep). */
+int spec_take_size0(KvSpecPart *p, const char *key, size_t *out, Err *e);
 
 /* Take option `key` as a real number in [lo, hi]. */
 int spec_take_double(KvSpecPart *p, const char *key, double lo, double hi, double *out, Err *e);

@@ -71,6 +71,14 @@ expect_fail "mixed hot run beyond the machine's memory" 2 "cache 'mixed' needs .
 expect_fail "kivi group beyond the machine's memory" 2 "cache 'kivi' needs .* holds at most [0-9]+$" \
     $KV run --cache kivi:group=99999999999999
 expect_fail "repeated cache option" 2 "option 'window' is given twice" $KV run --cache ring:window=16,window=32
+# sinks=0 is a plain window: the same tokens as no sinks at all
+run "ring sinks=0 is the plain window" $KV run --model small --cache ring:window=8,sinks=0 --tokens 12
+with0=$(grep '^tokens (sequence 0)' "$out")
+run "ring sinks=0 is the plain window" $KV run --model small --cache ring:window=8 --tokens 12
+plain=$(grep '^tokens (sequence 0)' "$out")
+[ -n "$plain" ] && [ "$with0" = "$plain" ] && ok "$name" || bad "$name" "sinks=0: $with0" "none:    $plain"
+expect_fail "ring: a negative sink count" 2 "option sinks: '-1' is not a whole number" \
+    $KV run --cache ring:window=8,sinks=-1
 expect_fail "non-numeric token ids" 2 "'a' is not a whole number" $KV run --prompt-ids 1,a,3
 expect_fail "token id beyond the vocabulary" 2 "token id 999 is outside" $KV run --model tiny --prompt-ids 1,999
 expect_fail "unequal batch prompts" 2 "prompts differ in length" $KV run --prompt-ids '1,2;3'
