@@ -17,13 +17,13 @@
 /* Rows of W decoded to f32 at a time on the tile path. */
 #define QMATMUL_TILE_ROWS 64
 
+static int matmul_tiles(const Model *m, float *y, const float *x, const QuantMat *q, size_t n, size_t in,
+                        size_t out);
+
 /* With int_dot: each token's x rounded to q8_0 (xq, [n] rows of q8_0),
  * then integer dots in decode; a longer pass takes the tile path with x
  * decoded back from xq, so both paths multiply the same values. Returns -1
  * when its scratch cannot be had (the caller goes on without rounding). */
-static int matmul_tiles(const Model *m, float *y, const float *x, const QuantMat *q, size_t n, size_t in,
-                        size_t out);
-
 static int matmul_int(const Model *m, float *y, const float *x, const QuantMat *q, size_t n, size_t in, size_t out)
 {
     const FormatOps *q8 = &m->kern->codec[FMT_Q8_0];
