@@ -10,19 +10,6 @@
 #define LOGIT_REL_TOL 1e-5
 #define N_GENERATE 6
 
-typedef struct {
-    float *logits; /* [N_GENERATE][n_seqs][vocab] */
-    size_t per_step, n;
-} Log;
-
-static int log_logits(void *user, const StepReport *r)
-{
-    Log *l = user;
-    if (r->sampled)
-        memcpy(l->logits + l->n++ * l->per_step, r->logits, l->per_step * sizeof(float));
-    return 0;
-}
-
 /* Run both paths; 1 when they agree, else print why and return 0. */
 static int agree(const Model *m, const char *spec, size_t batch, size_t plen, size_t chunk)
 {
@@ -30,8 +17,8 @@ static int agree(const Model *m, const char *spec, size_t batch, size_t plen, si
     int *prompt = malloc(batch * plen * sizeof(int));
     int out_c[3 * N_GENERATE], out_u[3 * N_GENERATE];
     size_t per_step = batch * c->vocab;
-    Log lc = { malloc(N_GENERATE * per_step * sizeof(float)), per_step, 0 };
-    Log lu = { malloc(N_GENERATE * per_step * sizeof(float)), per_step, 0 };
+    TestLog lc = { malloc(N_GENERATE * per_step * sizeof(float)), per_step, 0 };
+    TestLog lu = { malloc(N_GENERATE * per_step * sizeof(float)), per_step, 0 };
     test_tokens(prompt, batch * plen, c->vocab, (unsigned)plen);
 
     Err e = { 0 };
@@ -154,8 +141,8 @@ static void test_wrong_rope_position_changes_output(void **state)
     int prompt[6], right[4], wrong[4];
     test_tokens(prompt, 6, c.vocab, 9);
     size_t per_step = c.vocab;
-    Log lr = { malloc(4 * per_step * sizeof(float)), per_step, 0 };
-    Log lw = { malloc(4 * per_step * sizeof(float)), per_step, 0 };
+    TestLog lr = { malloc(4 * per_step * sizeof(float)), per_step, 0 };
+    TestLog lw = { malloc(4 * per_step * sizeof(float)), per_step, 0 };
     KvGeometry geo = model_kv_geometry(&m, 1);
     Err e = { 0 };
     GenOptions go = { .n_generate = 4 };
@@ -195,8 +182,8 @@ static void test_sliding_window(void **state)
     int prompt[10], a[4], b[4];
     test_tokens(prompt, 10, c.vocab, 4);
     size_t per_step = c.vocab;
-    Log la = { malloc(4 * per_step * sizeof(float)), per_step, 0 };
-    Log lb = { malloc(4 * per_step * sizeof(float)), per_step, 0 };
+    TestLog la = { malloc(4 * per_step * sizeof(float)), per_step, 0 };
+    TestLog lb = { malloc(4 * per_step * sizeof(float)), per_step, 0 };
     Err e = { 0 };
     GenOptions go = { .n_generate = 4 };
     assert_int_equal(generate(&full, NULL, prompt, 1, 10, &go, a, log_logits, &la, &e), 0);
@@ -224,17 +211,17 @@ static void test_pitfalls_break_equivalence(void **state)
     int prompt[6], ref_tokens[5], out[5];
     test_tokens(prompt, 6, c.vocab, 5);
     size_t per_step = c.vocab;
-    Log ref = { malloc(5 * per_step * sizeof(float)), per_step, 0 };
+    TestLog ref = { malloc(5 * per_step * sizeof(float)), per_step, 0 };
     Err e = { 0 };
     GenOptions go = { .n_generate = 5 };
     m.bugs = BUG_ROPE_POSITION | BUG_MASK_IN_DECODE | BUG_ROPE_ON_V | BUG_IGNORE_APPEND;
     assert_int_equal(generate(&m, NULL, prompt, 1, 6, &go, ref_tokens, log_logits, &ref, &e), 0);
     m.bugs = BUG_NONE;
-    Log clean = { malloc(5 * per_step * sizeof(float)), per_step, 0 };
+    TestLog clean = { malloc(5 * per_step * sizeof(float)), per_step, 0 };
     assert_int_equal(generate(&m, NULL, prompt, 1, 6, &go, out, log_logits, &clean, &e), 0);
     assert_memory_equal(ref.logits, clean.logits, 5 * per_step * sizeof(float)); /* uncached: bugs do nothing */
     for (size_t i = 0; i < 4; i++) {
-        Log lb = { malloc(5 * per_step * sizeof(float)), per_step, 0 };
+        TestLog lb = { malloc(5 * per_step * sizeof(float)), per_step, 0 };
         KvGeometry geo = model_kv_geometry(&m, 1);
         KvCache *cache = kv_open("contiguous", &geo, &e);
         m.bugs = bugs[i];

@@ -7,19 +7,6 @@
 #include "kv/cache.h"
 #include "model/generate.h"
 
-typedef struct {
-    float *logits;
-    size_t per_step, n;
-} Log;
-
-static int log_logits(void *user, const StepReport *r)
-{
-    Log *l = user;
-    if (r->sampled)
-        memcpy(l->logits + l->n++ * l->per_step, r->logits, l->per_step * sizeof(float));
-    return 0;
-}
-
 /* Generate with `spec`; returns the logits of every chosen token. */
 static float *run(const Model *m, const char *spec, const int *prompt, size_t batch, size_t plen, size_t n_gen,
                   int *out, KvStats *stats)
@@ -29,7 +16,7 @@ static float *run(const Model *m, const char *spec, const int *prompt, size_t ba
     KvCache *c = spec ? kv_open(spec, &geo, &e) : NULL;
     if (spec && !c)
         fail_msg("kv_open %s: %s", spec, e.msg);
-    Log log = { malloc(n_gen * batch * m->cfg.vocab * sizeof(float)), batch * m->cfg.vocab, 0 };
+    TestLog log = { malloc(n_gen * batch * m->cfg.vocab * sizeof(float)), batch * m->cfg.vocab, 0 };
     GenOptions go = { .n_generate = n_gen };
     if (generate(m, c, prompt, batch, plen, &go, out, log_logits, &log, &e) < 0)
         fail_msg("generate %s: %s", spec ? spec : "uncached", e.msg);

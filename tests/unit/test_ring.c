@@ -9,25 +9,12 @@
 
 #define RING_TOL 1e-5
 
-typedef struct {
-    float *logits;
-    size_t per_step, n;
-} Log;
-
-static int log_logits(void *user, const StepReport *r)
-{
-    Log *l = user;
-    if (r->sampled)
-        memcpy(l->logits + l->n++ * l->per_step, r->logits, l->per_step * sizeof(float));
-    return 0;
-}
-
 static double run_pair(const Model *m, const char *spec, size_t plen, size_t n_gen, size_t chunk, int *same)
 {
     int prompt[64], a[64], b[64];
     test_tokens(prompt, plen, m->cfg.vocab, 3);
-    Log la = { malloc(n_gen * m->cfg.vocab * sizeof(float)), m->cfg.vocab, 0 };
-    Log lb = { malloc(n_gen * m->cfg.vocab * sizeof(float)), m->cfg.vocab, 0 };
+    TestLog la = { malloc(n_gen * m->cfg.vocab * sizeof(float)), m->cfg.vocab, 0 };
+    TestLog lb = { malloc(n_gen * m->cfg.vocab * sizeof(float)), m->cfg.vocab, 0 };
     Err e = { 0 };
     KvGeometry geo = model_kv_geometry(m, 1);
     KvCache *c = kv_open(spec, &geo, &e);

@@ -13,19 +13,6 @@
 #define SHIFT_TOL 1e-5   /* logits against the exact cache (relative) */
 #define ROTATE_TOL 1e-5  /* a re-rotated key against one rotated from scratch (absolute; keys within [-1, 1]) */
 
-typedef struct {
-    float *logits;
-    size_t per_step, n;
-} Log;
-
-static int log_logits(void *user, const StepReport *r)
-{
-    Log *l = user;
-    if (r->sampled)
-        memcpy(l->logits + l->n++ * l->per_step, r->logits, l->per_step * sizeof(float));
-    return 0;
-}
-
 /* A raw (unrotated) key or value of position t, head h, channel i. */
 static float raw(size_t t, size_t h, size_t i)
 {
@@ -133,7 +120,7 @@ static double versus_exact(const Model *m, const char *spec, size_t plen, size_t
     int prompt[128], a[128], b[128];
     test_tokens(prompt, plen, m->cfg.vocab, 5);
     const size_t V = m->cfg.vocab;
-    Log la = { malloc(n_gen * V * sizeof(float)), V, 0 }, lb = { malloc(n_gen * V * sizeof(float)), V, 0 };
+    TestLog la = { malloc(n_gen * V * sizeof(float)), V, 0 }, lb = { malloc(n_gen * V * sizeof(float)), V, 0 };
     Err e = { 0 };
     KvGeometry geo = model_kv_geometry(m, 1);
     KvCache *c = kv_open(spec, &geo, &e), *exact = kv_open("contiguous", &geo, &e);

@@ -255,19 +255,6 @@ static void test_prompt_then_decode(void **state)
     model_free(&m);
 }
 
-typedef struct {
-    float *logits; /* [N_GEN][n_seqs][vocab] */
-    size_t per_step, n;
-} Log;
-
-static int log_logits(void *user, const StepReport *r)
-{
-    Log *l = user;
-    if (r->sampled)
-        memcpy(l->logits + l->n++ * l->per_step, r->logits, l->per_step * sizeof(float));
-    return 0;
-}
-
 /* A budget of at least the prompt evicts nothing: the same tokens as the
  * uncached run and logits within LOGIT_TOL, one pass or in chunks, batch of
  * 2, every attention form. */
@@ -281,8 +268,8 @@ static void test_budget_above_prompt_is_exact(void **state)
     int prompt[BATCH * PLEN], out_c[BATCH * N_GEN], out_u[BATCH * N_GEN];
     test_tokens(prompt, BATCH * PLEN, cfg.vocab, 9);
     const size_t per_step = BATCH * cfg.vocab;
-    Log lu = { malloc(N_GEN * per_step * sizeof(float)), per_step, 0 };
-    Log lc = { malloc(N_GEN * per_step * sizeof(float)), per_step, 0 };
+    TestLog lu = { malloc(N_GEN * per_step * sizeof(float)), per_step, 0 };
+    TestLog lc = { malloc(N_GEN * per_step * sizeof(float)), per_step, 0 };
     Err e = { 0 };
     GenOptions go = { .n_generate = N_GEN };
     assert_int_equal(generate(&m, NULL, prompt, BATCH, PLEN, &go, out_u, log_logits, &lu, &e), 0);

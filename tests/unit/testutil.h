@@ -42,6 +42,7 @@ static inline void use_repo_data(void)
 
 #include "kernels/kernels.h"
 #include "model/config.h"
+#include "model/generate.h"
 #include "model/model.h"
 
 /* A small synthetic config, valid, for tests that build models in code. */
@@ -77,4 +78,18 @@ static inline void test_tokens(int *ids, size_t n, size_t vocab, unsigned salt)
 {
     for (size_t i = 0; i < n; i++)
         ids[i] = (int)((i * 37u + salt * 11u + 5u) % vocab);
+}
+
+/* The logits of every token chosen, in order: a StepFn for generate(). */
+typedef struct {
+    float *logits; /* [tokens generated][n_seqs][vocab] */
+    size_t per_step, n;
+} TestLog;
+
+static inline int log_logits(void *user, const StepReport *r)
+{
+    TestLog *l = user;
+    if (r->sampled)
+        memcpy(l->logits + l->n++ * l->per_step, r->logits, l->per_step * sizeof(float));
+    return 0;
 }
