@@ -308,12 +308,8 @@ static int open_session(ViewOpts *o, const char *model, const int *fixed, size_t
 /* An encoder-decoder's beam search, run once and recorded for the view:
  * the source from the prompt options (its src_len random ids by default),
  * width o->beams, as many target tokens as the model holds. */
-static int open_beam(ViewOpts *o, BeamReplay **out, Err *e)
+static int open_beam(ViewOpts *o, Config cfg, const Kernels *kern, BeamReplay **out, Err *e)
 {
-    Config cfg;
-    const Kernels *kern;
-    if (load_model(o, o->mo.model, &cfg, &kern, e) < 0)
-        return -1;
     PromptOpts p = o->po;
     if (!setup_prompt_given(&p))
         p.len = cfg.src_len;
@@ -344,12 +340,8 @@ static int open_beam(ViewOpts *o, BeamReplay **out, Err *e)
 
 /* `view --serve`: the serving loop over model o->mo.model and the cache,
  * run once and recorded. */
-static int open_serving(ViewOpts *o, ServeReplay **out, Err *e)
+static int open_serving(const ViewOpts *o, const Config *cfg, const Kernels *kern, ServeReplay **out, Err *e)
 {
-    Config cfg;
-    const Kernels *kern;
-    if (load_model(o, o->mo.model, &cfg, &kern, e) < 0)
-        return -1;
     const char *spec = strcmp(o->cache_spec, "contiguous") == 0 ? VIEW_SERVE_CACHE : o->cache_spec;
     const ServeOptions so = { .n_requests = 24, .rate = 0.5, .prompt_min = 16, .prompt_max = 48, .output_min = 8,
                               .output_max = 32, .shared_prefix = 16, .token_budget = 64, .seed = 1 };
@@ -357,7 +349,7 @@ static int open_serving(ViewOpts *o, ServeReplay **out, Err *e)
     ServeReplay *sr = calloc(1, sizeof *sr);
     if (!sr)
         return err_set(e, ERR_RUNTIME, "out of memory");
-    if (model_init(&m, &cfg, kern, e) < 0) {
+    if (model_init(&m, cfg, kern, e) < 0) {
         free(sr);
         return -1;
     }
@@ -373,15 +365,6 @@ static int open_serving(ViewOpts *o, ServeReplay **out, Err *e)
     }
     *out = sr;
     return 0;
-}
-
-/* Whether --model (or the preset's) is an encoder-decoder. */
-static int is_encdec(ViewOpts *o)
-{
-    Config cfg;
-    const Kernels *kern;
-    Err ignored = { 0 };
-    return load_model(o, o->mo.model, &cfg, &kern, &ignored) == 0 && cfg.architecture == ARCH_ENCDEC;
 }
 
 static void print_measure(const Measure *m)
@@ -470,11 +453,17 @@ int cmd_view(int argc, char **argv)
     BeamReplay *beam = NULL;
     ServeReplay *serving = NULL;
     static const int example_prompt[3] = { 0, 1, 2 };
-    const int encdec = is_encdec(&o);
+    Config cfg; /* the simulation's model: a decoder steps as a session, anything else as a record */
+    const Kernels *kern;
+    if (load_model(&o, o.mo.model, &cfg, &kern, &e) < 0) {
+        free(keys);
+        return cli_fail(&e);
+    }
     if (open_session(&o, EXAMPLE_MODEL, example_prompt, 3, EXAMPLE_TOKENS, "contiguous", &ex, &e) < 0 ||
-        (o.serve ? open_serving(&o, &serving, &e)
-         : encdec ? open_beam(&o, &beam, &e)
-                  : open_session(&o, o.mo.model, NULL, 0, o.go.n_generate, o.cache_spec, &sim, &e)) < 0) {
+        (o.serve ? open_serving(&o, &cfg, kern, &serving, &e)
+         : cfg.architecture == ARCH_ENCDEC ? open_beam(&o, cfg, kern, &beam, &e)
+                                           : open_session(&o, o.mo.model, NULL, 0, o.go.n_generate, o.cache_spec,
+                                                          &sim, &e)) < 0) {
         session_free(ex);
         free(keys);
         return cli_fail(&e);
