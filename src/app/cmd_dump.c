@@ -16,6 +16,7 @@
 #include "report/dump_manifest.h"
 #include "kv/cache.h"
 #include "model/generate.h"
+#include "util/checked.h"
 #include "util/npy.h"
 #include "util/parse.h"
 
@@ -203,11 +204,16 @@ static int run(const DumpOpts *o, DumpState *s, Err *e)
 {
     const Config *cfg = &s->cfg;
     /* extra memory: the logits, the gathered copy of the cache */
-    size_t kv_bytes = 2 * cfg->n_layers * s->batch * cfg->max_seq_len * config_kv_dim(cfg) * sizeof(float);
-    size_t logit_bytes = o->n_tokens * s->batch * cfg->vocab * sizeof(float);
-    if (setup_load_model(&o->mo, kv_bytes + logit_bytes, &s->m, e) < 0 || model_dequantize(&s->m, e) < 0)
+    size_t kv_bytes = size_mul3_sat(2 * cfg->n_layers, s->batch,
+                                    size_mul3_sat(cfg->max_seq_len, config_kv_dim(cfg), sizeof(float)));
+    size_t n_out, logit_bytes;
+    if (size_mul(s->batch, o->n_tokens, &n_out) < 0 ||
+        size_mul(n_out, size_mul_sat(cfg->vocab, sizeof(float)), &logit_bytes) < 0)
+        return err_set(e, ERR_USAGE, "dump: %zu sequences x %zu tokens of logits: too many to count", s->batch,
+                       o->n_tokens);
+    if (setup_load_model(&o->mo, size_add_sat(kv_bytes, logit_bytes), &s->m, e) < 0 || model_dequantize(&s->m, e) < 0)
         return -1; /* the .npy weights are f32 */
-    s->tokens = malloc(s->batch * o->n_tokens * sizeof(int));
+    s->tokens = malloc(n_out * sizeof(int));
     s->col.per_step = s->batch * cfg->vocab;
     s->col.cap = o->n_tokens;
     s->col.logits = malloc(logit_bytes);

@@ -17,6 +17,7 @@
 #include "report/quality_report.h"
 #include "report/run_report.h"
 #include "sim/compare.h"
+#include "util/checked.h"
 
 /* Relative logit difference accepted between cached and uncached f32 runs. */
 #define LOGIT_REL_TOL 1e-5
@@ -68,7 +69,8 @@ typedef struct {
 
 static size_t activation_bytes(const Config *c, size_t rows)
 {
-    return rows * (2 * c->d_model + 2 * config_q_dim(c) + 2 * config_kv_dim(c) + 2 * c->ffn_dim) * sizeof(float);
+    return size_mul3_sat(rows, 2 * c->d_model + 2 * config_q_dim(c) + 2 * config_kv_dim(c) + 2 * c->ffn_dim,
+                         sizeof(float));
 }
 
 /* The prompt, the model and the cache the options name, and room for the
@@ -85,8 +87,15 @@ static int run_open(Run *r, RunOpts *o, const Config *cfg, Err *e)
         return err_set(e, ERR_USAGE, "a prompt of %zu plus %zu generated tokens needs %zu positions; model '%s' "
                        "has max_seq_len %zu", r->plen, o->go.n_generate, need, cfg->name, cfg->max_seq_len);
     KvGeometry shape = config_kv_geometry(cfg, r->batch); /* an MLA model's is its latent row */
-    size_t extra = cfg->n_layers * r->batch * cfg->max_seq_len * kv_row_pair_bytes(&shape, FMT_F32, FMT_F32) +
-                   activation_bytes(cfg, r->batch * (o->no_cache || o->compare ? need : r->plen));
+    size_t cache_bytes = size_mul3_sat(cfg->n_layers, r->batch,
+                                       size_mul_sat(cfg->max_seq_len, kv_row_pair_bytes(&shape, FMT_F32, FMT_F32)));
+    size_t n_out, n_logits, logit_bytes; /* every step's logits are kept, for the comparison */
+    if (size_mul(r->batch, o->go.n_generate, &n_out) < 0 || size_mul(n_out, cfg->vocab, &n_logits) < 0 ||
+        size_mul(n_logits, 2 * sizeof(float), &logit_bytes) < 0)
+        return err_set(e, ERR_USAGE, "%zu sequences x %zu tokens x %zu logits: too many to count", r->batch,
+                       o->go.n_generate, cfg->vocab);
+    size_t act_rows = size_mul_sat(r->batch, o->no_cache || o->compare ? need : r->plen);
+    size_t extra = size_add_sat(size_add_sat(cache_bytes, logit_bytes), activation_bytes(cfg, act_rows));
     if (setup_load_model(&o->mo, extra, &r->m, e) < 0)
         return -1;
     r->model_ready = 1;
@@ -102,7 +111,6 @@ static int run_open(Run *r, RunOpts *o, const Config *cfg, Err *e)
                        "has max_seq_len %zu (a shift cache runs past it)", r->plen, o->go.n_generate, need,
                        cfg->name, cfg->max_seq_len);
 
-    size_t n_out = r->batch * o->go.n_generate, n_logits = o->go.n_generate * r->batch * cfg->vocab;
     r->cc = (Collector){ .label = "cached", .fmt = o->fmt, .n_seqs = r->batch, .vocab = cfg->vocab };
     r->cu = (Collector){ .label = "uncached", .fmt = o->fmt, .n_seqs = r->batch, .vocab = cfg->vocab };
     r->out_c = calloc(n_out, sizeof(int));

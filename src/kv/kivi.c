@@ -388,8 +388,14 @@ KvCache *kivi_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st,
 {
     size_t bits = 4, group = 32;
     Format v = FMT_Q4_0;
-    if (kivi_options(opts, geo, &bits, &group, &v, e) < 0 ||
-        kv_check_fit(geo, "kivi", group, "rows in a group of every layer, sequence and KV head",
+    if (kivi_options(opts, geo, &bits, &group, &v, e) < 0)
+        return NULL;
+    /* A sequence never holds more than max_seq_len rows: a group longer than
+     * that never fills, and one row more than that never fills either, so
+     * the residual is kept at that size (it would be copied at every fork). */
+    if (group > geo->max_seq_len + 1)
+        group = geo->max_seq_len + 1;
+    if (kv_check_fit(geo, "kivi", group, "rows in a group of every layer, sequence and KV head",
                      kv_head_row_bytes(geo, format_row_bytes(bits == 4 ? FMT_U4 : FMT_U2, geo->head_dim),
                                        format_row_bytes(v, geo->head_dim)), e) < 0)
         return NULL;

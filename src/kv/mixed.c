@@ -277,6 +277,14 @@ KvCache *mixed_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st
         err_set(e, ERR_USAGE, "cache 'mixed': group=%zu must not exceed warm_rows=%zu", group, warm_rows);
         return NULL;
     }
+    /* A sequence never holds more than max_seq_len rows: a hot or warm run
+     * longer than that never fills, so it is kept at that (the same rows). */
+    if (hot > geo->max_seq_len)
+        hot = geo->max_seq_len;
+    if (group > hot)
+        group = hot;
+    if (warm_rows > geo->max_seq_len)
+        warm_rows = geo->max_seq_len;
     /* the runs the spec sizes: hot (f16) and warm; cold is max_seq_len's */
     const size_t hot_row = format_row_bytes(FMT_F16, geo->head_dim), warm_row = format_row_bytes(warm, geo->head_dim);
     if (kv_check_fit(geo, "mixed", hot + 1, "hot rows per layer, sequence and KV head",

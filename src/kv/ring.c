@@ -27,7 +27,7 @@
 typedef struct {
     KvCache base;
     KvStorage st;
-    size_t window, sinks, pass, slots; /* slots = window + pass - 1 */
+    size_t window, sinks, pass, slots; /* slots = window + pass - 1, or fewer when max_seq_len is */
     size_t k_row, v_row;
     unsigned char *k, *v; /* [layer][seq][kv_head][sinks + slots] rows */
     size_t *len;          /* [layer][seq] positions appended so far */
@@ -52,7 +52,7 @@ static size_t ring_first(const Ring *r, size_t len, size_t last_n)
 {
     if (len <= r->sinks)
         return len;
-    size_t shown = r->window + (last_n ? last_n : 1) - 1; /* <= slots, since last_n <= pass */
+    size_t shown = r->window + (last_n ? last_n : 1) - 1; /* <= slots, unless max_seq_len clamped them */
     return len - r->sinks > shown ? len - shown : r->sinks;
 }
 
@@ -238,7 +238,14 @@ KvCache *ring_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st,
         err_set(e, ERR_USAGE, "cache 'ring' needs window=W (rows kept besides the sinks)");
         return NULL;
     }
-    if (kv_check_fit(geo, "ring", sinks + window + pass - 1, "rows per layer, sequence and KV head",
+    /* A sequence never holds more than max_seq_len positions: sinks and
+     * slots beyond that would only be reserved, and copied at every fork. */
+    if (sinks > geo->max_seq_len)
+        sinks = geo->max_seq_len;
+    size_t slots = window + pass - 1, reachable = geo->max_seq_len - sinks;
+    if (slots > reachable) /* the ring never wraps: the same rows are kept */
+        slots = reachable ? reachable : 1;
+    if (kv_check_fit(geo, "ring", sinks + slots, "rows per layer, sequence and KV head",
                      kv_head_row_bytes(geo, kv_k_row_bytes(geo, st), kv_v_row_stored(geo, st)), e) < 0)
         return NULL;
     Ring *r = calloc(1, sizeof *r);
@@ -250,7 +257,7 @@ KvCache *ring_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st,
     r->base.geo = *geo;
     r->base.lossy = 1; /* exact only when the model's own window hides what it drops */
     r->st = *st;
-    r->window = window, r->sinks = sinks, r->pass = pass, r->slots = window + pass - 1;
+    r->window = window, r->sinks = sinks, r->pass = pass, r->slots = slots;
     r->k_row = kv_k_row_bytes(geo, st), r->v_row = kv_v_row_stored(geo, st);
     size_t rows = geo->n_layers * geo->n_seqs * geo->n_kv_heads * (sinks + r->slots);
     r->k = calloc(rows, r->k_row);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "model/sample.h"
+#include "util/checked.h"
 #include "util/clock.h"
 
 struct Generator {
@@ -28,7 +29,7 @@ struct Generator {
 
 size_t generate_positions(size_t prompt_len, size_t n_generate)
 {
-    return prompt_len + n_generate - 1;
+    return size_add_sat(prompt_len, n_generate) - 1; /* saturated: more positions than any model has */
 }
 
 void gen_free(Generator *g)

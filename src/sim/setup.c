@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "model/checkpoint.h"
+#include "util/checked.h"
 #include "util/files.h"
 #include "util/human.h"
 #include "util/parse.h"
@@ -45,10 +46,13 @@ int setup_check_memory(size_t bytes, const char *what, Err *e)
     size_t have = sysmem_physical_bytes();
     if (have && bytes > have) {
         char need_s[32], have_s[32];
+        if (bytes == SIZE_MAX) /* a saturated product (util/checked.h): too large to count */
+            snprintf(need_s, sizeof need_s, "more than 16 EiB");
+        else
+            human_bytes(need_s, sizeof need_s, (double)bytes);
         return err_set(e, ERR_USAGE, "%s needs %s but this machine has %s (try --shared, a smaller "
                        "--set max_seq_len, or `kvscope calc`)",
-                       what, human_bytes(need_s, sizeof need_s, (double)bytes),
-                       human_bytes(have_s, sizeof have_s, (double)have));
+                       what, need_s, human_bytes(have_s, sizeof have_s, (double)have));
     }
     return 0;
 }
@@ -72,6 +76,32 @@ int setup_load_model(const ModelOpts *mo, size_t extra_bytes, Model *m, Err *e)
         return -1;
     m->int_dot = mo->int_dot;
     return 0;
+}
+
+/* [batch][len] token ids, or NULL with e set: a product that does not fit
+ * is refused (ERR_USAGE), not wrapped into a small buffer. */
+static int *alloc_prompts(size_t batch, size_t len, Err *e)
+{
+    size_t bytes;
+    if (size_mul(batch, len, &bytes) < 0 || size_mul(bytes, sizeof(int), &bytes) < 0) {
+        err_set(e, ERR_USAGE, "--batch %zu of %zu-token prompts: too many tokens to count", batch, len);
+        return NULL;
+    }
+    int *ids = malloc(bytes ? bytes : 1);
+    if (!ids)
+        err_set(e, ERR_RUNTIME, "out of memory for %zu prompts of %zu tokens", batch, len);
+    return ids;
+}
+
+int setup_check_batch(const Config *cfg, size_t batch, Err *e)
+{
+    KvGeometry g = config_kv_geometry(cfg, 1);
+    size_t per_seq = size_mul3_sat(cfg->n_layers, cfg->max_seq_len, kv_row_pair_bytes(&g, FMT_F32, FMT_F32));
+    size_t need = size_add_sat(size_mul_sat(model_param_floats(cfg), sizeof(float)), size_mul_sat(batch, per_seq));
+    char what[160];
+    snprintf(what, sizeof what, "--batch %zu (the weights, and a cache of %zu positions for each sequence)", batch,
+             cfg->max_seq_len);
+    return setup_check_memory(need, what, e);
 }
 
 /* "1,2,3" into ids (at most cap); each must be a whole number. */
@@ -111,11 +141,12 @@ static int parse_prompts(const char *text, size_t want_batch, int **out, size_t 
     for (const char *p = text; *p; p++)
         n_rows += (*p == ';');
     size_t cap = strlen(text) / 2 + 1;
-    int *ids = malloc(n_rows * cap * sizeof(int));
+    int *ids = alloc_prompts(n_rows, cap, e);
+    if (!ids)
+        return -1;
     char *copy = strdup(text);
-    if (!ids || !copy) {
+    if (!copy) {
         free(ids);
-        free(copy);
         return err_set(e, ERR_RUNTIME, "out of memory");
     }
     size_t row = 0, row_len = 0;
@@ -142,10 +173,10 @@ static int parse_prompts(const char *text, size_t want_batch, int **out, size_t 
     }
     *batch = n_rows > 1 ? n_rows : want_batch;
     *len = row_len;
-    int *packed = malloc(*batch * row_len * sizeof(int));
+    int *packed = alloc_prompts(*batch, row_len, e);
     if (!packed) {
         free(ids);
-        return err_set(e, ERR_RUNTIME, "out of memory");
+        return -1;
     }
     for (size_t b = 0; b < *batch; b++)
         memcpy(packed + b * row_len, ids + (n_rows > 1 ? b : 0) * cap, row_len * sizeof(int));
@@ -187,10 +218,10 @@ static int encode_prompt(const char *text, const Config *cfg, size_t batch, int 
     tokenizer_free(tok);
     if (rc < 0)
         return -1;
-    *out = malloc(batch * n * sizeof(int));
+    *out = alloc_prompts(batch, n, e);
     if (!*out) {
         free(ids);
-        return err_set(e, ERR_RUNTIME, "out of memory");
+        return -1;
     }
     for (size_t b = 0; b < batch; b++)
         memcpy(*out + b * n, ids, n * sizeof(int));
@@ -231,6 +262,8 @@ int setup_make_prompt(const PromptOpts *po, const Config *cfg, int **out, size_t
 {
     size_t want_batch = po->batch ? po->batch : 1;
     *out = NULL;
+    if (setup_check_batch(cfg, want_batch, e) < 0)
+        return -1;
     if (setup_prompt_source(po, cfg) == PROMPT_DEFAULT_TEXT) {
         *batch = want_batch;
         return encode_prompt(default_text_prompt, cfg, want_batch, out, len, e);
@@ -256,13 +289,12 @@ int setup_make_prompt(const PromptOpts *po, const Config *cfg, int **out, size_t
     }
     *batch = want_batch;
     *len = po->len ? po->len : 8;
-    *out = malloc(*batch * *len * sizeof(int));
+    if (!(*out = alloc_prompts(*batch, *len, e)))
+        return -1;
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    if (!*out || !rng) {
+    if (!rng) {
         free(*out);
         *out = NULL;
-        if (rng)
-            gsl_rng_free(rng);
         return err_set(e, ERR_RUNTIME, "out of memory");
     }
     gsl_rng_set(rng, (unsigned long)(po->seed ? po->seed : 1));

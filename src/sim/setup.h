@@ -42,6 +42,12 @@ int setup_load_config(const ModelOpts *mo, Config *cfg, Err *e);
 /* Fail (ERR_USAGE) when `bytes` of `what` exceed this machine's memory. */
 int setup_check_memory(size_t bytes, const char *what, Err *e);
 
+/* Fail (ERR_USAGE) when `batch` sequences could never run on this machine:
+ * the weights plus, for each sequence, an f32 cache of max_seq_len
+ * positions (what an exact cache holds when it is full). setup_make_prompt
+ * checks it before it allocates anything. */
+int setup_check_batch(const Config *cfg, size_t batch, Err *e);
+
 /* The weights of a loaded config on kernels isa (NULL = auto), after the
  * memory check (weights + extra_bytes). */
 int setup_model(const Config *cfg, const char *isa, size_t extra_bytes, Model *m, Err *e);

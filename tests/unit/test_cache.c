@@ -196,6 +196,49 @@ static void test_bad_specs(void **state)
     kv_free(c);
 }
 
+/* Options that size a cache beyond the positions a sequence can reach
+ * (issue 21: a fork copied 12 KB per unit of hot=, group=, warm_rows= or
+ * window=) are kept at max_seq_len: such a cache reserves and copies what
+ * the same cache sized at max_seq_len does. */
+static void cache_cost(const char *spec, const KvGeometry *g, size_t *reserved, size_t *copied)
+{
+    Err e = { 0 };
+    KvCache *c = kv_open(spec, g, &e);
+    if (!c)
+        fail_msg("spec '%s' refused: %s", spec, e.msg);
+    for (size_t t = 0; t < 5; t++) /* a row at a time: a ring of pass=1 takes no more */
+        for (size_t l = 0; l < g->n_layers; l++)
+            if (append_rows(c, l, 0, 1, &e) < 0)
+                fail_msg("spec '%s': %s", spec, e.msg);
+    Counters ctr = { 0 };
+    assert_int_equal(kv_fork(c, 0, 1, &ctr, &e), 0);
+    *reserved = kv_bytes_reserved(c);
+    *copied = (size_t)ctr.bytes_copied;
+    kv_free(c);
+}
+
+static void test_options_bounded_by_max_seq_len(void **state)
+{
+    (void)state;
+    KvGeometry g = geometry(2, 2, 2, 8, 20);
+    const struct { const char *huge, *at_max; } pairs[] = {
+        { "mixed:hot=2000000", "mixed:hot=20" },
+        { "mixed:hot=4,group=2,warm_rows=2000000", "mixed:hot=4,group=2,warm_rows=20" },
+        { "kivi:group=2000000", "kivi:group=21" }, /* 21: a group that never fills */
+        { "ring:window=2000000", "ring:window=20,pass=1" },
+        { "ring:window=4,pass=2000000", "ring:window=20,pass=1" },
+        { "ring:window=4,sinks=2000000", "ring:window=1,sinks=20,pass=1" },
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        size_t r_huge, c_huge, r_max, c_max;
+        cache_cost(pairs[i].huge, &g, &r_huge, &c_huge);
+        cache_cost(pairs[i].at_max, &g, &r_max, &c_max);
+        if (r_huge != r_max || c_huge != c_max)
+            fail_msg("'%s' reserves %zu B and a fork copies %zu B; '%s' %zu B and %zu B", pairs[i].huge, r_huge,
+                     c_huge, pairs[i].at_max, r_max, c_max);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -206,6 +249,7 @@ int main(void)
         cmocka_unit_test(test_overflow_is_an_error),
         cmocka_unit_test(test_dynamic_copy_cost_is_quadratic),
         cmocka_unit_test(test_bad_specs),
+        cmocka_unit_test(test_options_bounded_by_max_seq_len),
     };
     return cmocka_run_group_tests_name("cache", tests, NULL, NULL);
 }

@@ -102,7 +102,7 @@ static void test_bounded_memory_and_sinks(void **state)
 static void test_refused_beyond_memory(void **state)
 {
     (void)state;
-    KvGeometry g = { .n_layers = 32, .n_seqs = 4, .n_kv_heads = 8, .head_dim = 128, .max_seq_len = 1000 };
+    KvGeometry g = { .n_layers = 32, .n_seqs = 4, .n_kv_heads = 8, .head_dim = 128, .max_seq_len = SIZE_MAX / 8 };
     Err e = { 0 };
     assert_null(kv_open("ring:window=4,sinks=2,pass=3222222222222", &g, &e));
     assert_int_equal(e.kind, ERR_USAGE);
@@ -115,6 +115,16 @@ static void test_refused_beyond_memory(void **state)
     assert_non_null(strstr(e.msg, "holds at most"));
     KvCache *c = kv_open("ring:window=4,sinks=2,pass=32", &g, &e);
     assert_non_null(c);
+    kv_free(c);
+
+    /* a sequence never reaches past max_seq_len, so neither does the ring:
+     * the same huge pass on a model of 1000 positions reserves 1000 rows */
+    g.max_seq_len = 1000;
+    assert_non_null(c = kv_open("ring:window=4,sinks=2,pass=3222222222222", &g, &e));
+    assert_int_equal(kv_bytes_reserved(c), 32 * 4 * 8 * (size_t)1000 * 2 * 128 * sizeof(float));
+    kv_free(c);
+    assert_non_null(c = kv_open("ring:window=4,sinks=3000", &g, &e));
+    assert_int_equal(kv_bytes_reserved(c), 32 * 4 * 8 * (size_t)1001 * 2 * 128 * sizeof(float));
     kv_free(c);
 
     /* a stated limit: 1 MiB holds 1 MiB / (32 * 4 * 8 * 2 * 512 bytes) = 1 row per head */
