@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util/escape.h"
 #include "util/parse.h"
 
 const char cli_model_help[] =
@@ -21,20 +22,28 @@ const char cli_int_dot_help[] =
     "                      against the activation rounded to q8_0, as llama.cpp does (faster;\n"
     "                      that rounding changes the logits slightly)\n";
 
+void cli_error_line(const char *msg)
+{
+    char safe[4 * sizeof ((Err *)0)->msg]; /* room for every byte escaped */
+    fprintf(stderr, "kvscope: %s\n", escape_controls(safe, sizeof safe, msg));
+}
+
 int cli_fail(const Err *e)
 {
-    fprintf(stderr, "kvscope: %s\n", e->msg);
+    cli_error_line(e->msg);
     return e->kind == ERR_USAGE ? EXIT_USAGE : EXIT_RUNTIME;
 }
 
 int cli_usage(const char *cmd, const char *fmt, ...)
 {
-    char msg[256];
+    char msg[sizeof ((Err *)0)->msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    int n = vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "kvscope: %s (see `kvscope %s --help`)\n", msg, cmd);
+    if (n >= 0)
+        snprintf(msg + strlen(msg), sizeof msg - strlen(msg), " (see `kvscope %s --help`)", cmd);
+    cli_error_line(msg);
     return EXIT_USAGE;
 }
 

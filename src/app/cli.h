@@ -18,7 +18,10 @@
 
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 
-/* Print "kvscope: <message>" to stderr; return the exit code for e's kind. */
+/* Print "kvscope: <msg>" to stderr, its control bytes escaped (util/escape.h):
+ * a message quotes what the user typed, which must not drive the terminal. */
+void cli_error_line(const char *msg);
+/* Print e's message as an error line; return the exit code for e's kind. */
 int cli_fail(const Err *e);
 /* Print a usage error line with a pointer to --help; returns EXIT_USAGE. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -160,8 +160,12 @@ static int calc_row(const CalcReport *r, Format f, CalcRow *row, Err *e)
     row->f = f;
     if (memory_bytes(&r->cfg, &r->shape, f, r->context, r->batch, &row->own, e) < 0)
         return -1;
-    if (r->has_ref && memory_bytes(&r->cfg, &r->ref_shape, f, r->context, r->batch, &row->ref, e) < 0)
-        return -1;
+    /* the comparison may pass 2^64 bytes where the model's own cache does
+     * not (an MHA equivalent is n_heads / n_kv_heads times larger): only
+     * that figure is then left uncounted */
+    Err ref_e = { 0 };
+    row->ref_counted = r->has_ref && memory_bytes(&r->cfg, &r->ref_shape, f, r->context, r->batch, &row->ref,
+                                                  &ref_e) == 0;
     if (r->window_positions < r->context &&
         memory_bytes(&r->cfg, &r->shape, f, r->window_positions, r->batch, &row->window, e) < 0)
         return -1;
@@ -179,14 +183,20 @@ static int calc_report(const CalcOpts *o, CalcReport *r, Err *e)
     r->shape = memory_shape(&r->cfg);
     r->has_ref = memory_shape_reference(&r->cfg, &r->ref_shape) == 0;
     r->machine_bytes = sysmem_physical_bytes();
-    if (o->all_formats) {
-        for (int f = 0; f < FMT_ROW_COUNT; f++)
-            if (calc_row(r, (Format)f, &r->rows[r->n_rows++], e) < 0)
-                return -1;
-    } else if (calc_row(r, o->elem_set ? o->elem : CALC_DEFAULT_ELEM, &r->rows[r->n_rows++], e) < 0) {
-        return -1;
+    if (!o->all_formats) {
+        Format f = o->elem_set ? o->elem : CALC_DEFAULT_ELEM;
+        if (calc_row(r, f, &r->rows[r->n_rows++], e) < 0)
+            return err_wrap(e, "%s", format_name(f));
+        return 0;
     }
-    return 0;
+    /* every format whose total a size_t counts; the others are named */
+    for (int f = 0; f < FMT_ROW_COUNT; f++) {
+        if (calc_row(r, (Format)f, &r->rows[r->n_rows], e) == 0)
+            r->n_rows++;
+        else
+            r->uncounted[r->n_uncounted++] = (Format)f;
+    }
+    return r->n_rows ? 0 : -1;
 }
 
 /* --- the command ----------------------------------------------------------- */

@@ -108,6 +108,16 @@ static int not_written(const Lesson *l)
     return cli_fail(&e);
 }
 
+/* The lesson file at path; an error names it as the user can find it. */
+static int load_doc(const char *path, LessonDoc *d, Err *e)
+{
+    if (doc_load(path, d, e) == 0)
+        return 0;
+    char shown[PATH_MAX];
+    exec_display_path(path, shown, sizeof shown);
+    return err_wrap(e, "%s", shown);
+}
+
 static int show(const Course *c, const Lesson *l)
 {
     if (!l->file)
@@ -116,8 +126,8 @@ static int show(const Course *c, const Lesson *l)
     course_path(c, l->file, path, sizeof path);
     LessonDoc d;
     Err e = { 0 };
-    if (doc_load(path, &d, &e) < 0)
-        return err_wrap(&e, "lessons/%s", l->file), cli_fail(&e);
+    if (load_doc(path, &d, &e) < 0)
+        return cli_fail(&e);
     doc_render(stdout, &d);
     doc_free(&d);
     print_footer(c, l);
@@ -204,8 +214,8 @@ static int check(const Course *c, const Lesson *l, const char *file)
     course_path(c, l->file, path, sizeof path);
     LessonDoc d;
     Err e = { 0 };
-    if (doc_load(path, &d, &e) < 0)
-        return err_wrap(&e, "lessons/%s", l->file), cli_fail(&e);
+    if (load_doc(path, &d, &e) < 0)
+        return cli_fail(&e);
     if (file && access(file, R_OK) != 0)
         err_set(&e, ERR_RUNTIME, "cannot read '%s' (the exercise file to check)", file);
     else if (file && !l->ex.present)
@@ -218,6 +228,12 @@ static int check(const Course *c, const Lesson *l, const char *file)
     size_t checks, passed;
     int rc = run_checks(&d, &checks, &passed, &e);
     doc_free(&d);
+    if (rc == 0 && checks == 0) { /* every lesson checks its figures: none is a file cut short */
+        char shown[PATH_MAX];
+        exec_display_path(path, shown, sizeof shown);
+        err_set(&e, ERR_RUNTIME, "%s has no checks: nothing was verified, so the lesson is not done", shown);
+        return cli_fail(&e);
+    }
     int ex_ok = 1;
     if (rc < 0 || (l->ex.present && check_exercise(c, l, file, &ex_ok, &e) < 0))
         return cli_fail(&e);

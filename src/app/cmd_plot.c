@@ -213,7 +213,9 @@ static int render(const PlotCtx *ctx, const PlotFigure *f, const char *term, cha
         if (said[0]) {
             /* gnuplot drew it but warned: pass the warning on, in one line */
             said[strcspn(said, "\n")] = '\0';
-            fprintf(stderr, "kvscope: gnuplot warned on %s.gp (%s): %s\n", f->name, terms[i], said);
+            char line[sizeof said + 128];
+            snprintf(line, sizeof line, "gnuplot warned on %s.gp (%s): %s", f->name, terms[i], said);
+            cli_error_line(line);
         }
         if (!dumb)
             snprintf(drawn + strlen(drawn), cap - strlen(drawn), " %s", out);
@@ -312,10 +314,14 @@ int cmd_plot(int argc, char **argv)
     for (size_t i = 0; i < plot_n_figures; i++) {
         if (!o.want[i])
             continue;
+        plot_figure_begin();
         if (make_figure(&ctx, &plot_figures[i], o.term, have, &e) < 0) {
+            plot_figure_abort(); /* the figures before it are whole and stay */
+            plot_remove_empty_dirs();
             fflush(stdout);
             return cli_fail(&e);
         }
+        plot_figure_end();
         last = &plot_figures[i];
     }
     print_end(&o, last, have, t_all);

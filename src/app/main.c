@@ -61,9 +61,12 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(cmd, commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "kvscope: unknown command '%s' (commands:", cmd);
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(stderr, "%s %s", i ? "," : "", commands[i].name);
-    fprintf(stderr, "; see `kvscope --help`)\n");
+    char msg[512];
+    size_t at = (size_t)snprintf(msg, sizeof msg, "unknown command '%.200s' (commands:", cmd);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0] && at < sizeof msg; i++)
+        at += (size_t)snprintf(msg + at, sizeof msg - at, "%s %s", i ? "," : "", commands[i].name);
+    if (at < sizeof msg)
+        snprintf(msg + at, sizeof msg - at, "; see `kvscope --help`)");
+    cli_error_line(msg);
     return EXIT_USAGE;
 }

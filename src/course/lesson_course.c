@@ -14,10 +14,10 @@ static int get_str(json_t *obj, const char *key, int required, const char **out,
     json_t *v = json_object_get(obj, key);
     if (!v) {
         *out = "";
-        return required ? err_set(e, ERR_RUNTIME, "manifest: %s has no \"%s\"", where, key) : 0;
+        return required ? err_set(e, ERR_RUNTIME, "%s has no \"%s\"", where, key) : 0;
     }
     if (!json_is_string(v))
-        return err_set(e, ERR_RUNTIME, "manifest: %s: \"%s\" is not a string", where, key);
+        return err_set(e, ERR_RUNTIME, "%s: \"%s\" is not a string", where, key);
     *out = json_string_value(v);
     return 0;
 }
@@ -26,7 +26,7 @@ static int load_question(json_t *q, QuizQuestion *out, const char *where, Err *e
 {
     memset(out, 0, sizeof *out);
     if (!json_is_object(q))
-        return err_set(e, ERR_RUNTIME, "manifest: %s: a quiz question is not an object", where);
+        return err_set(e, ERR_RUNTIME, "%s: a quiz question is not an object", where);
     if (get_str(q, "id", 1, &out->id, where, e) < 0 || get_str(q, "ask", 1, &out->ask, out->id, e) < 0 ||
         get_str(q, "run", 1, &out->run, out->id, e) < 0 || get_str(q, "value", 1, &out->value, out->id, e) < 0 ||
         get_str(q, "hint", 0, &out->hint, out->id, e) < 0 || get_str(q, "tol", 0, &out->tol, out->id, e) < 0 ||
@@ -36,14 +36,14 @@ static int load_question(json_t *q, QuizQuestion *out, const char *where, Err *e
     if (ch) {
         if (!json_is_array(ch) || json_array_size(ch) < 2 ||
             json_array_size(ch) > sizeof out->choices / sizeof out->choices[0])
-            return err_set(e, ERR_RUNTIME, "manifest: %s: \"choices\" must list 2 to 8 strings", out->id);
+            return err_set(e, ERR_RUNTIME, "%s: \"choices\" must list 2 to 8 strings", out->id);
         for (size_t i = 0; i < json_array_size(ch); i++) {
             if (!json_is_string(json_array_get(ch, i)))
-                return err_set(e, ERR_RUNTIME, "manifest: %s: a choice is not a string", out->id);
+                return err_set(e, ERR_RUNTIME, "%s: a choice is not a string", out->id);
             out->choices[out->n_choices++] = json_string_value(json_array_get(ch, i));
         }
         if (strcmp(out->pick, "max") != 0 && strcmp(out->pick, "min") != 0)
-            return err_set(e, ERR_RUNTIME, "manifest: %s: a choice question needs \"pick\": \"max\" or \"min\"",
+            return err_set(e, ERR_RUNTIME, "%s: a choice question needs \"pick\": \"max\" or \"min\"",
                            out->id);
     }
     return 0;
@@ -56,7 +56,7 @@ static int load_lesson(json_t *l, Lesson *out, size_t number, Err *e)
     memset(out, 0, sizeof *out);
     out->number = number;
     if (!json_is_object(l))
-        return err_set(e, ERR_RUNTIME, "manifest: %s is not an object", where);
+        return err_set(e, ERR_RUNTIME, "%s is not an object", where);
     const char *file = "";
     if (get_str(l, "id", 1, &out->id, where, e) < 0 || get_str(l, "title", 1, &out->title, where, e) < 0 ||
         get_str(l, "file", 0, &file, where, e) < 0 || get_str(l, "seeds", 0, &out->seeds, where, e) < 0 ||
@@ -65,12 +65,12 @@ static int load_lesson(json_t *l, Lesson *out, size_t number, Err *e)
         return -1;
     out->file = *file ? file : NULL;
     if (!out->file && !*out->waiting_for)
-        return err_set(e, ERR_RUNTIME, "manifest: %s (%s) has neither \"file\" nor \"waiting_for\"", where,
+        return err_set(e, ERR_RUNTIME, "%s (%s) has neither \"file\" nor \"waiting_for\"", where,
                        out->id);
     json_t *quiz = json_object_get(l, "quiz");
     if (quiz) {
         if (!json_is_array(quiz))
-            return err_set(e, ERR_RUNTIME, "manifest: %s: \"quiz\" is not a list", where);
+            return err_set(e, ERR_RUNTIME, "%s: \"quiz\" is not a list", where);
         out->n_quiz = json_array_size(quiz);
         out->quiz = calloc(out->n_quiz ? out->n_quiz : 1, sizeof *out->quiz);
         if (!out->quiz)
@@ -83,7 +83,7 @@ static int load_lesson(json_t *l, Lesson *out, size_t number, Err *e)
     if (ex) {
         Exercise *x = &out->ex;
         if (!json_is_object(ex))
-            return err_set(e, ERR_RUNTIME, "manifest: %s: \"exercise\" is not an object", where);
+            return err_set(e, ERR_RUNTIME, "%s: \"exercise\" is not an object", where);
         x->present = 1;
         if (get_str(ex, "id", 1, &x->id, where, e) < 0 || get_str(ex, "title", 1, &x->title, x->id, e) < 0 ||
             get_str(ex, "starter", 1, &x->starter, x->id, e) < 0 ||
@@ -106,14 +106,16 @@ int course_load(Course *c, Err *e)
 
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/manifest.json", c->dir);
+    char shown[PATH_MAX];
+    exec_display_path(path, shown, sizeof shown);
     json_error_t je;
     c->json = json_load_file(path, 0, &je);
     if (!c->json)
-        return err_set(e, ERR_RUNTIME, "lessons/manifest.json, line %d: %s", je.line, je.text);
+        return err_set(e, ERR_RUNTIME, "%s, line %d: %s", shown, je.line, je.text);
     json_t *lessons = json_object_get(c->json, "lessons");
     if (!json_is_array(lessons) || json_array_size(lessons) == 0) {
         course_free(c);
-        return err_set(e, ERR_RUNTIME, "lessons/manifest.json: no \"lessons\" list");
+        return err_set(e, ERR_RUNTIME, "%s: no \"lessons\" list", shown);
     }
     c->n = json_array_size(lessons);
     c->lessons = calloc(c->n, sizeof *c->lessons);
@@ -124,7 +126,7 @@ int course_load(Course *c, Err *e)
     for (size_t i = 0; i < c->n; i++)
         if (load_lesson(json_array_get(lessons, i), &c->lessons[i], i + 1, e) < 0) {
             course_free(c);
-            return -1;
+            return err_wrap(e, "%s", shown);
         }
     return 0;
 }

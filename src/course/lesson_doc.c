@@ -219,6 +219,12 @@ int doc_load(const char *path, LessonDoc *d, Err *e)
     }
     fclose(f);
     text[n] = '\0';
+    const char *nul = memchr(text, '\0', (size_t)n);
+    if (nul) { /* the parser would stop there and take the rest as missing */
+        size_t at = (size_t)(nul - text);
+        free(text);
+        return err_set(e, ERR_RUNTIME, "a NUL byte at offset %zu: a lesson is text", at);
+    }
     int rc = doc_parse(text, d, e);
     free(text);
     return rc;

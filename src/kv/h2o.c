@@ -12,7 +12,7 @@
  *
  * Rows stay in position order in each head's array; an eviction slides the
  * later rows down. A pass may add `pass` rows before the budget is enforced
- * again, so each array has budget + pass slots. */
+ * again, so each array has budget + pass slots (or max_seq_len, if fewer). */
 #include "kv/layouts.h"
 
 #include <stdlib.h>
@@ -20,7 +20,7 @@
 
 typedef struct {
     KvCache base;
-    RowRuns rows;         /* cap = budget + pass */
+    RowRuns rows;         /* cap = budget + pass, at most max_seq_len */
     size_t budget, recent, pass;
     double *score;        /* [layer][seq][cap] attention drawn so far, beside each row */
     size_t evicted;
@@ -215,7 +215,9 @@ KvCache *h2o_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, 
         err_set(e, ERR_USAGE, "cache 'h2o': recent=%zu must not exceed budget=%zu", recent, budget);
         return NULL;
     }
-    if (kv_check_fit(geo, "h2o", budget + pass, "rows per layer, sequence and KV head",
+    /* budget + pass rows at most, and never more than a sequence reaches */
+    const size_t cap = budget + pass < geo->max_seq_len ? budget + pass : geo->max_seq_len;
+    if (kv_check_fit(geo, "h2o", cap, "rows per layer, sequence and KV head",
                      kv_head_row_bytes(geo, kv_k_row_bytes(geo, st), kv_v_row_stored(geo, st)), e) < 0)
         return NULL;
     H2O *c = calloc(1, sizeof *c);
@@ -227,8 +229,8 @@ KvCache *h2o_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, 
     c->base.geo = *geo;
     c->base.lossy = 1;
     c->budget = budget, c->recent = recent, c->pass = pass;
-    c->score = calloc(geo->n_layers * geo->n_seqs * (budget + pass), sizeof *c->score);
-    if (rows_init(&c->rows, geo, st, budget + pass) < 0 || !c->score) {
+    c->score = calloc(geo->n_layers * geo->n_seqs * cap, sizeof *c->score);
+    if (rows_init(&c->rows, geo, st, cap) < 0 || !c->score) {
         h2o_destroy(&c->base);
         err_set(e, ERR_RUNTIME, "h2o cache: out of memory");
         return NULL;

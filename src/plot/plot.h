@@ -109,10 +109,24 @@ void plot_eval_free(PlotEval *j);
  * it. ERR_USAGE when it cannot: the user named a bad --out. */
 int plot_prepare_dir(const char *dir, Err *e);
 
-/* Open ctx->out_dir/name for writing. NULL and ERR_RUNTIME on failure. */
+/* Open ctx->out_dir/name for writing: a temporary name beside it, which
+ * plot_close renames to name once every write succeeded. NULL and
+ * ERR_RUNTIME on failure. */
 FILE *plot_open(const PlotCtx *ctx, const char *name, Err *e);
-/* Close f, reporting a failed write of `name` (ERR_RUNTIME); f may be NULL. */
+/* Close f and give it its name; a failed write of `name` is ERR_RUNTIME and
+ * leaves nothing behind. With e NULL the caller is giving up on f: it is
+ * removed. f may be NULL. */
 int plot_close(FILE *f, const char *name, Err *e);
+
+/* A figure's files, whole or none: plot_figure_begin before its maker runs,
+ * plot_figure_end when all of it is written, plot_figure_abort when it
+ * failed (every file it wrote is removed, those still open too). After a
+ * failed run, plot_remove_empty_dirs removes the folders plot_prepare_dir
+ * made that hold nothing. */
+void plot_figure_begin(void);
+void plot_figure_end(void);
+void plot_figure_abort(void);
+void plot_remove_empty_dirs(void);
 
 /* Write s as a gnuplot double-quoted string: backslash and quote escaped, a
  * newline written as the two characters \n. */

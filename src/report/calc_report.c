@@ -111,6 +111,10 @@ static void print_one_reference(const CalcReport *r, const CalcRow *row)
         printf("decompressed equivalent (the per-head K,V a standard cache would hold):\n");
     }
     calc_shape_formula(formula, sizeof formula, c, &r->ref_shape, row->f, 0);
+    if (!row->ref_counted) {
+        printf("  per token per layer = %s; its total passes 2^64 B, more than kvscope counts\n", formula);
+        return;
+    }
     printf("  per token per layer = %s = %s B\n", formula, calc_num(rb->token_layer).s);
     printf("  per token = %s B, total = %s B (%s)\n", calc_num(rb->token).s, calc_num(rb->total).s,
            calc_human(rb->total).s);
@@ -163,13 +167,22 @@ static void print_all_footer(const CalcReport *r, const CalcRow *f16, int any_ov
     printf("%s for f16; other formats change the bytes of a row\n", formula);
     printf("  total = B/token x %s tokens x %s %s; vs f16 = f16 total / this total\n", calc_num(r->context).s,
            calc_num(r->batch).s, sequences(r->batch));
-    if (r->has_ref && f16)
+    if (r->has_ref && f16 && !f16->ref_counted)
+        printf("  %s: more than 2^64 B in f16, more than kvscope counts\n",
+               r->ref_shape.kind == KV_SHAPE_MHA ? "MHA equivalent" : "decompressed equivalent");
+    else if (r->has_ref && f16)
         printf("  %s: %s B total in f16 (%.2fx the f16 row above)\n",
                r->ref_shape.kind == KV_SHAPE_MHA ? "MHA equivalent" : "decompressed equivalent",
                calc_num(f16->ref.total).s, ratio(f16->ref.total, f16->own.total));
     if (r->window_positions < r->context && f16)
         printf("  sliding window %s: a ring keeps %s B in f16\n", calc_num(r->cfg.sliding_window).s,
                calc_num(f16->window.total).s);
+    if (r->n_uncounted) {
+        printf("\nnote: not counted, their totals pass 2^64 B:");
+        for (size_t i = 0; i < r->n_uncounted; i++)
+            printf(" %s", format_name(r->uncounted[i]));
+        printf("\n");
+    }
     if (any_over) {
         printf("\nnote: beyond this machine's memory (%s):", calc_human(r->machine_bytes).s);
         for (size_t i = 0; i < r->n_rows; i++)
@@ -205,7 +218,7 @@ static void print_table_all(const CalcReport *r)
 
 void calc_print_table(const CalcReport *r)
 {
-    if (r->n_rows == 1)
+    if (r->n_rows == 1 && !r->n_uncounted)
         print_table_one(r);
     else
         print_table_all(r);
@@ -225,9 +238,11 @@ void calc_print_tsv(const CalcReport *r)
                c->attention == ATTN_MLA ? "mla" : "gqa", c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim,
                r->context, r->batch, format_name(row->f), memory_shape_values(&r->shape), row->own.token_layer,
                row->own.token, row->own.layer, row->own.total);
-        if (r->has_ref)
+        if (r->has_ref && row->ref_counted)
             printf("%s\t%zu\t%.4f\t", shape_kind_name(r->ref_shape.kind), row->ref.total,
                    ratio(row->ref.total, row->own.total));
+        else if (r->has_ref)
+            printf("%s\t-\t-\t", shape_kind_name(r->ref_shape.kind));
         else
             printf("-\t-\t-\t");
         if (r->window_positions < r->context)
@@ -271,7 +286,10 @@ static json_t *json_row(const CalcReport *r, const CalcRow *row)
     json_decref(own);
     json_object_set_new(o, "formula_per_token", json_string(formula));
     json_object_set_new(o, "fits_in_memory", json_boolean(fits(r, row->own.total)));
-    if (r->has_ref) {
+    if (r->has_ref && !row->ref_counted) {
+        json_object_set_new(o, "reference", json_null());
+        json_object_set_new(o, "reference_too_large_to_count", json_true());
+    } else if (r->has_ref) {
         json_t *ref = json_bytes(&row->ref);
         if (ref)
             json_object_set_new(ref, "ratio", json_real(ratio(row->ref.total, row->own.total)));
@@ -298,6 +316,10 @@ int calc_print_json(const CalcReport *r, Err *e)
     json_object_set_new(root, "reference_shape", r->has_ref ? json_shape(&r->ref_shape) : json_null());
     json_object_set_new(root, "machine_memory_bytes",
                         r->machine_bytes ? calc_json_size(r->machine_bytes) : json_null());
+    json_t *uncounted = json_array();
+    for (size_t i = 0; i < r->n_uncounted; i++)
+        json_array_append_new(uncounted, json_string(format_name(r->uncounted[i])));
+    json_object_set_new(root, "not_counted", uncounted);
     for (size_t i = 0; i < r->n_rows; i++) {
         json_t *o = json_row(r, &r->rows[i]);
         if (o)

@@ -19,7 +19,8 @@
 typedef struct {
     Format f;
     KvBytes own;
-    KvBytes ref;    /* valid when the report has a reference shape */
+    KvBytes ref;    /* valid when the report has a reference shape and ref_counted */
+    int ref_counted;  /* 0: the reference's bytes pass what a size_t counts (shown as such) */
     KvBytes window; /* valid when the window is shorter than the context */
 } CalcRow;
 
@@ -31,6 +32,8 @@ typedef struct {
     int has_ref;
     CalcRow rows[FMT_COUNT];
     size_t n_rows;
+    Format uncounted[FMT_COUNT]; /* --all-formats: formats whose own total passes 2^64 bytes, left out */
+    size_t n_uncounted;
     size_t machine_bytes; /* 0 when unknown */
 } CalcReport;
 

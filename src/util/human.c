@@ -4,7 +4,7 @@
 
 const char *human_bytes(char *buf, size_t cap, double bytes)
 {
-    static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+    static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
     size_t u = 0;
     while (bytes >= 1024.0 && u + 1 < sizeof unit / sizeof unit[0]) {
         bytes /= 1024.0;

@@ -228,6 +228,7 @@ static void test_options_bounded_by_max_seq_len(void **state)
         { "ring:window=2000000", "ring:window=20,pass=1" },
         { "ring:window=4,pass=2000000", "ring:window=20,pass=1" },
         { "ring:window=4,sinks=2000000", "ring:window=1,sinks=20,pass=1" },
+        { "h2o:budget=2000000,recent=4", "h2o:budget=20,recent=4,pass=1" },
     };
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
         size_t r_huge, c_huge, r_max, c_max;
