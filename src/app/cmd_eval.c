@@ -13,6 +13,7 @@
 #include "kv/cache.h"
 #include "report/eval_report.h"
 #include "sim/eval.h"
+#include "util/checked.h"
 #include "util/files.h"
 #include "util/parse.h"
 #include "util/clock.h"
@@ -203,7 +204,8 @@ static int job_open(EvalJob *j, EvalOpts *o, size_t *n, Err *e)
     if (cfg.max_seq_len < *n)
         cfg.max_seq_len = *n; /* positions past the trained context: the cache decides what is kept */
     KvGeometry shape = config_kv_geometry(&cfg, 1);
-    size_t extra = (o->n_caches + 1) * cfg.n_layers * cfg.max_seq_len * kv_row_pair_bytes(&shape, FMT_F32, FMT_F32);
+    size_t extra = size_mul3_sat(o->n_caches + 1, cfg.n_layers,
+                                 size_mul_sat(cfg.max_seq_len, kv_row_pair_bytes(&shape, FMT_F32, FMT_F32)));
     if (setup_model(&cfg, o->mo.isa, extra, &j->m, e) < 0)
         return -1;
     j->model_ready = 1;
