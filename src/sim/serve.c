@@ -106,7 +106,8 @@ int serve_check(const Model *m, const KvCache *cache, const ServeOptions *o, Err
     if (!(o->fork_share >= 0 && o->fork_share <= 1))
         return err_set(e, ERR_USAGE, "serve: a fork share is a share of the requests, from 0 to 1");
     if (o->fork_share > 0 && o->n_samples < 2)
-        return err_set(e, ERR_USAGE, "serve: forked requests draw at least 2 samples, not %zu", o->n_samples);
+        return err_set(e, ERR_USAGE, "serve: a fork share above 0 needs at least 2 samples a forked request, not %zu",
+                       o->n_samples);
     if (o->fork_share > 0 && o->n_samples > cache->geo.n_seqs)
         return err_set(e, ERR_USAGE, "serve: a forked request runs its %zu samples at once; there are %zu slots",
                        o->n_samples, cache->geo.n_seqs);

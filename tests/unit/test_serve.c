@@ -262,7 +262,7 @@ static void test_bad_workloads_are_refused(void **state)
     ServeOptions fork = o;
     fork.fork_share = 0.5, fork.n_samples = 1;
     assert_int_equal(serve_check(&m, small, &fork, &e), -1);
-    assert_non_null(strstr(e.msg, "at least 2 samples"));
+    assert_non_null(strstr(e.msg, "needs at least 2 samples"));
     fork.n_samples = 3; /* two slots */
     assert_int_equal(serve_check(&m, small, &fork, &e), -1);
     assert_non_null(strstr(e.msg, "there are 2 slots"));
