@@ -151,12 +151,9 @@ static int parse_options(int argc, char **argv, ServeOpts *o, Err *e)
             if (rc == 0 && o->so.n_samples < 2)
                 return err_set(e, ERR_USAGE, "--samples: a forked request draws at least 2 samples, not %s", optarg);
         } else if (strcmp(name, "fork-share") == 0) {
-            rc = parse_double(optarg, "--fork-share", &o->so.fork_share, e);
-            if (rc == 0 && !(o->so.fork_share >= 0 && o->so.fork_share <= 1))
-                return err_set(e, ERR_USAGE, "--fork-share: '%s' is not a share from 0 to 1", optarg);
+            rc = parse_double(optarg, "--fork-share", &o->so.fork_share, e); /* its range: serve_check */
             o->fork_share_given = 1;
-        }
-        else if (strcmp(name, "preempt") == 0) {
+        } else if (strcmp(name, "preempt") == 0) {
             if (strcmp(optarg, "recompute") != 0 && strcmp(optarg, "swap") != 0)
                 return err_set(e, ERR_USAGE, "--preempt: '%s' is not recompute or swap", optarg);
             o->so.swap = strcmp(optarg, "swap") == 0;

@@ -104,10 +104,9 @@ void serve_report_summary(FILE *f, OutFormat fmt, const ServeRun *run, const Ser
                "prefix cache, not written (a shared prefix, or a preempted sequence's own pages)\n",
             last->pages_total, last->page_rows, s->peak_pages_used, s->prefix_hit_pages, s->prefix_hit_rows);
     if (r->forked_requests)
-        fprintf(f, "parallel sampling: %zu requests forked into %zu sequences in all; %zu prompt pages shared at "
-                   "the forks instead of written, %zu copied on write\n",
-                r->forked_requests, r->n_sequences - (r->n_requests - r->forked_requests), r->fork_shared_pages,
-                s->cow_copies);
+        fprintf(f, "parallel sampling: %zu requests forked into %zu samples each; %zu prompt pages shared at the "
+                   "forks instead of written, %zu copied on write\n",
+                r->forked_requests, run->o->n_samples, r->fork_shared_pages, s->cow_copies);
     fprintf(f, "internal fragmentation: %.1f%% of the rows in mapped pages were empty, over the steps\n",
             100.0 * s->fragmentation);
     fprintf(f, "cache %s\n", run->cache);

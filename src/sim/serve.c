@@ -104,7 +104,8 @@ int serve_check(const Model *m, const KvCache *cache, const ServeOptions *o, Err
         return err_set(e, ERR_USAGE, "serve: the longest request needs %zu positions; model '%s' has %zu", longest,
                        m->cfg.name, m->cfg.max_seq_len);
     if (!(o->fork_share >= 0 && o->fork_share <= 1))
-        return err_set(e, ERR_USAGE, "serve: a fork share is a share of the requests, from 0 to 1");
+        return err_set(e, ERR_USAGE, "serve: a fork share of %g; it is a share of the requests, from 0 to 1",
+                       o->fork_share);
     if (o->fork_share > 0 && o->n_samples < 2)
         return err_set(e, ERR_USAGE, "serve: a fork share above 0 needs at least 2 samples a forked request, not %zu",
                        o->n_samples);
@@ -122,8 +123,8 @@ int serve_check(const Model *m, const KvCache *cache, const ServeOptions *o, Err
 }
 
 /* Arrivals (Poisson in steps), lengths, prompts and which requests fork,
- * all from one seed. The fork draw is made only when forks are asked for,
- * so a workload without them is drawn as before. */
+ * all from one seed. The fork draws come after the rest, so forks change
+ * nothing else of the workload. */
 static int draw_requests(Loop *L, Err *e)
 {
     const ServeOptions *o = L->o;
@@ -155,10 +156,13 @@ static int draw_requests(Loop *L, Err *e)
         }
         for (size_t i = 0; i < q->prompt_len; i++)
             q->prompt[i] = i < o->shared_prefix ? prefix[i] : (int)gsl_rng_uniform_int(rng, L->m->cfg.vocab);
+        L->out->prompt_tokens += q->prompt_len;
+    }
+    for (size_t r = 0; rc == 0 && r < o->n_requests; r++) {
+        ServeRequest *q = &L->out->req[r];
         q->n_samples = o->fork_share > 0 && gsl_rng_uniform(rng) < o->fork_share ? o->n_samples : 1;
         L->out->forked_requests += q->n_samples > 1;
         L->n_seqs += q->n_samples;
-        L->out->prompt_tokens += q->prompt_len;
     }
     free(prefix);
     gsl_rng_free(rng);
@@ -514,7 +518,8 @@ int serve_run(const Model *m, KvCache *cache, const ServeOptions *o, ServeStepFn
     L.state = malloc(o->n_requests);
     L.held = malloc(o->n_requests * sizeof *L.held);
     int rc = -1;
-    if (!out->req || !L.left || !L.scratch || !L.free_slots || !L.logits || !L.page_owner || !L.table || !L.state || !L.held) {
+    if (!out->req || !L.left || !L.scratch || !L.free_slots || !L.logits || !L.page_owner || !L.table || !L.state ||
+        !L.held) {
         err_set(e, ERR_RUNTIME, "out of memory");
         goto done;
     }
