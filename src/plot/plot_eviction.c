@@ -233,8 +233,9 @@ static int labels(const PlotCtx *ctx, const Model *m, const Structure s[N_WORK],
                      "random ids (seed %" PRIu64 ", as kvscope run --prompt-len %d --prompt-seed %" PRIu64 ")\n"
                      "prefilled in chunks of %d (ring and h2o sized pass=%d), so the policies evict during the "
                      "prefill; %d tokens greedy\nat %d rows: %s\nrows held at %d, after the prefill / after each "
-                     "decode step: %s\n(block-sparse keeps whole pages, the newest one filling; snapkv evicts only at the end "
-                     "of a prompt chunk, its last min(B/%d, %d) rows voting, and then keeps every generated row)\n"
+                     "decode step: %s\n(block-sparse keeps whole pages, the newest one filling; snapkv evicts "
+                     "only at the end of a prompt chunk, its last min(B/%d, %d) rows voting, and then keeps every "
+                     "generated row)\n"
                      "each run measured by sim/quality against an exact contiguous f32 shadow fed the same tokens; "
                      "mass kept = the exact attention weight on the rows the cache still holds, least over layers "
                      "and steps (mean over heads)\nstructures:",
