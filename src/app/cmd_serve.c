@@ -26,6 +26,7 @@ typedef struct {
     size_t every;       /* a table row every N steps; 0 = about 24 rows */
     OutFormat fmt;
     const char *trace;  /* --trace FILE */
+    int fork_share_given;
 } ServeOpts;
 
 static void help(void)
@@ -38,7 +39,8 @@ static void help(void)
            "slot and its prompt's pages are free; when the pool runs out mid-decode the\n"
            "newest running sequence is preempted by recompute (its pages given back, its\n"
            "tokens prefilled again later). Greedy decoding: every request generates what\n"
-           "it would alone. Time is in engine steps (and wall time beside).\n\n"
+           "it would alone. With --samples, requests fork into parallel samples that share\n"
+           "their prompt's pages. Time is in engine steps (and wall time beside).\n\n"
            "model (default %s):\n%s\n"
            "workload:\n"
            "  --requests N        requests in all (default 32)\n"
@@ -47,7 +49,14 @@ static void help(void)
            "  --output-len A..B   tokens each generates (default 8..32)\n"
            "  --shared-prefix S   the first S prompt tokens are the same for all: a system\n"
            "                      prompt whose full pages are shared (default 0)\n"
-           "  --seed S            arrivals, lengths and prompts (default 1; gsl mt19937)\n"
+           "  --samples N         a forked request draws N samples (N >= 2; default 1: none):\n"
+           "                      its prompt prefilled once, its pages shared by the samples,\n"
+           "                      the partial last page copied on a sample's first write; each\n"
+           "                      sample a sequence of its own, drawn at temperature %.0f\n"
+           "  --fork-share P      the share of requests that fork, 0..1 (default 1 with\n"
+           "                      --samples)\n"
+           "  --seed S            arrivals, lengths, prompts, forks and samples (default 1;\n"
+           "                      gsl mt19937)\n"
            "  --trace FILE        the requests from a file instead: a line `ARRIVAL PROMPT_LEN\n"
            "                      OUTPUT_LEN` each (arrival in engine steps, sorted; # comments);\n"
            "                      --requests, --rate and the length ranges are then not used\n"
@@ -67,7 +76,7 @@ static void help(void)
            "rather than spin if the requests do not finish in twice the steps they would\n"
            "take one after another.\n"
            "example: kvscope serve --requests 48 --rate 1 --shared-prefix 32 --cache paged:page=16,pages=48\n",
-           DEFAULT_MODEL, cli_model_help, DEFAULT_CACHE);
+           DEFAULT_MODEL, cli_model_help, SERVE_SAMPLE_TEMPERATURE, DEFAULT_CACHE);
 }
 
 /* "A..B" or "A" into [lo, hi]. */
@@ -100,6 +109,7 @@ static int parse_options(int argc, char **argv, ServeOpts *o, Err *e)
         { "slots", required_argument, 0, 0 },         { "token-budget", required_argument, 0, 0 },
         { "every", required_argument, 0, 0 },         { "preempt", required_argument, 0, 0 },
         { "format", required_argument, 0, 0 },        { "trace", required_argument, 0, 0 },
+        { "samples", required_argument, 0, 0 },       { "fork-share", required_argument, 0, 0 },
         { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
     };
@@ -136,7 +146,14 @@ static int parse_options(int argc, char **argv, ServeOpts *o, Err *e)
             rc = out_format_parse(optarg, &o->fmt, e);
         else if (strcmp(name, "trace") == 0)
             o->trace = optarg;
-        else if (strcmp(name, "preempt") == 0) {
+        else if (strcmp(name, "samples") == 0) {
+            rc = parse_size(optarg, "--samples", &o->so.n_samples, e);
+            if (rc == 0 && o->so.n_samples < 2)
+                return err_set(e, ERR_USAGE, "--samples: a forked request draws at least 2 samples, not %s", optarg);
+        } else if (strcmp(name, "fork-share") == 0) {
+            rc = parse_double(optarg, "--fork-share", &o->so.fork_share, e); /* its range: serve_check */
+            o->fork_share_given = 1;
+        } else if (strcmp(name, "preempt") == 0) {
             if (strcmp(optarg, "recompute") != 0 && strcmp(optarg, "swap") != 0)
                 return err_set(e, ERR_USAGE, "--preempt: '%s' is not recompute or swap", optarg);
             o->so.swap = strcmp(optarg, "swap") == 0;
@@ -148,6 +165,8 @@ static int parse_options(int argc, char **argv, ServeOpts *o, Err *e)
         return got == CLI_HELP ? 1 : -1;
     if (optind < argc)
         return err_set(e, ERR_USAGE, "serve: unexpected argument '%s' (see `kvscope serve --help`)", argv[optind]);
+    if (o->so.n_samples >= 2 && !o->fork_share_given)
+        o->so.fork_share = 1; /* --samples alone: every request forks */
     return 0;
 }
 
@@ -172,7 +191,7 @@ int cmd_serve(int argc, char **argv)
 {
     ServeOpts o = { .mo.model = DEFAULT_MODEL, .cache_spec = DEFAULT_CACHE, .slots = 8,
                     .so = { .n_requests = 32, .rate = 0.5, .prompt_min = 16, .prompt_max = 48, .output_min = 8,
-                            .output_max = 32, .token_budget = 64, .seed = 1 } };
+                            .output_max = 32, .token_budget = 64, .n_samples = 1, .seed = 1 } };
     Err e = { 0 };
     int pr = parse_options(argc, argv, &o, &e);
     if (pr == 1) {

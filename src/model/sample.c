@@ -32,6 +32,11 @@ size_t sample_scratch_bytes(size_t n)
 
 int sample_topk(const float *logits, size_t n, double temperature, size_t top_k, gsl_rng *rng, void *scratch)
 {
+    return sample_topk_at(logits, n, temperature, top_k, gsl_rng_uniform(rng), scratch);
+}
+
+int sample_topk_at(const float *logits, size_t n, double temperature, size_t top_k, double u01, void *scratch)
+{
     Cand *c = scratch;
     for (size_t i = 0; i < n; i++)
         c[i] = (Cand){ logits[i], (int)i };
@@ -40,7 +45,7 @@ int sample_topk(const float *logits, size_t n, double temperature, size_t top_k,
     double sum = 0.0;
     for (size_t i = 0; i < k; i++)
         sum += exp((c[i].logit - c[0].logit) / temperature);
-    double u = gsl_rng_uniform(rng) * sum, acc = 0.0;
+    double u = u01 * sum, acc = 0.0;
     for (size_t i = 0; i < k; i++) {
         acc += exp((c[i].logit - c[0].logit) / temperature);
         if (u < acc)

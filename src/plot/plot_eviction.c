@@ -27,6 +27,9 @@
 #define EV_BUDGET 64  /* (a): rows per layer */
 #define EV_SINKS 4    /* window+sinks: the sinks of its budget */
 #define EV_PAGES 4    /* block-sparse: the pages it keeps, of budget / EV_PAGES rows each */
+#define EV_SNAP_SHARE 4 /* snapkv: its observation window is budget / EV_SNAP_SHARE rows, at most a chunk
+                           (only a pass's own queries vote) */
+#define EV_SNAP_POOL 7  /* snapkv: votes smoothed over this many neighbours (its default) */
 
 /* the workloads: a structure.h spec each, its defaults */
 enum { W_NONE, W_SINK, W_LOCAL, W_HEAVY, W_RETRIEVAL, N_WORK };
@@ -39,11 +42,11 @@ static const size_t sweep_work[] = { W_RETRIEVAL, W_HEAVY }; /* (b), (c) */
 static const size_t budgets[] = { 16, 32, 64, 128, 256 };
 #define N_BUDGETS (sizeof budgets / sizeof budgets[0])
 
-typedef enum { P_WINDOW, P_SINKS, P_H2O, P_SPARSE, N_POLICIES } Policy;
-static const char *const policy_names[N_POLICIES] = { "window", "window+sinks", "h2o", "block-sparse" };
+typedef enum { P_WINDOW, P_SINKS, P_H2O, P_SPARSE, P_SNAPKV, N_POLICIES } Policy;
+static const char *const policy_names[N_POLICIES] = { "window", "window+sinks", "h2o", "block-sparse", "snapkv" };
 /* as the picture names them */
 static const char *const policy_labels[N_POLICIES] = { "window", "4 sinks + window", "heavy hitters (H2O)",
-                                                     "block-sparse pages" };
+                                                     "block-sparse pages", "SnapKV" };
 
 typedef struct {
     QualitySummary q;
@@ -54,7 +57,9 @@ typedef struct {
 
 /* The cache of policy p at a budget of B rows per layer (B a multiple of
  * EV_PAGES). Block-sparse keeps the newest ceil(keep x pages) pages: keep
- * is set so that this is EV_PAGES at every decode step of the run. */
+ * is set so that this is EV_PAGES at every decode step of the run. SnapKV
+ * holds B after each prompt chunk and then keeps every generated row, as
+ * the method does. */
 static int policy_spec(Policy p, size_t B, char *spec, size_t cap, Err *e)
 {
     if (p == P_WINDOW)
@@ -63,6 +68,9 @@ static int policy_spec(Policy p, size_t B, char *spec, size_t cap, Err *e)
         snprintf(spec, cap, "ring:window=%zu,sinks=%d,pass=%d", B - EV_SINKS, EV_SINKS, EV_CHUNK);
     else if (p == P_H2O)
         snprintf(spec, cap, "h2o:budget=%zu,recent=%zu,pass=%d", B, B / 2, EV_CHUNK);
+    else if (p == P_SNAPKV)
+        snprintf(spec, cap, "snapkv:budget=%zu,window=%zu,pool=%d", B,
+                 B / EV_SNAP_SHARE < EV_CHUNK ? B / EV_SNAP_SHARE : (size_t)EV_CHUNK, EV_SNAP_POOL);
     else {
         /* decode passes start at EV_PROMPT .. EV_PROMPT + EV_GEN - 2; the policy counts the pages before */
         const size_t page = B / EV_PAGES, lo = (EV_PROMPT + page - 1) / page,
@@ -210,13 +218,13 @@ static int labels(const PlotCtx *ctx, const Model *m, const Structure s[N_WORK],
                   EvResult at[N_WORK][N_POLICIES], Err *e)
 {
     const Config *c = &m->cfg;
-    char title[512], caption[2560], spec[128], held[256], specs[512] = "";
+    char title[512], caption[2560], spec[128], held[384], specs[640] = "";
     rows_held(held, sizeof held, at);
     for (int p = 0; p < N_POLICIES; p++) { /* the specs, for the caption: the legends name the policies */
         if (policy_spec((Policy)p, EV_BUDGET, spec, sizeof spec, e) < 0)
             return -1;
-        snprintf(specs + strlen(specs), sizeof specs - strlen(specs), "%s%s %s", p ? ", " : "", policy_labels[p],
-                 spec);
+        snprintf(specs + strlen(specs), sizeof specs - strlen(specs), "%s%s %s",
+                 p == P_SPARSE ? ",\n" : p ? ", " : "", policy_labels[p], spec); /* two lines: they are long */
     }
     snprintf(title, sizeof title, "Eviction policies at an equal budget, on imposed attention structure (%s, random "
              "weights)", c->name);
@@ -225,12 +233,15 @@ static int labels(const PlotCtx *ctx, const Model *m, const Structure s[N_WORK],
                      "random ids (seed %" PRIu64 ", as kvscope run --prompt-len %d --prompt-seed %" PRIu64 ")\n"
                      "prefilled in chunks of %d (ring and h2o sized pass=%d), so the policies evict during the "
                      "prefill; %d tokens greedy\nat %d rows: %s\nrows held at %d, after the prefill / after each "
-                     "decode step: %s (block-sparse keeps whole pages, the newest one filling)\n"
+                     "decode step: %s\n(block-sparse keeps whole pages, the newest one filling; snapkv evicts "
+                     "only at the end of a prompt chunk, its last min(B/%d, %d) rows voting, and then keeps every "
+                     "generated row)\n"
                      "each run measured by sim/quality against an exact contiguous f32 shadow fed the same tokens; "
                      "mass kept = the exact attention weight on the rows the cache still holds, least over layers "
                      "and steps (mean over heads)\nstructures:",
                      c->name, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, m->source, EV_PROMPT, ctx->seed,
-                     EV_PROMPT, ctx->seed, EV_CHUNK, EV_CHUNK, EV_GEN, EV_BUDGET, specs, EV_BUDGET, held);
+                     EV_PROMPT, ctx->seed, EV_CHUNK, EV_CHUNK, EV_GEN, EV_BUDGET, specs, EV_BUDGET, held, EV_SNAP_SHARE,
+                     EV_CHUNK);
     for (size_t w = W_SINK; w < N_WORK && n > 0 && (size_t)n < sizeof caption; w++)
         n += snprintf(caption + n, sizeof caption - (size_t)n, "%s %s", w > W_SINK ? ";" : "", desc[w]);
     if (n > 0 && (size_t)n < sizeof caption)
@@ -238,8 +249,9 @@ static int labels(const PlotCtx *ctx, const Model *m, const Structure s[N_WORK],
     FILE *f = plot_labels_open(ctx, "eviction", title, caption, e);
     if (!f)
         return -1;
-    fprintf(f, "budget = %d\nprompt = %d\ngenerated = %d\nchunk = %d\nsinks = %d\nsparse_pages = %d\nneedle = %zu\n",
-            EV_BUDGET, EV_PROMPT, EV_GEN, EV_CHUNK, EV_SINKS, EV_PAGES, s[W_RETRIEVAL].needle);
+    fprintf(f, "budget = %d\nprompt = %d\ngenerated = %d\nchunk = %d\nsinks = %d\nsparse_pages = %d\n"
+               "snap_share = %d\nneedle = %zu\n",
+            EV_BUDGET, EV_PROMPT, EV_GEN, EV_CHUNK, EV_SINKS, EV_PAGES, EV_SNAP_SHARE, s[W_RETRIEVAL].needle);
     for (int p = 0; p < N_POLICIES; p++) {
         if (policy_spec((Policy)p, EV_BUDGET, spec, sizeof spec, e) < 0) {
             plot_close(f, "eviction.labels.gp", NULL);
@@ -282,9 +294,9 @@ int plot_eviction(const PlotCtx *ctx, PlotNote *note, Err *e)
     if (rc == 0) {
         const EvResult *r = at[W_RETRIEVAL];
         snprintf(note->note, sizeof note->note,
-                 "retrieval at %d rows: mass kept %.2f window, %.2f window+sinks, %.2f h2o, %.2f block-sparse",
-                 EV_BUDGET, r[P_WINDOW].q.min_mass_kept, r[P_SINKS].q.min_mass_kept, r[P_H2O].q.min_mass_kept,
-                 r[P_SPARSE].q.min_mass_kept);
+                 "retrieval at %d rows: mass kept %.2f window, %.2f window+sinks, %.2f h2o, %.2f block-sparse, "
+                 "%.2f snapkv", EV_BUDGET, r[P_WINDOW].q.min_mass_kept, r[P_SINKS].q.min_mass_kept,
+                 r[P_H2O].q.min_mass_kept, r[P_SPARSE].q.min_mass_kept, r[P_SNAPKV].q.min_mass_kept);
     }
     free(prompt);
     model_free(&m);

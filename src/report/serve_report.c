@@ -4,7 +4,7 @@
 #include <jansson.h>
 
 static const char step_tsv_header[] = "step\trunning\twaiting\tdone\tdecode_tokens\tprefill_tokens\tpreempted\t"
-                                      "pages_used\tpages_shared\tpages_free\tprefix_hits\twaste_rows\n";
+                                      "pages_used\tpages_shared\tpages_free\tprefix_hits\twaste_rows\tcow_copies\n";
 
 void serve_report_header(FILE *f, OutFormat fmt, const ServeRun *run)
 {
@@ -13,15 +13,19 @@ void serve_report_header(FILE *f, OutFormat fmt, const ServeRun *run)
         fputs(step_tsv_header, f);
     if (fmt != OUT_TABLE)
         return;
+    char forks[96] = "";
+    if (o->fork_share > 0)
+        snprintf(forks, sizeof forks, ", %.3g of the requests forking into %zu samples", o->fork_share,
+                 o->n_samples);
     if (o->trace)
         fprintf(f, "serve: model %s, %zu requests from a trace (%zu prompt tokens shared), %zu slots, %zu tokens a "
-                   "step, preemption by %s\n", run->model, o->n_requests, o->shared_prefix, run->slots,
-                o->token_budget, o->swap ? "swap" : "recompute");
+                   "step, preemption by %s%s\n", run->model, o->n_requests, o->shared_prefix, run->slots,
+                o->token_budget, o->swap ? "swap" : "recompute", forks);
     else
         fprintf(f, "serve: model %s, %zu requests at %.3g a step, prompts %zu..%zu tokens (%zu shared), outputs "
-                   "%zu..%zu, %zu slots, %zu tokens a step, preemption by %s\n", run->model, o->n_requests,
+                   "%zu..%zu, %zu slots, %zu tokens a step, preemption by %s%s\n", run->model, o->n_requests,
                 o->rate, o->prompt_min, o->prompt_max, o->shared_prefix, o->output_min, o->output_max, run->slots,
-                o->token_budget, o->swap ? "swap" : "recompute");
+                o->token_budget, o->swap ? "swap" : "recompute", forks);
     fprintf(f, "%6s %7s %7s %5s %6s %7s %9s %5s %6s %5s %7s\n", "step", "running", "waiting", "done", "decode",
             "prefill", "preempted", "pages", "shared", "free", "hits");
 }
@@ -30,9 +34,9 @@ void serve_report_step(FILE *f, OutFormat fmt, const ServeStep *st)
 {
     const KvStats *p = &st->pool;
     if (fmt == OUT_TSV)
-        fprintf(f, "%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\n", st->step, st->running,
+        fprintf(f, "%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\n", st->step, st->running,
                 st->waiting, st->done, st->decode_tokens, st->prefill_tokens, st->preempted, p->pages_used,
-                p->pages_shared, p->pages_free + p->pages_cached, p->prefix_hits, p->waste_rows);
+                p->pages_shared, p->pages_free + p->pages_cached, p->prefix_hits, p->waste_rows, p->cow_copies);
     else if (fmt == OUT_TABLE)
         fprintf(f, "%6zu %7zu %7zu %5zu %6zu %7zu %9zu %5zu %6zu %5zu %7zu\n", st->step, st->running, st->waiting,
                 st->done, st->decode_tokens, st->prefill_tokens, st->preempted, p->pages_used, p->pages_shared,
@@ -64,6 +68,10 @@ static void summary_json(FILE *f, const ServeRun *run, const ServeResult *r, con
         "page_rows", (json_int_t)last->page_rows, "peak_pages_used", (json_int_t)s->peak_pages_used,
         "prefix_hit_pages", (json_int_t)s->prefix_hit_pages, "fragmentation", s->fragmentation, "seconds",
         r->seconds, "ttft_median_ms", s->ttft_median_ms, "tpot_mean_ms", s->tpot_mean_ms);
+    json_object_set_new(summary, "sequences", json_integer((json_int_t)r->n_sequences));
+    json_object_set_new(summary, "forked_requests", json_integer((json_int_t)r->forked_requests));
+    json_object_set_new(summary, "fork_shared_pages", json_integer((json_int_t)r->fork_shared_pages));
+    json_object_set_new(summary, "cow_copies", json_integer((json_int_t)s->cow_copies));
     json_t *root = json_pack("{s:s, s:s, s:I, s:f, s:I, s:o, s:o}", "model", run->model, "cache", run->cache,
                              "slots", (json_int_t)run->slots, "rate", run->o->trace ? 0.0 : run->o->rate, "token_budget",
                              (json_int_t)run->o->token_budget, "summary", summary, "steps", steps);
@@ -95,6 +103,10 @@ void serve_report_summary(FILE *f, OutFormat fmt, const ServeRun *run, const Ser
     fprintf(f, "pool: %zu pages of %zu rows, at most %zu in use; prefix hits %zu pages: %zu rows mapped from the "
                "prefix cache, not written (a shared prefix, or a preempted sequence's own pages)\n",
             last->pages_total, last->page_rows, s->peak_pages_used, s->prefix_hit_pages, s->prefix_hit_rows);
+    if (r->forked_requests)
+        fprintf(f, "parallel sampling: %zu requests forked into %zu samples each; %zu prompt pages shared at the "
+                   "forks instead of written, %zu copied on write\n",
+                r->forked_requests, run->o->n_samples, r->fork_shared_pages, s->cow_copies);
     fprintf(f, "internal fragmentation: %.1f%% of the rows in mapped pages were empty, over the steps\n",
             100.0 * s->fragmentation);
     fprintf(f, "cache %s\n", run->cache);

@@ -1,5 +1,6 @@
 /* serve.c: the serving loop (serve.h): arrivals, a scheduler stepping the
- * real model over a page pool, preemption by recompute. */
+ * real model over a page pool, preemption by recompute or swap, forked
+ * requests' samples sharing their prompt's pages. */
 #include "sim/serve.h"
 
 #include <gsl/gsl_randist.h>
@@ -11,12 +12,18 @@
 #include "model/sample.h"
 #include "util/clock.h"
 
-/* A request's life in the loop. Its tokens are the prompt, then what it
- * generated; `filled` of them are in the cache. The tokens not yet in the
- * cache are what its next chunk runs: the whole prompt at first, one token
- * per decode step after that, everything again after a preemption. */
+/* A sequence's life in the loop: a request, or one sample of a forked
+ * request. Its tokens are the prompt, then what it generated; `filled` of
+ * them are in the cache. The tokens not yet in the cache are what its next
+ * chunk runs: the whole prompt at first, one token per decode step after
+ * that, everything again after a preemption. A forked request's sample 0
+ * prefills the prompt; the other samples wait (SERVE_FUTURE) until it is in
+ * and they are forked from it. */
 typedef struct {
     ServeState state;
+    size_t req, sample;
+    size_t unforked;      /* sample 0 of a forked request: samples still to fork from it (they hold a
+                             slot's promise while it runs) */
     size_t slot;          /* cache sequence, while running */
     size_t admitted;      /* admission order: the newest running is preempted first */
     int *tokens;          /* [prompt_len + n_output] */
@@ -30,9 +37,12 @@ typedef struct {
     KvCache *cache;
     const ServeOptions *o;
     ServeResult *out;
-    Seq *seq;
+    Seq *seq;             /* [n_seqs] by request, then sample */
+    size_t n_seqs;
+    size_t *left;         /* [n_requests] samples not finished */
+    void *scratch;        /* sample_scratch_bytes(vocab) */
     size_t *free_slots, n_free; /* a stack of cache sequences */
-    size_t page, n_admitted;
+    size_t page, pages_total, n_admitted;
     ForwardState fs;
     float *logits;
     ServeStep cur;
@@ -93,6 +103,15 @@ int serve_check(const Model *m, const KvCache *cache, const ServeOptions *o, Err
     if (longest > m->cfg.max_seq_len)
         return err_set(e, ERR_USAGE, "serve: the longest request needs %zu positions; model '%s' has %zu", longest,
                        m->cfg.name, m->cfg.max_seq_len);
+    if (!(o->fork_share >= 0 && o->fork_share <= 1))
+        return err_set(e, ERR_USAGE, "serve: a fork share of %g; it is a share of the requests, from 0 to 1",
+                       o->fork_share);
+    if (o->fork_share > 0 && o->n_samples < 2)
+        return err_set(e, ERR_USAGE, "serve: a fork share above 0 needs at least 2 samples a forked request, not %zu",
+                       o->n_samples);
+    if (o->fork_share > 0 && o->n_samples > cache->geo.n_seqs)
+        return err_set(e, ERR_USAGE, "serve: a forked request runs its %zu samples at once; there are %zu slots",
+                       o->n_samples, cache->geo.n_seqs);
     if (o->swap && (cache->k_fmt != FMT_F32 || cache->v_fmt != FMT_F32))
         return err_set(e, ERR_USAGE, "serve: swap copies rows back by value; it needs an f32 cache, not '%s'",
                        cache->spec);
@@ -103,7 +122,9 @@ int serve_check(const Model *m, const KvCache *cache, const ServeOptions *o, Err
     return 0;
 }
 
-/* Arrivals (Poisson in steps), lengths and prompts, all from one seed. */
+/* Arrivals (Poisson in steps), lengths, prompts and which requests fork,
+ * all from one seed. The fork draws come after the rest, so forks change
+ * nothing else of the workload. */
 static int draw_requests(Loop *L, Err *e)
 {
     const ServeOptions *o = L->o;
@@ -118,33 +139,52 @@ static int draw_requests(Loop *L, Err *e)
     int rc = prefix ? 0 : -1;
     for (size_t r = 0; rc == 0 && r < o->n_requests; r++) {
         ServeRequest *q = &L->out->req[r];
-        Seq *s = &L->seq[r];
-        size_t n_out;
         if (o->trace) {
             q->arrival = o->trace[r].arrival;
             q->prompt_len = o->trace[r].prompt_len;
-            n_out = o->trace[r].output_len;
+            q->n_output = o->trace[r].output_len;
         } else {
             t += gsl_ran_exponential(rng, 1.0 / o->rate);
             q->arrival = (size_t)t;
             q->prompt_len = o->prompt_min + gsl_rng_uniform_int(rng, o->prompt_max - o->prompt_min + 1);
-            n_out = o->output_min + gsl_rng_uniform_int(rng, o->output_max - o->output_min + 1);
+            q->n_output = o->output_min + gsl_rng_uniform_int(rng, o->output_max - o->output_min + 1);
         }
-        s->target = q->prompt_len + n_out;
-        s->tokens = malloc(s->target * sizeof(int));
         q->prompt = malloc(q->prompt_len * sizeof(int));
-        if (!s->tokens || !q->prompt) {
+        if (!q->prompt) {
             rc = -1;
             break;
         }
         for (size_t i = 0; i < q->prompt_len; i++)
-            s->tokens[i] = i < o->shared_prefix ? prefix[i] : (int)gsl_rng_uniform_int(rng, L->m->cfg.vocab);
-        memcpy(q->prompt, s->tokens, q->prompt_len * sizeof(int));
-        s->n_tokens = q->prompt_len;
+            q->prompt[i] = i < o->shared_prefix ? prefix[i] : (int)gsl_rng_uniform_int(rng, L->m->cfg.vocab);
         L->out->prompt_tokens += q->prompt_len;
+    }
+    for (size_t r = 0; rc == 0 && r < o->n_requests; r++) {
+        ServeRequest *q = &L->out->req[r];
+        q->n_samples = o->fork_share > 0 && gsl_rng_uniform(rng) < o->fork_share ? o->n_samples : 1;
+        L->out->forked_requests += q->n_samples > 1;
+        L->n_seqs += q->n_samples;
     }
     free(prefix);
     gsl_rng_free(rng);
+    L->seq = rc == 0 ? calloc(L->n_seqs, sizeof *L->seq) : NULL;
+    rc = L->seq ? 0 : -1;
+    Seq *s = L->seq;
+    for (size_t r = 0; rc == 0 && r < o->n_requests; r++) {
+        ServeRequest *q = &L->out->req[r];
+        q->output = malloc(q->n_samples * q->n_output * sizeof(int));
+        rc = q->output ? 0 : -1;
+        L->left[r] = q->n_samples;
+        for (size_t k = 0; rc == 0 && k < q->n_samples; k++, s++) {
+            *s = (Seq){ .req = r, .sample = k, .unforked = k ? 0 : q->n_samples - 1,
+                        .n_tokens = q->prompt_len, .target = q->prompt_len + q->n_output };
+            s->tokens = malloc(s->target * sizeof(int));
+            if (!s->tokens)
+                rc = -1;
+            else
+                memcpy(s->tokens, q->prompt, q->prompt_len * sizeof(int));
+        }
+    }
+    L->out->n_sequences = L->n_seqs;
     return rc < 0 ? err_set(e, ERR_RUNTIME, "out of memory for %zu requests", o->n_requests) : 0;
 }
 
@@ -192,11 +232,11 @@ static int swap_in(Loop *L, Seq *s, Err *e)
     return 0;
 }
 
-/* Give back r's pages and send it to wait again: everything it holds will
- * be run anew (recompute), or copied back (swap). */
-static int preempt(Loop *L, size_t r, Err *e)
+/* Give back sequence i's pages and send it to wait again: everything it
+ * holds will be run anew (recompute), or copied back (swap). */
+static int preempt(Loop *L, size_t i, Err *e)
 {
-    Seq *s = &L->seq[r];
+    Seq *s = &L->seq[i];
     if (L->o->swap && swap_out(L, s, e) < 0)
         return -1;
     kv_drop(L->cache, s->slot);
@@ -205,29 +245,93 @@ static int preempt(Loop *L, size_t r, Err *e)
         L->out->recomputed_tokens += s->filled;
     s->filled = 0;
     s->state = SERVE_WAITING;
-    L->out->req[r].preemptions++;
+    L->out->req[s->req].preemptions++;
     L->out->preemptions++;
     L->cur.preempted++;
     return 0;
 }
 
-/* The newest running request other than `not` (SIZE_MAX: none). */
+/* The newest running sequence other than `not` (SIZE_MAX: none). */
 static size_t newest_running(const Loop *L, size_t not)
 {
     size_t best = SIZE_MAX;
-    for (size_t r = 0; r < L->o->n_requests; r++)
-        if (r != not && L->seq[r].state == SERVE_RUNNING &&
-            (best == SIZE_MAX || L->seq[r].admitted > L->seq[best].admitted))
-            best = r;
+    for (size_t i = 0; i < L->n_seqs; i++)
+        if (i != not && L->seq[i].state == SERVE_RUNNING &&
+            (best == SIZE_MAX || L->seq[i].admitted > L->seq[best].admitted))
+            best = i;
     return best;
 }
 
-/* Run n of r's pending tokens; when they reach its last known token, the
- * logits choose the next one. */
-static int run_chunk(Loop *L, size_t r, size_t n, Err *e)
+/* Slots the running, not yet forked sequences will fork their samples
+ * into: admission leaves them free, so a fork always finds its slots. */
+static size_t slots_promised(const Loop *L)
 {
-    Seq *s = &L->seq[r];
-    ServeRequest *q = &L->out->req[r];
+    size_t n = 0;
+    for (size_t i = 0; i < L->n_seqs; i++)
+        n += L->seq[i].state == SERVE_RUNNING ? L->seq[i].unforked : 0;
+    return n;
+}
+
+/* Append token `next` to sequence i; the sequence that reaches its target
+ * is done (the last token is never fed back), and its request with its
+ * last sample. */
+static void push(Loop *L, size_t i, int next)
+{
+    Seq *s = &L->seq[i];
+    ServeRequest *q = &L->out->req[s->req];
+    s->tokens[s->n_tokens++] = next;
+    L->out->generated_tokens++;
+    if (s->n_tokens < s->target)
+        return;
+    memcpy(q->output + s->sample * q->n_output, s->tokens + q->prompt_len, q->n_output * sizeof(int));
+    if (s->state == SERVE_RUNNING) { /* a sample done at its fork never took a slot */
+        kv_drop(L->cache, s->slot);
+        L->free_slots[L->n_free++] = s->slot;
+    }
+    s->state = SERVE_DONE;
+    if (--L->left[s->req] == 0)
+        q->finished = L->cur.step;
+}
+
+/* The next token of sequence i from L->logits: greedy, or a forked
+ * request's sample's own draw. */
+static int choose(const Loop *L, const Seq *s)
+{
+    const ServeRequest *q = &L->out->req[s->req];
+    if (q->n_samples == 1)
+        return sample_greedy(L->logits, L->m->cfg.vocab);
+    return serve_sample(L->logits, L->m->cfg.vocab, L->o->seed, s->req, s->sample, s->n_tokens - q->prompt_len,
+                        L->scratch);
+}
+
+/* Sequence i (sample 0) has its prompt in: make the other samples from it,
+ * sharing its pages, each drawing its first token from the same logits. */
+static int fork_samples(Loop *L, size_t i, Err *e)
+{
+    Seq *p = &L->seq[i];
+    for (size_t j = i + 1; j <= i + p->unforked; j++) {
+        Seq *s = &L->seq[j];
+        if (s->n_tokens + 1 < s->target) { /* it decodes on: a slot of its own (promised) */
+            s->slot = L->free_slots[--L->n_free];
+            if (kv_fork(L->cache, p->slot, s->slot, NULL, e) < 0)
+                return -1;
+            s->filled = p->filled;
+            s->admitted = L->n_admitted++;
+            s->state = SERVE_RUNNING;
+            L->out->fork_shared_pages += pages_for(L->page, 0, p->filled);
+        }
+        push(L, j, choose(L, s));
+    }
+    p->unforked = 0;
+    return 0;
+}
+
+/* Run n of sequence i's pending tokens; when they reach its last known
+ * token, the logits choose the next one. */
+static int run_chunk(Loop *L, size_t i, size_t n, Err *e)
+{
+    Seq *s = &L->seq[i];
+    ServeRequest *q = &L->out->req[s->req];
     Counters ctr = { 0 };
     if (model_forward_slots(L->m, &L->fs, L->cache, &s->slot, s->tokens + s->filled, 1, n, s->filled, L->logits,
                             &ctr, e) < 0)
@@ -235,67 +339,76 @@ static int run_chunk(Loop *L, size_t r, size_t n, Err *e)
     s->filled += n;
     if (s->filled < s->n_tokens)
         return 0; /* a prompt chunk that is not the last */
-    int next = sample_greedy(L->logits, L->m->cfg.vocab);
-    if (q->n_output == 0)
+    if (s->n_tokens == q->prompt_len && s->sample == 0)
         q->first_token = L->cur.step;
-    s->tokens[s->n_tokens++] = next;
-    q->n_output++;
-    L->out->generated_tokens++;
-    if (s->n_tokens == s->target) { /* done: the last token is never fed back */
-        q->finished = L->cur.step;
-        q->output = malloc((q->n_output) * sizeof(int));
-        if (!q->output)
-            return err_set(e, ERR_RUNTIME, "out of memory");
-        memcpy(q->output, s->tokens + q->prompt_len, q->n_output * sizeof(int));
-        kv_drop(L->cache, s->slot);
-        L->free_slots[L->n_free++] = s->slot;
-        s->state = SERVE_DONE;
-    }
+    if (s->unforked && fork_samples(L, i, e) < 0)
+        return -1;
+    push(L, i, choose(L, s));
     return 0;
 }
 
-/* A running request whose only pending token is the one it generated last. */
+/* A running sequence whose only pending token is the one it generated last. */
 static int due_decode(const Seq *s)
 {
     return s->state == SERVE_RUNNING && s->filled > 0 && s->filled + 1 == s->n_tokens;
 }
 
-/* Decodes: one token for each running request with only its newest token
+/* Pages sequence i's next decode takes: a new page at a page boundary, or
+ * the copy of its partial last page while another sample of its request
+ * still maps that page (copy on write). */
+static size_t decode_pages(Loop *L, size_t i)
+{
+    const Seq *s = &L->seq[i];
+    if (s->filled % L->page == 0)
+        return 1;
+    const size_t total = L->pages_total, lp = s->filled / L->page;
+    if (L->out->req[s->req].n_samples == 1 || !L->cache->ops->page_table ||
+        L->cache->ops->page_table(L->cache, s->slot, L->table, total) <= lp)
+        return 0;
+    const size_t mine = L->table[lp], first = i - s->sample;
+    for (size_t j = first; j < first + L->out->req[s->req].n_samples; j++)
+        if (j != i && L->seq[j].state == SERVE_RUNNING &&
+            L->cache->ops->page_table(L->cache, L->seq[j].slot, L->table, total) > lp && L->table[lp] == mine)
+            return 1;
+    return 0;
+}
+
+/* Decodes: one token for each running sequence with only its newest token
  * pending, oldest admitted first; a page short preempts the newest. */
 static int decode_all(Loop *L, size_t *budget, Err *e)
 {
     size_t order_n = 0;
-    size_t *order = malloc(L->o->n_requests * sizeof *order);
+    size_t *order = malloc(L->n_seqs * sizeof *order);
     if (!order)
         return err_set(e, ERR_RUNTIME, "out of memory");
-    for (size_t i = 0; i < L->o->n_requests; i++)
+    for (size_t i = 0; i < L->n_seqs; i++)
         if (due_decode(&L->seq[i]))
             order[order_n++] = i;
-    for (size_t a = 1; a < order_n; a++) /* admission order, oldest first (few requests: insertion sort) */
+    for (size_t a = 1; a < order_n; a++) /* admission order, oldest first (few sequences: insertion sort) */
         for (size_t b = a; b > 0 && L->seq[order[b]].admitted < L->seq[order[b - 1]].admitted; b--) {
             size_t t = order[b];
             order[b] = order[b - 1], order[b - 1] = t;
         }
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < order_n && *budget > 0; k++) {
-        size_t r = order[k];
-        Seq *s = &L->seq[r];
+        size_t i = order[k];
+        Seq *s = &L->seq[i];
         if (s->state != SERVE_RUNNING) /* preempted by an older one in this step */
             continue;
-        while (pages_for(L->page, s->filled, s->filled + 1) > pages_available(L)) {
-            size_t victim = newest_running(L, r);
+        while (decode_pages(L, i) > pages_available(L)) {
+            size_t victim = newest_running(L, i);
             if (victim == SIZE_MAX || L->seq[victim].admitted < s->admitted)
-                victim = r; /* it is the newest itself */
+                victim = i; /* it is the newest itself */
             if (preempt(L, victim, e) < 0) {
                 free(order);
                 return -1;
             }
-            if (victim == r)
+            if (victim == i)
                 break;
         }
         if (s->state != SERVE_RUNNING)
             continue;
-        rc = run_chunk(L, r, 1, e);
+        rc = run_chunk(L, i, 1, e);
         L->cur.decode_tokens++;
         (*budget)--;
     }
@@ -303,19 +416,21 @@ static int decode_all(Loop *L, size_t *budget, Err *e)
     return rc;
 }
 
-/* Prompt chunks: requests being prefilled first, then waiting ones in
- * arrival order, while the budget, a slot and the pool's pages last. */
+/* Prompt chunks: sequences being prefilled first, then waiting ones in
+ * arrival order, while the budget, a slot (one for each sample of a
+ * request still to fork) and the pool's pages last. */
 static int prefill_some(Loop *L, size_t *budget, Err *e)
 {
     for (int admit = 0; admit < 2; admit++)
-        for (size_t r = 0; r < L->o->n_requests && *budget > 0; r++) {
-            Seq *s = &L->seq[r];
+        for (size_t i = 0; i < L->n_seqs && *budget > 0; i++) {
+            Seq *s = &L->seq[i];
             int prefilling = s->state == SERVE_RUNNING && !due_decode(s) && s->filled < s->n_tokens;
             if (admit ? s->state != SERVE_WAITING : !prefilling)
                 continue;
             size_t pending = s->n_tokens - s->filled;
             if (admit) {
-                if (!L->n_free || pages_for(L->page, 0, pending) > pages_available(L))
+                if (L->n_free < 1 + s->unforked + slots_promised(L) ||
+                    pages_for(L->page, 0, pending) > pages_available(L))
                     break; /* first come, first served: later ones wait too */
                 s->slot = L->free_slots[--L->n_free];
                 s->admitted = L->n_admitted++;
@@ -332,7 +447,7 @@ static int prefill_some(Loop *L, size_t *budget, Err *e)
                 n--;
             if (n == 0)
                 continue;
-            if (run_chunk(L, r, n, e) < 0)
+            if (run_chunk(L, i, n, e) < 0)
                 return -1;
             L->cur.prefill_tokens += n;
             *budget -= n;
@@ -341,25 +456,31 @@ static int prefill_some(Loop *L, size_t *budget, Err *e)
 }
 
 /* What the step callback may look at: who holds each page, each request's
- * state and rows. */
+ * state (running while a sample runs, else waiting while one waits) and the
+ * rows its samples hold. */
 static void describe(Loop *L)
 {
-    const size_t total = L->cur.pool.pages_total;
+    const size_t total = L->pages_total;
     for (size_t p = 0; p < total; p++)
         L->page_owner[p] = SERVE_PAGE_FREE;
-    for (size_t r = 0; r < L->o->n_requests; r++) {
-        const Seq *s = &L->seq[r];
-        L->state[r] = (unsigned char)s->state;
-        L->held[r] = s->state == SERVE_RUNNING ? s->filled : 0;
-        if (s->state != SERVE_RUNNING || !L->cache->ops->page_table)
+    for (size_t r = 0; r < L->o->n_requests; r++)
+        L->state[r] = L->left[r] ? SERVE_FUTURE : SERVE_DONE, L->held[r] = 0;
+    for (size_t i = 0; i < L->n_seqs; i++) {
+        const Seq *s = &L->seq[i];
+        const int r = (int)s->req;
+        if (s->state == SERVE_RUNNING || (s->state == SERVE_WAITING && L->state[r] != SERVE_RUNNING))
+            L->state[r] = (unsigned char)s->state;
+        if (s->state != SERVE_RUNNING)
+            continue;
+        L->held[r] += s->filled;
+        if (!L->cache->ops->page_table)
             continue;
         size_t n = L->cache->ops->page_table(L->cache, s->slot, L->table, total);
-        for (size_t i = 0; i < n && i < total; i++) {
-            const size_t p = L->table[i];
-            if (p < total)
-                L->page_owner[p] = L->page_owner[p] == SERVE_PAGE_FREE || L->page_owner[p] == (int)r
-                                       ? (int)r
-                                       : SERVE_PAGE_SHARED;
+        for (size_t k = 0; k < n && k < total; k++) {
+            const size_t p = L->table[k];
+            if (p < total) /* the samples of one request share pages, and stay its own */
+                L->page_owner[p] = L->page_owner[p] == SERVE_PAGE_FREE || L->page_owner[p] == r ? r
+                                                                                                 : SERVE_PAGE_SHARED;
         }
     }
     L->cur.page_owner = L->page_owner, L->cur.state = L->state, L->cur.held = L->held;
@@ -368,12 +489,12 @@ static void describe(Loop *L)
 static void count_states(Loop *L)
 {
     L->cur.running = L->cur.waiting = L->cur.done = 0;
-    for (size_t r = 0; r < L->o->n_requests; r++) {
-        ServeState st = L->seq[r].state;
-        L->cur.running += st == SERVE_RUNNING;
-        L->cur.waiting += st == SERVE_WAITING;
-        L->cur.done += st == SERVE_DONE;
+    for (size_t i = 0; i < L->n_seqs; i++) {
+        L->cur.running += L->seq[i].state == SERVE_RUNNING;
+        L->cur.waiting += L->seq[i].state == SERVE_WAITING;
     }
+    for (size_t r = 0; r < L->o->n_requests; r++)
+        L->cur.done += L->left[r] == 0;
 }
 
 int serve_run(const Model *m, KvCache *cache, const ServeOptions *o, ServeStepFn fn, void *user, ServeResult *out,
@@ -385,10 +506,11 @@ int serve_run(const Model *m, KvCache *cache, const ServeOptions *o, ServeStepFn
     Loop L = { .m = m, .cache = cache, .o = o, .out = out };
     KvStats st = { 0 };
     kv_stats(cache, &st);
-    L.page = st.page_rows;
+    L.page = st.page_rows, L.pages_total = st.pages_total;
     out->n_requests = o->n_requests;
     out->req = calloc(o->n_requests, sizeof *out->req);
-    L.seq = calloc(o->n_requests, sizeof *L.seq);
+    L.left = malloc(o->n_requests * sizeof *L.left);
+    L.scratch = malloc(sample_scratch_bytes(m->cfg.vocab));
     L.free_slots = malloc(cache->geo.n_seqs * sizeof *L.free_slots);
     L.logits = malloc(m->cfg.vocab * sizeof(float));
     L.page_owner = malloc(st.pages_total * sizeof *L.page_owner);
@@ -396,7 +518,8 @@ int serve_run(const Model *m, KvCache *cache, const ServeOptions *o, ServeStepFn
     L.state = malloc(o->n_requests);
     L.held = malloc(o->n_requests * sizeof *L.held);
     int rc = -1;
-    if (!out->req || !L.seq || !L.free_slots || !L.logits || !L.page_owner || !L.table || !L.state || !L.held) {
+    if (!out->req || !L.left || !L.scratch || !L.free_slots || !L.logits || !L.page_owner || !L.table || !L.state ||
+        !L.held) {
         err_set(e, ERR_RUNTIME, "out of memory");
         goto done;
     }
@@ -405,8 +528,8 @@ int serve_run(const Model *m, KvCache *cache, const ServeOptions *o, ServeStepFn
     if (draw_requests(&L, e) < 0 || forward_state_init(&L.fs, &m->cfg, o->token_budget, 0, e) < 0)
         goto done;
     size_t bound = out->req[o->n_requests - 1].arrival + 16, done_n = 0;
-    for (size_t r = 0; r < o->n_requests; r++)
-        bound += 2 * L.seq[r].target;
+    for (size_t i = 0; i < L.n_seqs; i++)
+        bound += 2 * L.seq[i].target;
     double t0 = clock_seconds();
     for (size_t step = 0; done_n < o->n_requests; step++) {
         if (step == bound) {
@@ -416,9 +539,9 @@ int serve_run(const Model *m, KvCache *cache, const ServeOptions *o, ServeStepFn
         }
         double ts = clock_seconds();
         L.cur = (ServeStep){ .step = step };
-        for (size_t r = 0; r < o->n_requests; r++)
-            if (L.seq[r].state == SERVE_FUTURE && out->req[r].arrival <= step)
-                L.seq[r].state = SERVE_WAITING;
+        for (size_t i = 0; i < L.n_seqs; i++) /* a forked request's other samples come at its fork */
+            if (L.seq[i].state == SERVE_FUTURE && L.seq[i].sample == 0 && out->req[L.seq[i].req].arrival <= step)
+                L.seq[i].state = SERVE_WAITING;
         size_t budget = o->token_budget;
         if (decode_all(&L, &budget, e) < 0 || prefill_some(&L, &budget, e) < 0)
             goto done;
@@ -442,11 +565,11 @@ int serve_run(const Model *m, KvCache *cache, const ServeOptions *o, ServeStepFn
     out->seconds = clock_seconds() - t0;
     rc = 0;
 done:
-    for (size_t r = 0; L.seq && r < o->n_requests; r++) {
-        free(L.seq[r].tokens);
-        free(L.seq[r].swapped);
+    for (size_t i = 0; L.seq && i < L.n_seqs; i++) {
+        free(L.seq[i].tokens);
+        free(L.seq[i].swapped);
     }
-    free(L.seq);
+    free(L.seq), free(L.left), free(L.scratch);
     free(L.free_slots);
     free(L.logits);
     free(L.page_owner), free(L.table), free(L.state), free(L.held);
@@ -463,6 +586,22 @@ void serve_result_free(ServeResult *r)
     free(r->req);
     free(r->steps);
     memset(r, 0, sizeof *r);
+}
+
+/* splitmix64's finalizer: every bit of z stirs every bit out. */
+static uint64_t mix64(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+int serve_sample(const float *logits, size_t n, uint64_t seed, size_t request, size_t sample, size_t i,
+                 void *scratch)
+{
+    uint64_t h = mix64(mix64(mix64(mix64(seed) ^ request) ^ sample) ^ i);
+    return sample_topk_at(logits, n, SERVE_SAMPLE_TEMPERATURE, 0, (double)(h >> 11) * 0x1.0p-53, scratch);
 }
 
 static int cmp_size(const void *a, const void *b)
@@ -521,6 +660,7 @@ int serve_summarize(const ServeResult *r, ServeSummary *s)
         const KvStats *last = &r->steps[r->n_steps - 1].pool;
         s->prefix_hit_pages = last->prefix_hits;
         s->prefix_hit_rows = last->prefix_hits * last->page_rows;
+        s->cow_copies = last->cow_copies;
     }
     return 0;
 }

@@ -17,6 +17,16 @@
  * Greedy decoding: each request's tokens equal what it generates alone
  * with an exact cache (test_serve.c checks it, preempted ones included).
  *
+ * Parallel sampling: a share of the requests fork into n samples. Such a
+ * request is admitted only with a slot for every sample; its prompt is
+ * prefilled once, then each sample is forked from it (kv_fork: the prompt's
+ * pages shared, the partial last one copied on a sample's first write) and
+ * decodes as a sequence of its own, in the slots and the token budget like
+ * any other. Samples draw at temperature SERVE_SAMPLE_TEMPERATURE from a
+ * uniform that depends only on (seed, request, sample, output position)
+ * (serve_sample), so a sample recomputed after a preemption, or run alone,
+ * draws the same tokens.
+ *
  * A sequence is computed one at a time through model_forward_slots (the
  * step's tokens are a batch for the scheduler and the counters, not for the
  * matmuls). Nothing here prints. */
@@ -47,16 +57,22 @@ typedef struct {
     size_t token_budget;  /* tokens one step may run, decodes and prompt chunks together */
     int swap;             /* preempt by swap: the sequence's rows copied out to host memory and back
                              when it runs again (counted), instead of recomputed; f32 caches only */
-    uint64_t seed;        /* arrivals, lengths and prompts (gsl mt19937) */
+    double fork_share;    /* share of requests that fork into n_samples (parallel sampling); 0 = none */
+    size_t n_samples;     /* samples of a forked request, at least 2 when fork_share > 0 */
+    uint64_t seed;        /* arrivals, lengths, prompts, which requests fork (gsl mt19937); samples' draws */
 } ServeOptions;
+
+/* Forked requests sample at this temperature (the others are greedy). */
+#define SERVE_SAMPLE_TEMPERATURE 1.0
 
 /* One request, as it went. Steps are engine steps from 0. */
 typedef struct {
     size_t arrival, first_token, finished; /* steps */
-    size_t prompt_len, n_output;
-    size_t preemptions;
+    size_t prompt_len, n_output; /* n_output: tokens each sample generates */
+    size_t n_samples;     /* 1, or the samples of a forked request */
+    size_t preemptions;   /* of any of its samples */
     int *prompt;          /* [prompt_len] */
-    int *output;          /* [n_output] the tokens it generated */
+    int *output;          /* [n_samples][n_output] the tokens it generated */
 } ServeRequest;
 
 /* Where a request is. */
@@ -69,7 +85,8 @@ typedef enum { SERVE_FUTURE = 0, SERVE_WAITING, SERVE_RUNNING, SERVE_DONE } Serv
 /* One engine step. */
 typedef struct {
     size_t step;
-    size_t running, waiting, done;
+    size_t running, waiting; /* sequences: each sample of a forked request counts */
+    size_t done;             /* requests, every sample finished */
     size_t decode_tokens, prefill_tokens;
     size_t preempted;     /* sequences preempted in this step */
     KvStats pool;         /* after the step */
@@ -85,6 +102,9 @@ typedef struct {
     size_t n_requests;
     ServeStep *steps;     /* [n_steps] */
     size_t n_steps;
+    size_t n_sequences;   /* a request's samples: 1 each, n_samples for a forked one */
+    size_t forked_requests;
+    size_t fork_shared_pages; /* prompt pages mapped into a sample at its fork instead of written */
     size_t preemptions, recomputed_tokens, prompt_tokens, generated_tokens;
     uint64_t swapped_out_bytes, swapped_in_bytes; /* with swap: rows copied to host memory and back */
     double seconds;
@@ -101,8 +121,8 @@ int serve_trace_read(const char *path, ServeTraceEntry **out, size_t *n, Err *e)
 
 /* Check o against the model and the cache before anything runs: the cache
  * must be paged with n_seqs slots, no request may need more pages than the
- * pool holds or more positions than the model has. ERR_USAGE with the
- * reason. */
+ * pool holds or more positions than the model has, a forked request's
+ * samples must fit in the slots. ERR_USAGE with the reason. */
 int serve_check(const Model *m, const KvCache *cache, const ServeOptions *o, Err *e);
 
 /* Run the workload to its end (every request finished). The cache must be
@@ -122,8 +142,16 @@ typedef struct {
     double ttft_median_ms, tpot_mean_ms; /* the same in wall time: the steps' own times added up */
     size_t peak_pages_used;
     size_t prefix_hit_pages, prefix_hit_rows;
+    size_t cow_copies;        /* shared pages copied before a write: forked samples' partial last pages */
     double fragmentation;     /* empty rows in mapped pages over all mapped rows, summed over the steps */
 } ServeSummary;
+
+/* The token sample `sample` of forked request `request` draws at its output
+ * position i from logits[n]: softmax at SERVE_SAMPLE_TEMPERATURE, with a
+ * uniform hashed from (seed, request, sample, i) rather than taken from a
+ * running stream. scratch holds sample_scratch_bytes(n). */
+int serve_sample(const float *logits, size_t n, uint64_t seed, size_t request, size_t sample, size_t i,
+                 void *scratch);
 
 /* Fill *s from a finished run (at least one step); -1 when memory runs out. */
 int serve_summarize(const ServeResult *r, ServeSummary *s);

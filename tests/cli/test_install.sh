@@ -48,7 +48,7 @@ run "man page: lexgrog reads its NAME" lexgrog data/kvscope.1
 [ "$status" -eq 0 ] && grep -q 'kvscope - ' "$out" && ok "man page: lexgrog reads its NAME" ||
     bad "man page: lexgrog reads its NAME" "exit $status" "$(head -c 300 "$out")"
 missing=""
-for c in view run example calc dump lesson export train tokenize eval bench plot; do
+for c in view run example calc dump lesson export train tokenize eval serve bench plot; do
     for opt in $("$KV" "$c" --help | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u); do
         roff=$(printf '%s' "$opt" | sed 's/-/\\\\-/g')
         grep -q -- "$roff" data/kvscope.1 || missing="$missing $c:$opt"

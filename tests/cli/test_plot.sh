@@ -231,24 +231,25 @@ f=$(sed -n 's/^formula_bytes = //p' "$A/mla.labels.gp" 2>/dev/null)
 
 ev_header="workload	structure	policy	cache	prefill_chunk	budget_rows	rows_after_prefill	rows_decode_min	rows_decode_max	rows_reserved	mass_kept_min	attn_err_max	logit_err_max	first_divergence	steps	workload_index	policy_index"
 # the rows each policy holds at budget B ($6): ring and h2o exactly B after a decode step, the ring B + 15 after
-# the 16-token prefill chunks; block-sparse whole pages of B/4 rows, the newest filling; every run 16 steps
-ev_rows='split("window window+sinks h2o block-sparse", pol, " "); if ($3 != pol[$17 + 1] || $5 != 16 || $15 != 16 || $14 > $15 || $11 < 0 || $11 > 1 + 1e-6 || $12 < 0 || $13 < 0 || ($17 < 3 && ($8 != $6 || $9 != $6)) || ($17 < 2 && $7 != ($6 < 256 ? $6 + 15 : 256)) || ($17 == 2 && $7 != $6) || ($17 == 3 && ($8 <= $6 * 3 / 4 || $9 > $6 + 1 || $10 != $6))) why = why " " $1 "/" $3 "@" $6'
+# the 16-token prefill chunks; block-sparse whole pages of B/4 rows, the newest filling; snapkv B after the
+# prefill, then every generated row (B + 1 .. B + 15); every run 16 steps
+ev_rows='split("window window+sinks h2o block-sparse snapkv", pol, " "); if ($3 != pol[$17 + 1] || $5 != 16 || $15 != 16 || $14 > $15 || $11 < 0 || $11 > 1 + 1e-6 || $12 < 0 || $13 < 0 || ($17 < 3 && ($8 != $6 || $9 != $6)) || ($17 < 2 && $7 != ($6 < 256 ? $6 + 15 : 256)) || ($17 == 2 && $7 != $6) || ($17 == 3 && ($8 <= $6 * 3 / 4 || $9 > $6 + 1 || $10 != $6)) || ($17 == 4 && ($7 != $6 || $8 != $6 + 1 || $9 != $6 + 15))) why = why " " $1 "/" $3 "@" $6'
 header eviction.tsv "$ev_header"
-shape eviction.tsv 20 17
-check "eviction: 5 workloads x 4 policies at 64 rows; each holds its budget (measured), 16 steps measured" \
-    "split(\"none sink local heavy retrieval\", wl, \" \"); if (\$1 != wl[\$16 + 1] || \$6 != 64 || \$16 != int((NR - 2) / 4) || \$17 != (NR - 2) % 4) why = why \" row \" NR - 1; $ev_rows" \
+shape eviction.tsv 25 17
+check "eviction: 5 workloads x 5 policies at 64 rows; each holds its budget (measured), 16 steps measured" \
+    "split(\"none sink local heavy retrieval\", wl, \" \"); if (\$1 != wl[\$16 + 1] || \$6 != 64 || \$16 != int((NR - 2) / 5) || \$17 != (NR - 2) % 5) why = why \" row \" NR - 1; $ev_rows" \
     eviction.tsv
 check "eviction: retrieval at 64 rows: the needle (position 40, not a sink) is gone for every policy (mass < 0.1)" \
     'if ($1 == "retrieval" && $11 >= 0.1) why = why " " $3' eviction.tsv
-check "eviction: heavy hitters: h2o keeps the most mass; local: a window keeps most of it (> 0.8)" \
-    'if ($1 == "heavy") m[$17] = $11; if ($1 == "local" && $17 == 0 && $11 <= 0.8) why = "local window " $11 } END { if (!(m[2] > m[0] && m[2] > m[1] && m[2] > m[3])) why = why " heavy: h2o " m[2]' \
+check "eviction: heavy hitters: h2o and snapkv, which choose by attention, keep more mass than the windows and block-sparse; local: a window keeps most of it (> 0.8)" \
+    'if ($1 == "heavy") m[$17] = $11; if ($1 == "local" && $17 == 0 && $11 <= 0.8) why = "local window " $11 } END { for (p = 2; p <= 4; p += 2) if (!(m[p] > m[0] && m[p] > m[1] && m[p] > m[3])) why = why " heavy: " p " " m[p]' \
     eviction.tsv
 header eviction.budget.tsv "$ev_header"
-shape eviction.budget.tsv 40 17
+shape eviction.budget.tsv 50 17
 check "eviction.budget: retrieval and heavy, each policy at 16 .. 256 rows; each holds its budget" \
-    "if (\$1 != (NR <= 21 ? \"retrieval\" : \"heavy\") || \$6 != 2 ^ ((NR - 2) % 5 + 4) || \$17 != int((NR - 2) / 5) % 4) why = why \" row \" NR - 1; $ev_rows" \
+    "if (\$1 != (NR <= 26 ? \"retrieval\" : \"heavy\") || \$6 != 2 ^ ((NR - 2) % 5 + 4) || \$17 != int((NR - 2) / 5) % 5) why = why \" row \" NR - 1; $ev_rows" \
     eviction.budget.tsv
-check "eviction.budget: retrieval at 128 rows: h2o keeps the needle (mass > 0.5), window, sinks and block-sparse do not (< 0.1)" \
+check "eviction.budget: retrieval at 128 rows: h2o keeps the needle (mass > 0.5), window, sinks, block-sparse and snapkv (its window votes before the question) do not (< 0.1)" \
     'if ($1 == "retrieval" && $6 == 128 && (($17 == 2 && $11 <= 0.5) || ($17 != 2 && $11 >= 0.1))) why = why " " $3' \
     eviction.budget.tsv
 check "eviction.budget: more rows never keep less attention mass" \

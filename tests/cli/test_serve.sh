@@ -56,3 +56,20 @@ expect_fail "serve: a prefix longer than the shortest prompt" 2 'shared prefix o
     $KV serve --model tiny --prompt-len 10..30 --shared-prefix 20
 expect_fail "serve: no slots" 2 'slots: must be at least 1' $KV serve --slots 0
 expect_fail "serve: an unknown option" 2 "unknown or incomplete option '--nope'" $KV serve --nope
+# parallel sampling: forked requests' samples share the prompt's pages, the partial last one copied on write
+expect_ok "serve --samples: forked requests share their prompt's pages, copied on write" \
+    'parallel sampling: [1-9][0-9]* requests forked into 3 samples each; [1-9][0-9]* prompt pages shared at the forks instead of written, [1-9][0-9]* copied on write' \
+    $KV serve --model tiny --requests 16 --rate 1 --prompt-len 10..30 --output-len 8..16 --samples 3 \
+    --fork-share 0.5 --cache paged:page=8,pages=40
+expect_ok "serve --samples --format json: the fork counters" '"cow_copies": [1-9]' \
+    $KV serve --model tiny --requests 8 --rate 1 --prompt-len 12 --samples 2 --cache paged:page=8,pages=40 \
+    --format json
+expect_fail "serve: --samples below 2" 2 'samples: a forked request draws at least 2 samples, not 1' \
+    $KV serve --samples 1
+expect_fail "serve: --samples that is not a number" 2 'samples' $KV serve --samples many
+expect_fail "serve: a fork share beyond 1" 2 'a fork share of 1.5; it is a share of the requests, from 0 to 1' \
+    $KV serve --model tiny --samples 2 --fork-share 1.5
+expect_fail "serve: a fork share without --samples" 2 'needs at least 2 samples' \
+    $KV serve --model tiny --fork-share 0.5
+expect_fail "serve: more samples than slots" 2 'runs its 9 samples at once; there are 8 slots' \
+    $KV serve --model tiny --samples 9

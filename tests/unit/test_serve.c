@@ -1,11 +1,15 @@
 /* test_serve.c: the serving loop (sim/serve.h). Every request generates
  * exactly what it generates alone with an exact cache, whether it shared a
- * prefix, waited, or was preempted and recomputed; a pool too small for any
- * request is refused before anything runs; the counters add up. */
+ * prefix, waited, or was preempted and recomputed, and so does every sample
+ * of a forked request (its prompt's pages shared, copied on write); a pool
+ * too small for any request is refused before anything runs; the counters
+ * add up. */
 #include "testutil.h"
 
 #include "kv/cache.h"
+#include "model/forward.h"
 #include "model/generate.h"
+#include "model/sample.h"
 #include "sim/serve.h"
 
 /* Serve o with a paged cache of `spec` and `slots` sequences. */
@@ -21,24 +25,74 @@ static void serve(const Model *m, const char *spec, size_t slots, const ServeOpt
     kv_free(c);
 }
 
-/* Each request's tokens against generate() alone with a contiguous cache. */
-static void expect_alone(const Model *m, const ServeResult *r)
+/* Sample k of forked request i run alone in a contiguous cache: its prompt,
+ * then a token at a time, each drawn as serve_sample draws it. */
+static void sampled_alone(const Model *m, const ServeRequest *q, uint64_t seed, size_t i, size_t k, int *out)
+{
+    Err e = { 0 };
+    KvGeometry geo = model_kv_geometry(m, 1);
+    KvCache *c = kv_open("contiguous", &geo, &e);
+    assert_non_null(c);
+    ForwardState fs;
+    assert_int_equal(forward_state_init(&fs, &m->cfg, q->prompt_len, 0, &e), 0);
+    float *logits = malloc(m->cfg.vocab * sizeof(float));
+    void *scratch = malloc(sample_scratch_bytes(m->cfg.vocab));
+    Counters ctr = { 0 };
+    assert_int_equal(model_forward(m, &fs, c, q->prompt, 1, q->prompt_len, 0, logits, &ctr, &e), 0);
+    for (size_t t = 0; t < q->n_output; t++) {
+        out[t] = serve_sample(logits, m->cfg.vocab, seed, i, k, t, scratch);
+        if (t + 1 < q->n_output)
+            assert_int_equal(model_forward(m, &fs, c, &out[t], 1, 1, q->prompt_len + t, logits, &ctr, &e), 0);
+    }
+    free(logits), free(scratch);
+    forward_state_free(&fs);
+    kv_free(c);
+}
+
+/* Each request's tokens against its run alone with a contiguous cache:
+ * generate() greedy, or each sample of a forked one drawn alone. */
+static void expect_alone(const Model *m, const ServeResult *r, uint64_t seed)
 {
     Err e = { 0 };
     for (size_t i = 0; i < r->n_requests; i++) {
         const ServeRequest *q = &r->req[i];
-        KvGeometry geo = model_kv_geometry(m, 1);
-        KvCache *c = kv_open("contiguous", &geo, &e);
-        assert_non_null(c);
         int *want = malloc(q->n_output * sizeof(int));
-        GenOptions go = { .n_generate = q->n_output };
-        assert_int_equal(generate(m, c, q->prompt, 1, q->prompt_len, &go, want, NULL, NULL, &e), 0);
-        if (memcmp(want, q->output, q->n_output * sizeof(int)) != 0)
-            fail_msg("request %zu (prompt %zu, %zu preemptions) generated other tokens than alone", i,
-                     q->prompt_len, q->preemptions);
+        for (size_t k = 0; k < q->n_samples; k++) {
+            if (q->n_samples > 1) {
+                sampled_alone(m, q, seed, i, k, want);
+            } else {
+                KvGeometry geo = model_kv_geometry(m, 1);
+                KvCache *c = kv_open("contiguous", &geo, &e);
+                assert_non_null(c);
+                GenOptions go = { .n_generate = q->n_output };
+                assert_int_equal(generate(m, c, q->prompt, 1, q->prompt_len, &go, want, NULL, NULL, &e), 0);
+                kv_free(c);
+            }
+            if (memcmp(want, q->output + k * q->n_output, q->n_output * sizeof(int)) != 0)
+                fail_msg("request %zu sample %zu (prompt %zu, %zu preemptions) generated other tokens than alone",
+                         i, k, q->prompt_len, q->preemptions);
+        }
         free(want);
-        kv_free(c);
     }
+}
+
+/* Every token ran once, besides what preemption ran again: a forked
+ * request's prompt once for all its samples, each sample's tokens but its
+ * last. */
+static void expect_tokens_add_up(const ServeResult *r, const ServeOptions *o)
+{
+    size_t out = 0, decode = 0, prefill = 0;
+    for (size_t i = 0; i < r->n_requests; i++) {
+        out += r->req[i].n_samples * r->req[i].n_output;
+        assert_true(r->req[i].first_token >= r->req[i].arrival);
+        assert_true(r->req[i].finished >= r->req[i].first_token);
+    }
+    for (size_t s = 0; s < r->n_steps; s++) {
+        decode += r->steps[s].decode_tokens, prefill += r->steps[s].prefill_tokens;
+        assert_true(r->steps[s].decode_tokens + r->steps[s].prefill_tokens <= o->token_budget);
+    }
+    assert_int_equal(out, r->generated_tokens);
+    assert_int_equal(decode + prefill, r->prompt_tokens + r->generated_tokens - r->n_sequences + r->recomputed_tokens);
 }
 
 static ServeOptions workload(void)
@@ -56,20 +110,9 @@ static void test_every_request_as_alone(void **state)
     ServeOptions o = workload();
     ServeResult r;
     serve(&m, "paged:page=4,pages=64", 4, &o, &r);
-    expect_alone(&m, &r);
-    size_t out = 0, decode = 0, prefill = 0;
-    for (size_t i = 0; i < r.n_requests; i++) {
-        out += r.req[i].n_output;
-        assert_true(r.req[i].first_token >= r.req[i].arrival);
-        assert_true(r.req[i].finished >= r.req[i].first_token);
-    }
-    for (size_t s = 0; s < r.n_steps; s++) {
-        decode += r.steps[s].decode_tokens, prefill += r.steps[s].prefill_tokens;
-        assert_true(r.steps[s].decode_tokens + r.steps[s].prefill_tokens <= o.token_budget);
-    }
-    assert_int_equal(out, r.generated_tokens);
-    /* every token ran once, besides what preemption ran again */
-    assert_int_equal(decode + prefill, r.prompt_tokens + r.generated_tokens - r.n_requests + r.recomputed_tokens);
+    expect_alone(&m, &r, o.seed);
+    expect_tokens_add_up(&r, &o);
+    assert_int_equal(r.n_sequences, r.n_requests);
     assert_true(r.steps[r.n_steps - 1].pool.prefix_hits > 0); /* the shared prefix's full pages */
     serve_result_free(&r);
     model_free(&m);
@@ -89,7 +132,7 @@ static void test_preempted_requests_recompute_the_same(void **state)
     serve(&m, "paged:page=4,pages=12", 4, &o, &r);
     assert_true(r.preemptions > 0);
     assert_true(r.recomputed_tokens > 0);
-    expect_alone(&m, &r);
+    expect_alone(&m, &r, o.seed);
     serve_result_free(&r);
     model_free(&m);
 }
@@ -110,7 +153,7 @@ static void test_swapped_requests_come_back_the_same(void **state)
     assert_int_equal(r.recomputed_tokens, 0);
     assert_true(r.swapped_out_bytes > 0);
     assert_int_equal(r.swapped_in_bytes, r.swapped_out_bytes); /* every swapped sequence came back */
-    expect_alone(&m, &r);
+    expect_alone(&m, &r, o.seed);
     serve_result_free(&r);
     model_free(&m);
 }
@@ -132,8 +175,65 @@ static void test_a_trace_is_followed(void **state)
         assert_int_equal(r.req[i].n_output, trace[i].output_len);
     }
     assert_true(r.n_steps > 30); /* the last one arrives at step 30 */
-    expect_alone(&m, &r);
+    expect_alone(&m, &r, o.seed);
     serve_result_free(&r);
+    model_free(&m);
+}
+
+/* Half the requests fork into 3 samples over a roomy pool: each sample
+ * equals its run alone, the samples differ, the prompt's pages were shared
+ * and the partial last ones copied on write. */
+static void test_forked_samples_as_alone(void **state)
+{
+    (void)state;
+    Config c = test_config(2, 4, 2);
+    Model m;
+    test_model(&m, &c);
+    ServeOptions o = workload();
+    o.fork_share = 0.5, o.n_samples = 3, o.prompt_min = 9, o.prompt_max = 19; /* most end mid-page */
+    ServeResult r;
+    serve(&m, "paged:page=4,pages=64", 6, &o, &r);
+    assert_true(r.forked_requests > 0 && r.forked_requests < r.n_requests);
+    assert_int_equal(r.n_sequences, r.n_requests + 2 * r.forked_requests);
+    expect_alone(&m, &r, o.seed);
+    expect_tokens_add_up(&r, &o);
+    size_t differ = 0;
+    for (size_t i = 0; i < r.n_requests; i++)
+        if (r.req[i].n_samples > 1)
+            differ += memcmp(r.req[i].output, r.req[i].output + r.req[i].n_output,
+                             r.req[i].n_output * sizeof(int)) != 0;
+    assert_true(differ > 0);
+    ServeSummary sum;
+    assert_int_equal(serve_summarize(&r, &sum), 0);
+    assert_true(r.fork_shared_pages > 0);
+    assert_true(sum.cow_copies > 0);
+    assert_true(sum.cow_copies <= r.fork_shared_pages);
+    serve_result_free(&r);
+    model_free(&m);
+}
+
+/* Every request forks, the pool is just big enough for one, arrivals all at
+ * once: samples are preempted, by recompute and by swap, and each still
+ * draws what it draws alone. */
+static void test_preempted_samples_draw_the_same(void **state)
+{
+    (void)state;
+    Config c = test_config(2, 4, 2);
+    Model m;
+    test_model(&m, &c);
+    for (int swap = 0; swap < 2; swap++) {
+        ServeOptions o = workload();
+        o.rate = 50, o.shared_prefix = 0, o.output_min = 16, o.output_max = 24, o.swap = swap;
+        o.fork_share = 1, o.n_samples = 2;
+        ServeResult r;
+        serve(&m, "paged:page=4,pages=12", 4, &o, &r);
+        assert_int_equal(r.forked_requests, r.n_requests);
+        assert_true(r.preemptions > 0);
+        assert_true(swap ? r.swapped_out_bytes > 0 : r.recomputed_tokens > 0);
+        expect_alone(&m, &r, o.seed);
+        expect_tokens_add_up(&r, &o);
+        serve_result_free(&r);
+    }
     model_free(&m);
 }
 
@@ -159,6 +259,15 @@ static void test_bad_workloads_are_refused(void **state)
     ServeOptions prefix = o;
     prefix.shared_prefix = 11;
     assert_int_equal(serve_check(&m, small, &prefix, &e), -1);
+    ServeOptions fork = o;
+    fork.fork_share = 0.5, fork.n_samples = 1;
+    assert_int_equal(serve_check(&m, small, &fork, &e), -1);
+    assert_non_null(strstr(e.msg, "needs at least 2 samples"));
+    fork.n_samples = 3; /* two slots */
+    assert_int_equal(serve_check(&m, small, &fork, &e), -1);
+    assert_non_null(strstr(e.msg, "there are 2 slots"));
+    fork.n_samples = 2, fork.fork_share = 1.5;
+    assert_int_equal(serve_check(&m, small, &fork, &e), -1);
     kv_free(small);
     kv_free(flat);
     model_free(&m);
@@ -171,6 +280,8 @@ int main(void)
         cmocka_unit_test(test_preempted_requests_recompute_the_same),
         cmocka_unit_test(test_swapped_requests_come_back_the_same),
         cmocka_unit_test(test_a_trace_is_followed),
+        cmocka_unit_test(test_forked_samples_as_alone),
+        cmocka_unit_test(test_preempted_samples_draw_the_same),
         cmocka_unit_test(test_bad_workloads_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
