@@ -10,6 +10,8 @@
 
 #include "model/forward.h"
 #include "model/sample.h"
+#include "sim/setup.h"
+#include "util/checked.h"
 #include "util/clock.h"
 
 /* A sequence's life in the loop: a request, or one sample of a forked
@@ -115,6 +117,14 @@ int serve_check(const Model *m, const KvCache *cache, const ServeOptions *o, Err
     if (o->swap && (cache->k_fmt != FMT_F32 || cache->v_fmt != FMT_F32))
         return err_set(e, ERR_USAGE, "serve: swap copies rows back by value; it needs an f32 cache, not '%s'",
                        cache->spec);
+    /* each request's record: its prompt and output tokens, and the loop's
+     * bookkeeping (a few words); refused before any of it is drawn */
+    size_t per_request =
+        size_add_sat(sizeof(ServeRequest) + 8 * sizeof(size_t), size_mul_sat(longest, 2 * sizeof(int)));
+    char what[96];
+    snprintf(what, sizeof what, "serve: %zu requests", o->n_requests);
+    if (setup_check_memory(size_mul_sat(o->n_requests, per_request), what, e) < 0)
+        return -1;
     size_t need = pages_for(st.page_rows, 0, longest);
     if (need > st.pages_total)
         return err_set(e, ERR_USAGE, "serve: the longest request needs %zu pages of %zu rows; the pool holds %zu "

@@ -32,6 +32,7 @@ done <<'TABLE'
 # 2. refused before the work it guards (it built 3.9 GB of prompts first)
 2|--batch 1000000000 (the weights|$KV run --model tiny --tokens 1 --prompt-len 1 --batch 1000000000
 2|--batch 99999999999 (the weights|$KV run --model tiny --tokens 1 --batch 99999999999
+2|serve: 999999999999999 requests needs|$KV serve --requests 999999999999999
 # 5. the user's control bytes are escaped, not sent to the terminal
 2|unknown cache '\x1b[31mred'|$KV run --model tiny --cache "${esc}[31mred"
 2|unknown command '\x1b[31mred'|$KV "${esc}[31mred"
