@@ -18,9 +18,10 @@ const char cli_model_help[] =
     "  --weights PATH      a GGUF or llama2.c checkpoint: its shape and weights instead of --model's\n";
 
 const char cli_int_dot_help[] =
-    "  --int-dot           with --weights: multiply its q8_0 and q4_0 matrices by integer dots\n"
-    "                      against the activation rounded to q8_0, as llama.cpp does (faster;\n"
-    "                      that rounding changes the logits slightly)\n";
+    "  --int-dot           integer dots, as llama.cpp computes them: a checkpoint's (--weights)\n"
+    "                      q8_0 and q4_0 matrices against the activation rounded to q8_0, and\n"
+    "                      a q8_0 or q4_0 cache's keys (+quant:k=...) against the query rounded\n"
+    "                      to q8_0 (faster; that rounding changes the logits slightly)\n";
 
 void cli_error_line(const char *msg)
 {

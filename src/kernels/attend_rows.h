@@ -67,7 +67,17 @@ static inline void attend_score_rows(const Kernels *k, const AttnArgs *a, const 
         }
         q = a->chan_q;
     }
-    k->codec[k_fmt].dot_rows(s, ld, q, G, rows, stride, n_rows, hd);
+    if (a->q8 && !k_chan && (k_fmt == FMT_Q8_0 || k_fmt == FMT_Q4_0) && hd % 32 == 0) {
+        /* the queries rounded as llama.cpp rounds an activation; again for
+         * each run of rows, the same codes each time (a few hundred values
+         * against the run's rows x head_dim) */
+        const size_t xrow = format_row_bytes(FMT_Q8_0, hd);
+        for (size_t g = 0; g < G; g++)
+            k->codec[FMT_Q8_0].quantize((unsigned char *)a->q8 + g * xrow, q + g * hd, hd);
+        k->qdot(s, ld, k_fmt, rows, stride, n_rows, a->q8, G, hd);
+    } else {
+        k->codec[k_fmt].dot_rows(s, ld, q, G, rows, stride, n_rows, hd);
+    }
     if (!k_chan && !a->bias)
         return;
     const float unscale = sqrtf((float)hd); /* the bias is on the scaled score */

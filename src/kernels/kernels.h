@@ -39,14 +39,17 @@ typedef void (*SwigluFn)(float *out, const float *gate, const float *up, size_t 
  * softmax's exponentials: vectorised, or they dominate decode attention. */
 typedef float (*ExpSumFn)(float *x, size_t n, float max);
 
-/* The integer dot of stored weight rows with an activation quantized to
- * q8_0, llama.cpp's way of multiplying by q8_0 and q4_0 weights:
- *   y[r] = sum over blocks b of d_w(r, b) * d_x(b) * (w codes . x codes),
+/* The integer dot of stored rows with vectors quantized to q8_0, llama.cpp's
+ * way of multiplying by q8_0 and q4_0 weights, and of scoring q8_0 and q4_0
+ * keys against a query rounded to q8_0:
+ *   y[g * ld + r] = sum over blocks b of d_w(r, b) * d_x(g, b) * (w codes . x_g codes),
  * each block's code products summed exactly in integers. rows: n_rows rows
  * of n values (n a multiple of 32) in fmt, FMT_Q8_0 or FMT_Q4_0, stride
- * bytes apart; xq: x as one q8_0 row (format_row_bytes(FMT_Q8_0, n)). */
-typedef void (*QDotFn)(float *y, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq,
-                       size_t n);
+ * bytes apart; xq: G vectors as q8_0 rows back to back (format_row_bytes(
+ * FMT_Q8_0, n) bytes each). Each row is read and unpacked once for all G
+ * (a GQA group's heads share it); ld >= n_rows when G > 1. */
+typedef void (*QDotFn)(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows,
+                       const void *xq, size_t G, size_t n);
 
 typedef struct {
     const char *isa;
@@ -119,6 +122,10 @@ typedef struct {
     size_t probs_first; /* queries t < probs_first write no weights (0 = every query) */
     const AttnBias *bias; /* optional (NULL = none): attention structure; causal attention only */
     float *chan_q;        /* blocks with per-channel keys only: scratch for group * head_dim floats */
+    void *q8;             /* optional (NULL = the f32 query): q8_0 and q4_0 keys are scored by integer
+                             dots (Kernels.qdot) against the group's queries rounded to q8_0 here,
+                             group * format_row_bytes(FMT_Q8_0, head_dim) bytes; head_dim a multiple
+                             of 32, other formats and per-channel keys keep the f32 query */
 } AttnArgs;
 
 typedef enum {
@@ -165,6 +172,7 @@ void rmsnorm_ref(float *out, const float *x, const float *w, size_t n, size_t d,
 void rope_ref(float *vec, size_t n_heads, size_t head_dim, size_t pos, double theta, Counters *ctr);
 void swiglu_ref(float *out, const float *gate, const float *up, size_t n, Counters *ctr);
 float exp_sum_ref(float *x, size_t n, float max);
-void qdot_ref(float *y, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq, size_t n);
+void qdot_ref(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq,
+              size_t G, size_t n);
 
 #endif

@@ -20,7 +20,8 @@ void swiglu_avx2(float *out, const float *gate, const float *up, size_t n, Count
 void rmsnorm_avx2(float *out, const float *x, const float *w, size_t n, size_t d, float eps, Counters *ctr);
 void rope_avx2(float *vec, size_t n_heads, size_t head_dim, size_t pos, double theta, Counters *ctr);
 
-void qdot_avx2(float *y, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq, size_t n);
+void qdot_avx2(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq,
+               size_t G, size_t n);
 
 void matmul_avx512(float *y, const float *x, const float *w, size_t n, size_t in, size_t out, uint64_t *flops,
                    Counters *ctr);

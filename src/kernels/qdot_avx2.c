@@ -14,8 +14,9 @@
 #include "kernels/kernels_isa.h"
 
 #define QK 32
-/* Blocks of x whose scales are kept as floats on the stack; longer rows go
- * to the reference (no model here comes near: 4096 blocks = 131072 values). */
+/* Blocks of x (all G vectors together) whose scales are kept as floats on
+ * the stack; more go to the reference (no model here comes near: 4096
+ * blocks = 131072 values, or 32 heads of 128 x 32 blocks). */
 #define QDOT_MAX_BLOCKS 4096
 
 static inline float half_at(const unsigned char *p)
@@ -92,30 +93,12 @@ static void qdot_q4_0(float *y, const unsigned char *rows, size_t stride, size_t
     }
 }
 
-void qdot_avx2(float *y, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq, size_t n)
+static void qdot_q8_0(float *y, const unsigned char *rows, size_t stride, size_t n_rows, const unsigned char *x,
+                      const float *dx, size_t nb)
 {
-    const size_t nb = n / QK, wb = format_block_bytes(fmt), xb = format_block_bytes(FMT_Q8_0);
-    if (nb > QDOT_MAX_BLOCKS || (fmt != FMT_Q8_0 && fmt != FMT_Q4_0)) {
-        qdot_ref(y, fmt, rows, stride, n_rows, xq, n);
-        return;
-    }
-    const unsigned char *x = xq;
-    float dx[QDOT_MAX_BLOCKS];
-    for (size_t b = 0; b < nb; b++)
-        dx[b] = half_at(x + b * xb);
-    if (fmt == FMT_Q4_0) {
-        float xcorr[QDOT_MAX_BLOCKS]; /* -8 * (sum of the block's x codes) * its scale */
-        for (size_t b = 0; b < nb; b++) {
-            int sum = 0;
-            for (size_t j = 0; j < QK; j++)
-                sum += (int8_t)x[b * xb + 2 + j];
-            xcorr[b] = -8.0f * (float)sum * dx[b];
-        }
-        qdot_q4_0(y, rows, stride, n_rows, x, dx, xcorr, nb);
-        return;
-    }
+    const size_t wb = format_block_bytes(FMT_Q8_0), xb = format_block_bytes(FMT_Q8_0);
     for (size_t r = 0; r < n_rows; r++) {
-        const unsigned char *w = (const unsigned char *)rows + r * stride;
+        const unsigned char *w = rows + r * stride;
         __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
         size_t b = 0;
         for (; b + 1 < nb; b += 2) { /* two blocks at a time: two independent chains */
@@ -132,4 +115,71 @@ void qdot_avx2(float *y, Format fmt, const void *rows, size_t stride, size_t n_r
         }
         y[r] = hsum(_mm256_add_ps(acc0, acc1));
     }
+}
+
+/* G > 1 (a GQA group scoring keys): each row's block is loaded and
+ * unpacked once, then dotted with the block of up to 4 vectors at a time,
+ * one accumulator each (4 independent chains). xs: the G vectors' codes
+ * (xb bytes a block); dx, xcorr: [G][nb]. */
+static void qdot_group(float *y, size_t ld, Format fmt, const unsigned char *rows, size_t stride, size_t n_rows,
+                       const unsigned char *xs, const float *dx, const float *xcorr, size_t G, size_t nb)
+{
+    const size_t wb = format_block_bytes(fmt), xb = format_block_bytes(FMT_Q8_0), xrow = nb * xb;
+    const int q4 = fmt == FMT_Q4_0;
+    for (size_t g0 = 0; g0 < G; g0 += 4) {
+        const size_t gn = G - g0 < 4 ? G - g0 : 4;
+        for (size_t r = 0; r < n_rows; r++) {
+            const unsigned char *w = rows + r * stride;
+            __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+            float corr[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+            for (size_t b = 0; b < nb; b++) {
+                const unsigned char *wblk = w + b * wb;
+                const float dw = half_at(wblk);
+                const __m256i codes = q4 ? q4_nibbles(wblk + 2) : q8_codes(wblk);
+                const __m256i mag = q4 ? codes : _mm256_sign_epi8(codes, codes); /* maddubs' unsigned side */
+                for (size_t j = 0; j < 4; j++) {
+                    if (j >= gn)
+                        break;
+                    const size_t g = g0 + j;
+                    __m256i x = _mm256_loadu_si256((const __m256i *)(xs + g * xrow + b * xb + 2));
+                    if (!q4)
+                        x = _mm256_sign_epi8(x, codes);
+                    const __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(mag, x),
+                                                                          _mm256_set1_epi16(1)));
+                    acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[g * nb + b]), p, acc[j]);
+                    if (q4)
+                        corr[j] += dw * xcorr[g * nb + b];
+                }
+            }
+            for (size_t j = 0; j < gn; j++)
+                y[(g0 + j) * ld + r] = hsum(acc[j]) + corr[j];
+        }
+    }
+}
+
+void qdot_avx2(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq,
+               size_t G, size_t n)
+{
+    const size_t nb = n / QK, xb = format_block_bytes(FMT_Q8_0);
+    if (G * nb > QDOT_MAX_BLOCKS || (fmt != FMT_Q8_0 && fmt != FMT_Q4_0)) {
+        qdot_ref(y, ld, fmt, rows, stride, n_rows, xq, G, n);
+        return;
+    }
+    const unsigned char *x = xq;
+    float dx[QDOT_MAX_BLOCKS], xcorr[QDOT_MAX_BLOCKS]; /* [G][nb]; xcorr: -8 * (sum of the block's codes) * scale */
+    for (size_t b = 0; b < G * nb; b++) {
+        dx[b] = half_at(x + b * xb);
+        if (fmt == FMT_Q4_0) {
+            int sum = 0;
+            for (size_t j = 0; j < QK; j++)
+                sum += (int8_t)x[b * xb + 2 + j];
+            xcorr[b] = -8.0f * (float)sum * dx[b];
+        }
+    }
+    if (G > 1)
+        qdot_group(y, ld, fmt, rows, stride, n_rows, x, dx, xcorr, G, nb);
+    else if (fmt == FMT_Q4_0)
+        qdot_q4_0(y, rows, stride, n_rows, x, dx, xcorr, nb);
+    else
+        qdot_q8_0(y, rows, stride, n_rows, x, dx, nb);
 }

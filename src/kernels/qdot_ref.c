@@ -29,20 +29,23 @@ static void codes_of(Format fmt, const unsigned char *block, int *out)
     }
 }
 
-void qdot_ref(float *y, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq, size_t n)
+void qdot_ref(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq,
+              size_t G, size_t n)
 {
     const size_t nb = n / QK, wb = format_block_bytes(fmt), xb = format_block_bytes(FMT_Q8_0);
-    for (size_t r = 0; r < n_rows; r++) {
-        const unsigned char *w = (const unsigned char *)rows + r * stride, *x = xq;
-        float sum = 0.0f;
-        for (size_t b = 0; b < nb; b++, w += wb, x += xb) {
-            int wc[QK];
-            codes_of(fmt, w, wc);
-            int32_t isum = 0;
-            for (int j = 0; j < QK; j++)
-                isum += wc[j] * (int8_t)x[2 + j];
-            sum += scale_of(w) * scale_of(x) * (float)isum;
+    for (size_t g = 0; g < G; g++)
+        for (size_t r = 0; r < n_rows; r++) {
+            const unsigned char *w = (const unsigned char *)rows + r * stride;
+            const unsigned char *x = (const unsigned char *)xq + g * nb * xb;
+            float sum = 0.0f;
+            for (size_t b = 0; b < nb; b++, w += wb, x += xb) {
+                int wc[QK];
+                codes_of(fmt, w, wc);
+                int32_t isum = 0;
+                for (int j = 0; j < QK; j++)
+                    isum += wc[j] * (int8_t)x[2 + j];
+                sum += scale_of(w) * scale_of(x) * (float)isum;
+            }
+            y[g * ld + r] = sum;
         }
-        y[r] = sum;
-    }
 }

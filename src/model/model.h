@@ -106,7 +106,8 @@ typedef struct {
     MlaPath mla_path;     /* absorbed (default) or decompress */
     size_t mla_tiles;     /* decompress: tiles the LRU of decompressed tiles holds (seed 001: 4); 0 = off */
     QuantMat q_unembed;   /* the classifier as a checkpoint stores it (unembed NULL then) */
-    int int_dot;          /* stored q8_0/q4_0 matrices multiply the activation rounded to q8_0, by
+    int int_dot;          /* stored q8_0/q4_0 matrices multiply the activation rounded to q8_0, and
+                             q8_0/q4_0 cache keys are scored against the query rounded to q8_0, by
                              integer dots (llama.cpp's way): faster, that rounding added */
     float *arena;         /* every f32 tensor above lives here */
     size_t arena_floats;

@@ -40,7 +40,7 @@ static int matmul_int(const Model *m, float *y, const float *x, const QuantMat *
     int rc = 0;
     if (n <= QMATMUL_DOT_TOKENS) {
         for (size_t t = 0; t < n; t++)
-            m->kern->qdot(y + t * out, q->fmt, q->data, row_bytes, out, xq + t * xrow, in);
+            m->kern->qdot(y + t * out, out, q->fmt, q->data, row_bytes, out, xq + t * xrow, 1, in);
     } else {
         for (size_t t = 0; t < n; t++)
             q8->dequantize(xr + t * in, xq + t * xrow, in);

@@ -13,6 +13,7 @@ typedef struct {
     KvBlock blocks[8];
     float q[8 * 4 * 128]; /* up to 8 query tokens x G 4... sized for the cases below */
     const AttnBias *bias; /* optional attention structure */
+    int int_dot;          /* score q8_0/q4_0 keys by integer dots (AttnArgs.q8) */
 } Case;
 
 static void fill(float *x, size_t n, unsigned salt)
@@ -64,9 +65,10 @@ static void run(const Kernels *k, AttendAlgo algo, const Case *c, size_t n_q, si
     float *scores = malloc(c->G * (c->rows + ATTEND_TILE) * sizeof(float));
     float *view = malloc(2 * c->rows * c->hd * sizeof(float));
     float chan_q[4 * 128];
+    unsigned char q8[4 * 136]; /* G 4 x a q8_0 row of 128 */
     KvBlock view_blocks[8];
     AttnArgs a = {
-        .bias = c->bias, .chan_q = chan_q,
+        .bias = c->bias, .chan_q = chan_q, .q8 = c->int_dot ? q8 : NULL,
         .q = c->q, .q_stride = c->G * c->hd, .out = out, .out_stride = c->G * c->hd,
         .n_q = n_q, .group = c->G, .head_dim = c->hd, .pos0 = pos0, .window = c->window,
         .blocks = c->blocks, .n_blocks = c->n_blocks, .scores = scores, .view = view, .view_blocks = view_blocks,
@@ -106,6 +108,49 @@ static void test_forms_and_isas_agree(void **state)
                     free_case(&c);
                 }
     printf("  %zu (format, shape, ISA, form) cases agree with reference naive attention\n", checked);
+}
+
+/* Integer key scores (--int-dot): with the query rounded to q8_0, naive and
+ * flash on every ISA give the f32 attention of that rounded query, to float
+ * rounding: the integer dots are exact, only their scaling rounds. */
+static void test_int_dot_scores(void **state)
+{
+    (void)state;
+    const Kernels *isa[4];
+    size_t n_isa = kernels_available(isa, 4);
+    static const Format fmts[] = { FMT_Q8_0, FMT_Q4_0 };
+    static const size_t groups[] = { 1, 4 }, rowss[] = { 65, 2 * ATTEND_TILE + 65 };
+    for (size_t fi = 0; fi < 2; fi++)
+        for (size_t gi = 0; gi < 2; gi++)
+            for (size_t ri = 0; ri < 2; ri++) {
+                Case c;
+                make_case(&c, 128, groups[gi], rowss[ri], 3, fmts[fi], FMT_Q8_0);
+                float rounded_q[4 * 128], keep_q[4 * 128], want[4 * 128], got[4 * 128];
+                unsigned char row[136];
+                const size_t n_out = c.G * c.hd;
+                memcpy(keep_q, c.q, sizeof keep_q);
+                for (size_t g = 0; g < c.G; g++) { /* the query as the integer path sees it */
+                    codec_ref[FMT_Q8_0].quantize(row, c.q + g * c.hd, c.hd);
+                    codec_ref[FMT_Q8_0].dequantize(rounded_q + g * c.hd, row, c.hd);
+                }
+                memcpy(c.q, rounded_q, n_out * sizeof(float));
+                run(isa[0], ATTEND_NAIVE, &c, 1, c.rows - 1, want, NULL);
+                memcpy(c.q, keep_q, n_out * sizeof(float));
+                c.int_dot = 1;
+                static const AttendAlgo forms[] = { ATTEND_NAIVE, ATTEND_FLASH }; /* materialize decodes to f32 */
+                for (size_t k = 0; k < n_isa; k++)
+                    for (size_t a = 0; a < 2; a++) {
+                        run(isa[k], forms[a], &c, 1, c.rows - 1, got, NULL);
+                        if (max_rel_diff(got, want, n_out, ATTEND_TOL, "out") > ATTEND_TOL)
+                            fail_msg("int dot: %s %s %s G=%zu rows=%zu", isa[k]->isa, attend_algo_name(forms[a]),
+                                     format_name(c.k_fmt), c.G, c.rows);
+                    }
+                /* and it is a rounding: the f32 query's attention differs from it */
+                c.int_dot = 0;
+                run(isa[0], ATTEND_NAIVE, &c, 1, c.rows - 1, got, NULL);
+                assert_true(memcmp(got, want, n_out * sizeof(float)) != 0);
+                free_case(&c);
+            }
 }
 
 /* Prefill: n_q queries, each causal; a window limits them further. */
@@ -261,6 +306,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forms_and_isas_agree),
+        cmocka_unit_test(test_int_dot_scores),
         cmocka_unit_test(test_prefill_causal_and_window),
         cmocka_unit_test(test_bytes_read_q4_0),
         cmocka_unit_test(test_structure_bias),

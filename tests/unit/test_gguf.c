@@ -321,41 +321,51 @@ static void check_stored_matvec(Format fmt)
 }
 
 /* The integer dot (--int-dot) on every ISA equals the f32 dot of the
- * decoded weights with the decoded activation, to float rounding: the
- * integer sums are exact, only their scaling and adding rounds. */
+ * decoded rows with each decoded vector, to float rounding: the integer
+ * sums are exact, only their scaling and adding rounds. G = 1 is a
+ * matvec's; G = 3 and 5 a GQA group's (a chunk of 4 heads and a rest),
+ * their scores ld apart. */
 static void check_qdot(Format fmt)
 {
-    enum { ROWS = 37, N = 352 }; /* 11 blocks: an odd one left after the pairs */
+    enum { ROWS = 37, N = 352, GMAX = 5, LD = ROWS + 3 }; /* 11 blocks: an odd one left after the pairs */
     const FormatOps *ref = &codec_ref[fmt], *q8 = &codec_ref[FMT_Q8_0];
-    const size_t wrow = format_row_bytes(fmt, N);
-    unsigned char *w = malloc(ROWS * wrow), xq[format_row_bytes(FMT_Q8_0, N)];
-    float x[N], xr[N], wr[N], src[N], want[ROWS], got[ROWS];
+    const size_t wrow = format_row_bytes(fmt, N), xrow = format_row_bytes(FMT_Q8_0, N);
+    unsigned char *w = malloc(ROWS * wrow), xq[GMAX * format_row_bytes(FMT_Q8_0, N)];
+    float x[N], xr[GMAX][N], wr[N], src[N], want[GMAX][ROWS], got[GMAX * LD];
     assert_non_null(w);
-    for (size_t i = 0; i < N; i++)
-        x[i] = sinf(0.37f * (float)i) * (1.0f + (float)(i % 7));
-    q8->quantize(xq, x, N);
-    q8->dequantize(xr, xq, N);
-    double mag[ROWS];
+    for (size_t g = 0; g < GMAX; g++) {
+        for (size_t i = 0; i < N; i++)
+            x[i] = sinf(0.37f * (float)(i + 11 * g)) * (1.0f + (float)((i + g) % 7));
+        q8->quantize(xq + g * xrow, x, N);
+        q8->dequantize(xr[g], xq + g * xrow, N);
+    }
+    double mag[GMAX][ROWS];
     for (size_t r = 0; r < ROWS; r++) {
         for (size_t i = 0; i < N; i++)
             src[i] = cosf(0.11f * (float)(i * (r + 1))) * (float)(1 + r % 5);
         ref->quantize(w + r * wrow, src, N);
         ref->dequantize(wr, w + r * wrow, N);
-        double sum = 0, abs_sum = 0;
-        for (size_t i = 0; i < N; i++)
-            sum += (double)wr[i] * xr[i], abs_sum += fabs((double)wr[i] * xr[i]);
-        want[r] = (float)sum;
-        mag[r] = abs_sum;
+        for (size_t g = 0; g < GMAX; g++) {
+            double sum = 0, abs_sum = 0;
+            for (size_t i = 0; i < N; i++)
+                sum += (double)wr[i] * xr[g][i], abs_sum += fabs((double)wr[i] * xr[g][i]);
+            want[g][r] = (float)sum;
+            mag[g][r] = abs_sum;
+        }
     }
     const Kernels *tables[8];
     size_t n_tables = kernels_available(tables, 8);
-    for (size_t t = 0; t < n_tables; t++) {
-        tables[t]->qdot(got, fmt, w, wrow, ROWS, xq, N);
-        for (size_t r = 0; r < ROWS; r++)
-            if (fabs((double)got[r] - want[r]) > 1e-6 * mag[r])
-                fail_msg("%s qdot %s row %zu: %.9g, the decoded product %.9g", tables[t]->isa, format_name(fmt), r,
-                         got[r], want[r]);
-    }
+    const size_t groups[] = { 1, 3, 5 };
+    for (size_t t = 0; t < n_tables; t++)
+        for (size_t k = 0; k < sizeof groups / sizeof groups[0]; k++) {
+            const size_t G = groups[k];
+            tables[t]->qdot(got, LD, fmt, w, wrow, ROWS, xq, G, N);
+            for (size_t g = 0; g < G; g++)
+                for (size_t r = 0; r < ROWS; r++)
+                    if (fabs((double)got[g * LD + r] - want[g][r]) > 1e-6 * mag[g][r])
+                        fail_msg("%s qdot %s G=%zu head %zu row %zu: %.9g, the decoded product %.9g",
+                                 tables[t]->isa, format_name(fmt), G, g, r, got[g * LD + r], want[g][r]);
+        }
     free(w);
 }
 
