@@ -32,7 +32,7 @@ typedef struct {
     int decode;           /* --decode: the bandwidth, then a whole model's decode step */
     const char *model;    /* --model, for --decode */
     const char *weights;  /* --weights, for --decode: a checkpoint instead */
-    int int_dot;          /* --int-dot, with --weights */
+    int int_dot;          /* --int-dot: q8_0/q4_0 keys (and --weights' matrices) by integer dots */
     size_t steps;         /* --steps, for --decode */
 } BenchOpts;
 
@@ -84,8 +84,9 @@ static void help(void)
            "  --model NAME        the model --decode runs (default llama-3-8b)\n"
            "  --weights PATH      --decode runs this GGUF or llama2.c checkpoint instead, its own\n"
            "                      layers, its f16/q8_0/q4_0 matrices read as stored\n"
-           "  --int-dot           with --weights: its q8_0/q4_0 matrices by integer dots against the\n"
-           "                      activation rounded to q8_0 (llama.cpp's way)\n"
+           "  --int-dot           integer dots, llama.cpp's way: section 2's q8_0 and q4_0 keys (and\n"
+           "                      --decode's q8_0 cache) against the query rounded to q8_0, and with\n"
+           "                      --weights its q8_0/q4_0 matrices against the activation so rounded\n"
            "  --steps N           decode steps timed per context and cache (default 5, at most 64)\n\n"
            "Progress goes to stderr, one line per section of each round. A full run takes a minute\n"
            "or two and holds about 1.5 GiB.\n"
@@ -178,8 +179,6 @@ static int parse_options(int argc, char **argv, BenchOpts *o, Err *e)
         return err_set(e, ERR_USAGE, "--bandwidth-mib: at most %d, got %zu", MAX_READ_MIB, o->read_mib);
     if ((o->model || o->weights || o->steps) && !o->decode)
         return err_set(e, ERR_USAGE, "bench: --model, --weights and --steps go with --decode");
-    if (o->int_dot && !o->weights)
-        return err_set(e, ERR_USAGE, "bench: --int-dot goes with --weights");
     if (o->model && o->weights)
         return err_set(e, ERR_USAGE, "bench: --model and --weights exclude each other");
     if (o->steps > 64)
@@ -319,7 +318,7 @@ static int run_prepare(Bench *b, Err *e)
             pool = need > pool ? need : pool;
             for (size_t gi = 0; gi < BENCH_N_GROUPS; gi++)
                 if (bench_query_init(&b->queries[(ci * FMT_COUNT + (size_t)f) * BENCH_N_GROUPS + gi], kv,
-                                     bench_groups[gi], &b->scratch, SEED + 7 * gi, e) < 0)
+                                     bench_groups[gi], o->int_dot, &b->scratch, SEED + 7 * gi, e) < 0)
                     return -1;
         }
     if (bench_pool_init(&b->pool, pool, o->pool_mib * MIB, e) < 0 ||
@@ -448,7 +447,7 @@ int cmd_bench(int argc, char **argv)
     b.n_loops = b.loops ? BENCH_N_LOOPS : 0;
     b.n_read = b.n_loops + 1;
     snprintf(b.rep_dot_how, sizeof b.rep_dot_how, "%s f32 dot", b.read_k->isa);
-    BenchReport rep = { .out = o.fmt, .isa = b.k->isa, .isa_list = isa_list, .dot_how = b.rep_dot_how,
+    BenchReport rep = { .out = o.fmt, .int_dot = o.int_dot, .isa = b.k->isa, .isa_list = isa_list, .dot_how = b.rep_dot_how,
                         .reps = o.reps, .quick = o.quick, .llc = llc, .llc_source = llc_source,
                         .read_bytes = o.read_mib * MIB, .pool_bytes = o.pool_mib * MIB, .head_dim = HEAD_DIM,
                         .contexts = o.contexts, .n_contexts = o.n_contexts };

@@ -156,9 +156,13 @@ typedef struct {
     float *q;   /* [group][head_dim] */
     float *out; /* [group][head_dim] */
     float *ref; /* [group][head_dim] */
+    void *q8;   /* int_dot: scratch for the queries rounded to q8_0 (AttnArgs.q8); NULL: the f32 query */
 } BenchQuery;
 
-int bench_query_init(BenchQuery *bq, const BenchKv *kv, size_t group, BenchScratch *s, uint64_t seed, Err *e);
+/* int_dot: q8_0 and q4_0 keys are scored by integer dots against the query
+ * rounded to q8_0, in the timed steps and in the reference alike. */
+int bench_query_init(BenchQuery *bq, const BenchKv *kv, size_t group, int int_dot, BenchScratch *s, uint64_t seed,
+                     Err *e);
 void bench_query_free(BenchQuery *bq);
 
 /* Time one decode step with kernels k in form algo over the pool (filled

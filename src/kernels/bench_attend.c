@@ -131,6 +131,7 @@ void bench_query_free(BenchQuery *bq)
     free(bq->q);
     free(bq->out);
     free(bq->ref);
+    free(bq->q8);
     memset(bq, 0, sizeof *bq);
 }
 
@@ -139,10 +140,12 @@ static AttnArgs step_args(const BenchQuery *bq, BenchScratch *s, const KvBlock *
 {
     return (AttnArgs){ .q = bq->q, .q_stride = bq->group * head_dim, .out = out, .out_stride = bq->group * head_dim,
                        .n_q = 1, .group = bq->group, .head_dim = head_dim, .pos0 = blk->n - 1, .blocks = blk,
-                       .n_blocks = 1, .scores = s->scores, .view = s->view, .view_blocks = &s->view_block };
+                       .n_blocks = 1, .scores = s->scores, .view = s->view, .view_blocks = &s->view_block,
+                       .q8 = bq->q8 };
 }
 
-int bench_query_init(BenchQuery *bq, const BenchKv *kv, size_t group, BenchScratch *s, uint64_t seed, Err *e)
+int bench_query_init(BenchQuery *bq, const BenchKv *kv, size_t group, int int_dot, BenchScratch *s, uint64_t seed,
+                     Err *e)
 {
     memset(bq, 0, sizeof *bq);
     const size_t hd = kv->head_dim;
@@ -156,7 +159,9 @@ int bench_query_init(BenchQuery *bq, const BenchKv *kv, size_t group, BenchScrat
     bq->q = bench_alloc(group * hd * sizeof(float), "the queries", e);
     bq->out = bench_alloc(group * hd * sizeof(float), "the attention output", e);
     bq->ref = bench_alloc(group * hd * sizeof(float), "the reference output", e);
-    if (!bq->q || !bq->out || !bq->ref) {
+    if (int_dot)
+        bq->q8 = bench_alloc(group * format_row_bytes(FMT_Q8_0, hd), "the rounded queries", e);
+    if (!bq->q || !bq->out || !bq->ref || (int_dot && !bq->q8)) {
         bench_query_free(bq);
         return -1;
     }

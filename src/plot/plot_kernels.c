@@ -76,7 +76,7 @@ static int measure_formats(BwRun *b, uint64_t seed, Err *e)
         rc = bench_pool_init(&pool, b->target + 2 * f32_copy, b->target, e);
     for (int f = 0; f < FMT_ROW_COUNT && rc == 0; f++) {
         if ((rc = bench_kv_init(&kv, (Format)f, b->context, BW_HEAD_DIM, seed, e)) < 0 ||
-            (rc = bench_query_init(&bq, &kv, BW_GROUP, &sc, seed + 1, e)) < 0 ||
+            (rc = bench_query_init(&bq, &kv, BW_GROUP, 0, &sc, seed + 1, e)) < 0 ||
             (rc = bench_pool_fill(&pool, &kv, e)) < 0)
             break;
         for (int a = 0; a < 2 && rc == 0; a++) {

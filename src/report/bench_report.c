@@ -175,7 +175,9 @@ static void attention_tsv(const BenchReport *rep)
                         char size[32], group[16];
                         snprintf(size, sizeof size, "%zu", rep->contexts[ci]);
                         snprintf(group, sizeof group, "%zu", bench_groups[gi]);
-                        tsv_row(rep, "attention", "kvscope", attend_algo_name(bench_algos[ai]), group,
+                        const int int_keys = rep->int_dot && (f == FMT_Q8_0 || f == FMT_Q4_0);
+                        tsv_row(rep, "attention", int_keys ? "kvscope-int-dot" : "kvscope",
+                                attend_algo_name(bench_algos[ai]), group,
                                 cold ? "cold" : "warm", size, format_name((Format)f),
                                 bench_attn_at(rep, ci, (Format)f, gi, ai, cold), vs_f32(rep, ci, (Format)f, gi, ai, cold),
                                 gi == 1 ? g4_over_g1(rep, ci, (Format)f, ai, cold) : -1, -1);
@@ -249,6 +251,10 @@ void bench_report_attention(BenchReport *rep)
     printf("bytes/step: the bytes the kernel counted reading K/V (materialize: plus its f32 view, written and\n"
            "read back); vs f32: the f32 step's time over this one's, same context, form, G and cache;\n"
            "G4/G1: the G = 4 step's time over the G = 1 step's\n");
+    if (rep->int_dot)
+        printf("--int-dot: q8_0 and q4_0 keys are scored by integer dots against the query rounded to q8_0, "
+               "once for\nthe G heads of a group (checked against the reference with the same rounding); "
+               "V stays f32\n");
     for (size_t ai = 0; ai < BENCH_N_ALGOS; ai++)
         for (int cold = 1; cold >= 0; cold--)
             attention_block(rep, ai, cold);

@@ -34,6 +34,7 @@ typedef struct {
     BenchResult *attn;       /* see bench_attn_at */
     size_t wrong;            /* results found beyond BENCH_TOLERANCE */
     size_t over;             /* figures above the bandwidth by more than BENCH_CEILING_SLACK */
+    int int_dot;             /* q8_0 and q4_0 keys scored by integer dots (--int-dot) */
 } BenchReport;
 
 /* The attention result for context index ci, format f, group index gi,

@@ -103,7 +103,7 @@ static void test_attention_agrees(void **state)
         double worst = 0;
         for (size_t gi = 0; gi < 2; gi++) {
             BenchQuery bq;
-            assert_int_equal(bench_query_init(&bq, &kv, groups[gi], &s, 11, &e), 0);
+            assert_int_equal(bench_query_init(&bq, &kv, groups[gi], 0, &s, 11, &e), 0);
             for (size_t i = 0; i < n; i++)
                 for (int a = 0; a < 3; a++)
                     for (int cold = 0; cold < 2; cold++) {
@@ -166,7 +166,7 @@ static void test_broken_kernel_caught(void **state)
     assert_int_equal(bench_pool_init(&pool, 1 << 20, 1 << 16, &e), 0);
     assert_int_equal(bench_kv_init(&kv, FMT_F32, 64, HD, 3, &e), 0);
     assert_int_equal(bench_pool_fill(&pool, &kv, &e), 0);
-    assert_int_equal(bench_query_init(&bq, &kv, 1, &s, 5, &e), 0);
+    assert_int_equal(bench_query_init(&bq, &kv, 1, 0, &s, 5, &e), 0);
     BenchResult r;
     bench_attend(&broken, &pool, &bq, &s, ATTEND_FLASH, 1, 0, &r);
     printf("  f32 with a dot that ignores the row: rel diff %g\n", r.max_rel_diff);
