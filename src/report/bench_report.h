@@ -37,6 +37,7 @@ typedef struct {
     /* the current table's figures above it, for the notes after the table */
     struct {
         char what[96];       /* "flash, cold, context 65536, f16, G = 1" */
+        const char *why;     /* NULL, or why it can pass (bench_over_text) */
         double ratio;        /* its GB/s over the bandwidth */
     } notes[BENCH_MAX_NOTES], top; /* top: the table's highest */
     size_t n_notes;          /* the table's count (the first BENCH_MAX_NOTES kept) */
@@ -61,8 +62,9 @@ void bench_report_start(BenchReport *rep);
  * past 1 + BENCH_CEILING_SLACK, where a percentage would mean nothing: the
  * bandwidth was meant as a ceiling. Returns buf. */
 const char *bench_pct_text(char *buf, size_t cap, int width, double ratio);
-/* The note printed after a table for such a figure, named by what. */
-const char *bench_over_text(char *buf, size_t cap, const char *what, double ratio);
+/* The note printed after a table for such a figure, named by what: why it
+ * could pass the bandwidth, or with why NULL, that no read loop reached it. */
+const char *bench_over_text(char *buf, size_t cap, const char *what, double ratio, const char *why);
 
 /* Section 1: the read loops (loops[n_loops], named names[i]; the fastest
  * sets rep->bandwidth and rep->read_how) and the same read through the f32

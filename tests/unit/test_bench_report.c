@@ -23,13 +23,15 @@ static void test_over_text(void **state)
 {
     (void)state;
     char buf[256];
-    const char *t = bench_over_text(buf, sizeof buf, "the OpenBLAS matvec", 1.234);
+    const char *t = bench_over_text(buf, sizeof buf, "the OpenBLAS matvec", 1.234, NULL);
     printf("  %s\n", t);
     assert_ptr_equal(t, buf);
     assert_true(strncmp(t, "note: the OpenBLAS matvec read at 1.23x the read bandwidth", 58) == 0);
     assert_non_null(strstr(t, "no ceiling"));
+    assert_non_null(strstr(bench_over_text(buf, sizeof buf, "x", 1.5, "cached"), "x read at 1.50x the read "
+                                                                                    "bandwidth:\n      cached"));
     char tiny[16]; /* cut short, still a string */
-    bench_over_text(tiny, sizeof tiny, "x", 2.0);
+    bench_over_text(tiny, sizeof tiny, "x", 2.0, NULL);
     assert_int_equal(strlen(tiny), sizeof tiny - 1);
 }
 
