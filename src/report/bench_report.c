@@ -41,9 +41,14 @@ static double pct_bw(const BenchReport *rep, const BenchResult *r)
     return rep->bandwidth > 0 ? 100.0 * gbps(r) * 1e9 / rep->bandwidth : 0;
 }
 
+static int over_ceiling(double ratio)
+{
+    return ratio > 1.0 + BENCH_CEILING_SLACK;
+}
+
 const char *bench_pct_text(char *buf, size_t cap, int width, double ratio)
 {
-    if (ratio > 1.0 + BENCH_CEILING_SLACK)
+    if (over_ceiling(ratio))
         snprintf(buf, cap, "%*s", width, ">100%");
     else
         snprintf(buf, cap, "%*.0f%%", width > 0 ? width - 1 : 0, 100.0 * ratio);
@@ -63,7 +68,7 @@ static const char *pct_cell(char *buf, size_t cap, int width, BenchReport *rep, 
                             const char *what)
 {
     const double ratio = pct_bw(rep, r) / 100.0;
-    if (ratio > 1.0 + BENCH_CEILING_SLACK) {
+    if (over_ceiling(ratio)) {
         if (rep->n_notes < BENCH_MAX_NOTES) {
             snprintf(rep->notes[rep->n_notes].what, sizeof rep->notes[0].what, "%s", what);
             rep->notes[rep->n_notes].ratio = ratio;
@@ -261,8 +266,9 @@ static void attention_summary(BenchReport *rep)
         const BenchResult *r = bench_attn_at(rep, ci, (Format)f, 0, 0, 1);
         char t[32], pct[16];
         printf("  %-6s %10s %7.2f %s %15.2fx\n", format_name((Format)f), fmt_time(t, sizeof t, r->seconds),
-               gbps(r), bench_pct_text(pct, sizeof pct, 6, pct_bw(rep, r) / 100.0), vs_f32(rep, ci, (Format)f, 0, 0, 1));
-    } /* the flash, cold table above named any figure past the bandwidth */
+               gbps(r), bench_pct_text(pct, sizeof pct, 6, pct_bw(rep, r) / 100.0),
+               vs_f32(rep, ci, (Format)f, 0, 0, 1));
+    } /* no notes: the flash, cold table above named any figure past the bandwidth */
     printf("  G = 4 step / G = 1 step, f32, flash: cold %.2fx, warm %.2fx (one K/V read serves the group)\n",
            g4_over_g1(rep, ci, FMT_F32, 0, 1), g4_over_g1(rep, ci, FMT_F32, 0, 0));
 }

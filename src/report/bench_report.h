@@ -11,8 +11,8 @@
 #include "sim/decode_bench.h"
 
 #define BENCH_N_GROUPS 2
-#define BENCH_MAX_NOTES 6 /* figures above the bandwidth a table names one by one */
 #define BENCH_N_ALGOS 3
+#define BENCH_MAX_NOTES 6 /* figures above the bandwidth a table names one by one */
 extern const size_t bench_groups[BENCH_N_GROUPS];   /* 1, 4 query heads per KV head */
 extern const AttendAlgo bench_algos[BENCH_N_ALGOS]; /* flash first: the main figure */
 
