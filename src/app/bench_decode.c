@@ -49,8 +49,8 @@ static int measure_bandwidth(const BenchDecodeArgs *a, BenchReport *rep, Err *e)
     BenchRead br;
     if (bench_read_init(&br, a->read_bytes, e) < 0)
         return -1;
-    BenchResult loops[BENCH_N_LOOPS], dot;
-    const char *names[BENCH_N_LOOPS];
+    BenchResult loops[BENCH_MAX_LOOPS], dot;
+    const char *names[BENCH_MAX_LOOPS];
     bench_read(k, NULL, &br, &dot); /* first touches outside the timing */
     size_t n = bench_read_each(k, &br, a->reps, loops, names);
     bench_read(k, NULL, &br, &dot);

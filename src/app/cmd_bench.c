@@ -40,10 +40,12 @@ static void help(void)
 {
     printf("usage: kvscope bench [OPTIONS]\n\n"
            "Measure, on one core and in one run:\n"
-           "  1. this machine's read bandwidth: a float array at least 8x the last-level cache\n"
-           "     (LLC), summed by the widest plain SIMD loop this CPU runs (whatever --isa says);\n"
-           "     every other figure is a percentage of it. The same read through the f32 dot\n"
-           "     kernel is shown beside it;\n"
+           "  1. this machine's read bandwidth: a float array as large as the cold data below (8x\n"
+           "     the last-level cache, LLC), summed by every plain read loop this CPU runs (scalar,\n"
+           "     AVX2, AVX-512, whatever --isa says; 1, 2, 4 or 8 streams, with and without software\n"
+           "     prefetch): the fastest loop's median is the bandwidth, and the bench names it. Every\n"
+           "     other figure is a percentage of it. The same read through the f32 dot kernel is\n"
+           "     shown beside it;\n"
            "  2. one decode step of attention (one KV head, head_dim %d, a query seeing every row)\n"
            "     for every cache format (f32, f16, q8_0, q4_0, int4, fp4), at each context, for\n"
            "     G = 1 and G = 4 query heads per KV head, in the flash, naive and materialize forms;\n"
@@ -60,8 +62,9 @@ static void help(void)
            "How to read it: time is per step (or per matvec); bytes are what the kernel counted\n"
            "reading (Counters.kv_bytes_read; materialize adds its f32 view, view_bytes); GB/s is\n"
            "bytes / time (10^9 bytes per second); %% bw is that over the measured read bandwidth,\n"
-           "so a cold step near 100%% is limited by memory, far below it by computation. Warm\n"
-           "figures can pass 100%% where the data fits in cache. vs f32 is the f32 step's time over\n"
+           "so a cold step near 100%% is limited by memory, far below it by computation. A figure\n"
+           "more than 5%% above the bandwidth prints as >100%%, with a note naming it, its ratio and\n"
+           "why (warm data from cache, or no read loop reached it). vs f32 is the f32 step's time over\n"
            "this format's (same context, form, G, cache): what the smaller format buys. G4/G1 is\n"
            "the G = 4 step's time over the G = 1 step's: near 1 when the group shares each K/V read.\n"
            "The run makes --reps rounds, each measuring everything once (the bandwidth first);\n"
@@ -74,7 +77,7 @@ static void help(void)
            "  --contexts LIST     context lengths, comma-separated (default 1024,8192,65536)\n"
            "  --reps N            rounds: timed repetitions of every figure, which is their median\n"
            "                      (default 5, at most 100)\n"
-           "  --bandwidth-mib N   the bandwidth buffer in MiB (default 512, or 8x the LLC if larger;\n"
+           "  --bandwidth-mib N   the bandwidth buffer in MiB (default --pool-mib's size, the cold data;\n"
            "                      at most 4096)\n"
            "  --pool-mib N        the cold data in MiB (default 8x the LLC)\n"
            "  --quick             tiny sizes, 3 rounds: finishes in seconds (for tests; the figures\n"
@@ -194,10 +197,11 @@ static void fill_defaults(BenchOpts *o, size_t llc)
     const size_t llc8 = 8 * (llc ? llc : ASSUMED_LLC) / MIB;
     if (!o->reps)
         o->reps = o->quick ? 3 : 5;
-    if (!o->read_mib)
-        o->read_mib = o->quick ? 16 : llc8 > MAX_READ_MIB ? MAX_READ_MIB : llc8 > 512 ? llc8 : 512;
     if (!o->pool_mib)
         o->pool_mib = o->quick ? 4 : llc8;
+    /* the read the kernels' cold figures are held against: as large as their pool */
+    if (!o->read_mib)
+        o->read_mib = o->quick ? 16 : o->pool_mib > MAX_READ_MIB ? MAX_READ_MIB : o->pool_mib;
     if (!o->n_contexts && o->decode) {
         static const size_t decode[] = { 1024, 16384 }, quick[] = { 64 };
         o->n_contexts = o->quick ? 1 : 2;
@@ -270,7 +274,7 @@ typedef struct {
     char why[256], ours[48], ob_name[160], rep_dot_how[48];
     Impl impl[4];
     size_t n_impl, n_attn;
-    const BenchLoop *loops; /* [n_loops]: the read loops of read_k's ISA; NULL: none (ref, NEON) */
+    BenchLoop loops[BENCH_MAX_LOOPS]; /* [n_loops]: bench_read_loops(read_k) */
     size_t n_loops;
     size_t n_read;        /* n_loops + 1: the loops, then the read through the f32 dot */
     BenchResult *rounds;  /* [n_read + n_attn + n_impl][reps]: bandwidth reads, attention, matvec */
@@ -391,14 +395,13 @@ static int run_round(Bench *b, BenchReport *rep, size_t round, Err *e)
 static void run_print(Bench *b, BenchReport *rep)
 {
     const size_t R = b->o->reps;
-    BenchResult reads[BENCH_N_LOOPS + 1];
-    const char *names[BENCH_N_LOOPS + 1];
+    BenchResult reads[BENCH_MAX_LOOPS + 1];
+    const char *names[BENCH_MAX_LOOPS + 1];
     for (size_t l = 0; l < b->n_read; l++) {
         bench_summarize(&reads[l], &b->rounds[l * R], R);
         names[l] = l < b->n_loops ? b->loops[l].name : b->rep_dot_how;
     }
-    /* without read loops the f32 dot's read is the bandwidth, and its own comparison */
-    bench_report_bandwidth(rep, reads, names, b->n_loops ? b->n_loops : 1, &reads[b->n_read - 1]);
+    bench_report_bandwidth(rep, reads, names, b->n_loops, &reads[b->n_loops]);
     for (size_t m = 0; m < b->n_attn; m++)
         bench_summarize(&rep->attn[m], &b->rounds[(b->n_read + m) * R], R);
     bench_report_attention(rep);
@@ -443,8 +446,7 @@ int cmd_bench(int argc, char **argv)
     for (size_t i = 0; i < n_have; i++)
         snprintf(isa_list + strlen(isa_list), sizeof isa_list - strlen(isa_list), "%s%s", i ? ", " : "", have[i]->isa);
     b.read_k = have[n_have - 1]; /* the bandwidth is the machine's: the best table reads it */
-    b.loops = bench_read_loops(b.read_k);
-    b.n_loops = b.loops ? BENCH_N_LOOPS : 0;
+    b.n_loops = bench_read_loops(b.read_k, b.loops);
     b.n_read = b.n_loops + 1;
     snprintf(b.rep_dot_how, sizeof b.rep_dot_how, "%s f32 dot", b.read_k->isa);
     BenchReport rep = { .out = o.fmt, .int_dot = o.int_dot, .isa = b.k->isa, .isa_list = isa_list, .dot_how = b.rep_dot_how,

@@ -121,25 +121,36 @@ int bench_read_init(BenchRead *b, size_t bytes, Err *e)
     }
     for (size_t i = 0; i < READ_CHUNK; i++)
         b->ones[i] = 1.0f;
-    /* Small integers whose sign alternates every 128 floats, so that each
-     * SIMD lane's partial sum stays small (exact in float) in every loop,
-     * whatever it reads an iteration (32 to 128 floats): block pairs add
-     * (1 + v) and -v for v = i % 4, 128 per pair, n / 2 in all. */
+    /* Small integers whose sign alternates every 128 floats, so that the
+     * f32 dot's sum of each 16 KiB row stays small (exact in float), as do
+     * the read loops' (bench_loops.h): block pairs add (1 + v) and -v for
+     * v = i % 4, 128 per pair, n / 2 in all. */
     for (size_t i = 0; i < b->n; i++)
         b->buf[i] = (i / 128) % 2 ? -(float)(i % 4) : (float)(1 + i % 4);
     return 0;
 }
 
-const BenchLoop *bench_read_loops(const Kernels *k)
+/* Append table's loops (ended by a NULL name) to out[n..BENCH_MAX_LOOPS). */
+static size_t add_loops(BenchLoop *out, size_t n, const BenchLoop *table)
 {
+    for (; table->name && n < BENCH_MAX_LOOPS; table++)
+        out[n++] = *table;
+    return n;
+}
+
+size_t bench_read_loops(const Kernels *k, BenchLoop *out)
+{
+    size_t n = add_loops(out, 0, bench_loops_ref);
 #if defined(__x86_64__)
-    if (strcmp(k->isa, "avx512") == 0)
-        return bench_loops_avx512;
-    if (strcmp(k->isa, "avx2") == 0)
-        return bench_loops_avx2;
-#endif
+    const int avx512 = strcmp(k->isa, "avx512") == 0;
+    if (avx512 || strcmp(k->isa, "avx2") == 0) /* the AVX-512 CPUs run AVX2 too, and it may read faster */
+        n = add_loops(out, n, bench_loops_avx2);
+    if (avx512)
+        n = add_loops(out, n, bench_loops_avx512);
+#else
     (void)k;
-    return NULL;
+#endif
+    return n;
 }
 
 void bench_read(const Kernels *k, const BenchLoop *l, const BenchRead *b, BenchResult *r)
@@ -164,16 +175,16 @@ void bench_read(const Kernels *k, const BenchLoop *l, const BenchRead *b, BenchR
 
 size_t bench_read_each(const Kernels *k, const BenchRead *b, size_t reps, BenchResult *out, const char **names)
 {
-    const BenchLoop *loops = bench_read_loops(k);
-    const size_t n = loops ? BENCH_N_LOOPS : 1;
+    BenchLoop loops[BENCH_MAX_LOOPS];
+    const size_t n = bench_read_loops(k, loops);
     BenchResult rounds[BENCH_MAX_REPS];
     if (reps > BENCH_MAX_REPS)
         reps = BENCH_MAX_REPS;
     for (size_t l = 0; l < n; l++) {
         for (size_t r = 0; r < reps; r++)
-            bench_read(k, loops ? &loops[l] : NULL, b, &rounds[r]);
+            bench_read(k, &loops[l], b, &rounds[r]);
         bench_summarize(&out[l], rounds, reps);
-        names[l] = loops ? loops[l].name : "f32 dot";
+        names[l] = loops[l].name;
     }
     return n;
 }

@@ -2,8 +2,8 @@
  *
  * Three measurements, all on the calling thread:
  *   1. read bandwidth: a buffer far larger than the last-level cache, summed
- *      by the widest plain SIMD loop the CPU runs (and, to compare, by the
- *      f32 dot kernel);
+ *      by every plain read loop the CPU runs, the fastest setting the figure
+ *      (and, to compare, by the f32 dot kernel);
  *   2. decode attention over one KV head, per format and form, cold (each
  *      step reads the next of many identical copies of K/V, so it comes
  *      from memory) or warm (the same copy every step);
@@ -71,17 +71,24 @@ int bench_read_init(BenchRead *b, size_t bytes, Err *e);
 void bench_read_free(BenchRead *b);
 
 /* A plain read loop: the sum of p[0..n), n a multiple of 256, p 64-byte
- * aligned. The loops differ in how they keep memory busy (accumulators,
- * unrolling, software prefetch, streams); the bandwidth is the best of them. */
-#define BENCH_N_LOOPS 4
+ * aligned, every float read once. The loops differ in how they keep memory
+ * busy (vector width, streams, software prefetch); the bandwidth is the
+ * best of them. */
 typedef struct {
-    const char *name; /* "avx512, 8 accumulators, prefetch" */
+    const char *name; /* "avx2 8-acc 2-stream prefetch" */
     double (*sum)(const float *p, size_t n);
 } BenchLoop;
 
-/* The BENCH_N_LOOPS read loops of k's ISA, or NULL where it has none (ref,
- * NEON: their reads go through the f32 dot). */
-const BenchLoop *bench_read_loops(const Kernels *k);
+/* The most read loops bench_read_loops gives. */
+#define BENCH_MAX_LOOPS 24
+
+/* The reference every read loop must equal: p[0..n) summed in order, in double. */
+double bench_sum_ref(const float *p, size_t n);
+
+/* The read loops k's CPU runs up to k's ISA: the portable scalar ones, then
+ * AVX2's (k avx2 or avx512), then AVX-512's (k avx512); NEON and ref have
+ * the scalar ones. Copies them into out[BENCH_MAX_LOOPS]; returns how many. */
+size_t bench_read_loops(const Kernels *k, BenchLoop *out);
 
 /* Read the whole buffer once and sum it: with loop l, or with l NULL
  * through k->codec[FMT_F32].dot, 16 KiB at a time against a vector that
@@ -89,9 +96,9 @@ const BenchLoop *bench_read_loops(const Kernels *k);
  * r->max_rel_diff checks the sum against the known total. */
 void bench_read(const Kernels *k, const BenchLoop *l, const BenchRead *b, BenchResult *r);
 
-/* Every read loop of k's ISA (or the f32 dot where there is none) reps
- * times (at most BENCH_MAX_REPS): their medians into out[] and their names
- * into names[] (BENCH_N_LOOPS each); returns how many were measured. */
+/* Every read loop of bench_read_loops(k) reps times (at most
+ * BENCH_MAX_REPS): their medians into out[] and their names into names[]
+ * (BENCH_MAX_LOOPS each); returns how many were measured. */
 size_t bench_read_each(const Kernels *k, const BenchRead *b, size_t reps, BenchResult *out, const char **names);
 
 /* The index of the fastest of r[0..n) (the smallest median time). */

@@ -9,10 +9,11 @@
 
 #include "kernels/bench.h"
 
-/* The plain read loops, one table per ISA file (bench_avx2.c,
- * bench_avx512.c). Call them only where the CPU runs that ISA. */
-extern const BenchLoop bench_loops_avx2[BENCH_N_LOOPS];
-extern const BenchLoop bench_loops_avx512[BENCH_N_LOOPS];
+/* The read loops, one table per ISA file (bench_loops.h), each ended by
+ * { NULL, NULL }. Call the SIMD ones only where the CPU runs that ISA. */
+extern const BenchLoop bench_loops_ref[];
+extern const BenchLoop bench_loops_avx2[];
+extern const BenchLoop bench_loops_avx512[];
 
 /* bytes (> 0), 64-byte aligned, uninitialized; NULL with e set on failure. */
 static inline void *bench_alloc(size_t bytes, const char *what, Err *e)

@@ -45,8 +45,8 @@ static const AttendAlgo bw_algos[2] = { ATTEND_FLASH, ATTEND_NAIVE };
 static int measure_read(BwRun *b, Err *e)
 {
     BenchRead br = { 0 };
-    BenchResult loops[BENCH_N_LOOPS];
-    const char *names[BENCH_N_LOOPS];
+    BenchResult loops[BENCH_MAX_LOOPS];
+    const char *names[BENCH_MAX_LOOPS];
     if (bench_read_init(&br, b->read_bytes, e) < 0) {
         bench_read_free(&br);
         return -1;

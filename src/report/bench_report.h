@@ -12,6 +12,7 @@
 
 #define BENCH_N_GROUPS 2
 #define BENCH_N_ALGOS 3
+#define BENCH_MAX_NOTES 6 /* figures above the bandwidth a table names one by one */
 extern const size_t bench_groups[BENCH_N_GROUPS];   /* 1, 4 query heads per KV head */
 extern const AttendAlgo bench_algos[BENCH_N_ALGOS]; /* flash first: the main figure */
 
@@ -33,7 +34,13 @@ typedef struct {
     size_t n_contexts;
     BenchResult *attn;       /* see bench_attn_at */
     size_t wrong;            /* results found beyond BENCH_TOLERANCE */
-    size_t over;             /* figures above the bandwidth by more than BENCH_CEILING_SLACK */
+    /* the current table's figures above it, for the notes after the table */
+    struct {
+        char what[96];       /* "flash, cold, context 65536, f16, G = 1" */
+        const char *why;     /* NULL, or why it can pass (bench_over_text) */
+        double ratio;        /* its GB/s over the bandwidth */
+    } notes[BENCH_MAX_NOTES], top; /* top: the table's highest */
+    size_t n_notes;          /* the table's count (the first BENCH_MAX_NOTES kept) */
     int int_dot;             /* q8_0 and q4_0 keys scored by integer dots (--int-dot) */
 } BenchReport;
 
@@ -48,8 +55,17 @@ static inline BenchResult *bench_attn_at(const BenchReport *rep, size_t ci, Form
 /* What every table starts with (table) or the header row (tsv). */
 void bench_report_start(BenchReport *rep);
 /* A figure may pass the measured bandwidth by this share before the tables
- * say "over" instead of a percentage. */
+ * print ">100%" instead of a percentage, and a note naming it and its ratio. */
 #define BENCH_CEILING_SLACK 0.05
+
+/* A figure's share of the bandwidth (ratio: its GB/s over the bandwidth) as
+ * the tables print it, right-aligned in width columns: "97%", or ">100%"
+ * past 1 + BENCH_CEILING_SLACK, where a percentage would mean nothing: the
+ * bandwidth was meant as a ceiling. Returns buf. */
+const char *bench_pct_text(char *buf, size_t cap, int width, double ratio);
+/* The note printed after a table for such a figure, named by what: why it
+ * could pass the bandwidth, or with why NULL, that no read loop reached it. */
+const char *bench_over_text(char *buf, size_t cap, const char *what, double ratio, const char *why);
 
 /* Section 1: the read loops (loops[n_loops], named names[i]; the fastest
  * sets rep->bandwidth and rep->read_how) and the same read through the f32

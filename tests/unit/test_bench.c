@@ -1,7 +1,8 @@
 /* test_bench.c: the measuring library behind `kvscope bench` (kernels/bench.h).
  *
  * No timing is asserted (the machine may be shared); what is checked is that
- * the figures rest on right results: (a) medians and summaries; (b) the read
+ * the figures rest on right results: (a) medians and summaries; (b) every
+ * read loop sums every float once (equal to the reference sum) and the read
  * sums to its known total on every kernel table; (c) every table, format,
  * form, group and cache state gives attention within BENCH_TOLERANCE of the
  * reference, and the counters give the bytes the format implies; (d) a
@@ -48,6 +49,19 @@ static void test_llc(void **state)
     assert_true(llc == 0 ? strcmp(src, "unknown") == 0 : llc >= 4096);
 }
 
+/* A loop that reads the first half twice and skips the second: the
+ * reference must tell it apart. */
+static double skipping_sum(const float *p, size_t n)
+{
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += p[i % (n / 2)];
+    return s;
+}
+
+/* Every read loop sums every float once: on seeded small integers (all
+ * partial sums exact), each equals the reference, whole groups of streams
+ * or not; on the bench's own buffer, the known total. */
 static void test_read_sums(void **state)
 {
     (void)state;
@@ -56,28 +70,47 @@ static void test_read_sums(void **state)
     BenchRead b;
     Err e = { 0 };
     assert_int_equal(bench_read_init(&b, 1 << 20, &e), 0);
+    float *mixed = aligned_alloc(64, b.n * sizeof *mixed); /* the loops' alignment */
+    assert_non_null(mixed);
+    uint64_t x = 12345;
+    for (size_t i = 0; i < b.n; i++) { /* 0..7: every partial sum below 2^24, exact in float */
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        mixed[i] = (float)(x >> 61);
+    }
+    const size_t sizes[3] = { b.n, b.n - 256, 256 }; /* the last two end in a partial group of streams */
+    assert_true(skipping_sum(mixed, b.n) != bench_sum_ref(mixed, b.n));
+    BenchLoop loops[BENCH_MAX_LOOPS];
     for (size_t i = 0; i < n; i++) {
         BenchResult r, d;
         bench_read(ks[i], NULL, &b, &d);
         printf("  %s f32 dot: sum off by %g\n", ks[i]->isa, d.max_rel_diff);
         assert_true(d.max_rel_diff == 0); /* small integers: exact */
-        const BenchLoop *loops = bench_read_loops(ks[i]);
-        for (size_t l = 0; loops && l < BENCH_N_LOOPS; l++) {
+        const size_t n_loops = bench_read_loops(ks[i], loops);
+        assert_true(n_loops >= 4 && n_loops <= BENCH_MAX_LOOPS);
+        for (size_t l = 0; l < n_loops; l++) {
             bench_read(ks[i], &loops[l], &b, &r);
-            printf("  %s: sum off by %g\n", loops[l].name, r.max_rel_diff);
             assert_true(r.max_rel_diff == 0);
             assert_true(r.bytes == (1 << 20) && r.seconds > 0);
+            for (size_t z = 0; z < 3; z++) {
+                const double want = bench_sum_ref(mixed, sizes[z]), got = loops[l].sum(mixed, sizes[z]);
+                if (got != want)
+                    printf("  %s over %zu floats: %.1f, the reference %.1f\n", loops[l].name, sizes[z], got, want);
+                assert_true(got == want);
+            }
         }
-        BenchResult each[BENCH_N_LOOPS];
-        const char *names[BENCH_N_LOOPS];
+        printf("  %s: %zu read loops, each equal to the reference sum\n", ks[i]->isa, n_loops);
+
+        BenchResult each[BENCH_MAX_LOOPS];
+        const char *names[BENCH_MAX_LOOPS];
         size_t n_each = bench_read_each(ks[i], &b, 2, each, names);
-        assert_int_equal(n_each, loops ? BENCH_N_LOOPS : 1);
+        assert_int_equal(n_each, n_loops);
         size_t best = bench_fastest(each, n_each);
         for (size_t l = 0; l < n_each; l++) {
-            assert_non_null(names[l]);
+            assert_string_equal(names[l], loops[l].name);
             assert_true(each[l].max_rel_diff == 0 && each[best].seconds <= each[l].seconds);
         }
     }
+    free(mixed);
     bench_read_free(&b);
 }
 
