@@ -164,6 +164,8 @@ typedef struct {
     float *out; /* [group][head_dim] */
     float *ref; /* [group][head_dim] */
     void *q8;   /* int_dot: scratch for the queries rounded to q8_0 (AttnArgs.q8); NULL: the f32 query */
+    float *ref_f32; /* int_dot: the reference with the f32 query, for materialize, which scores its
+                       decoded f32 view so (attend_naive) */
 } BenchQuery;
 
 /* int_dot: q8_0 and q4_0 keys are scored by integer dots against the query

@@ -132,6 +132,7 @@ void bench_query_free(BenchQuery *bq)
     free(bq->out);
     free(bq->ref);
     free(bq->q8);
+    free(bq->ref_f32);
     memset(bq, 0, sizeof *bq);
 }
 
@@ -159,9 +160,11 @@ int bench_query_init(BenchQuery *bq, const BenchKv *kv, size_t group, int int_do
     bq->q = bench_alloc(group * hd * sizeof(float), "the queries", e);
     bq->out = bench_alloc(group * hd * sizeof(float), "the attention output", e);
     bq->ref = bench_alloc(group * hd * sizeof(float), "the reference output", e);
-    if (int_dot)
+    if (int_dot) {
         bq->q8 = bench_alloc(group * format_row_bytes(FMT_Q8_0, hd), "the rounded queries", e);
-    if (!bq->q || !bq->out || !bq->ref || (int_dot && !bq->q8)) {
+        bq->ref_f32 = bench_alloc(group * hd * sizeof(float), "the f32-query reference", e);
+    }
+    if (!bq->q || !bq->out || !bq->ref || (int_dot && (!bq->q8 || !bq->ref_f32))) {
         bench_query_free(bq);
         return -1;
     }
@@ -170,6 +173,11 @@ int bench_query_init(BenchQuery *bq, const BenchKv *kv, size_t group, int int_do
     const KvBlock blk = bench_kv_block(kv, kv->master);
     AttnArgs a = step_args(bq, s, &blk, bq->ref, hd);
     attend(ref, ATTEND_NAIVE, &a, NULL);
+    if (int_dot) {
+        a.out = bq->ref_f32;
+        a.q8 = NULL;
+        attend(ref, ATTEND_NAIVE, &a, NULL);
+    }
     return 0;
 }
 
@@ -204,7 +212,8 @@ void bench_attend(const Kernels *k, BenchPool *p, BenchQuery *bq, BenchScratch *
             attend(k, algo, &a, &ctr);
         seconds = (clock_seconds() - t0) / (double)steps;
     }
+    const float *ref = algo == ATTEND_MATERIALIZE && bq->ref_f32 ? bq->ref_f32 : bq->ref;
     *r = (BenchResult){ .seconds = seconds, .seconds_min = seconds, .seconds_max = seconds,
                         .bytes = one.kv_bytes_read, .view_bytes = one.view_bytes, .ops_per_rep = steps,
-                        .max_rel_diff = bench_rel_diff(bq->out, bq->ref, bq->group * hd) };
+                        .max_rel_diff = bench_rel_diff(bq->out, ref, bq->group * hd) };
 }

@@ -125,7 +125,8 @@ typedef struct {
     void *q8;             /* optional (NULL = the f32 query): q8_0 and q4_0 keys are scored by integer
                              dots (Kernels.qdot) against the group's queries rounded to q8_0 here,
                              group * format_row_bytes(FMT_Q8_0, head_dim) bytes; head_dim a multiple
-                             of 32, other formats and per-channel keys keep the f32 query */
+                             of 32, other formats, per-channel keys and the materialized form (an
+                             f32 view) keep the f32 query */
 } AttnArgs;
 
 typedef enum {

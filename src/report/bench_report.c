@@ -295,7 +295,7 @@ void bench_report_attention(BenchReport *rep)
     if (rep->int_dot)
         printf("--int-dot: q8_0 and q4_0 keys are scored by integer dots against the query rounded to q8_0, "
                "once for\nthe G heads of a group (checked against the reference with the same rounding); "
-               "V stays f32\n");
+               "V stays f32;\nmaterialize decodes the keys to f32 first and keeps the f32 query\n");
     for (size_t ai = 0; ai < BENCH_N_ALGOS; ai++)
         for (int cold = 1; cold >= 0; cold--)
             attention_block(rep, ai, cold);
