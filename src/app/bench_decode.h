@@ -11,7 +11,7 @@ typedef struct {
     const char *isa;
     const char *model;        /* a real shape, run with shared weights */
     const char *weights;      /* or a checkpoint, with its own weights (NULL: model) */
-    int int_dot;              /* the checkpoint's q8_0/q4_0 matrices by integer dots (Model.int_dot) */
+    int int_dot;              /* integer dots (Model.int_dot): q8_0 cache keys, stored q8_0/q4_0 matrices */
     const size_t *contexts;   /* rows cached before the timed steps */
     size_t n_contexts;
     size_t steps;             /* timed steps per context and cache (their median) */

@@ -25,7 +25,8 @@ for t in q8_0 q4_0; do
     expect_ok "run --weights --int-dot: $t by integer dots, cached equals uncached" '^tokens identical: yes' \
         $KV run --weights "$gdir/tiny-$t.gguf" --compare --int-dot
 done
-expect_fail "bench --int-dot without --weights" 2 'int-dot goes with --weights' $KV bench --decode --int-dot
+expect_ok "bench --decode --int-dot without --weights: the q8_0 cache's keys" \
+    "the q8_0 cache's keys .* by integer dots" $KV bench --decode --int-dot --model tiny --contexts 16 --steps 1 --reps 1
 expect_ok "calc --weights: the checkpoint's shape" '2 layers, 4 query heads, 2 KV heads, head_dim 16' \
     $KV calc --weights "$gdir/tiny-q4_0.gguf"
 expect_ok "eval --weights: names the checkpoint" 'weights: GGUF checkpoint tiny-q8_0.gguf' \
