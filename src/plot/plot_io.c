@@ -139,7 +139,7 @@ FILE *plot_open(const PlotCtx *ctx, const char *name, Err *e)
     snprintf(o->path, sizeof o->path, "%s/%s", ctx->out_dir, name);
     part_name(o->path, o->tmp, sizeof o->tmp);
     if (!(o->f = fopen(o->tmp, "w")))
-        err_set(e, ERR_RUNTIME, "plot: cannot write %s: %s", o->tmp, strerror(errno));
+        err_set(e, ERR_RUNTIME, "plot: cannot write %s: %s", o->path, strerror(errno));
     return o->f;
 }
 
