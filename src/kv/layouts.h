@@ -58,7 +58,8 @@ void kv_encode_rows(void *dst, size_t dst_stride, const float *src, size_t n, si
  * evict single positions (h2o.c, snapkv.c). Per (layer, sequence) slot it
  * holds `cap` rows for every KV head, the position of each, and where the
  * runs of consecutive positions start, which are the blocks attention
- * reads. Every KV head of a slot keeps the same positions. */
+ * reads. Every KV head of a slot keeps the same positions (a store of one
+ * head a slot lets each head keep its own: snapkv's per_head). */
 typedef struct {
     KvStorage st;
     size_t cap, k_row, v_row;
@@ -86,6 +87,10 @@ static inline unsigned char *rows_v(const RowRuns *r, size_t slot, size_t h, siz
  * by the caller); counts the bytes written. */
 void rows_append(RowRuns *r, const KvGeometry *g, size_t slot, size_t p0, size_t n, const float *k, const float *v,
                  Counters *ctr);
+/* For a store of one head a slot (rows_init with n_kv_heads 1, a slot per
+ * layer, sequence and head): head h of n tokens laid out as g says. */
+void rows_append_head(RowRuns *r, const KvGeometry *g, size_t slot, size_t h, size_t p0, size_t n, const float *k,
+                      const float *v, Counters *ctr);
 /* Recompute where the runs start, after rows moved or went. */
 void rows_index(RowRuns *r, size_t slot);
 /* Keep only the rows whose keep[i] is set (i < count), in order; returns

@@ -38,22 +38,43 @@ void rows_index(RowRuns *r, size_t slot)
     r->n_runs[slot] = n;
 }
 
-void rows_append(RowRuns *r, const KvGeometry *g, size_t slot, size_t p0, size_t n, const float *k, const float *v,
-                 Counters *ctr)
+/* Head h_src of n tokens into the slot's head h_dst, after its held rows. */
+static void encode_head(RowRuns *r, const KvGeometry *g, size_t slot, size_t h_dst, size_t h_src, size_t n,
+                        const float *k, const float *v)
 {
     const size_t at = r->count[slot];
-    for (size_t h = 0; h < g->n_kv_heads; h++) {
-        kv_encode_rows(rows_k(r, slot, h, at), r->k_row, k, n, h, g, &r->st.codec[r->st.k_fmt]);
-        if (kv_stores_v(g)) /* an MLA latent cache keeps K rows only */
-            kv_encode_rows(rows_v(r, slot, h, at), r->v_row, v, n, h, g, &r->st.codec[r->st.v_fmt]);
-    }
+    kv_encode_rows(rows_k(r, slot, h_dst, at), r->k_row, k, n, h_src, g, &r->st.codec[r->st.k_fmt]);
+    if (kv_stores_v(g)) /* an MLA latent cache keeps K rows only */
+        kv_encode_rows(rows_v(r, slot, h_dst, at), r->v_row, v, n, h_src, g, &r->st.codec[r->st.v_fmt]);
+}
+
+/* The slot holds n more rows, of positions p0 .. p0 + n - 1. */
+static void held_more(RowRuns *r, size_t slot, size_t p0, size_t n)
+{
     for (size_t t = 0; t < n; t++)
-        r->pos[slot * r->cap + at + t] = p0 + t;
+        r->pos[slot * r->cap + r->count[slot] + t] = p0 + t;
     r->count[slot] += n;
     r->len[slot] += n;
     rows_index(r, slot);
+}
+
+void rows_append(RowRuns *r, const KvGeometry *g, size_t slot, size_t p0, size_t n, const float *k, const float *v,
+                 Counters *ctr)
+{
+    for (size_t h = 0; h < g->n_kv_heads; h++)
+        encode_head(r, g, slot, h, h, n, k, v);
+    held_more(r, slot, p0, n);
     if (ctr)
         ctr->kv_bytes_written += n * g->n_kv_heads * (r->k_row + r->v_row);
+}
+
+void rows_append_head(RowRuns *r, const KvGeometry *g, size_t slot, size_t h, size_t p0, size_t n, const float *k,
+                      const float *v, Counters *ctr)
+{
+    encode_head(r, g, slot, 0, h, n, k, v);
+    held_more(r, slot, p0, n);
+    if (ctr)
+        ctr->kv_bytes_written += n * (r->k_row + r->v_row);
 }
 
 size_t rows_compact(RowRuns *r, size_t slot, const unsigned char *keep)

@@ -11,10 +11,14 @@
  * itself; the rest are evicted. Decode steps then append every token and
  * never evict: the cache grows from `budget` by one row per generated token.
  *
- * One choice per layer, not per head as the paper: all KV heads of a layer
- * keep the same positions, so the layer's rows are runs of positions
- * (blocks) shared by every head, as in h2o.c. Averaging is linear, so the
- * layer's choice is the top of the head-summed pooled votes.
+ * By default one choice per layer: all KV heads of a layer keep the same
+ * positions, so the layer's rows are runs of positions (blocks) shared by
+ * every head, as in h2o.c; averaging is linear, so the layer's choice is the
+ * top of the head-summed pooled votes. With per_head=1 each KV head keeps
+ * the positions its own group of query heads voted for, as the paper does:
+ * a slot per (layer, sequence, KV head), each holding the same number of
+ * rows at its own positions, read as blocks of one row (the cache interface
+ * gives every head of a layer the same count of blocks).
  *
  * A pass of more than one token is a prompt pass (a chunked prefill votes
  * after each chunk, over what the last one kept plus the new rows); a pass
@@ -35,15 +39,24 @@ typedef struct {
     KvCache base;
     RowRuns rows;         /* cap = max_seq_len: the whole prompt is held until its window votes */
     size_t budget, window, pool;
+    int per_head;         /* a choice per KV head (slots per layer, sequence and head) */
     double *vote;         /* [layer][seq][cap] the window's attention on each row, this pass */
     Ranked *rank;         /* [cap] scratch: candidate rows by pooled vote */
     unsigned char *keep;  /* [cap] scratch: 1 for a row that stays */
     size_t evicted;
 } SnapKV;
 
-static size_t slot_of(const SnapKV *c, size_t layer, size_t seq)
+/* The slot of (layer, seq) and, with per_head, of KV head h. */
+static size_t slot_of(const SnapKV *c, size_t layer, size_t seq, size_t h)
 {
-    return layer * c->base.geo.n_seqs + seq;
+    const size_t s = layer * c->base.geo.n_seqs + seq;
+    return c->per_head ? s * c->base.geo.n_kv_heads + h : s;
+}
+
+/* Every slot of (layer, seq): one, or one a KV head. */
+static size_t slots_per(const SnapKV *c)
+{
+    return c->per_head ? c->base.geo.n_kv_heads : 1;
 }
 
 static int snapkv_append(KvCache *base, size_t layer, size_t seq, size_t p0, size_t n, const float *k,
@@ -51,13 +64,18 @@ static int snapkv_append(KvCache *base, size_t layer, size_t seq, size_t p0, siz
 {
     SnapKV *c = (SnapKV *)base;
     const KvGeometry *g = &base->geo;
-    size_t s = slot_of(c, layer, seq);
+    size_t s = slot_of(c, layer, seq, 0);
     if (p0 != c->rows.len[s])
         return err_set(e, ERR_RUNTIME, "snapkv cache: append at position %zu, expected %zu", p0, c->rows.len[s]);
     if (n > g->max_seq_len - p0)
         return err_set(e, ERR_RUNTIME, "cache overflow: %zu rows held + %zu new > max_seq_len %zu", p0, n,
                        g->max_seq_len);
-    rows_append(&c->rows, g, s, p0, n, k, v, ctr); /* count <= len: a cap of max_seq_len has room */
+    if (!c->per_head) {
+        rows_append(&c->rows, g, s, p0, n, k, v, ctr); /* count <= len: a cap of max_seq_len has room */
+        return 0;
+    }
+    for (size_t h = 0; h < g->n_kv_heads; h++)
+        rows_append_head(&c->rows, g, slot_of(c, layer, seq, h), h, p0, n, k, v, ctr);
     return 0;
 }
 
@@ -107,9 +125,9 @@ static void snapkv_observe(KvCache *base, size_t layer, size_t seq, size_t kv_he
                            size_t q_stride, size_t g_stride, size_t G, size_t nq, size_t n)
 {
     SnapKV *c = (SnapKV *)base;
-    size_t s = slot_of(c, layer, seq);
+    size_t s = slot_of(c, layer, seq, kv_head);
     double *vote = c->vote + s * c->rows.cap;
-    if (kv_head == 0)
+    if (kv_head == 0 || c->per_head)
         memset(vote, 0, c->rows.count[s] * sizeof *vote);
     for (size_t i = 0; i < nq; i++) { /* rows were seen in block order = position order */
         size_t seen = n - (nq - 1 - i);
@@ -119,26 +137,36 @@ static void snapkv_observe(KvCache *base, size_t layer, size_t seq, size_t kv_he
                 vote[j] += wq[j];
         }
     }
-    if (kv_head + 1 == base->geo.n_kv_heads) /* choose once the whole layer has voted */
+    if (c->per_head || kv_head + 1 == base->geo.n_kv_heads) /* per layer: once the whole layer has voted */
         select_rows(c, s);
 }
 
 static size_t snapkv_length(const KvCache *base, size_t layer, size_t seq)
 {
     const SnapKV *c = (const SnapKV *)base;
-    return c->rows.len[slot_of(c, layer, seq)];
+    return c->rows.len[slot_of(c, layer, seq, 0)];
 }
 
+/* Per head, every head holds as many rows (the same appends, the same
+ * budget) at its own positions: a block of one row each. */
 static size_t snapkv_n_blocks(const KvCache *base, size_t layer, size_t seq)
 {
     const SnapKV *c = (const SnapKV *)base;
-    return c->rows.n_runs[slot_of(c, layer, seq)];
+    const size_t s = slot_of(c, layer, seq, 0);
+    return c->per_head ? c->rows.count[s] : c->rows.n_runs[s];
 }
 
 static void snapkv_block(const KvCache *base, size_t layer, size_t seq, size_t h, size_t i, KvBlock *out)
 {
     const SnapKV *c = (const SnapKV *)base;
-    rows_block(&c->rows, slot_of(c, layer, seq), h, i, out);
+    const RowRuns *r = &c->rows;
+    if (!c->per_head) {
+        rows_block(r, slot_of(c, layer, seq, 0), h, i, out);
+        return;
+    }
+    const size_t s = slot_of(c, layer, seq, h);
+    *out = (KvBlock){ .pos = r->pos[s * r->cap + i], .n = 1, .k = rows_k(r, s, 0, i), .v = rows_v(r, s, 0, i),
+                      .k_stride = r->k_row, .v_stride = r->v_row, .k_fmt = r->st.k_fmt, .v_fmt = r->st.v_fmt };
 }
 
 static size_t snapkv_bytes_used(const KvCache *base)
@@ -154,14 +182,23 @@ static size_t snapkv_bytes_reserved(const KvCache *base)
 static void snapkv_cells(const KvCache *base, size_t layer, size_t seq, KvCell *out, size_t n)
 {
     const SnapKV *c = (const SnapKV *)base;
-    rows_cells(base, &c->rows, slot_of(c, layer, seq), out, n);
+    const RowRuns *r = &c->rows;
+    rows_cells(base, r, slot_of(c, layer, seq, 0), out, n);
+    const unsigned char held = r->st.k_fmt != FMT_F32 || r->st.v_fmt != FMT_F32 ? CELL_LOSSY : CELL_EXACT;
+    for (size_t h = 1; h < slots_per(c); h++) { /* per head: a position any head holds is held */
+        const size_t s = slot_of(c, layer, seq, h);
+        for (size_t i = 0; i < r->count[s]; i++)
+            if (r->pos[s * r->cap + i] < n)
+                out[r->pos[s * r->cap + i]].state = held;
+    }
 }
 
 static void snapkv_drop(KvCache *base, size_t seq)
 {
     SnapKV *c = (SnapKV *)base;
     for (size_t l = 0; l < base->geo.n_layers; l++)
-        rows_clear(&c->rows, slot_of(c, l, seq));
+        for (size_t h = 0; h < slots_per(c); h++)
+            rows_clear(&c->rows, slot_of(c, l, seq, h));
 }
 
 static void snapkv_reset(KvCache *base)
@@ -174,10 +211,11 @@ static void snapkv_reset(KvCache *base)
 static int snapkv_fork(KvCache *base, size_t src, size_t dst, Counters *ctr, Err *e)
 {
     SnapKV *c = (SnapKV *)base;
-    if (c->rows.len[slot_of(c, 0, dst)])
+    if (c->rows.len[slot_of(c, 0, dst, 0)])
         return err_set(e, ERR_RUNTIME, "fork: sequence %zu is not empty", dst);
     for (size_t l = 0; l < base->geo.n_layers; l++)
-        rows_copy(&c->rows, slot_of(c, l, src), slot_of(c, l, dst), ctr);
+        for (size_t h = 0; h < slots_per(c); h++)
+            rows_copy(&c->rows, slot_of(c, l, src, h), slot_of(c, l, dst, h), ctr);
     return 0;
 }
 
@@ -214,11 +252,16 @@ static const KvCacheOps snapkv_ops = {
 
 KvCache *snapkv_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st, Err *e)
 {
-    size_t budget = 256, window = 32, pool = 7;
+    size_t budget = 256, window = 32, pool = 7, per_head = 0;
     if (spec_take_size(opts, "budget", &budget, e) < 0 || spec_take_size(opts, "window", &window, e) < 0 ||
-        spec_take_size(opts, "pool", &pool, e) < 0 ||
-        spec_check_all_taken(opts, "budget=ROWS, window=W, pool=K", e) < 0)
+        spec_take_size(opts, "pool", &pool, e) < 0 || spec_take_size0(opts, "per_head", &per_head, e) < 0 ||
+        spec_check_all_taken(opts, "budget=ROWS, window=W, pool=K, per_head=0|1", e) < 0)
         return NULL;
+    if (per_head > 1) {
+        err_set(e, ERR_USAGE, "cache 'snapkv': per_head=%zu; it is 0 (a choice per layer) or 1 (per KV head)",
+                per_head);
+        return NULL;
+    }
     if (window > budget) {
         err_set(e, ERR_USAGE, "cache 'snapkv': window=%zu must not exceed budget=%zu", window, budget);
         return NULL;
@@ -238,12 +281,15 @@ KvCache *snapkv_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *s
     c->base.ops = &snapkv_ops;
     c->base.geo = *geo;
     c->base.lossy = 1;
-    c->budget = budget, c->window = window, c->pool = pool;
-    const size_t cap = geo->max_seq_len, slots = geo->n_layers * geo->n_seqs;
-    c->vote = calloc(slots * cap, sizeof *c->vote);
+    c->budget = budget, c->window = window, c->pool = pool, c->per_head = per_head == 1;
+    KvGeometry store = *geo; /* per head: a slot per (layer, sequence, KV head), one head each */
+    if (c->per_head)
+        store.n_seqs *= geo->n_kv_heads, store.n_kv_heads = 1;
+    const size_t cap = geo->max_seq_len;
+    c->vote = calloc(store.n_layers * store.n_seqs * cap, sizeof *c->vote);
     c->rank = calloc(cap, sizeof *c->rank);
     c->keep = calloc(cap, 1);
-    if (rows_init(&c->rows, geo, st, cap) < 0 || !c->vote || !c->rank || !c->keep) {
+    if (rows_init(&c->rows, &store, st, cap) < 0 || !c->vote || !c->rank || !c->keep) {
         snapkv_destroy(&c->base);
         err_set(e, ERR_RUNTIME, "snapkv cache: out of memory");
         return NULL;

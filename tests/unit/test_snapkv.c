@@ -76,6 +76,55 @@ static void test_window_votes(void **state)
     kv_free(c);
 }
 
+/* per_head=1: each KV head keeps what its own queries weighed (head 0
+ * looks at 1 and 2, head 1 at 5 and 6), as the paper chooses; the layer's
+ * cells show every position some head holds, and each head's blocks are
+ * its own rows, one a block. The default sums the heads' votes into one
+ * choice for the layer. */
+static void test_per_head_choices(void **state)
+{
+    (void)state;
+    KvGeometry g = { .n_layers = 1, .n_seqs = 1, .n_kv_heads = 2, .head_dim = 4, .max_seq_len = 64 };
+    Err e = { 0 };
+    float rows[10 * 2 * 4];
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        rows[i] = (float)i; /* token t, head h, value d at (t * 2 + h) * 4 + d */
+    float w0[64] = { 0 }, w1[64] = { 0 }; /* the last query's weights, head 0 and head 1 */
+    w0[1] = 0.5f, w0[2] = 0.4f, w0[6] = 0.05f;
+    w1[5] = 0.5f, w1[6] = 0.4f, w1[1] = 0.05f;
+    KvCache *c = kv_open("snapkv:budget=3,window=1,pool=1,per_head=1", &g, &e);
+    assert_non_null(c);
+    assert_int_equal(kv_append(c, 0, 0, 0, 10, rows, rows, NULL, &e), 0);
+    c->ops->observe(c, 0, 0, 0, w0, 64, 0, 1, 1, 10);
+    c->ops->observe(c, 0, 0, 1, w1, 64, 0, 1, 1, 10);
+    static const size_t want[2][3] = { { 1, 2, 9 }, { 5, 6, 9 } };
+    assert_int_equal(kv_n_blocks(c, 0, 0), 3);
+    for (size_t h = 0; h < 2; h++)
+        for (size_t i = 0; i < 3; i++) {
+            KvBlock b;
+            kv_block(c, 0, 0, h, i, &b);
+            assert_int_equal(b.pos, want[h][i]);
+            assert_int_equal(b.n, 1);
+            const float *k = b.k; /* the f32 row of that token and head */
+            assert_true(k[0] == (float)((want[h][i] * 2 + h) * 4));
+        }
+    static const int either[] = { 1, 2, 5, 6, 9 };
+    assert_true(held_mask(c, 0, 10) == bits(either, 5));
+    kv_free(c);
+
+    c = kv_open("snapkv:budget=3,window=1,pool=1", &g, &e); /* one choice: the summed votes */
+    assert_non_null(c);
+    assert_int_equal(kv_append(c, 0, 0, 0, 10, rows, rows, NULL, &e), 0);
+    c->ops->observe(c, 0, 0, 0, w0, 64, 0, 1, 1, 10);
+    c->ops->observe(c, 0, 0, 1, w1, 64, 0, 1, 1, 10);
+    static const int summed[] = { 1, 5, 9 }; /* 0.55 (1) and 0.5 (5) lead 0.45 (6) and 0.4 (2) */
+    assert_true(held_mask(c, 0, 10) == bits(summed, 3));
+    kv_free(c);
+
+    assert_null(kv_open("snapkv:per_head=2", &g, &e));
+    assert_non_null(strstr(e.msg, "per_head=2"));
+}
+
 /* Pooling keeps a neighbourhood: one position weighed most pulls its
  * neighbours in ahead of two lone positions weighed less. */
 static void test_pool_keeps_neighbours(void **state)
@@ -111,7 +160,7 @@ static void test_bad_specs(void **state)
         { "snapkv:budget=8,window=16", "cache 'snapkv': window=16 must not exceed budget=8" },
         { "snapkv:pool=4", "cache 'snapkv': pool=4 must be odd (1 = no smoothing)" },
         { "snapkv:window=0", "window" },
-        { "snapkv:recent=4", "has no option 'recent' (accepted: budget=ROWS, window=W, pool=K)" },
+        { "snapkv:recent=4", "has no option 'recent' (accepted: budget=ROWS, window=W, pool=K, per_head=0|1)" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         Err e = { 0 };
@@ -273,11 +322,12 @@ static void test_budget_above_prompt_is_exact(void **state)
     Err e = { 0 };
     GenOptions go = { .n_generate = N_GEN };
     assert_int_equal(generate(&m, NULL, prompt, BATCH, PLEN, &go, out_u, log_logits, &lu, &e), 0);
-    static const char *const specs[] = { "snapkv:budget=40,window=8", "snapkv:budget=256,window=32,pool=5" };
+    static const char *const specs[] = { "snapkv:budget=40,window=8", "snapkv:budget=256,window=32,pool=5",
+                                         "snapkv:budget=40,window=8,per_head=1" };
     static const size_t chunks[] = { 0, 16 };
     double worst = 0;
     for (int algo = ATTEND_NAIVE; algo <= ATTEND_FLASH; algo++)
-        for (size_t si = 0; si < 2; si++)
+        for (size_t si = 0; si < 3; si++)
             for (size_t ci = 0; ci < 2; ci++) {
                 m.attend = (AttendAlgo)algo;
                 KvGeometry geo = model_kv_geometry(&m, BATCH);
@@ -306,6 +356,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_window_votes),
         cmocka_unit_test(test_pool_keeps_neighbours),
+        cmocka_unit_test(test_per_head_choices),
         cmocka_unit_test(test_bad_specs),
         cmocka_unit_test(test_prompt_then_decode),
         cmocka_unit_test(test_budget_above_prompt_is_exact),
