@@ -42,7 +42,8 @@ int serve_replay_make(ServeReplay *r, const Model *m, KvCache *cache, const Serv
     snprintf(r->model, sizeof r->model, "%s", m->cfg.name);
     snprintf(r->cache, sizeof r->cache, "%s", cache->spec);
     r->o = *o;
-    r->slots = cache->geo.n_seqs, r->pages_total = st.pages_total, r->n_requests = o->n_requests;
+    r->slots = cache->geo.n_seqs, r->pages_total = st.pages_total, r->page_rows = st.page_rows;
+    r->n_requests = o->n_requests;
     Recorder rec = { .r = r };
     if (serve_run(m, cache, o, record, &rec, &r->result, e) < 0)
         return rec.oom ? err_set(e, ERR_RUNTIME, "out of memory recording the run") : -1;

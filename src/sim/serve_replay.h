@@ -13,7 +13,7 @@
 typedef struct {
     char model[64], cache[128];
     ServeOptions o;
-    size_t slots, pages_total, n_requests;
+    size_t slots, pages_total, page_rows, n_requests;
     ServeResult result;    /* the run: its requests and steps */
     int *owner;            /* [n_steps][pages_total] ServeStep.page_owner of each step */
     unsigned char *state;  /* [n_steps][n_requests] ServeState */

@@ -77,15 +77,15 @@ void panel_serving(Frame *f, Rect b, const View *v)
     snprintf(title, sizeof title, "model %s serving %zu requests: %zu slots, %zu tokens a step, cache %s",
              sr->model, sr->n_requests, sr->slots, o->token_budget, sr->cache);
     frame_rule(f, rect_sub(b, 0, 1, b.w, 1), 0, title, 0);
-    const KvStats *pool = step ? &res->steps[step - 1].pool : NULL;
     snprintf(title, sizeof title, "the pool: %zu pages of %zu rows (a mark: the request holding the page)",
-             sr->pages_total, pool ? pool->page_rows : (size_t)0);
+             sr->pages_total, sr->page_rows);
     frame_rule(f, rect_sub(b, 0, 2, b.w, 1), 0, title, 0);
     const int pool_h = (int)((sr->pages_total + (size_t)b.w - 1) / (size_t)(b.w > 8 ? b.w : 8));
     if (step == 0) {
         frame_text(f, b, 0, 3, ROLE_DIM, "every page free; no request has arrived");
         return;
     }
+    const KvStats *pool = &res->steps[step - 1].pool;
     const int *owner = sr->owner + (step - 1) * sr->pages_total;
     const unsigned char *state = sr->state + (step - 1) * sr->n_requests;
     const size_t *held = sr->held + (step - 1) * sr->n_requests;
