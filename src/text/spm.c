@@ -23,7 +23,7 @@ struct Spm {
     int *slot;            /* hash table of joinable ids, -1 empty; mask + 1 slots */
     size_t mask;
     int byte_id[256];     /* the byte token of each byte value, -1 none */
-    int bos, unk, add_bos, add_space_prefix;
+    int bos, unk, add_space_prefix; /* bos -1: none put first */
     const char *marker;
     size_t marker_len;
 };
@@ -273,6 +273,26 @@ static void try_pair(Work *w, size_t left, size_t right)
         heap_push(w, (Pair){ .score = w->s->score[id], .left = left, .right = right, .size = size });
 }
 
+/* Join the best pair, again and again, until no adjacent pair is a piece. */
+static void join_all(Work *w, size_t syms)
+{
+    for (size_t i = 0; i + 1 < syms; i++)
+        try_pair(w, i, i + 1);
+    while (w->n_heap) {
+        Pair p = heap_pop(w);
+        if (w->len[p.left] == 0 || w->len[p.right] == 0 || w->next[p.left] != p.right ||
+            w->len[p.left] + w->len[p.right] != p.size)
+            continue; /* one of its symbols has joined another since */
+        w->len[p.left] += w->len[p.right];
+        w->len[p.right] = 0;
+        w->next[p.left] = w->next[p.right];
+        if (w->next[p.right] != NONE)
+            w->prev[w->next[p.right]] = p.left;
+        try_pair(w, w->prev[p.left], p.left);
+        try_pair(w, p.left, w->next[p.left]);
+    }
+}
+
 /* Bytes of the UTF-8 character led by c (a stray byte alone), at most left. */
 static size_t char_len(unsigned char c, size_t left)
 {
@@ -367,21 +387,7 @@ int spm_encode(const Spm *s, const unsigned char *text, size_t len, int **ids, s
                 w.next[syms - 1] = syms;
             i += w.len[syms];
         }
-        for (size_t i = 0; i + 1 < syms; i++)
-            try_pair(&w, i, i + 1);
-        while (w.n_heap) {
-            Pair p = heap_pop(&w);
-            if (w.len[p.left] == 0 || w.len[p.right] == 0 || w.next[p.left] != p.right ||
-                w.len[p.left] + w.len[p.right] != p.size)
-                continue; /* one of its symbols has joined another since */
-            w.len[p.left] += w.len[p.right];
-            w.len[p.right] = 0;
-            w.next[p.left] = w.next[p.right];
-            if (w.next[p.right] != NONE)
-                w.prev[w.next[p.right]] = p.left;
-            try_pair(&w, w.prev[p.left], p.left);
-            try_pair(&w, p.left, w.next[p.left]);
-        }
+        join_all(&w, syms);
         if (s->bos >= 0)
             (*ids)[(*n)++] = s->bos;
         rc = emit(&w, syms ? 0 : NONE, *ids, n, e);

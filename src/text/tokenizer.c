@@ -92,10 +92,11 @@ int tokenizer_from_vocab(Tokenizer **out, const char *name, const SpmVocab *v, E
 
 void tokenizer_free(Tokenizer *t)
 {
-    if (t && t->is_bpe)
+    if (!t)
+        return;
+    if (t->is_bpe)
         bpe_free(&t->bpe);
-    if (t)
-        spm_free(t->spm);
+    spm_free(t->spm);
     free(t);
 }
 

@@ -5,9 +5,10 @@
  * tokenizer.h: one interface over a model's tokenizer. "bytes" reads text
  * as its bytes (token = byte value, 256 ids); a learnt byte-level BPE
  * (bpe.h) and a checkpoint's SentencePiece-style vocabulary (spm.h) are
- * the other kinds behind the same calls. Every byte sequence encodes, and
- * the pieces of its ids concatenate back to it (a vocabulary's: with the
- * one space it puts in front, spm.h). */
+ * the other kinds behind the same calls. Every byte sequence encodes (a
+ * vocabulary's: when it has byte or unknown tokens), and the pieces of its
+ * ids concatenate back to it (a vocabulary's: with the one space it puts
+ * in front, spm.h). */
 #ifndef KVSCOPE_TEXT_TOKENIZER_H
 #define KVSCOPE_TEXT_TOKENIZER_H
 
