@@ -6,7 +6,9 @@
  * engine's tokens. RoPE: the row permutation llama.cpp's converter applies
  * makes a halves-order projection run under the engine's pair-order RoPE.
  * Malformed files: each kind of damage gives a one-line error, never a
- * crash (the sanitizer pass runs this file too). */
+ * crash (the sanitizer pass runs this file too). Tokenizers: a hand-made
+ * SentencePiece-style vocabulary encodes to ids worked out by hand, alone,
+ * in a GGUF and in a llama2.c tokenizer.bin; damaged ones are refused. */
 #include "testutil.h"
 
 #include <dirent.h>
