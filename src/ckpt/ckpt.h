@@ -107,6 +107,43 @@ void ckpt_gguf_name(CkptRole r, size_t layer, char *buf, size_t cap);
 
 const char *ckpt_kind_name(CkptKind k);
 
+/* --- the tokenizer a checkpoint carries (ckpt_vocab.c) ------------------ */
+
+/* What a checkpoint says about its tokenizer. GGUF: the tokenizer.ggml.*
+ * keys, read when tokenizer.ggml.model is "llama" (the SentencePiece-style
+ * vocabulary llama-architecture files carry); another model ("gpt2") is
+ * named, not read. llama2.c: tokenizer.bin in the checkpoint's folder
+ * (int32 max_token_length, then per token: f32 score, int32 length, the
+ * bytes), with run.c's ids (unknown 0, BOS 1, EOS 2) and spaces written as
+ * spaces. */
+typedef enum {
+    CKPT_VOCAB_NONE = 0, /* none: the model runs on ids (why says why) */
+    CKPT_VOCAB_SPM,      /* read: the fields below */
+    CKPT_VOCAB_OTHER,    /* a tokenizer model kvscope does not read (model names it) */
+} CkptVocabKind;
+
+typedef struct {
+    CkptVocabKind kind;
+    char model[32];              /* tokenizer.ggml.model as printable text, "" for llama2.c */
+    char why[96];                /* NONE: what is missing */
+    size_t n;                    /* tokens: the shape's vocab */
+    const unsigned char **piece; /* [n] into the checkpoint or tokenizer.bin (valid while both are open) */
+    size_t *len;                 /* [n] */
+    float *score;                /* [n] */
+    int *type;                   /* [n] GGUF's token types (1 normal .. 6 byte), NULL: not given (llama2.c) */
+    int bos, eos, unk;           /* -1: none */
+    int add_bos, add_space_prefix, raw_spaces;
+    MappedFile bin;              /* llama2.c's tokenizer.bin */
+} CkptVocab;
+
+/* The tokenizer of ck, opened from path (llama2.c: its folder holds
+ * tokenizer.bin). Fails (ERR_USAGE, one line naming the key or file) when
+ * what is there is malformed: arrays of another element type or length
+ * than the tokens, an id past the vocabulary, a token type out of range,
+ * a truncated tokenizer.bin. Free with ckpt_vocab_free, before ck closes. */
+int ckpt_vocab(const Checkpoint *ck, const char *path, CkptVocab *v, Err *e);
+void ckpt_vocab_free(CkptVocab *v);
+
 /* --- per format (gguf_llama.c, llama2c.c) ------------------------------- */
 
 /* Fill ck->shape from the GGUF metadata of ck->gguf (architecture llama). */

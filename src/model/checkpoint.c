@@ -33,8 +33,42 @@ int config_from_checkpoint(Config *cfg, const char *path, Err *e)
     cfg->rope_theta = s->rope_theta;
     cfg->norm_eps = s->norm_eps;
     cfg->sliding_window = s->sliding_window;
+    CkptVocab v;
+    int rc = ckpt_vocab(&ck, path, &v, e);
+    if (rc == 0 && v.kind == CKPT_VOCAB_SPM)
+        snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s", CHECKPOINT_TOKENIZER);
+    else if (rc == 0 && v.kind == CKPT_VOCAB_OTHER)
+        snprintf(cfg->tokenizer_note, sizeof cfg->tokenizer_note, "this file's tokenizer model '%s' is not read "
+                 "(kvscope reads 'llama')", v.model);
+    else if (rc == 0)
+        snprintf(cfg->tokenizer_note, sizeof cfg->tokenizer_note, "%s", v.why);
+    ckpt_vocab_free(&v);
     ckpt_close(&ck);
-    return 0;
+    return rc;
+}
+
+int checkpoint_tokenizer(const Config *cfg, Tokenizer **out, Err *e)
+{
+    *out = NULL;
+    if (!cfg->checkpoint[0])
+        return err_set(e, ERR_USAGE, "tokenizer '%s' is the one a --weights file carries", CHECKPOINT_TOKENIZER);
+    Checkpoint ck;
+    CkptVocab v;
+    if (ckpt_open(&ck, cfg->checkpoint, e) < 0)
+        return -1;
+    int rc = ckpt_vocab(&ck, cfg->checkpoint, &v, e);
+    if (rc == 0 && v.kind != CKPT_VOCAB_SPM)
+        rc = err_set(e, ERR_USAGE, "%s: the checkpoint carries no tokenizer kvscope reads", cfg->checkpoint);
+    if (rc == 0) {
+        SpmVocab sv = { .n = v.n, .piece = v.piece, .len = v.len, .score = v.score, .type = v.type, .bos = v.bos,
+                        .eos = v.eos, .unk = v.unk, .add_bos = v.add_bos, .add_space_prefix = v.add_space_prefix,
+                        .raw_spaces = v.raw_spaces };
+        if (tokenizer_from_vocab(out, CHECKPOINT_TOKENIZER, &sv, e) < 0)
+            rc = err_wrap(e, "%s: its tokenizer", cfg->checkpoint);
+    }
+    ckpt_vocab_free(&v);
+    ckpt_close(&ck);
+    return rc;
 }
 
 /* The open checkpoint a model's stored matrices point into. */

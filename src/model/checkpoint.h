@@ -13,13 +13,22 @@
 
 #include "kernels/format.h"
 #include "model/model.h"
+#include "text/tokenizer.h"
 #include "util/err.h"
 
 /* The config of the checkpoint at path (GGUF or llama2.c, found by its
  * magic), with cfg->checkpoint set to path so model_init loads it. Opens
- * and checks the whole file (ckpt_open); does not read tensor data. Fails
- * with the reader's one-line message. */
+ * and checks the whole file (ckpt_open) and its tokenizer (ckpt_vocab);
+ * does not read tensor data. A tokenizer kvscope reads makes
+ * cfg->tokenizer CHECKPOINT_TOKENIZER; otherwise cfg->tokenizer_note says
+ * why the model runs on ids. Fails with the reader's one-line message. */
 int config_from_checkpoint(Config *cfg, const char *path, Err *e);
+
+/* The tokenizer name that means "the one cfg->checkpoint carries". */
+#define CHECKPOINT_TOKENIZER "checkpoint"
+
+/* The tokenizer cfg->checkpoint carries (ERR_USAGE when there is none). */
+int checkpoint_tokenizer(const Config *cfg, Tokenizer **out, Err *e);
 
 /* model_init for cfg->checkpoint: the matrices stored in f16, q8_0 or
  * q4_0 stay as stored, in the mapped file (QuantMat, kept open in m->file

@@ -24,7 +24,9 @@ typedef enum {
 typedef struct {
     char name[64];
     char weights[64]; /* "synthetic", or a file in data/weights/ */
-    char tokenizer[64]; /* how text becomes its tokens ("bytes"); "" = none: ids only */
+    char tokenizer[64]; /* how text becomes its tokens ("bytes"); "" = none: ids only; "checkpoint": the
+                           vocabulary the checkpoint carries (model/checkpoint.h) */
+    char tokenizer_note[128]; /* "" or why a checkpoint runs on ids only (its tokenizer is not read) */
     char checkpoint[1024]; /* "" or a GGUF / llama2.c file (--weights): the shape and weights come from it
                               (model/checkpoint.h) */
 

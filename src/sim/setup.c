@@ -190,6 +190,8 @@ int setup_tokenizer(const Config *cfg, Tokenizer **out, Err *e)
     *out = NULL;
     if (!cfg->tokenizer[0])
         return 0;
+    if (strcmp(cfg->tokenizer, CHECKPOINT_TOKENIZER) == 0)
+        return checkpoint_tokenizer(cfg, out, e);
     if (tokenizer_open(out, cfg->tokenizer, e) < 0)
         return err_wrap(e, "model '%s'", cfg->name);
     if (tokenizer_vocab(*out) > cfg->vocab) {
@@ -202,6 +204,16 @@ int setup_tokenizer(const Config *cfg, Tokenizer **out, Err *e)
     return 0;
 }
 
+/* The error for text given to a model without a tokenizer (what: "--prompt"). */
+static int no_tokenizer(const Config *cfg, const char *what, Err *e)
+{
+    if (cfg->tokenizer_note[0])
+        return err_set(e, ERR_USAGE, "%s: model '%s' runs on token ids: %s; give them with --prompt-ids, e.g. "
+                       "--prompt-ids 1,2,3", what, cfg->name, cfg->tokenizer_note);
+    return err_set(e, ERR_USAGE, "%s: model '%s' has no tokenizer: its tokens are ids (give them with --prompt-ids, "
+                   "e.g. --prompt-ids 1,2,3)", what, cfg->name);
+}
+
 /* --prompt TEXT: the model's tokens for it, the same for every sequence. */
 static int encode_prompt(const char *text, const Config *cfg, size_t batch, int **out, size_t *len, Err *e)
 {
@@ -209,8 +221,7 @@ static int encode_prompt(const char *text, const Config *cfg, size_t batch, int 
     if (setup_tokenizer(cfg, &tok, e) < 0)
         return -1;
     if (!tok)
-        return err_set(e, ERR_USAGE, "--prompt: model '%s' has no tokenizer: its tokens are ids (give them with "
-                       "--prompt-ids, e.g. --prompt-ids 1,2,3)", cfg->name);
+        return no_tokenizer(cfg, "--prompt", e);
     int *ids;
     size_t n;
     int rc = strlen(text) == 0 ? err_set(e, ERR_USAGE, "--prompt: the text is empty")
@@ -314,7 +325,9 @@ int setup_text_ids(const Config *cfg, const char *path, size_t max_bytes, int **
     if (setup_tokenizer(cfg, &tok, e) < 0)
         return -1;
     if (!tok)
-        return err_set(e, ERR_USAGE, "model '%s' has no tokenizer: it cannot read text", cfg->name);
+        return cfg->tokenizer_note[0]
+                   ? err_set(e, ERR_USAGE, "model '%s' cannot read text: %s", cfg->name, cfg->tokenizer_note)
+                   : err_set(e, ERR_USAGE, "model '%s' has no tokenizer: it cannot read text", cfg->name);
     if (tok_name)
         snprintf(tok_name, cap, "%s", tokenizer_name(tok));
     char *text;

@@ -1,5 +1,5 @@
-/* tokenizer.c: the tokenizer interface (tokenizer.h): "bytes", or a BPE
- * read from its merges file (bpe.h). */
+/* tokenizer.c: the tokenizer interface (tokenizer.h): "bytes", a BPE
+ * read from its merges file (bpe.h), or a checkpoint's vocabulary (spm.h). */
 #include "text/tokenizer.h"
 
 #include <stdio.h>
@@ -14,6 +14,7 @@ struct Tokenizer {
     size_t vocab;
     int is_bpe;
     Bpe bpe;                 /* is_bpe */
+    Spm *spm;                /* a checkpoint's vocabulary, or NULL */
     unsigned char byte[256]; /* bytes: piece of id i is byte[i] */
 };
 
@@ -73,10 +74,29 @@ int tokenizer_from_bpe(Tokenizer **out, const char *name, Bpe *b, Err *e)
     return 0;
 }
 
+int tokenizer_from_vocab(Tokenizer **out, const char *name, const SpmVocab *v, Err *e)
+{
+    *out = NULL;
+    Tokenizer *t = calloc(1, sizeof *t);
+    if (!t)
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    if (spm_new(&t->spm, v, e) < 0) {
+        free(t);
+        return -1;
+    }
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->vocab = spm_vocab(t->spm);
+    *out = t;
+    return 0;
+}
+
 void tokenizer_free(Tokenizer *t)
 {
-    if (t && t->is_bpe)
+    if (!t)
+        return;
+    if (t->is_bpe)
         bpe_free(&t->bpe);
+    spm_free(t->spm);
     free(t);
 }
 
@@ -92,6 +112,8 @@ size_t tokenizer_vocab(const Tokenizer *t)
 
 int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, int **ids, size_t *n, Err *e)
 {
+    if (t->spm)
+        return spm_encode(t->spm, (const unsigned char *)text, len, ids, n, e);
     *ids = malloc((len ? len : 1) * sizeof **ids); /* never more tokens than bytes */
     if (!*ids)
         return err_set(e, ERR_RUNTIME, "out of memory for %zu tokens", len);
@@ -111,6 +133,8 @@ const unsigned char *tokenizer_piece(const Tokenizer *t, int id, size_t *len)
         *len = 0;
         return NULL;
     }
+    if (t->spm)
+        return spm_piece(t->spm, id, len);
     if (t->is_bpe) {
         *len = t->bpe.piece_len[id];
         return t->bpe.piece[id];

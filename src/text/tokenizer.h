@@ -1,16 +1,21 @@
 /* text/: turning text into the token ids a model reads and back: the
- * byte-level tokenizers kvscope's models use. Uses util/ only.
+ * byte-level tokenizers kvscope's models use, and the vocabulary a
+ * checkpoint carries. Uses util/ only.
  *
  * tokenizer.h: one interface over a model's tokenizer. "bytes" reads text
  * as its bytes (token = byte value, 256 ids); a learnt byte-level BPE
- * (bpe.h) is the other kind behind the same calls. Every byte sequence encodes, and the
- * pieces of its ids concatenate back to it. */
+ * (bpe.h) and a checkpoint's SentencePiece-style vocabulary (spm.h) are
+ * the other kinds behind the same calls. Every byte sequence encodes (a
+ * vocabulary's: when it has byte or unknown tokens), and the pieces of its
+ * ids concatenate back to it (a vocabulary's: with the one space it puts
+ * in front, spm.h). */
 #ifndef KVSCOPE_TEXT_TOKENIZER_H
 #define KVSCOPE_TEXT_TOKENIZER_H
 
 #include <stddef.h>
 
 #include "text/bpe.h"
+#include "text/spm.h"
 #include "util/err.h"
 
 typedef struct Tokenizer Tokenizer;
@@ -22,6 +27,8 @@ int tokenizer_open(Tokenizer **out, const char *name, Err *e);
 
 /* A tokenizer over a BPE just learnt (taken over: *b is emptied). */
 int tokenizer_from_bpe(Tokenizer **out, const char *name, Bpe *b, Err *e);
+/* A tokenizer over a checkpoint's vocabulary (spm_new's errors). */
+int tokenizer_from_vocab(Tokenizer **out, const char *name, const SpmVocab *v, Err *e);
 void tokenizer_free(Tokenizer *t);
 
 /* Its name, as configs write it ("bytes"). */
@@ -30,11 +37,12 @@ const char *tokenizer_name(const Tokenizer *t);
 size_t tokenizer_vocab(const Tokenizer *t);
 
 /* text[0..len) into *ids (malloc'd, *n of them; the caller frees).
- * ERR_RUNTIME when memory runs out. */
+ * ERR_RUNTIME when memory runs out; ERR_USAGE when a vocabulary has no
+ * token for a byte of the text. */
 int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, int **ids, size_t *n, Err *e);
 
-/* The bytes id stands for (*len of them), or NULL for an id it never
- * produces (then *len is 0). */
+/* The bytes id stands for (*len of them; 0 for a control token such as
+ * BOS), or NULL for an id it never produces (then *len is 0). */
 const unsigned char *tokenizer_piece(const Tokenizer *t, int id, size_t *len);
 
 /* A piece as people read it in a terminal, into buf (cap bytes, always

@@ -32,6 +32,24 @@ expect_ok "calc --weights: the checkpoint's shape" '2 layers, 4 query heads, 2 K
 expect_ok "eval --weights: names the checkpoint" 'weights: GGUF checkpoint tiny-q8_0.gguf' \
     $KV eval --weights "$gdir/tiny-q8_0.gguf" --set tokenizer=bytes --text README.md --tokens 40
 
+# the tokenizer a file carries: spm_gguf.py adds one to an export (which writes none)
+expect_ok "export: tiny with 300 ids, room for a vocabulary" '^wrote ' \
+    $KV export --model tiny --set vocab=300 --gguf "$gdir/v300.gguf"
+if python3 tests/cli/spm_gguf.py "$gdir/v300.gguf" "$gdir/spm.gguf" llama &&
+    python3 tests/cli/spm_gguf.py "$gdir/v300.gguf" "$gdir/gpt2.gguf" gpt2; then ok "spm_gguf.py: tokenizers added"
+else bad "spm_gguf.py: tokenizers added"; fi
+expect_ok "run --weights: the GGUF's llama tokenizer encodes --prompt (BOS and 3 pieces)" 'prompt: 4 tokens' \
+    $KV run --weights "$gdir/spm.gguf" --prompt "In the beginning" --tokens 4
+expect_ok "run --weights: the prompt and the generated text printed" \
+    '^text \(sequence 0, checkpoint tokens\):  In the beginning ‖' \
+    $KV run --weights "$gdir/spm.gguf" --prompt "In the beginning" --tokens 4
+expect_ok "run --weights --set tokenizer=bytes: still overrides the file's" 'prompt: 16 tokens' \
+    $KV run --weights "$gdir/spm.gguf" --prompt "In the beginning" --set tokenizer=bytes --tokens 2
+expect_fail "run --weights: a gpt2 tokenizer is not read, said in one line" 2 \
+    "tokenizer model 'gpt2' is not read .*--prompt-ids" $KV run --weights "$gdir/gpt2.gguf" --prompt "In the beginning"
+expect_ok "run --weights: a gpt2-tokenizer file runs on ids" '^tokens identical: yes' \
+    $KV run --weights "$gdir/gpt2.gguf" --prompt-ids 1,2,3 --compare
+
 head -c 1000 "$gdir/tiny.gguf" >"$gdir/cut.gguf"
 head -c 100 README.md >"$gdir/text.gguf"
 printf 'GGUF\004\000\000\000' >"$gdir/v4.gguf"

@@ -6,7 +6,9 @@
  * engine's tokens. RoPE: the row permutation llama.cpp's converter applies
  * makes a halves-order projection run under the engine's pair-order RoPE.
  * Malformed files: each kind of damage gives a one-line error, never a
- * crash (the sanitizer pass runs this file too). */
+ * crash (the sanitizer pass runs this file too). Tokenizers: a hand-made
+ * SentencePiece-style vocabulary encodes to ids worked out by hand, alone,
+ * in a GGUF and in a llama2.c tokenizer.bin; damaged ones are refused. */
 #include "testutil.h"
 
 #include <dirent.h>
@@ -20,6 +22,7 @@
 #include "model/checkpoint.h"
 #include "model/forward.h"
 #include "model/generate.h"
+#include "text/tokenizer.h"
 
 /* the fuzzer's seeds and every crasher it found (make fuzz) */
 #define FUZZ_DIR "tests/fuzz/corpus/gguf"
@@ -903,6 +906,370 @@ static void test_fuzz_regressions(void **state)
     assert_true(n > 0);
 }
 
+/* --- the tokenizer a checkpoint carries ------------------------------------ */
+
+/* A hand-made SentencePiece-style vocabulary: <unk> <s> </s>, the 256 byte
+ * tokens (ids 3 + byte), then pieces whose joins the expectations below
+ * work out by hand. */
+#define HV_N 271
+#define HV_M "\xe2\x96\x81" /* U+2581, the space marker */
+
+typedef struct {
+    char text[HV_N][16];
+    const unsigned char *piece[HV_N];
+    size_t len[HV_N];
+    float score[HV_N];
+    int type[HV_N];
+} HandVocab;
+
+/* raw_spaces: pieces written with ' ' for the marker, as llama2.c does. */
+static void hand_vocab(HandVocab *h, int raw_spaces)
+{
+    static const struct { const char *piece; float score; } words[] = {
+        { HV_M, -10 },      { "a", -10 },      { "b", -10 },   { "c", -10 },  { "ab", -3 },  { "bc", -2 },
+        { HV_M "a", -4 },   { "abc", -1 },     { HV_M "ab", -5 }, { "\xc3\xa9", -10 }, { "cc", -6 },
+        { HV_M "c", -7 },
+    };
+    memset(h, 0, sizeof *h);
+    snprintf(h->text[0], 16, "<unk>");
+    snprintf(h->text[1], 16, "<s>");
+    snprintf(h->text[2], 16, "</s>");
+    h->type[0] = SPM_UNKNOWN;
+    h->type[1] = h->type[2] = SPM_CONTROL;
+    for (int b = 0; b < 256; b++) {
+        snprintf(h->text[3 + b], 16, "<0x%02X>", b);
+        h->type[3 + b] = SPM_BYTE;
+    }
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        const char *w = words[i].piece;
+        char *o = h->text[259 + i];
+        if (raw_spaces && strncmp(w, HV_M, 3) == 0) /* the marker only ever leads here */
+            snprintf(o, 16, " %s", w + 3);
+        else
+            snprintf(o, 16, "%s", w);
+        h->score[259 + i] = words[i].score;
+        h->type[259 + i] = SPM_NORMAL;
+    }
+    for (size_t i = 0; i < HV_N; i++) {
+        h->piece[i] = (const unsigned char *)h->text[i];
+        h->len[i] = strlen(h->text[i]);
+    }
+}
+
+static SpmVocab spm_of(const HandVocab *h)
+{
+    return (SpmVocab){ .n = HV_N, .piece = h->piece, .len = h->len, .score = h->score, .type = h->type,
+                       .bos = 1, .eos = 2, .unk = 0, .add_bos = 1, .add_space_prefix = 1 };
+}
+
+/* The ids the vocabulary gives, worked out by hand. */
+static const struct {
+    const char *text;
+    size_t n;
+    int ids[5];
+} hand_cases[] = {
+    /* ▁ a b c: bc (-2) beats ab (-3) and ▁a (-4); then a+bc = abc (-1); ▁abc is no piece */
+    { "abc", 3, { 1, 259, 266 } },
+    /* ▁ a b ▁ c: ab (-3), then ▁ab (-5), then ▁c (-7) */
+    { "ab c", 3, { 1, 267, 270 } },
+    /* ▁ c c c: the two cc (-6) tie: the leftmost joins; ▁c (-7) and ccc then cannot */
+    { "ccc", 4, { 1, 259, 269, 262 } },
+    /* é is a piece; z is none: its byte token 3 + 0x7a */
+    { "a\xc3\xa9z", 4, { 1, 265, 268, 125 } },
+    /* ü (c3 bc) is no piece: two byte tokens */
+    { "\xc3\xbc", 4, { 1, 259, 3 + 0xc3, 3 + 0xbc } },
+    { "", 1, { 1 } },
+};
+
+/* Every hand case encodes to its ids, and their pieces decode to the text
+ * with the prefix space in front. */
+static void check_hand_encodes(const Tokenizer *t)
+{
+    for (size_t c = 0; c < sizeof hand_cases / sizeof hand_cases[0]; c++) {
+        const char *text = hand_cases[c].text;
+        int *ids;
+        size_t n;
+        Err e = { 0 };
+        assert_int_equal(tokenizer_encode(t, text, strlen(text), &ids, &n, &e), 0);
+        if (n != hand_cases[c].n || memcmp(ids, hand_cases[c].ids, n * sizeof *ids) != 0)
+            fail_msg("'%s': %zu ids (first %d, last %d), want %zu", text, n, n ? ids[0] : -1,
+                     n ? ids[n - 1] : -1, hand_cases[c].n);
+        char back[64] = "";
+        size_t at = 0;
+        for (size_t i = 0; i < n; i++) {
+            size_t len;
+            const unsigned char *p = tokenizer_piece(t, ids[i], &len);
+            assert_non_null(p);
+            assert_true(at + len < sizeof back);
+            memcpy(back + at, p, len);
+            at += len;
+        }
+        back[at] = '\0';
+        char want[64];
+        snprintf(want, sizeof want, "%s%s", *text ? " " : "", text);
+        assert_string_equal(back, want);
+        free(ids);
+    }
+}
+
+static void test_spm_hand_vocabulary(void **state)
+{
+    (void)state;
+    HandVocab h;
+    hand_vocab(&h, 0);
+    SpmVocab v = spm_of(&h);
+    Tokenizer *t;
+    Err e = { 0 };
+    assert_int_equal(tokenizer_from_vocab(&t, "hand", &v, &e), 0);
+    assert_int_equal(tokenizer_vocab(t), HV_N);
+    check_hand_encodes(t);
+    tokenizer_free(t);
+
+    /* no byte tokens: a symbol that is no piece becomes the unknown token */
+    for (int b = 0; b < 256; b++)
+        h.type[3 + b] = SPM_UNUSED;
+    assert_int_equal(tokenizer_from_vocab(&t, "hand", &v, &e), 0);
+    int *ids;
+    size_t n;
+    assert_int_equal(tokenizer_encode(t, "az", 2, &ids, &n, &e), 0);
+    assert_int_equal(n, 3);
+    assert_int_equal(ids[1], 265);
+    assert_int_equal(ids[2], 0);
+    free(ids);
+    tokenizer_free(t);
+    v.unk = -1; /* and none of those either: an error, not a guess */
+    h.type[0] = SPM_NORMAL;
+    assert_int_equal(tokenizer_from_vocab(&t, "hand", &v, &e), 0);
+    assert_int_equal(tokenizer_encode(t, "az", 2, &ids, &n, &e), -1);
+    assert_non_null(strstr(e.msg, "byte 0x7a has no token"));
+    tokenizer_free(t);
+
+    /* not a vocabulary: each refused with one line */
+    hand_vocab(&h, 0);
+    v = spm_of(&h);
+    h.type[5] = 9;
+    assert_int_equal(tokenizer_from_vocab(&t, "hand", &v, &e), -1);
+    assert_non_null(strstr(e.msg, "token 5 has type 9"));
+    h.type[5] = SPM_BYTE;
+    h.text[5][1] = 'y'; /* "<yx02>" */
+    assert_int_equal(tokenizer_from_vocab(&t, "hand", &v, &e), -1);
+    assert_non_null(strstr(e.msg, "not written <0xXX>"));
+    hand_vocab(&h, 0);
+    v.bos = HV_N;
+    assert_int_equal(tokenizer_from_vocab(&t, "hand", &v, &e), -1);
+    assert_non_null(strstr(e.msg, "BOS token id 271 is outside"));
+    assert_null(t);
+}
+
+/* --- in a GGUF ---- */
+
+typedef struct {
+    unsigned char *p;
+    size_t n, cap;
+} Buf;
+
+static void buf_put(Buf *b, const void *d, size_t n)
+{
+    if (b->n + n > b->cap) {
+        b->cap = 2 * (b->n + n);
+        b->p = realloc(b->p, b->cap);
+        assert_non_null(b->p);
+    }
+    memcpy(b->p + b->n, d, n);
+    b->n += n;
+}
+
+static void buf_str(Buf *b, const char *s, size_t len)
+{
+    uint64_t l = len;
+    buf_put(b, &l, 8);
+    buf_put(b, s, len);
+}
+
+static void buf_key(Buf *b, const char *key, uint32_t type)
+{
+    buf_str(b, key, strlen(key));
+    buf_put(b, &type, 4);
+}
+
+static void buf_array(Buf *b, const char *key, uint32_t elem, uint64_t n)
+{
+    buf_key(b, key, GGUF_ARRAY);
+    buf_put(b, &elem, 4);
+    buf_put(b, &n, 8);
+}
+
+enum { DMG_NONE, DMG_SCORES_I32, DMG_TYPES_SHORT, DMG_TYPE_9, DMG_BOS_PAST, DMG_NO_TOKENS };
+
+/* The GGUF at in with the hand vocabulary added (tokenizer model `model`,
+ * damaged as asked) into out: the metadata goes after the header, padded
+ * to the alignment (32) so every offset after it still holds. */
+static void gguf_with_vocab(const char *in, const char *out, const char *model, int damage)
+{
+    HandVocab h;
+    hand_vocab(&h, 0);
+    if (damage == DMG_TYPE_9)
+        h.type[7] = 9;
+    Buf b = { 0 };
+    uint64_t n_kv = 5; /* model, scores, types, BOS, pad */
+    buf_key(&b, "tokenizer.ggml.model", GGUF_STRING);
+    buf_str(&b, model, strlen(model));
+    if (damage != DMG_NO_TOKENS) {
+        buf_array(&b, "tokenizer.ggml.tokens", GGUF_STRING, HV_N);
+        for (size_t i = 0; i < HV_N; i++)
+            buf_str(&b, h.text[i], h.len[i]);
+        n_kv++;
+    }
+    buf_array(&b, "tokenizer.ggml.scores", damage == DMG_SCORES_I32 ? GGUF_I32 : GGUF_F32, HV_N);
+    buf_put(&b, h.score, sizeof h.score);
+    uint64_t n_types = damage == DMG_TYPES_SHORT ? HV_N - 1 : HV_N;
+    buf_array(&b, "tokenizer.ggml.token_type", GGUF_I32, n_types);
+    buf_put(&b, h.type, n_types * sizeof(int));
+    uint32_t bos = damage == DMG_BOS_PAST ? HV_N : 1;
+    buf_key(&b, "tokenizer.ggml.bos_token_id", GGUF_U32);
+    buf_put(&b, &bos, 4);
+    size_t pad_base = b.n + 8 + 8 + 4 + 8; /* the pad key "test.pad", its type, its string's length */
+    char pad[32];
+    memset(pad, 'x', sizeof pad);
+    buf_key(&b, "test.pad", GGUF_STRING);
+    buf_str(&b, pad, (32 - pad_base % 32) % 32);
+    assert_int_equal(b.n % 32, 0);
+    size_t size;
+    unsigned char *file = read_all(in, &size);
+    uint64_t kv;
+    memcpy(&kv, file + 16, 8);
+    kv += n_kv;
+    memcpy(file + 16, &kv, 8);
+    FILE *f = fopen(out, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(file, 1, 24, f), 24);
+    assert_int_equal(fwrite(b.p, 1, b.n, f), b.n);
+    assert_int_equal(fwrite(file + 24, 1, size - 24, f), size - 24);
+    fclose(f);
+    free(file);
+    free(b.p);
+}
+
+/* A model of the hand vocabulary's size. */
+static void hand_model(Model *m, size_t seq)
+{
+    Config c = test_config(2, 4, 2);
+    c.vocab = HV_N;
+    c.max_seq_len = seq;
+    test_model(m, &c);
+}
+
+/* path's tokenizer as config_from_checkpoint finds it: read (it encodes the
+ * hand cases), ids only (note says why), or refused (err says why). */
+static void expect_vocab(const char *path, const char *note, const char *err)
+{
+    Config c;
+    Err e = { 0 };
+    int rc = config_from_checkpoint(&c, path, &e);
+    if (err) {
+        assert_int_equal(rc, -1);
+        assert_null(strchr(e.msg, '\n'));
+        size_t dir = (size_t)(strrchr(path, '/') - path); /* the file's path, or tokenizer.bin's beside it */
+        if (!strstr(e.msg, err) || strncmp(e.msg, path, dir) != 0)
+            fail_msg("error '%s' does not say '%s' after the path", e.msg, err);
+        return;
+    }
+    if (rc < 0)
+        fail_msg("%s", e.msg);
+    if (note) {
+        assert_string_equal(c.tokenizer, "");
+        if (!strstr(c.tokenizer_note, note))
+            fail_msg("note '%s' does not say '%s'", c.tokenizer_note, note);
+        return;
+    }
+    assert_string_equal(c.tokenizer, CHECKPOINT_TOKENIZER);
+    Tokenizer *t;
+    if (checkpoint_tokenizer(&c, &t, &e) < 0)
+        fail_msg("%s", e.msg);
+    check_hand_encodes(t);
+    tokenizer_free(t);
+}
+
+static void test_gguf_tokenizer(void **state)
+{
+    (void)state;
+    Model m;
+    hand_model(&m, 64);
+    char base[512], path[512];
+    export_to(&m, FMT_F32, base, sizeof base);
+    model_free(&m);
+    temp_path(path, sizeof path, ".gguf");
+    expect_vocab(base, "names no tokenizer", NULL);
+    gguf_with_vocab(base, path, "llama", DMG_NONE);
+    expect_vocab(path, NULL, NULL);
+    gguf_with_vocab(base, path, "gpt2", DMG_NONE);
+    expect_vocab(path, "tokenizer model 'gpt2' is not read", NULL);
+    static const struct { int damage; const char *want; } bad[] = {
+        { DMG_SCORES_I32, "'tokenizer.ggml.scores' is an array of 271 i32; the tokenizer needs 271 f32" },
+        { DMG_TYPES_SHORT, "'tokenizer.ggml.token_type' is an array of 270 i32" },
+        { DMG_TYPE_9, "token 7 has type 9" },
+        { DMG_BOS_PAST, "'tokenizer.ggml.bos_token_id' is 271, outside the 271 tokens" },
+        { DMG_NO_TOKENS, "'tokenizer.ggml.tokens' is missing" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        gguf_with_vocab(base, path, "llama", bad[i].damage);
+        expect_vocab(path, NULL, bad[i].want);
+    }
+    unlink(base);
+    unlink(path);
+}
+
+/* llama2.c's tokenizer.bin of the hand vocabulary (spaces as spaces):
+ * max_token_length max_len, then `extra` bytes added or (negative) cut. */
+static void write_tokenizer_bin(const char *path, int32_t max_len, long extra)
+{
+    HandVocab h;
+    hand_vocab(&h, 1);
+    Buf b = { 0 };
+    buf_put(&b, &max_len, 4);
+    for (size_t i = 0; i < HV_N; i++) {
+        int32_t len = (int32_t)h.len[i];
+        buf_put(&b, &h.score[i], 4);
+        buf_put(&b, &len, 4);
+        buf_put(&b, h.text[i], h.len[i]);
+    }
+    if (extra > 0)
+        buf_put(&b, "zzzz", (size_t)extra);
+    write_all(path, b.p, extra < 0 ? b.n - (size_t)-extra : b.n);
+    free(b.p);
+}
+
+static void test_llama2c_tokenizer_bin(void **state)
+{
+    (void)state;
+    char dir[512], ckpt[600], bin[600];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/kvscope-test-XXXXXX", tmp && *tmp ? tmp : P_tmpdir);
+    assert_non_null(mkdtemp(dir));
+    snprintf(ckpt, sizeof ckpt, "%s/model.bin", dir);
+    snprintf(bin, sizeof bin, "%s/tokenizer.bin", dir);
+    Model m;
+    hand_model(&m, 64);
+    write_llama2c(&m, ckpt, 0);
+    model_free(&m);
+    expect_vocab(ckpt, "no tokenizer.bin beside", NULL);
+    write_tokenizer_bin(bin, 8, 0);
+    expect_vocab(ckpt, NULL, NULL);
+    write_tokenizer_bin(bin, 8, -1);
+    expect_vocab(ckpt, NULL, "tokenizer.bin: token 270 is 2 bytes long: past the end of the file");
+    write_tokenizer_bin(bin, 8, -5);
+    expect_vocab(ckpt, NULL, "tokenizer.bin: truncated at token 270 of the 271");
+    write_tokenizer_bin(bin, 8, 3);
+    expect_vocab(ckpt, NULL, "tokenizer.bin: 3 bytes after the 271 tokens");
+    write_tokenizer_bin(bin, 4, 0);
+    expect_vocab(ckpt, NULL, "tokenizer.bin: token 0 is 5 bytes long: past max_token_length");
+    write_tokenizer_bin(bin, -1, 0);
+    expect_vocab(ckpt, NULL, "max_token_length -1 is not a length");
+    unlink(bin);
+    unlink(ckpt);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -929,6 +1296,9 @@ int main(void)
         cmocka_unit_test(test_every_value_type),
         cmocka_unit_test(test_writer_metadata_and_alignment),
         cmocka_unit_test(test_fuzz_regressions),
+        cmocka_unit_test(test_spm_hand_vocabulary),
+        cmocka_unit_test(test_gguf_tokenizer),
+        cmocka_unit_test(test_llama2c_tokenizer_bin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
