@@ -2,6 +2,7 @@
 #include "report/eval_report.h"
 
 #include <jansson.h>
+#include <string.h>
 
 #include "util/human.h"
 
@@ -13,15 +14,18 @@ static void print_table(FILE *f, const EvalRun *run, const char *const *specs, c
     fprintf(f, "prefill %zu tokens, then one token per step; %zu predictions scored per cache; %.1f tokens/s "
             "over all caches\n",
             run->prefill, r[0].scored, run->seconds > 0 ? (double)(r[0].scored * n) / run->seconds : 0.0);
-    fprintf(f, "%-36s %9s %10s %12s %7s %10s %11s\n", "cache", "bits/byte", "perplexity", "KL nats/tok", "top-1",
+    int w = 36; /* the cache column: as wide as its longest spec */
+    for (size_t i = 0; i < n; i++)
+        w = strlen(specs[i]) > (size_t)w ? (int)strlen(specs[i]) : w;
+    fprintf(f, "%-*s %9s %10s %12s %7s %10s %11s\n", w, "cache", "bits/byte", "perplexity", "KL nats/tok", "top-1",
             "logit err", "cache used");
     for (size_t i = 0; i < n; i++) {
         char b[32];
         if (i == 0)
-            fprintf(f, "%-36s %9.4f %10.3f %12s %7s %10s %11s\n", specs[i], r[i].bits_per_byte, r[i].perplexity,
+            fprintf(f, "%-*s %9.4f %10.3f %12s %7s %10s %11s\n", w, specs[i], r[i].bits_per_byte, r[i].perplexity,
                     "(reference)", "-", "-", human_bytes(b, sizeof b, (double)used[i]));
         else
-            fprintf(f, "%-36s %9.4f %10.3f %12.4g %6.1f%% %10.3g %11s\n", specs[i], r[i].bits_per_byte,
+            fprintf(f, "%-*s %9.4f %10.3f %12.4g %6.1f%% %10.3g %11s\n", w, specs[i], r[i].bits_per_byte,
                     r[i].perplexity, r[i].kl, 100 * r[i].top1_agree, r[i].max_logit_err,
                     human_bytes(b, sizeof b, (double)used[i]));
     }
