@@ -107,6 +107,7 @@ void attend_flash(const Kernels *k, const AttnArgs *a, Counters *ctr)
         const size_t qpos = a->pos0 + t;
         const float *q = a->q + t * a->q_stride; /* [G][hd] */
         float *acc = a->out + t * a->out_stride; /* [G][hd], accumulates in place */
+        attend_round_query(k, a, q);
         memset(acc, 0, G * hd * sizeof(float));
         for (size_t g = 0; g < G; g++)
             m[g] = -INFINITY, l[g] = 0.0f;

@@ -26,6 +26,8 @@ static void naive(const Kernels *k, const AttnArgs *a, const KvBlock *blocks, Co
         float *out = a->out + t * a->out_stride; /* [G][hd] */
         const size_t n = attend_visible_count(&view, qpos);
         float *s = a->scores; /* [G][n] */
+        if (count_kv) /* the stored rows; a materialized view is f32 and keeps the f32 query */
+            attend_round_query(k, a, q);
 
         size_t j = 0, lo, hi;
         for (size_t b = 0; b < a->n_blocks; b++) {

@@ -43,6 +43,18 @@ static inline const void *attend_row(const void *base, size_t stride, size_t r)
     return (const char *)base + r * stride;
 }
 
+/* With a->q8 (integer key scores): the group's queries q [G][hd] rounded
+ * to q8_0 into a->q8, as llama.cpp rounds an activation; once per query
+ * token, before attend_score_rows reads its runs of rows. */
+static inline void attend_round_query(const Kernels *k, const AttnArgs *a, const float *q)
+{
+    const size_t hd = a->head_dim, xrow = format_row_bytes(FMT_Q8_0, hd);
+    if (!a->q8 || hd % 32)
+        return;
+    for (size_t g = 0; g < a->group; g++)
+        k->codec[FMT_Q8_0].quantize((unsigned char *)a->q8 + g * xrow, q + g * hd, hd);
+}
+
 /* Raw scores of n_rows consecutive key rows at positions kpos0.. for the
  * group's G queries q [G][hd] at position qpos: s[g * ld + r] = q_g . key_r,
  * plus the attention structure's bias, ready for the 1/sqrt(hd) scaling.
@@ -68,13 +80,7 @@ static inline void attend_score_rows(const Kernels *k, const AttnArgs *a, const 
         q = a->chan_q;
     }
     if (a->q8 && !k_chan && (k_fmt == FMT_Q8_0 || k_fmt == FMT_Q4_0) && hd % 32 == 0) {
-        /* the queries rounded as llama.cpp rounds an activation; again for
-         * each run of rows, the same codes each time (a few hundred values
-         * against the run's rows x head_dim) */
-        const size_t xrow = format_row_bytes(FMT_Q8_0, hd);
-        for (size_t g = 0; g < G; g++)
-            k->codec[FMT_Q8_0].quantize((unsigned char *)a->q8 + g * xrow, q + g * hd, hd);
-        k->qdot(s, ld, k_fmt, rows, stride, n_rows, a->q8, G, hd);
+        k->qdot(s, ld, k_fmt, rows, stride, n_rows, a->q8, G, hd); /* a->q8: attend_round_query's */
     } else {
         k->codec[k_fmt].dot_rows(s, ld, q, G, rows, stride, n_rows, hd);
     }
