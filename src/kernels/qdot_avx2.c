@@ -37,16 +37,22 @@ static inline __m256i q4_nibbles(const unsigned char *qs)
 
 /* 8 lanes of exact partial sums of nibble . x over one block: the nibbles
  * are unsigned already, so maddubs takes them as they are. */
-static inline __m256 nibble_dot(__m256i u, __m256i x)
+/* u . x over a block as 8 lanes of exact partial sums, floats: maddubs
+ * (unsigned u times signed x, in pairs), then the pairs summed. */
+static inline __m256 pair_sums(__m256i u, __m256i x)
 {
     return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1)));
+}
+
+static inline __m256 nibble_dot(__m256i u, __m256i x)
+{
+    return pair_sums(u, x);
 }
 
 /* 8 lanes of exact partial sums of w . x over one block, as floats. */
 static inline __m256 block_dot(__m256i w, __m256i x)
 {
-    const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
-    return _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+    return pair_sums(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
 }
 
 static inline __m256i q8_codes(const unsigned char *block)
@@ -137,15 +143,10 @@ static void qdot_group(float *y, size_t ld, Format fmt, const unsigned char *row
                 const float dw = half_at(wblk);
                 const __m256i codes = q4 ? q4_nibbles(wblk + 2) : q8_codes(wblk);
                 const __m256i mag = q4 ? codes : _mm256_sign_epi8(codes, codes); /* maddubs' unsigned side */
-                for (size_t j = 0; j < 4; j++) {
-                    if (j >= gn)
-                        break;
+                for (size_t j = 0; j < gn; j++) {
                     const size_t g = g0 + j;
-                    __m256i x = _mm256_loadu_si256((const __m256i *)(xs + g * xrow + b * xb + 2));
-                    if (!q4)
-                        x = _mm256_sign_epi8(x, codes);
-                    const __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(mag, x),
-                                                                          _mm256_set1_epi16(1)));
+                    const __m256i x = _mm256_loadu_si256((const __m256i *)(xs + g * xrow + b * xb + 2));
+                    const __m256 p = pair_sums(mag, q4 ? x : _mm256_sign_epi8(x, codes));
                     acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[g * nb + b]), p, acc[j]);
                     if (q4)
                         corr[j] += dw * xcorr[g * nb + b];
