@@ -101,6 +101,8 @@ size_t rows_bytes_used(const RowRuns *r);
 size_t rows_bytes_reserved(const RowRuns *r);
 /* Cells of a slot: appended positions evicted unless held. */
 void rows_cells(const KvCache *base, const RowRuns *r, size_t slot, KvCell *out, size_t n);
+/* Mark the positions the slot holds (exact, or lossy in a quantized store). */
+void rows_mark_held(const RowRuns *r, size_t slot, KvCell *out, size_t n);
 /* Copy slot a's rows into the empty slot b (counted in bytes_copied). */
 void rows_copy(RowRuns *r, size_t a, size_t b, Counters *ctr);
 static inline void rows_clear(RowRuns *r, size_t slot)

@@ -126,10 +126,15 @@ size_t rows_bytes_reserved(const RowRuns *r)
 void rows_cells(const KvCache *base, const RowRuns *r, size_t slot, KvCell *out, size_t n)
 {
     const size_t len = r->len[slot];
-    const int lossy = r->st.k_fmt != FMT_F32 || r->st.v_fmt != FMT_F32;
     kv_cells_prefix(base, len, out, n);
     for (size_t i = 0; i < len && i < n; i++)
         out[i].state = CELL_EVICTED;
+    rows_mark_held(r, slot, out, n);
+}
+
+void rows_mark_held(const RowRuns *r, size_t slot, KvCell *out, size_t n)
+{
+    const int lossy = r->st.k_fmt != FMT_F32 || r->st.v_fmt != FMT_F32;
     for (size_t i = 0; i < r->count[slot]; i++) {
         const size_t p = r->pos[slot * r->cap + i];
         if (p < n)

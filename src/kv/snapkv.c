@@ -184,13 +184,8 @@ static void snapkv_cells(const KvCache *base, size_t layer, size_t seq, KvCell *
     const SnapKV *c = (const SnapKV *)base;
     const RowRuns *r = &c->rows;
     rows_cells(base, r, slot_of(c, layer, seq, 0), out, n);
-    const unsigned char held = r->st.k_fmt != FMT_F32 || r->st.v_fmt != FMT_F32 ? CELL_LOSSY : CELL_EXACT;
-    for (size_t h = 1; h < slots_per(c); h++) { /* per head: a position any head holds is held */
-        const size_t s = slot_of(c, layer, seq, h);
-        for (size_t i = 0; i < r->count[s]; i++)
-            if (r->pos[s * r->cap + i] < n)
-                out[r->pos[s * r->cap + i]].state = held;
-    }
+    for (size_t h = 1; h < slots_per(c); h++) /* per head: a position any head holds is held */
+        rows_mark_held(r, slot_of(c, layer, seq, h), out, n);
 }
 
 static void snapkv_drop(KvCache *base, size_t seq)
