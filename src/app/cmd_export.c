@@ -26,8 +26,12 @@ static void help(void)
            "no half file. Norms stay f32; every matrix is written in --type, quantized by\n"
            "kvscope's own codecs (the q8_0/q4_0 bytes are the ones its caches store); a\n"
            "matrix whose rows are not whole 32-value blocks stays f32 (the summary counts\n"
-           "them). Shared layers are written out once per layer. The models carry no\n"
-           "tokenizer yet, so the file has none: `kvscope run --weights OUT` runs it.\n\n"
+           "them). Shared layers are written out once per layer.\n\n"
+           "A model with a byte-level tokenizer (bytes, or a BPE such as kjv-bpe) carries\n"
+           "it as llama.cpp's 'gpt2' vocabulary (pre-tokenizer 'gpt-2', no BOS): tokens in\n"
+           "GPT-2's byte alphabet, its merges in rank order. kvscope's pieces split text\n"
+           "as gpt-2's do for ASCII; a non-ASCII mark can split otherwise. A model on ids\n"
+           "only, or a checkpoint's SentencePiece vocabulary, is written with none.\n\n"
            "options:\n"
            "  --gguf OUT          the file to write\n"
            "  --type TYPE         matrices in f32 (default), f16, q8_0 or q4_0\n"
@@ -88,18 +92,34 @@ int cmd_export(int argc, char **argv)
     ExportInfo info;
     if (p < 0 || setup_load_model(&o.mo, 0, &m, &e) < 0)
         return cli_fail(&e);
+    Tokenizer *tok = NULL;
+    const int (*merges)[2];
+    size_t n_merges = 0;
+    int rc = setup_tokenizer(&m.cfg, &tok, &e);
+    if (tok && !tokenizer_byte_level(tok, &merges, &n_merges)) {
+        tokenizer_free(tok); /* a SentencePiece vocabulary: not written (the help says so) */
+        tok = NULL;
+    }
     /* the writer encodes from f32, so a stored matrix re-encodes to its own bytes */
-    int rc = model_dequantize(&m, &e);
     if (rc == 0)
-        rc = model_export_gguf(&m, o.out, o.fmt, &info, &e);
+        rc = model_dequantize(&m, &e);
+    if (rc == 0)
+        rc = model_export_gguf(&m, tok, o.out, o.fmt, &info, &e);
     if (rc == 0) {
         char size[32];
         printf("wrote %s: model %s (%s), %zu layers, %zu tensors, matrices in %s", o.out, m.cfg.name, m.source,
                m.cfg.n_layers, info.n_tensors, format_name(o.fmt));
         if (info.n_as_f32)
             printf(" (%zu kept in f32: rows not whole blocks)", info.n_as_f32);
-        printf(", %s\n", human_bytes(size, sizeof size, (double)info.file_bytes));
+        printf(", %s; ", human_bytes(size, sizeof size, (double)info.file_bytes));
+        if (tok)
+            printf("tokenizer %s as 'gpt2' (%zu ids, %zu merges)\n",
+                   strcmp(tokenizer_name(tok), CHECKPOINT_TOKENIZER) ? tokenizer_name(tok) : "of the checkpoint",
+                   tokenizer_vocab(tok), n_merges);
+        else
+            printf("no tokenizer%s\n", m.cfg.tokenizer[0] ? " (a SentencePiece vocabulary is not written)" : "");
     }
+    tokenizer_free(tok);
     model_free(&m);
     return rc < 0 ? cli_fail(&e) : EXIT_OK;
 }

@@ -9,8 +9,10 @@
 
 #include "app/cli.h"
 #include "app/commands.h"
+#include "model/checkpoint.h"
 #include "model/config.h"
 #include "report/out_format.h"
+#include "sim/setup.h"
 #include "text/bpe.h"
 #include "text/tokenizer.h"
 #include "util/clock.h"
@@ -21,7 +23,7 @@
 #define MAX_TEXT_BYTES ((size_t)64 << 20)
 
 typedef struct {
-    const char *tokenizer, *model, *ids, *text_file, *out;
+    const char *tokenizer, *model, *weights, *ids, *text_file, *out;
     int learn;
     size_t vocab;
     OutFormat fmt;
@@ -39,6 +41,8 @@ static void help(void)
            "  --tokenizer NAME    bytes, a merges file in data/tokenizer/ (default " DEFAULT_TOKENIZER "),\n"
            "                      or a path to one\n"
            "  --model NAME        the tokenizer that model names instead\n"
+           "  --weights PATH      the tokenizer a checkpoint carries (GGUF 'llama' or 'gpt2',\n"
+           "                      llama2.c's tokenizer.bin beside it)\n"
            "  --ids IDS           decode these ids (comma-separated) instead of encoding\n"
            "  --format F          table (default), tsv (a row per token) or json\n"
            "  --learn             learn a byte-level BPE from --text: merges of the most frequent\n"
@@ -57,7 +61,8 @@ static int parse_options(int argc, char **argv, TokOpts *o, Err *e)
         { "ids", required_argument, 0, 0 },       { "format", required_argument, 0, 0 },
         { "learn", no_argument, 0, 0 },           { "text", required_argument, 0, 0 },
         { "vocab", required_argument, 0, 0 },     { "out", required_argument, 0, 0 },
-        { "help", no_argument, 0, 'h' },          { 0, 0, 0, 0 },
+        { "weights", required_argument, 0, 0 },   { "help", no_argument, 0, 'h' },
+        { 0, 0, 0, 0 },
     };
     cli_options_begin();
     const char *name;
@@ -68,6 +73,8 @@ static int parse_options(int argc, char **argv, TokOpts *o, Err *e)
             o->tokenizer = optarg;
         else if (strcmp(name, "model") == 0)
             o->model = optarg;
+        else if (strcmp(name, "weights") == 0)
+            o->weights = optarg;
         else if (strcmp(name, "ids") == 0)
             o->ids = optarg;
         else if (strcmp(name, "format") == 0)
@@ -92,8 +99,8 @@ static int parse_options(int argc, char **argv, TokOpts *o, Err *e)
             return err_set(e, ERR_USAGE, "tokenize --learn: unexpected argument '%s'", argv[optind]);
         return 0;
     }
-    if (o->tokenizer && o->model)
-        return err_set(e, ERR_USAGE, "tokenize: --tokenizer and --model exclude each other");
+    if (!!o->tokenizer + !!o->model + !!o->weights > 1)
+        return err_set(e, ERR_USAGE, "tokenize: one of --tokenizer, --model and --weights");
     if (o->ids && optind < argc)
         return err_set(e, ERR_USAGE, "tokenize: --ids or a TEXT, not both");
     if (!o->ids && optind + 1 != argc)
@@ -104,14 +111,15 @@ static int parse_options(int argc, char **argv, TokOpts *o, Err *e)
 
 static int open_tokenizer(const TokOpts *o, Tokenizer **t, Err *e)
 {
-    if (!o->model)
+    if (!o->model && !o->weights)
         return tokenizer_open(t, o->tokenizer ? o->tokenizer : DEFAULT_TOKENIZER, e);
     Config cfg;
-    if (config_load(&cfg, o->model, e) < 0)
+    if ((o->model ? config_load(&cfg, o->model, e) : config_from_checkpoint(&cfg, o->weights, e)) < 0)
         return -1;
     if (!cfg.tokenizer[0])
-        return err_set(e, ERR_USAGE, "model '%s' has no tokenizer: its tokens are ids", cfg.name);
-    return tokenizer_open(t, cfg.tokenizer, e);
+        return err_set(e, ERR_USAGE, "model '%s' has no tokenizer: its tokens are ids%s%s", cfg.name,
+                       cfg.tokenizer_note[0] ? "; " : "", cfg.tokenizer_note);
+    return setup_tokenizer(&cfg, t, e);
 }
 
 /* "1,2,3" into ids below the tokenizer's vocabulary. */

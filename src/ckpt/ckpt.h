@@ -111,21 +111,23 @@ const char *ckpt_kind_name(CkptKind k);
 
 /* What a checkpoint says about its tokenizer. GGUF: the tokenizer.ggml.*
  * keys, read when tokenizer.ggml.model is "llama" (the SentencePiece-style
- * vocabulary llama-architecture files carry); another model ("gpt2") is
- * named, not read. llama2.c: tokenizer.bin in the checkpoint's folder
+ * vocabulary llama-architecture files carry) or "gpt2" (a byte-level BPE:
+ * its tokens, types and merges as written, which model/gguf_vocab.h reads
+ * on); another model is named, not read. llama2.c: tokenizer.bin in the checkpoint's folder
  * (int32 max_token_length, then per token: f32 score, int32 length, the
  * bytes), with run.c's ids (unknown 0, BOS 1, EOS 2) and spaces written as
  * spaces. */
 typedef enum {
     CKPT_VOCAB_NONE = 0, /* none: the model runs on ids (why says why) */
     CKPT_VOCAB_SPM,      /* read: the fields below */
-    CKPT_VOCAB_OTHER,    /* a tokenizer model kvscope does not read (model names it) */
+    CKPT_VOCAB_BPE,      /* read: a "gpt2" vocabulary (piece, len, type; merge, merge_len) */
+    CKPT_VOCAB_OTHER,    /* a tokenizer model kvscope does not read (model names it, why says why) */
 } CkptVocabKind;
 
 typedef struct {
     CkptVocabKind kind;
     char model[32];              /* tokenizer.ggml.model as printable text, "" for llama2.c */
-    char why[96];                /* NONE: what is missing */
+    char why[128];               /* NONE: what is missing; OTHER: what is not read */
     size_t n;                    /* tokens: the shape's vocab */
     const unsigned char **piece; /* [n] into the checkpoint or tokenizer.bin (valid while both are open) */
     size_t *len;                 /* [n] */
@@ -134,6 +136,9 @@ typedef struct {
     int bos, eos, unk;           /* -1: none */
     int add_bos, add_space_prefix, raw_spaces;
     MappedFile bin;              /* llama2.c's tokenizer.bin */
+    const unsigned char **merge; /* BPE: [n_merges] "A B" as written, in rank order, into the checkpoint */
+    size_t *merge_len;           /* [n_merges] */
+    size_t n_merges;
 } CkptVocab;
 
 /* The tokenizer of ck, opened from path (llama2.c: its folder holds

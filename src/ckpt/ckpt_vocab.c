@@ -18,6 +18,8 @@ void ckpt_vocab_free(CkptVocab *v)
     free(v->len);
     free(v->score);
     free(v->type);
+    free(v->merge);
+    free(v->merge_len);
     mapfile_close(&v->bin);
     memset(v, 0, sizeof *v);
 }
@@ -81,27 +83,36 @@ static int gguf_bool(const GgufFile *g, const char *key, int dflt, int *out, Err
     return 0;
 }
 
-/* tokens, scores and types, walked from the arrays' bytes (gguf_parse has
- * checked that each string fits in the file). */
-static int gguf_arrays(const GgufFile *g, CkptVocab *v, size_t n, Err *e)
+/* The n strings of an array, walked from its bytes (gguf_parse has checked
+ * that each fits in the file) into str[] and len[]. */
+static int gguf_strings(const GgufKv *kv, size_t n, const unsigned char **str, size_t *len, Err *e)
+{
+    const unsigned char *p = kv->arr_data;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t l;
+        memcpy(&l, p, 8);
+        if (l > MAX_PIECE)
+            return err_set(e, ERR_USAGE, "metadata '%.*s': string %zu is %llu bytes long", (int)kv->key.len,
+                           kv->key.ptr, i, (unsigned long long)l);
+        str[i] = p + 8;
+        len[i] = (size_t)l;
+        p += 8 + l;
+    }
+    return 0;
+}
+
+/* tokens, scores and types of a vocabulary of model `model`. */
+static int gguf_arrays(const GgufFile *g, CkptVocab *v, size_t n, const char *model, Err *e)
 {
     const GgufKv *tokens = NULL, *scores = NULL, *types = NULL;
     int got = gguf_array(g, "tokenizer.ggml.tokens", GGUF_STRING, n, &tokens, e);
     if (got == 0)
-        return err_set(e, ERR_USAGE, "metadata 'tokenizer.ggml.tokens' is missing (tokenizer model 'llama')");
+        return err_set(e, ERR_USAGE, "metadata 'tokenizer.ggml.tokens' is missing (tokenizer model '%s')", model);
     if (got < 0 || gguf_array(g, "tokenizer.ggml.scores", GGUF_F32, n, &scores, e) < 0 ||
-        gguf_array(g, "tokenizer.ggml.token_type", GGUF_I32, n, &types, e) < 0 || alloc_arrays(v, n, 1, e) < 0)
+        gguf_array(g, "tokenizer.ggml.token_type", GGUF_I32, n, &types, e) < 0 || alloc_arrays(v, n, 1, e) < 0 ||
+        gguf_strings(tokens, n, v->piece, v->len, e) < 0)
         return -1;
-    const unsigned char *p = tokens->arr_data;
     for (size_t i = 0; i < n; i++) {
-        uint64_t len;
-        memcpy(&len, p, 8);
-        if (len > MAX_PIECE)
-            return err_set(e, ERR_USAGE, "metadata 'tokenizer.ggml.tokens': token %zu is %llu bytes long", i,
-                           (unsigned long long)len);
-        v->piece[i] = p + 8;
-        v->len[i] = (size_t)len;
-        p += 8 + len;
         if (scores)
             memcpy(&v->score[i], scores->arr_data + 4 * i, 4);
         int32_t t = 1; /* no types: every token normal, as llama.cpp reads such a file */
@@ -113,6 +124,29 @@ static int gguf_arrays(const GgufFile *g, CkptVocab *v, size_t n, Err *e)
         v->type[i] = t;
     }
     return 0;
+}
+
+/* A "gpt2" vocabulary: tokens and types, then the merges, which it needs. */
+static int gguf_merges(const GgufFile *g, CkptVocab *v, size_t n, Err *e)
+{
+    const char *key = "tokenizer.ggml.merges";
+    v->kind = CKPT_VOCAB_BPE;
+    GgufValueType elem;
+    uint64_t count;
+    int got = gguf_get_array(g, key, &elem, &count, e);
+    if (got < 0 || gguf_arrays(g, v, n, "gpt2", e) < 0)
+        return -1;
+    if (got == 0)
+        return err_set(e, ERR_USAGE, "metadata '%s' is missing (tokenizer model 'gpt2')", key);
+    if (elem != GGUF_STRING)
+        return err_set(e, ERR_USAGE, "metadata '%s' is an array of %s, not of strings", key,
+                       gguf_value_type_name(elem));
+    v->n_merges = (size_t)count; /* each string takes 8 bytes of the file at least: bounded */
+    v->merge = calloc(v->n_merges ? v->n_merges : 1, sizeof *v->merge);
+    v->merge_len = calloc(v->n_merges ? v->n_merges : 1, sizeof *v->merge_len);
+    if (!v->merge || !v->merge_len)
+        return err_set(e, ERR_RUNTIME, "out of memory for %zu merges", v->n_merges);
+    return gguf_strings(gguf_find_kv(g, key), v->n_merges, v->merge, v->merge_len, e);
 }
 
 static int gguf_vocab(const Checkpoint *ck, CkptVocab *v, Err *e)
@@ -128,12 +162,16 @@ static int gguf_vocab(const Checkpoint *ck, CkptVocab *v, Err *e)
         return 0;
     }
     gguf_str_print(model, v->model, sizeof v->model);
+    if (gguf_str_eq(model, "gpt2"))
+        return gguf_merges(g, v, n, e);
     if (!gguf_str_eq(model, "llama")) {
         v->kind = CKPT_VOCAB_OTHER;
+        snprintf(v->why, sizeof v->why, "this file's tokenizer model '%s' is not read (kvscope reads 'llama' "
+                 "and 'gpt2')", v->model);
         return 0;
     }
     v->kind = CKPT_VOCAB_SPM;
-    return gguf_arrays(g, v, n, e) < 0 || gguf_id(g, "tokenizer.ggml.bos_token_id", 1, n, &v->bos, e) < 0 ||
+    return gguf_arrays(g, v, n, "llama", e) < 0 || gguf_id(g, "tokenizer.ggml.bos_token_id", 1, n, &v->bos, e) < 0 ||
                    gguf_id(g, "tokenizer.ggml.eos_token_id", 2, n, &v->eos, e) < 0 ||
                    gguf_id(g, "tokenizer.ggml.unknown_token_id", 0, n, &v->unk, e) < 0 ||
                    gguf_bool(g, "tokenizer.ggml.add_bos_token", 1, &v->add_bos, e) < 0 ||

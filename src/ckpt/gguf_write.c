@@ -119,6 +119,21 @@ void gguf_writer_str_array(GgufWriter *w, const char *k, const char *const *valu
         put_str(w, values[i]);
 }
 
+void gguf_writer_bool(GgufWriter *w, const char *k, int value)
+{
+    unsigned char b = value != 0;
+    key(w, k, GGUF_BOOL);
+    put(w, &b, 1);
+}
+
+void gguf_writer_i32_array(GgufWriter *w, const char *k, const int32_t *values, size_t n)
+{
+    key(w, k, GGUF_ARRAY);
+    put_u32(w, GGUF_I32);
+    put_u64(w, n);
+    put(w, values, n * sizeof *values);
+}
+
 void gguf_writer_tensor(GgufWriter *w, const char *name, Format fmt, size_t n_dims, const uint64_t *ne)
 {
     if (w->failed)

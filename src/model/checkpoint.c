@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ckpt/ckpt.h"
+#include "model/gguf_vocab.h"
 
 int config_from_checkpoint(Config *cfg, const char *path, Err *e)
 {
@@ -34,14 +35,20 @@ int config_from_checkpoint(Config *cfg, const char *path, Err *e)
     cfg->norm_eps = s->norm_eps;
     cfg->sliding_window = s->sliding_window;
     CkptVocab v;
-    int rc = ckpt_vocab(&ck, path, &v, e);
-    if (rc == 0 && v.kind == CKPT_VOCAB_SPM)
+    int (*merges)[2] = NULL;
+    int rc = ckpt_vocab(&ck, path, &v, e), readable = rc == 0 && v.kind == CKPT_VOCAB_SPM;
+    if (rc == 0 && v.kind == CKPT_VOCAB_BPE) {
+        char why[72];
+        readable = gguf_vocab_merges(&v, &merges, why, sizeof why, e);
+        rc = readable < 0 ? err_wrap(e, "%s", path) : 0;
+        if (readable == 0)
+            snprintf(v.why, sizeof v.why, "its 'gpt2' vocabulary is not in kvscope's layout: %s", why);
+    }
+    if (rc == 0 && readable > 0)
         snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s", CHECKPOINT_TOKENIZER);
-    else if (rc == 0 && v.kind == CKPT_VOCAB_OTHER)
-        snprintf(cfg->tokenizer_note, sizeof cfg->tokenizer_note, "this file's tokenizer model '%s' is not read "
-                 "(kvscope reads 'llama')", v.model);
     else if (rc == 0)
         snprintf(cfg->tokenizer_note, sizeof cfg->tokenizer_note, "%s", v.why);
+    free(merges);
     ckpt_vocab_free(&v);
     ckpt_close(&ck);
     return rc;
@@ -57,6 +64,23 @@ int checkpoint_tokenizer(const Config *cfg, Tokenizer **out, Err *e)
     if (ckpt_open(&ck, cfg->checkpoint, e) < 0)
         return -1;
     int rc = ckpt_vocab(&ck, cfg->checkpoint, &v, e);
+    if (rc == 0 && v.kind == CKPT_VOCAB_BPE) {
+        char why[72];
+        int (*merges)[2];
+        Bpe b;
+        int readable = gguf_vocab_merges(&v, &merges, why, sizeof why, e);
+        if (readable == 0)
+            err_set(e, ERR_USAGE, "%s: its 'gpt2' vocabulary is not read: %s", cfg->checkpoint, why);
+        rc = readable <= 0 ? -1 : bpe_init(&b, (const int (*)[2])merges, v.n_merges, e);
+        if (rc == 0 && tokenizer_from_bpe(out, CHECKPOINT_TOKENIZER, &b, e) < 0) {
+            bpe_free(&b);
+            rc = -1;
+        }
+        free(merges);
+        ckpt_vocab_free(&v);
+        ckpt_close(&ck);
+        return rc;
+    }
     if (rc == 0 && v.kind != CKPT_VOCAB_SPM)
         rc = err_set(e, ERR_USAGE, "%s: the checkpoint carries no tokenizer kvscope reads", cfg->checkpoint);
     if (rc == 0) {

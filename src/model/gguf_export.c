@@ -9,6 +9,7 @@
 #include "ckpt/ckpt.h"
 #include "ckpt/gguf.h"
 #include "model/checkpoint.h"
+#include "model/gguf_vocab.h"
 
 /* llama.cpp's general.file_type for a file whose matrices are all fmt */
 static uint32_t file_type(Format fmt)
@@ -106,7 +107,7 @@ static int check_exportable(const Config *c, Format fmt, Err *e)
     return 0;
 }
 
-int model_export_gguf(const Model *m, const char *path, Format fmt, ExportInfo *info, Err *e)
+int model_export_gguf(const Model *m, const Tokenizer *tok, const char *path, Format fmt, ExportInfo *info, Err *e)
 {
     const Config *c = &m->cfg;
     if (check_exportable(c, fmt, e) < 0)
@@ -119,6 +120,10 @@ int model_export_gguf(const Model *m, const char *path, Format fmt, ExportInfo *
         return err_set(e, ERR_RUNTIME, "out of memory");
     ExportInfo got = { 0 };
     write_metadata(w, c, fmt);
+    if (tok && gguf_vocab_write(w, tok, c->vocab, e) < 0) {
+        gguf_writer_free(w);
+        return -1;
+    }
     size_t scratch_bytes = 0, n = n_entries(c);
     for (size_t i = 0; i < n; i++) {
         size_t l, rows, cols;

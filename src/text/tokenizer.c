@@ -110,6 +110,13 @@ size_t tokenizer_vocab(const Tokenizer *t)
     return t->vocab;
 }
 
+int tokenizer_byte_level(const Tokenizer *t, const int (**merges)[2], size_t *n)
+{
+    *merges = t->is_bpe ? (const int (*)[2])t->bpe.merge : NULL;
+    *n = t->is_bpe ? t->bpe.vocab - 256 : 0;
+    return !t->spm;
+}
+
 int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, int **ids, size_t *n, Err *e)
 {
     if (t->spm)

@@ -36,6 +36,11 @@ const char *tokenizer_name(const Tokenizer *t);
 /* Ids it can produce: 0 .. vocab - 1. */
 size_t tokenizer_vocab(const Tokenizer *t);
 
+/* 1 when t is byte-level (ids 0..255 are the bytes: "bytes" or a BPE),
+ * with its merges (*n of them, the one that makes id 256 first; NULL and 0
+ * for "bytes"); 0 for a checkpoint's vocabulary. */
+int tokenizer_byte_level(const Tokenizer *t, const int (**merges)[2], size_t *n);
+
 /* text[0..len) into *ids (malloc'd, *n of them; the caller frees).
  * ERR_RUNTIME when memory runs out; ERR_USAGE when a vocabulary has no
  * token for a byte of the text. */

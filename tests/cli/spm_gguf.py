@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """spm_gguf.py IN OUT MODEL: IN (a GGUF `kvscope export` wrote, alignment 32)
-with a tokenizer added, into OUT, for test_gguf.sh.
+with its tokenizer replaced, into OUT, for test_gguf.sh.
 
 MODEL "llama": a SentencePiece-style vocabulary (tokenizer.ggml.tokens,
 scores, token_type): <unk>, <s>, </s>, the 256 byte tokens <0xXX>, a few
 words and letters, the rest unused, as many tokens as IN's vocabulary.
-Any other MODEL: only tokenizer.ggml.model and the tokens, which kvscope
-names and does not read.
+"gpt2": those tokens and one merge: a vocabulary kvscope reads only in
+byte order, which these are not. Any other MODEL: only
+tokenizer.ggml.model and the tokens, which kvscope names and does not read.
 
-The new metadata goes right after the header, padded (a string value) to a
-multiple of the alignment, so every offset after it stays valid."""
+The metadata is written again without IN's tokenizer keys, with the new
+ones and a string padding it by a whole number of alignments, so every
+offset after it stays valid."""
 import struct
 import sys
 
@@ -48,40 +50,55 @@ def vocab(n):
     return toks
 
 
+def skip_value(data, pos, vtype):
+    """The position after a value of vtype at pos."""
+    if vtype == STRING:
+        return pos + 8 + struct.unpack_from("<Q", data, pos)[0]
+    if vtype == ARRAY:
+        elem, n = struct.unpack_from("<IQ", data, pos)
+        pos += 12
+        for _ in range(n):
+            pos = skip_value(data, pos, elem)
+        return pos
+    return pos + {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}[vtype]
+
+
 def main():
     src, dst, model = sys.argv[1:4]
     data = open(src, "rb").read()
     magic, version, n_tensors, n_kv = struct.unpack_from("<4sIQQ", data, 0)
     assert magic == b"GGUF"
     n = None
-    pos = 24  # find llama.vocab_size or the embedding's rows: the token count
+    kept, dropped = [], 0
+    pos = 24  # keep every entry but the tokenizer's; llama.vocab_size is the token count
     for _ in range(n_kv):
+        start = pos
         klen = struct.unpack_from("<Q", data, pos)[0]
         key = data[pos + 8:pos + 8 + klen].decode()
         pos += 8 + klen
         vtype = struct.unpack_from("<I", data, pos)[0]
-        pos += 4
-        if vtype == STRING:
-            pos += 8 + struct.unpack_from("<Q", data, pos)[0]
-        elif vtype in (4, 5, 6):
-            if key == "llama.vocab_size":
-                n = struct.unpack_from("<I", data, pos)[0]
-            pos += 4
+        if key == "llama.vocab_size":
+            n = struct.unpack_from("<I", data, pos + 4)[0]
+        pos = skip_value(data, pos + 4, vtype)
+        if key.startswith("tokenizer."):
+            dropped += pos - start
         else:
-            sys.exit("spm_gguf.py: metadata of type %d is not expected in a kvscope export" % vtype)
+            kept.append(data[start:pos])
     assert n, "no llama.vocab_size"
     toks = vocab(n)
     add = [kv_str("tokenizer.ggml.model", model), kv_array("tokenizer.ggml.tokens", STRING, [t[0] for t in toks])]
     if model == "llama":
         add += [kv_array("tokenizer.ggml.scores", F32, [t[1] for t in toks]),
                 kv_array("tokenizer.ggml.token_type", I32, [t[2] for t in toks])]
-    body = b"".join(add)
-    pad_base = len(body) + len(s("test.pad")) + 4 + 8
-    pad = (-pad_base) % ALIGN
-    body += kv_str("test.pad", "x" * pad)
-    assert len(body) % ALIGN == 0
-    head = struct.pack("<4sIQQ", magic, version, n_tensors, n_kv + len(add) + 1)
-    open(dst, "wb").write(head + body + data[24:])
+    if model == "gpt2":  # merges it needs, though these tokens are not byte-ordered
+        add += [kv_array("tokenizer.ggml.merges", STRING, ["t h"])]
+    body = b"".join(kept + add)
+    # the data section moves by a whole number of alignments: offsets stay valid
+    pad_base = len(body) + len(s("test.pad")) + 4 + 8 - (pos - 24)
+    body += kv_str("test.pad", "x" * ((-pad_base) % ALIGN))
+    assert (len(body) - (pos - 24)) % ALIGN == 0
+    head = struct.pack("<4sIQQ", magic, version, n_tensors, len(kept) + len(add) + 1)
+    open(dst, "wb").write(head + body + data[pos:])
 
 
 main()

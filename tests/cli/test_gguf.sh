@@ -6,9 +6,9 @@ expect_ok "export: tiny as a GGUF of f32" '^wrote .*21 tensors, matrices in f32'
 [ ! -e "$gdir/tiny.gguf.tmp" ] && ok "export: no temporary file left" || bad "export: no temporary file left"
 expect_ok "run --weights: the export runs, cached equals uncached" '^tokens identical: yes' \
     $KV run --weights "$gdir/tiny.gguf" --compare
-run "run --weights: the same tokens as the model it came from" $KV run --model tiny --tokens 12
+run "run --weights: the same tokens as the model it came from" $KV run --model tiny --prompt-ids 5,6,7 --tokens 12
 want=$(grep '^tokens (sequence 0)' "$out")
-run "run --weights: the same tokens as the model it came from" $KV run --weights "$gdir/tiny.gguf" --tokens 12
+run "run --weights: the same tokens as the model it came from" $KV run --weights "$gdir/tiny.gguf" --prompt-ids 5,6,7 --tokens 12
 got=$(grep '^tokens (sequence 0)' "$out")
 if [ "$status" -eq 0 ] && [ -n "$want" ] && [ "$want" = "$got" ]; then ok "run --weights: the same tokens as the model it came from"
 else bad "run --weights: the same tokens as the model it came from" "want: $want" "got:  $got (exit $status)"; fi
@@ -32,12 +32,39 @@ expect_ok "calc --weights: the checkpoint's shape" '2 layers, 4 query heads, 2 K
 expect_ok "eval --weights: names the checkpoint" 'weights: GGUF checkpoint tiny-q8_0.gguf' \
     $KV eval --weights "$gdir/tiny-q8_0.gguf" --set tokenizer=bytes --text README.md --tokens 40
 
-# the tokenizer a file carries: spm_gguf.py adds one to an export (which writes none)
-expect_ok "export: tiny with 300 ids, room for a vocabulary" '^wrote ' \
+# the tokenizer a file carries: kvscope's byte-level BPE written as 'gpt2'
+expect_ok "export: kjv-tiny carries its BPE as llama.cpp's gpt2 vocabulary" \
+    "tokenizer kjv-bpe as 'gpt2' \(1024 ids, 768 merges\)" $KV export --model kjv-tiny --gguf "$gdir/kjv.gguf"
+head -c 20000 data/text/kjv-valid.txt >"$gdir/held-out.txt"
+run "tokenize --weights: the file's vocabulary" $KV tokenize --weights "$gdir/kjv.gguf" --format tsv - <"$gdir/held-out.txt"
+got=$(tail -n +2 "$out" | cut -f2)
+run "tokenize --model: the model's" $KV tokenize --model kjv-tiny --format tsv - <"$gdir/held-out.txt"
+want=$(tail -n +2 "$out" | cut -f2)
+if [ "$status" -eq 0 ] && [ -n "$want" ] && [ "$want" = "$got" ]; then ok "tokenize: the GGUF's vocabulary makes the model's ids"
+else bad "tokenize: the GGUF's vocabulary makes the model's ids"; fi
+# an encoder written apart from kvscope, reading the GGUF as llama.cpp does (gpt-2 pre-tokenizer)
+indep=$(python3 tests/cli/gpt2_bpe.py "$gdir/kjv.gguf" "$gdir/held-out.txt")
+if [ -n "$want" ] && [ "$indep" = "$want" ]; then ok "gpt2_bpe.py: an independent gpt2 encoder makes the same $(echo "$want" | wc -l) ids"
+else bad "gpt2_bpe.py: an independent gpt2 encoder makes the same ids"; fi
+run "run --model kjv-tiny --prompt" $KV run --model kjv-tiny --prompt "In the beginning" --tokens 12
+want=$(grep '^tokens (sequence 0)' "$out")
+run "run --weights kjv.gguf --prompt" $KV run --weights "$gdir/kjv.gguf" --prompt "In the beginning" --tokens 12
+got=$(grep '^tokens (sequence 0)' "$out")
+if [ "$status" -eq 0 ] && [ -n "$want" ] && [ "$want" = "$got" ]; then ok "run --weights: the GGUF's tokenizer, the model's tokens"
+else bad "run --weights: the GGUF's tokenizer, the model's tokens" "want: $want" "got:  $got (exit $status)"; fi
+expect_ok "export: a GGUF's gpt2 vocabulary is written again" "tokenizer of the checkpoint as 'gpt2'" \
+    $KV export --weights "$gdir/kjv.gguf" --gguf "$gdir/kjv-again.gguf"
+cmp -s "$gdir/kjv.gguf" "$gdir/kjv-again.gguf" && ok "export: a GGUF with a tokenizer -> GGUF is byte-identical" ||
+    bad "export: a GGUF with a tokenizer -> GGUF is byte-identical"
+expect_ok "export: ids the tokenizer never makes are written unused" "tokenizer bytes as 'gpt2' \(256 ids, 0 merges\)" \
     $KV export --model tiny --set vocab=300 --gguf "$gdir/v300.gguf"
+expect_ok "tokenize --weights: the bytes tokenizer of a 300-id model" 'tokenizer checkpoint \(256 ids\)' \
+    $KV tokenize --weights "$gdir/v300.gguf" "hi there"
+# spm_gguf.py swaps in others
 if python3 tests/cli/spm_gguf.py "$gdir/v300.gguf" "$gdir/spm.gguf" llama &&
-    python3 tests/cli/spm_gguf.py "$gdir/v300.gguf" "$gdir/gpt2.gguf" gpt2; then ok "spm_gguf.py: tokenizers added"
-else bad "spm_gguf.py: tokenizers added"; fi
+    python3 tests/cli/spm_gguf.py "$gdir/v300.gguf" "$gdir/gpt2.gguf" gpt2 &&
+    python3 tests/cli/spm_gguf.py "$gdir/v300.gguf" "$gdir/bert.gguf" bert; then ok "spm_gguf.py: tokenizers swapped"
+else bad "spm_gguf.py: tokenizers swapped"; fi
 expect_ok "run --weights: the GGUF's llama tokenizer encodes --prompt (BOS and 3 pieces)" 'prompt: 4 tokens' \
     $KV run --weights "$gdir/spm.gguf" --prompt "In the beginning" --tokens 4
 expect_ok "run --weights: the prompt and the generated text printed" \
@@ -45,15 +72,22 @@ expect_ok "run --weights: the prompt and the generated text printed" \
     $KV run --weights "$gdir/spm.gguf" --prompt "In the beginning" --tokens 4
 expect_ok "run --weights --set tokenizer=bytes: still overrides the file's" 'prompt: 16 tokens' \
     $KV run --weights "$gdir/spm.gguf" --prompt "In the beginning" --set tokenizer=bytes --tokens 2
-expect_fail "run --weights: a gpt2 tokenizer is not read, said in one line" 2 \
-    "tokenizer model 'gpt2' is not read .*--prompt-ids" $KV run --weights "$gdir/gpt2.gguf" --prompt "In the beginning"
+expect_ok "export: a SentencePiece vocabulary is not written, said so" 'no tokenizer \(a SentencePiece' \
+    $KV export --weights "$gdir/spm.gguf" --gguf "$gdir/spm-again.gguf"
+expect_fail "run --weights: a gpt2 vocabulary not in byte order is not read, said in one line" 2 \
+    "'gpt2' vocabulary is not in kvscope's layout: token 0 is not the byte 0x00.*--prompt-ids" \
+    $KV run --weights "$gdir/gpt2.gguf" --prompt "In the beginning"
+expect_fail "run --weights: a bert tokenizer is not read, said in one line" 2 \
+    "tokenizer model 'bert' is not read .*--prompt-ids" $KV run --weights "$gdir/bert.gguf" --prompt "In the beginning"
 expect_ok "run --weights: a gpt2-tokenizer file runs on ids" '^tokens identical: yes' \
     $KV run --weights "$gdir/gpt2.gguf" --prompt-ids 1,2,3 --compare
+expect_fail "tokenize --weights: a file whose tokenizer is not read" 2 "runs on ids|its tokens are ids" \
+    $KV tokenize --weights "$gdir/bert.gguf" "hi"
 
-head -c 1000 "$gdir/tiny.gguf" >"$gdir/cut.gguf"
+head -c $(($(wc -c <"$gdir/tiny.gguf") - 1000)) "$gdir/tiny.gguf" >"$gdir/cut.gguf"
 head -c 100 README.md >"$gdir/text.gguf"
 printf 'GGUF\004\000\000\000' >"$gdir/v4.gguf"
-expect_fail "--weights: a truncated GGUF" 2 'cut.gguf: tensor .* cannot fit in the file' \
+expect_fail "--weights: a truncated GGUF" 2 'cut.gguf: tensor .* run past the end of the file' \
     $KV run --weights "$gdir/cut.gguf"
 expect_fail "--weights: not a checkpoint (the magic decides, not the name)" 2 \
     'text.gguf: neither a GGUF file nor a llama2.c checkpoint' $KV run --weights "$gdir/text.gguf"

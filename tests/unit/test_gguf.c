@@ -78,7 +78,7 @@ static void export_to(const Model *m, Format fmt, char *path, size_t cap)
 {
     Err e = { 0 };
     temp_path(path, cap, ".gguf");
-    if (model_export_gguf(m, path, fmt, NULL, &e) < 0)
+    if (model_export_gguf(m, NULL, path, fmt, NULL, &e) < 0)
         fail_msg("export: %s", e.msg);
 }
 
@@ -1203,7 +1203,9 @@ static void test_gguf_tokenizer(void **state)
     gguf_with_vocab(base, path, "llama", DMG_NONE);
     expect_vocab(path, NULL, NULL);
     gguf_with_vocab(base, path, "gpt2", DMG_NONE);
-    expect_vocab(path, "tokenizer model 'gpt2' is not read", NULL);
+    expect_vocab(path, NULL, "'tokenizer.ggml.merges' is missing (tokenizer model 'gpt2')");
+    gguf_with_vocab(base, path, "bert", DMG_NONE);
+    expect_vocab(path, "tokenizer model 'bert' is not read", NULL);
     static const struct { int damage; const char *want; } bad[] = {
         { DMG_SCORES_I32, "'tokenizer.ggml.scores' is an array of 271 i32; the tokenizer needs 271 f32" },
         { DMG_TYPES_SHORT, "'tokenizer.ggml.token_type' is an array of 270 i32" },

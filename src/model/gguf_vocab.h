@@ -1,0 +1,33 @@
+/* gguf_vocab.h: the tokenizer a GGUF export carries (gguf_export.c). */
+#ifndef KVSCOPE_MODEL_GGUF_VOCAB_H
+#define KVSCOPE_MODEL_GGUF_VOCAB_H
+
+#include <stddef.h>
+
+#include "ckpt/ckpt.h"
+#include "ckpt/gguf.h"
+#include "text/tokenizer.h"
+#include "util/err.h"
+
+/* Add a byte-level tokenizer (tokenizer_byte_level) to w's metadata as
+ * llama.cpp's "gpt2" model with the "gpt-2" pre-tokenizer:
+ *   tokenizer.ggml.tokens      each id's bytes in GPT-2's byte alphabet
+ *                              (byte_alphabet.h), then, up to the model's
+ *                              vocab, one "[unused N]" per id it never makes
+ *   tokenizer.ggml.token_type  1 (normal) for the tokenizer's ids, 5 (unused) past them
+ *   tokenizer.ggml.merges      "A B" per merge, in rank order
+ *   tokenizer.ggml.add_bos_token  false: kvscope's models have no BOS
+ * ERR_USAGE when tok is not byte-level or makes more ids than vocab. */
+int gguf_vocab_write(GgufWriter *w, const Tokenizer *tok, size_t vocab, Err *e);
+
+/* The merges of a "gpt2" vocabulary v (CKPT_VOCAB_BPE) as id pairs, when
+ * it is laid out as gguf_vocab_write writes one: ids 0..255 the bytes in
+ * order, id 256 + m the joined bytes of the two earlier ids merge m names,
+ * no two of those ids the same bytes, at most BPE_MAX_VOCAB of them. Then 1
+ * with *merges malloc'd (v->n_merges pairs; the caller frees). A vocabulary
+ * laid out otherwise (a real GPT-2's or Llama 3's: their ids are not in
+ * byte order) gives 0 with why[0..cap) saying where it differs; -1 (e set)
+ * when memory runs out. */
+int gguf_vocab_merges(const CkptVocab *v, int (**merges)[2], char *why, size_t cap, Err *e);
+
+#endif
