@@ -5,8 +5,9 @@
  * unsigned times signed byte product, summed in pairs) takes once the sign
  * of w is moved onto x: |w| * (x * sign(w)). The pairs are summed to 8
  * int32 lanes, exactly, turned to floats and scaled by the two blocks'
- * scales into the row's accumulators. Rows are read once, in order: what
- * bounds a decode step is how fast this turns bytes into sums. */
+ * scales into the row's accumulators. A matrix's rows are read once, four
+ * side by side from four parts of it (qdot_rows): a decode step is bound
+ * by how fast the memory delivers them and this turns bytes into sums. */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
@@ -26,27 +27,31 @@ static inline float half_at(const unsigned char *p)
     return _cvtsh_ss(h);
 }
 
+/* A block's f16 scale times dxb in all 8 lanes: broadcast as a half, then
+ * converted (cheaper than a scalar conversion and a broadcast). */
+static inline __m256 block_scale(const unsigned char *blk, __m256 dxb)
+{
+    short h;
+    memcpy(&h, blk, sizeof h);
+    return _mm256_mul_ps(_mm256_cvtph_ps(_mm_set1_epi16(h)), dxb);
+}
+
 /* A q4_0 block's 16 bytes as 32 unsigned nibbles in [0, 15] (code + 8), in
- * element order. */
+ * element order: the bytes in both halves (a broadcast load), the upper
+ * half shifted down 4 (a per-lane shift: no cross-lane insert, which costs
+ * more), then the low 4 bits of each byte. */
 static inline __m256i q4_nibbles(const unsigned char *qs)
 {
-    const __m128i raw = _mm_loadu_si128((const __m128i *)qs);
-    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(raw, 4), raw); /* high nibbles: elements 16..31 */
+    const __m256i raw = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
+    const __m256i both = _mm256_srlv_epi64(raw, _mm256_set_epi64x(4, 4, 0, 0)); /* high nibbles: elements 16..31 */
     return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
 }
 
-/* 8 lanes of exact partial sums of nibble . x over one block: the nibbles
- * are unsigned already, so maddubs takes them as they are. */
 /* u . x over a block as 8 lanes of exact partial sums, floats: maddubs
  * (unsigned u times signed x, in pairs), then the pairs summed. */
 static inline __m256 pair_sums(__m256i u, __m256i x)
 {
     return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1)));
-}
-
-static inline __m256 nibble_dot(__m256i u, __m256i x)
-{
-    return pair_sums(u, x);
 }
 
 /* 8 lanes of exact partial sums of w . x over one block, as floats. */
@@ -68,59 +73,99 @@ static inline float hsum(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
-/* q4_0 rows: sum (u - 8) x = sum u x - 8 sum x, the second part a float
- * per block of x computed once (xcorr), the first straight from maddubs. */
-static void qdot_q4_0(float *y, const unsigned char *rows, size_t stride, size_t n_rows, const unsigned char *x,
-                      const float *dx, const float *xcorr, size_t nb)
-{
-    const size_t wb = format_block_bytes(FMT_Q4_0), xb = format_block_bytes(FMT_Q8_0);
-    for (size_t r = 0; r < n_rows; r++) {
-        const unsigned char *w = rows + r * stride;
-        __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-        float corr = 0.0f;
-        size_t b = 0;
-        for (; b + 1 < nb; b += 2) {
-            const unsigned char *w0 = w + b * wb, *w1 = w0 + wb;
-            const float d0 = half_at(w0), d1 = half_at(w1);
-            const __m256i x0 = _mm256_loadu_si256((const __m256i *)(x + b * xb + 2));
-            const __m256i x1 = _mm256_loadu_si256((const __m256i *)(x + (b + 1) * xb + 2));
-            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d0 * dx[b]), nibble_dot(q4_nibbles(w0 + 2), x0), acc0);
-            acc1 = _mm256_fmadd_ps(_mm256_set1_ps(d1 * dx[b + 1]), nibble_dot(q4_nibbles(w1 + 2), x1), acc1);
-            corr += d0 * xcorr[b] + d1 * xcorr[b + 1];
-        }
-        if (b < nb) {
-            const unsigned char *w0 = w + b * wb;
-            const float d0 = half_at(w0);
-            const __m256i x0 = _mm256_loadu_si256((const __m256i *)(x + b * xb + 2));
-            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d0 * dx[b]), nibble_dot(q4_nibbles(w0 + 2), x0), acc0);
-            corr += d0 * xcorr[b];
-        }
-        y[r] = hsum(_mm256_add_ps(acc0, acc1)) + corr;
-    }
-}
+/* Rows read side by side: one from each of QDOT_STREAMS far-apart parts of
+ * the matrix, so the memory system has that many sequential streams in
+ * flight (one stream from one core reads well below the bandwidth). */
+#define QDOT_STREAMS 4
 
-static void qdot_q8_0(float *y, const unsigned char *rows, size_t stride, size_t n_rows, const unsigned char *x,
-                      const float *dx, size_t nb)
+/* q8_0 . q8_0 of one row. */
+static float row_q8_0(const unsigned char *w, const unsigned char *x, const float *dx, size_t nb)
 {
     const size_t wb = format_block_bytes(FMT_Q8_0), xb = format_block_bytes(FMT_Q8_0);
-    for (size_t r = 0; r < n_rows; r++) {
-        const unsigned char *w = rows + r * stride;
-        __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-        size_t b = 0;
-        for (; b + 1 < nb; b += 2) { /* two blocks at a time: two independent chains */
-            const unsigned char *w0 = w + b * wb, *w1 = w0 + wb;
-            const __m256i x0 = _mm256_loadu_si256((const __m256i *)(x + b * xb + 2));
-            const __m256i x1 = _mm256_loadu_si256((const __m256i *)(x + (b + 1) * xb + 2));
-            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(w0) * dx[b]), block_dot(q8_codes(w0), x0), acc0);
-            acc1 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(w1) * dx[b + 1]), block_dot(q8_codes(w1), x1), acc1);
-        }
-        if (b < nb) {
-            const unsigned char *w0 = w + b * wb;
-            const __m256i x0 = _mm256_loadu_si256((const __m256i *)(x + b * xb + 2));
-            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(w0) * dx[b]), block_dot(q8_codes(w0), x0), acc0);
-        }
-        y[r] = hsum(_mm256_add_ps(acc0, acc1));
+    __m256 acc = _mm256_setzero_ps();
+    for (size_t b = 0; b < nb; b++, w += wb, x += xb)
+        acc = _mm256_fmadd_ps(block_scale(w, _mm256_set1_ps(dx[b])), block_dot(q8_codes(w), q8_codes(x)), acc);
+    return hsum(acc);
+}
+
+/* The same for four rows side by side, each block of x loaded once. */
+static void rows4_q8_0(float *y0, float *y1, float *y2, float *y3, const unsigned char *w0, const unsigned char *w1,
+                       const unsigned char *w2, const unsigned char *w3, const unsigned char *x, const float *dx,
+                       size_t nb)
+{
+    const size_t wb = format_block_bytes(FMT_Q8_0), xb = format_block_bytes(FMT_Q8_0);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t b = 0; b < nb; b++, w0 += wb, w1 += wb, w2 += wb, w3 += wb, x += xb) {
+        const __m256i xv = q8_codes(x);
+        const __m256 d = _mm256_set1_ps(dx[b]);
+        a0 = _mm256_fmadd_ps(block_scale(w0, d), block_dot(q8_codes(w0), xv), a0);
+        a1 = _mm256_fmadd_ps(block_scale(w1, d), block_dot(q8_codes(w1), xv), a1);
+        a2 = _mm256_fmadd_ps(block_scale(w2, d), block_dot(q8_codes(w2), xv), a2);
+        a3 = _mm256_fmadd_ps(block_scale(w3, d), block_dot(q8_codes(w3), xv), a3);
     }
+    *y0 = hsum(a0), *y1 = hsum(a1), *y2 = hsum(a2), *y3 = hsum(a3);
+}
+
+/* q4_0 . q8_0 of one block into acc: sum (u - 8) x, as the pair sums of
+ * u x (maddubs takes the unsigned nibbles as they are) less those of 8 x,
+ * which depend on x alone (eights: once a block for every row). */
+static inline __m256 nibble_block(const unsigned char *blk, __m256i xv, __m256i eights, __m256 d, __m256 acc)
+{
+    const __m256i ux = _mm256_madd_epi16(_mm256_maddubs_epi16(q4_nibbles(blk + 2), xv), _mm256_set1_epi16(1));
+    return _mm256_fmadd_ps(block_scale(blk, d), _mm256_cvtepi32_ps(_mm256_sub_epi32(ux, eights)), acc);
+}
+
+static inline __m256i eight_sums(__m256i xv)
+{
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(8), xv), _mm256_set1_epi16(1));
+}
+
+static float row_q4_0(const unsigned char *w, const unsigned char *x, const float *dx, size_t nb)
+{
+    const size_t wb = format_block_bytes(FMT_Q4_0), xb = format_block_bytes(FMT_Q8_0);
+    __m256 acc = _mm256_setzero_ps();
+    for (size_t b = 0; b < nb; b++, w += wb, x += xb) {
+        const __m256i xv = q8_codes(x);
+        acc = nibble_block(w, xv, eight_sums(xv), _mm256_set1_ps(dx[b]), acc);
+    }
+    return hsum(acc);
+}
+
+static void rows4_q4_0(float *y0, float *y1, float *y2, float *y3, const unsigned char *w0, const unsigned char *w1,
+                       const unsigned char *w2, const unsigned char *w3, const unsigned char *x, const float *dx,
+                       size_t nb)
+{
+    const size_t wb = format_block_bytes(FMT_Q4_0), xb = format_block_bytes(FMT_Q8_0);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t b = 0; b < nb; b++, w0 += wb, w1 += wb, w2 += wb, w3 += wb, x += xb) {
+        const __m256i xv = q8_codes(x), eights = eight_sums(xv);
+        const __m256 d = _mm256_set1_ps(dx[b]);
+        a0 = nibble_block(w0, xv, eights, d, a0);
+        a1 = nibble_block(w1, xv, eights, d, a1);
+        a2 = nibble_block(w2, xv, eights, d, a2);
+        a3 = nibble_block(w3, xv, eights, d, a3);
+    }
+    *y0 = hsum(a0), *y1 = hsum(a1), *y2 = hsum(a2), *y3 = hsum(a3);
+}
+
+typedef float (*RowFn)(const unsigned char *w, const unsigned char *x, const float *dx, size_t nb);
+typedef void (*Rows4Fn)(float *y0, float *y1, float *y2, float *y3, const unsigned char *w0,
+                        const unsigned char *w1, const unsigned char *w2, const unsigned char *w3,
+                        const unsigned char *x, const float *dx, size_t nb);
+
+/* Every row against one x: QDOT_STREAMS rows at a time, from that many
+ * parts of the matrix; the rows left over one by one. */
+static void qdot_rows(float *y, const unsigned char *rows, size_t stride, size_t n_rows, const unsigned char *x,
+                      const float *dx, size_t nb, RowFn row, Rows4Fn rows4)
+{
+    const size_t span = n_rows / QDOT_STREAMS, far = span * stride;
+    for (size_t i = 0; i < span; i++) {
+        const unsigned char *w = rows + i * stride;
+        rows4(y + i, y + span + i, y + 2 * span + i, y + 3 * span + i, w, w + far, w + 2 * far, w + 3 * far, x, dx,
+              nb);
+    }
+    for (size_t r = QDOT_STREAMS * span; r < n_rows; r++)
+        y[r] = row(rows + r * stride, x, dx, nb);
 }
 
 /* G > 1 (a GQA group scoring keys): each row's block is loaded and
@@ -170,7 +215,7 @@ void qdot_avx2(float *y, size_t ld, Format fmt, const void *rows, size_t stride,
     float dx[QDOT_MAX_BLOCKS], xcorr[QDOT_MAX_BLOCKS]; /* [G][nb]; xcorr: -8 * (sum of the block's codes) * scale */
     for (size_t b = 0; b < G * nb; b++) {
         dx[b] = half_at(x + b * xb);
-        if (fmt == FMT_Q4_0) {
+        if (fmt == FMT_Q4_0 && G > 1) { /* one row alone subtracts 8 x inside its blocks (nibble_block) */
             int sum = 0;
             for (size_t j = 0; j < QK; j++)
                 sum += (int8_t)x[b * xb + 2 + j];
@@ -180,7 +225,7 @@ void qdot_avx2(float *y, size_t ld, Format fmt, const void *rows, size_t stride,
     if (G > 1)
         qdot_group(y, ld, fmt, rows, stride, n_rows, x, dx, xcorr, G, nb);
     else if (fmt == FMT_Q4_0)
-        qdot_q4_0(y, rows, stride, n_rows, x, dx, xcorr, nb);
+        qdot_rows(y, rows, stride, n_rows, x, dx, nb, row_q4_0, rows4_q4_0);
     else
-        qdot_q8_0(y, rows, stride, n_rows, x, dx, nb);
+        qdot_rows(y, rows, stride, n_rows, x, dx, nb, row_q8_0, rows4_q8_0);
 }

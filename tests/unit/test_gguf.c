@@ -330,7 +330,7 @@ static void check_stored_matvec(Format fmt)
  * their scores ld apart. */
 static void check_qdot(Format fmt)
 {
-    enum { ROWS = 37, N = 352, GMAX = 5, LD = ROWS + 3 }; /* 11 blocks: an odd one left after the pairs */
+    enum { ROWS = 37, N = 352, GMAX = 5, LD = ROWS + 3 }; /* 11 blocks; 37 rows: four streams of 9, one left */
     const FormatOps *ref = &codec_ref[fmt], *q8 = &codec_ref[FMT_Q8_0];
     const size_t wrow = format_row_bytes(fmt, N), xrow = format_row_bytes(FMT_Q8_0, N);
     unsigned char *w = malloc(ROWS * wrow), xq[GMAX * format_row_bytes(FMT_Q8_0, N)];
