@@ -17,7 +17,7 @@
 #define QK 32
 /* Blocks of x (all G vectors together) whose scales are kept as floats on
  * the stack; more go to the reference (no model here comes near: 4096
- * blocks = 131072 values, or 32 heads of 128 x 32 blocks). */
+ * blocks = 131072 values, the longest row of a matrix). */
 #define QDOT_MAX_BLOCKS 4096
 
 static inline float half_at(const unsigned char *p)
@@ -168,62 +168,74 @@ static void qdot_rows(float *y, const unsigned char *rows, size_t stride, size_t
         y[r] = row(rows + r * stride, x, dx, nb);
 }
 
-/* G > 1 (a GQA group scoring keys): each row's block is loaded and
- * unpacked once, then dotted with the block of up to 4 vectors at a time,
- * one accumulator each (4 independent chains). xs: the G vectors' codes
- * (xb bytes a block); dx, xcorr: [G][nb]. */
-static void qdot_group(float *y, size_t ld, Format fmt, const unsigned char *rows, size_t stride, size_t n_rows,
-                       const unsigned char *xs, const float *dx, const float *xcorr, size_t G, size_t nb)
+/* Blocks of the G vectors a group keeps the 8 x sums of (eight_sums) on
+ * the stack: 8 KiB, 64 heads of 128 values; more go to the reference. */
+#define QDOT_GROUP_BLOCKS 256
+
+/* G > 1 (a GQA group scoring keys): each row's block is loaded, unpacked
+ * and its scale converted once, then dotted with the block of up to 4
+ * vectors at a time, one accumulator each (4 independent chains). xs: the
+ * G vectors' codes (xb bytes a block); dx: [G][nb]. */
+static inline __attribute__((always_inline)) void
+group_rows(const int q4, float *y, size_t ld, const unsigned char *rows, size_t stride, size_t n_rows,
+           const unsigned char *xs, const float *dx, const __m256i *eights, size_t G, size_t nb)
 {
-    const size_t wb = format_block_bytes(fmt), xb = format_block_bytes(FMT_Q8_0), xrow = nb * xb;
-    const int q4 = fmt == FMT_Q4_0;
+    const size_t wb = format_block_bytes(q4 ? FMT_Q4_0 : FMT_Q8_0), xb = format_block_bytes(FMT_Q8_0), xrow = nb * xb;
     for (size_t g0 = 0; g0 < G; g0 += 4) {
         const size_t gn = G - g0 < 4 ? G - g0 : 4;
         for (size_t r = 0; r < n_rows; r++) {
             const unsigned char *w = rows + r * stride;
             __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
-            float corr[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
             for (size_t b = 0; b < nb; b++) {
                 const unsigned char *wblk = w + b * wb;
-                const float dw = half_at(wblk);
+                const __m256 dw = block_scale(wblk, _mm256_set1_ps(1.0f));
                 const __m256i codes = q4 ? q4_nibbles(wblk + 2) : q8_codes(wblk);
                 const __m256i mag = q4 ? codes : _mm256_sign_epi8(codes, codes); /* maddubs' unsigned side */
                 for (size_t j = 0; j < gn; j++) {
                     const size_t g = g0 + j;
-                    const __m256i x = _mm256_loadu_si256((const __m256i *)(xs + g * xrow + b * xb + 2));
-                    const __m256 p = pair_sums(mag, q4 ? x : _mm256_sign_epi8(x, codes));
-                    acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[g * nb + b]), p, acc[j]);
+                    const __m256i x = q8_codes(xs + g * xrow + b * xb);
+                    __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(mag, q4 ? x : _mm256_sign_epi8(x, codes)),
+                                                     _mm256_set1_epi16(1));
                     if (q4)
-                        corr[j] += dw * xcorr[g * nb + b];
+                        sums = _mm256_sub_epi32(sums, eights[g * nb + b]);
+                    const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(dx[g * nb + b]));
+                    acc[j] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums), acc[j]);
                 }
             }
             for (size_t j = 0; j < gn; j++)
-                y[(g0 + j) * ld + r] = hsum(acc[j]) + corr[j];
+                y[(g0 + j) * ld + r] = hsum(acc[j]);
         }
     }
+}
+
+static void qdot_group(float *y, size_t ld, Format fmt, const unsigned char *rows, size_t stride, size_t n_rows,
+                       const unsigned char *xs, const float *dx, size_t G, size_t nb)
+{
+    const size_t xrow = nb * format_block_bytes(FMT_Q8_0), xb = format_block_bytes(FMT_Q8_0);
+    if (fmt == FMT_Q8_0) { /* a constant q4 per call: the format's branches leave the loops */
+        group_rows(0, y, ld, rows, stride, n_rows, xs, dx, NULL, G, nb);
+        return;
+    }
+    __m256i eights[QDOT_GROUP_BLOCKS]; /* [G][nb]: q4_0 subtracts them (nibble_block) */
+    for (size_t i = 0; i < G * nb; i++)
+        eights[i] = eight_sums(q8_codes(xs + (i / nb) * xrow + (i % nb) * xb));
+    group_rows(1, y, ld, rows, stride, n_rows, xs, dx, eights, G, nb);
 }
 
 void qdot_avx2(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq,
                size_t G, size_t n)
 {
     const size_t nb = n / QK, xb = format_block_bytes(FMT_Q8_0);
-    if (G * nb > QDOT_MAX_BLOCKS || (fmt != FMT_Q8_0 && fmt != FMT_Q4_0)) {
+    if (G * nb > (G > 1 ? QDOT_GROUP_BLOCKS : QDOT_MAX_BLOCKS) || (fmt != FMT_Q8_0 && fmt != FMT_Q4_0)) {
         qdot_ref(y, ld, fmt, rows, stride, n_rows, xq, G, n);
         return;
     }
     const unsigned char *x = xq;
-    float dx[QDOT_MAX_BLOCKS], xcorr[QDOT_MAX_BLOCKS]; /* [G][nb]; xcorr: -8 * (sum of the block's codes) * scale */
-    for (size_t b = 0; b < G * nb; b++) {
+    float dx[QDOT_MAX_BLOCKS]; /* [G][nb] */
+    for (size_t b = 0; b < G * nb; b++)
         dx[b] = half_at(x + b * xb);
-        if (fmt == FMT_Q4_0 && G > 1) { /* one row alone subtracts 8 x inside its blocks (nibble_block) */
-            int sum = 0;
-            for (size_t j = 0; j < QK; j++)
-                sum += (int8_t)x[b * xb + 2 + j];
-            xcorr[b] = -8.0f * (float)sum * dx[b];
-        }
-    }
     if (G > 1)
-        qdot_group(y, ld, fmt, rows, stride, n_rows, x, dx, xcorr, G, nb);
+        qdot_group(y, ld, fmt, rows, stride, n_rows, x, dx, G, nb);
     else if (fmt == FMT_Q4_0)
         qdot_rows(y, rows, stride, n_rows, x, dx, nb, row_q4_0, rows4_q4_0);
     else
