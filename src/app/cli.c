@@ -20,8 +20,8 @@ const char cli_model_help[] =
 const char cli_int_dot_help[] =
     "  --int-dot           integer dots, as llama.cpp computes them: a checkpoint's (--weights)\n"
     "                      q8_0 and q4_0 matrices against the activation rounded to q8_0, and\n"
-    "                      a q8_0 or q4_0 cache's keys (+quant:k=...) against the query rounded\n"
-    "                      to q8_0 (faster; that rounding changes the logits slightly)\n";
+    "                      a q8_0, q4_0, int4 or fp4 cache's keys (+quant:k=...) against the query\n"
+    "                      rounded to q8_0 (faster; that rounding changes the logits slightly)\n";
 
 void cli_error_line(const char *msg)
 {

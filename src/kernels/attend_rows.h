@@ -79,7 +79,7 @@ static inline void attend_score_rows(const Kernels *k, const AttnArgs *a, const 
         }
         q = a->chan_q;
     }
-    if (a->q8 && !k_chan && (k_fmt == FMT_Q8_0 || k_fmt == FMT_Q4_0) && hd % 32 == 0) {
+    if (a->q8 && !k_chan && qdot_takes(k_fmt) && hd % 32 == 0) {
         k->qdot(s, ld, k_fmt, rows, stride, n_rows, a->q8, G, hd); /* a->q8: attend_round_query's */
     } else {
         k->codec[k_fmt].dot_rows(s, ld, q, G, rows, stride, n_rows, hd);

@@ -168,7 +168,7 @@ typedef struct {
                        decoded f32 view so (attend_naive) */
 } BenchQuery;
 
-/* int_dot: q8_0 and q4_0 keys are scored by integer dots against the query
+/* int_dot: q8_0, q4_0, int4 and fp4 keys are scored by integer dots against the query
  * rounded to q8_0, in the timed steps and in the reference alike. */
 int bench_query_init(BenchQuery *bq, const BenchKv *kv, size_t group, int int_dot, BenchScratch *s, uint64_t seed,
                      Err *e);

@@ -40,16 +40,25 @@ typedef void (*SwigluFn)(float *out, const float *gate, const float *up, size_t 
 typedef float (*ExpSumFn)(float *x, size_t n, float max);
 
 /* The integer dot of stored rows with vectors quantized to q8_0, llama.cpp's
- * way of multiplying by q8_0 and q4_0 weights, and of scoring q8_0 and q4_0
- * keys against a query rounded to q8_0:
+ * way of multiplying by q8_0 and q4_0 weights, and of scoring q8_0, q4_0,
+ * int4 and fp4 keys against a query rounded to q8_0:
  *   y[g * ld + r] = sum over blocks b of d_w(r, b) * d_x(g, b) * (w codes . x_g codes),
- * each block's code products summed exactly in integers. rows: n_rows rows
- * of n values (n a multiple of 32) in fmt, FMT_Q8_0 or FMT_Q4_0, stride
- * bytes apart; xq: G vectors as q8_0 rows back to back (format_row_bytes(
- * FMT_Q8_0, n) bytes each). Each row is read and unpacked once for all G
- * (a GQA group's heads share it); ld >= n_rows when G > 1. */
+ * each block's 32 code products summed exactly in integers. d_w is the
+ * block's scale (q8_0, q4_0) or the row's (int4; fp4: half of it, its
+ * codes being the E2M1 values doubled, the integers 0, +-1, +-2, +-3, +-4,
+ * +-6, +-8, +-12). rows: n_rows rows of n values (n a multiple of 32) in
+ * fmt, one of those four, stride bytes apart; xq: G vectors as q8_0 rows
+ * back to back (format_row_bytes(FMT_Q8_0, n) bytes each). Each row is
+ * read and unpacked once for all G (a GQA group's heads share it); ld >=
+ * n_rows when G > 1. */
 typedef void (*QDotFn)(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows,
                        const void *xq, size_t G, size_t n);
+
+/* 1 for the formats QDotFn takes. */
+static inline int qdot_takes(Format f)
+{
+    return f == FMT_Q8_0 || f == FMT_Q4_0 || f == FMT_INT4 || f == FMT_FP4;
+}
 
 typedef struct {
     const char *isa;
@@ -122,7 +131,7 @@ typedef struct {
     size_t probs_first; /* queries t < probs_first write no weights (0 = every query) */
     const AttnBias *bias; /* optional (NULL = none): attention structure; causal attention only */
     float *chan_q;        /* blocks with per-channel keys only: scratch for group * head_dim floats */
-    void *q8;             /* optional (NULL = the f32 query): q8_0 and q4_0 keys are scored by integer
+    void *q8;             /* optional (NULL = the f32 query): keys qdot_takes are scored by integer
                              dots (Kernels.qdot) against the group's queries rounded to q8_0 here,
                              group * format_row_bytes(FMT_Q8_0, head_dim) bytes; head_dim a multiple
                              of 32, other formats, per-channel keys and the materialized form (an

@@ -1,11 +1,12 @@
-/* qdot_ref.c: the integer dot of q8_0 and q4_0 rows with a q8_0 activation
- * (kernels.h, QDotFn): the specification the SIMD versions are held to. */
+/* qdot_ref.c: the integer dot of q8_0, q4_0, int4 and fp4 rows with a q8_0
+ * activation (kernels.h, QDotFn): the specification the SIMD versions are
+ * held to. */
 #include <stdint.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
 
-#define QK 32 /* values per q8_0 and q4_0 block */
+#define QK 32 /* values per q8_0 and q4_0 block, and per block of an int4 or fp4 row's dot */
 
 static float scale_of(const unsigned char *block)
 {
@@ -14,37 +15,50 @@ static float scale_of(const unsigned char *block)
     return fp16_to_f32(h);
 }
 
-/* The codes of a stored block as 32 signed integers. */
-static void codes_of(Format fmt, const unsigned char *block, int *out)
+/* The E2M1 magnitudes doubled: fp4's codes as integers. */
+static const int fp4_twice[8] = { 0, 1, 2, 3, 4, 6, 8, 12 };
+
+/* Block b of a stored row as 32 signed integer codes, and its scale (int4,
+ * fp4: the row's, after its n / 2 bytes of nibbles; fp4's halved). */
+static float codes_of(Format fmt, const unsigned char *row, size_t n, size_t b, int *out)
 {
-    const unsigned char *qs = block + 2;
+    if (fmt == FMT_INT4 || fmt == FMT_FP4) { /* byte k: element 2k low, element 2k + 1 high */
+        const unsigned char *qs = row + b * (QK / 2);
+        for (int j = 0; j < QK; j++) {
+            const unsigned c = (qs[j / 2] >> (4 * (j % 2))) & 0x0Fu;
+            out[j] = fmt == FMT_INT4 ? (int)(c ^ 8u) - 8 : (c & 8u ? -1 : 1) * fp4_twice[c & 7u];
+        }
+        return scale_of(row + n / 2) * (fmt == FMT_FP4 ? 0.5f : 1.0f);
+    }
+    const unsigned char *block = row + b * format_block_bytes(fmt), *qs = block + 2;
     if (fmt == FMT_Q8_0) {
         for (int j = 0; j < QK; j++)
             out[j] = (int8_t)qs[j];
-        return;
+        return scale_of(block);
     }
     for (int j = 0; j < QK / 2; j++) { /* byte j: element j low, element j + 16 high */
         out[j] = (qs[j] & 0x0F) - 8;
         out[j + QK / 2] = (qs[j] >> 4) - 8;
     }
+    return scale_of(block);
 }
 
 void qdot_ref(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq,
               size_t G, size_t n)
 {
-    const size_t nb = n / QK, wb = format_block_bytes(fmt), xb = format_block_bytes(FMT_Q8_0);
+    const size_t nb = n / QK, xb = format_block_bytes(FMT_Q8_0);
     for (size_t g = 0; g < G; g++)
         for (size_t r = 0; r < n_rows; r++) {
             const unsigned char *w = (const unsigned char *)rows + r * stride;
             const unsigned char *x = (const unsigned char *)xq + g * nb * xb;
             float sum = 0.0f;
-            for (size_t b = 0; b < nb; b++, w += wb, x += xb) {
+            for (size_t b = 0; b < nb; b++, x += xb) {
                 int wc[QK];
-                codes_of(fmt, w, wc);
+                const float dw = codes_of(fmt, w, n, b, wc);
                 int32_t isum = 0;
                 for (int j = 0; j < QK; j++)
                     isum += wc[j] * (int8_t)x[2 + j];
-                sum += scale_of(w) * scale_of(x) * (float)isum;
+                sum += dw * scale_of(x) * (float)isum;
             }
             y[g * ld + r] = sum;
         }

@@ -216,7 +216,7 @@ static void attention_tsv(const BenchReport *rep)
                         char size[32], group[16];
                         snprintf(size, sizeof size, "%zu", rep->contexts[ci]);
                         snprintf(group, sizeof group, "%zu", bench_groups[gi]);
-                        const int int_keys = rep->int_dot && (f == FMT_Q8_0 || f == FMT_Q4_0);
+                        const int int_keys = rep->int_dot && qdot_takes((Format)f);
                         tsv_row(rep, "attention", int_keys ? "kvscope-int-dot" : "kvscope",
                                 attend_algo_name(bench_algos[ai]), group,
                                 cold ? "cold" : "warm", size, format_name((Format)f),
@@ -293,8 +293,8 @@ void bench_report_attention(BenchReport *rep)
            "read back); vs f32: the f32 step's time over this one's, same context, form, G and cache;\n"
            "G4/G1: the G = 4 step's time over the G = 1 step's\n");
     if (rep->int_dot)
-        printf("--int-dot: q8_0 and q4_0 keys are scored by integer dots against the query rounded to q8_0, "
-               "once for\nthe G heads of a group (checked against the reference with the same rounding); "
+        printf("--int-dot: q8_0, q4_0, int4 and fp4 keys are scored by integer dots against the query rounded\n"
+               "to q8_0, once for the G heads of a group (checked against the reference with the same rounding); "
                "V stays f32;\nmaterialize decodes the keys to f32 first and keeps the f32 query\n");
     for (size_t ai = 0; ai < BENCH_N_ALGOS; ai++)
         for (int cold = 1; cold >= 0; cold--)

@@ -41,7 +41,7 @@ typedef struct {
         double ratio;        /* its GB/s over the bandwidth */
     } notes[BENCH_MAX_NOTES], top; /* top: the table's highest */
     size_t n_notes;          /* the table's count (the first BENCH_MAX_NOTES kept) */
-    int int_dot;             /* q8_0 and q4_0 keys scored by integer dots (--int-dot) */
+    int int_dot;             /* keys scored by integer dots (--int-dot; kernels.h, qdot_takes) */
 } BenchReport;
 
 /* The attention result for context index ci, format f, group index gi,

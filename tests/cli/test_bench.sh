@@ -71,13 +71,13 @@ expect_fail "bench: json is not offered" 2 "table or tsv" $KV bench --quick --fo
 expect_fail "bench: unknown option" 2 "unknown or incomplete option '--fast'" $KV bench --fast
 expect_fail "bench: stray argument" 2 "unexpected argument 'now'" $KV bench now
 
-# --int-dot: q8_0 and q4_0 keys by integer dots, checked against a reference with the same rounding
+# --int-dot: q8_0, q4_0, int4 and fp4 keys by integer dots, checked against a reference with the same rounding
 run "bench --int-dot" $KV bench --quick --int-dot --format tsv
 int_rows=$(awk -F'\t' '$1 == "attention" && $3 == "kvscope-int-dot"' "$out" | wc -l)
-other=$(awk -F'\t' '$1 == "attention" && $3 == "kvscope-int-dot" && $8 != "q8_0" && $8 != "q4_0"' "$out" | wc -l)
-if [ "$status" -eq 0 ] && [ "$int_rows" -eq 48 ] && [ "$other" -eq 0 ] && ! grep -q WRONG "$out"; then
-    ok "bench --int-dot: the 48 q8_0 and q4_0 attention rows marked, none wrong"
-else bad "bench --int-dot" "want: exit 0, 48 rows kvscope-int-dot, all q8_0/q4_0" \
+other=$(awk -F'\t' '$1 == "attention" && $3 == "kvscope-int-dot" && $8 != "q8_0" && $8 != "q4_0" && $8 != "int4" && $8 != "fp4"' "$out" | wc -l)
+if [ "$status" -eq 0 ] && [ "$int_rows" -eq 96 ] && [ "$other" -eq 0 ] && ! grep -q WRONG "$out"; then
+    ok "bench --int-dot: the 96 q8_0, q4_0, int4 and fp4 attention rows marked, none wrong"
+else bad "bench --int-dot" "want: exit 0, 96 rows kvscope-int-dot, all q8_0/q4_0/int4/fp4" \
     "got: exit $status, $int_rows rows, $other of other formats" "stderr: $(head -c 300 "$err")"; fi
-expect_ok "bench --int-dot: the table says what it changes" 'q8_0 and q4_0 keys are scored by integer dots' \
+expect_ok "bench --int-dot: the table says what it changes" 'q8_0, q4_0, int4 and fp4 keys are scored by integer dots' \
     $KV bench --quick --int-dot

@@ -118,9 +118,9 @@ static void test_int_dot_scores(void **state)
     (void)state;
     const Kernels *isa[4];
     size_t n_isa = kernels_available(isa, 4);
-    static const Format fmts[] = { FMT_Q8_0, FMT_Q4_0 };
+    static const Format fmts[] = { FMT_Q8_0, FMT_Q4_0, FMT_INT4, FMT_FP4 };
     static const size_t groups[] = { 1, 4 }, rowss[] = { 65, 2 * ATTEND_TILE + 65 };
-    for (size_t fi = 0; fi < 2; fi++)
+    for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++)
         for (size_t gi = 0; gi < 2; gi++)
             for (size_t ri = 0; ri < 2; ri++) {
                 Case c;

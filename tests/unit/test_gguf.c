@@ -374,6 +374,8 @@ static void check_qdot(Format fmt)
 
 static void test_qdot_q8_0(void **state) { (void)state; check_qdot(FMT_Q8_0); }
 static void test_qdot_q4_0(void **state) { (void)state; check_qdot(FMT_Q4_0); }
+static void test_qdot_int4(void **state) { (void)state; check_qdot(FMT_INT4); }
+static void test_qdot_fp4(void **state) { (void)state; check_qdot(FMT_FP4); }
 
 static void test_stored_q8_0_matvec(void **state) { (void)state; check_stored_matvec(FMT_Q8_0); }
 static void test_stored_q4_0_matvec(void **state) { (void)state; check_stored_matvec(FMT_Q4_0); }
@@ -1281,6 +1283,8 @@ int main(void)
         cmocka_unit_test(test_f16_bytes_are_the_engines),
         cmocka_unit_test(test_qdot_q8_0),
         cmocka_unit_test(test_qdot_q4_0),
+        cmocka_unit_test(test_qdot_int4),
+        cmocka_unit_test(test_qdot_fp4),
         cmocka_unit_test(test_stored_q8_0_matvec),
         cmocka_unit_test(test_stored_q4_0_matvec),
         cmocka_unit_test(test_stored_f16_matvec),
