@@ -9,6 +9,21 @@
 #include "ckpt/ckpt.h"
 #include "model/gguf_vocab.h"
 
+/* 1 when kvscope reads the vocabulary v: a SentencePiece-style one, or a
+ * "gpt2" one in kvscope's layout (its merges then in *merges, malloc'd);
+ * 0 with v->why saying why not; -1 (e set) when memory runs out. */
+static int vocab_readable(CkptVocab *v, int (**merges)[2], Err *e)
+{
+    *merges = NULL;
+    if (v->kind != CKPT_VOCAB_BPE)
+        return v->kind == CKPT_VOCAB_SPM;
+    char why[72];
+    int rc = gguf_vocab_merges(v, merges, why, sizeof why, e);
+    if (rc == 0)
+        snprintf(v->why, sizeof v->why, "its 'gpt2' vocabulary is not in kvscope's layout: %s", why);
+    return rc;
+}
+
 int config_from_checkpoint(Config *cfg, const char *path, Err *e)
 {
     config_defaults(cfg);
@@ -36,22 +51,37 @@ int config_from_checkpoint(Config *cfg, const char *path, Err *e)
     cfg->sliding_window = s->sliding_window;
     CkptVocab v;
     int (*merges)[2] = NULL;
-    int rc = ckpt_vocab(&ck, path, &v, e), readable = rc == 0 && v.kind == CKPT_VOCAB_SPM;
-    if (rc == 0 && v.kind == CKPT_VOCAB_BPE) {
-        char why[72];
-        readable = gguf_vocab_merges(&v, &merges, why, sizeof why, e);
-        rc = readable < 0 ? err_wrap(e, "%s", path) : 0;
-        if (readable == 0)
-            snprintf(v.why, sizeof v.why, "its 'gpt2' vocabulary is not in kvscope's layout: %s", why);
-    }
-    if (rc == 0 && readable > 0)
+    int rc = ckpt_vocab(&ck, path, &v, e), readable = rc == 0 ? vocab_readable(&v, &merges, e) : -1;
+    if (readable > 0)
         snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s", CHECKPOINT_TOKENIZER);
-    else if (rc == 0)
+    else if (readable == 0)
         snprintf(cfg->tokenizer_note, sizeof cfg->tokenizer_note, "%s", v.why);
+    else if (rc == 0)
+        rc = err_wrap(e, "%s", path);
     free(merges);
     ckpt_vocab_free(&v);
     ckpt_close(&ck);
     return rc;
+}
+
+/* The tokenizer of a vocabulary vocab_readable took: a byte-level BPE of
+ * its merges, or a SentencePiece-style one. */
+static int vocab_tokenizer(const CkptVocab *v, const int (*merges)[2], Tokenizer **out, Err *e)
+{
+    if (v->kind == CKPT_VOCAB_BPE) {
+        Bpe b;
+        if (bpe_init(&b, merges, v->n_merges, e) < 0)
+            return -1;
+        if (tokenizer_from_bpe(out, CHECKPOINT_TOKENIZER, &b, e) < 0) {
+            bpe_free(&b);
+            return -1;
+        }
+        return 0;
+    }
+    SpmVocab sv = { .n = v->n, .piece = v->piece, .len = v->len, .score = v->score, .type = v->type, .bos = v->bos,
+                    .eos = v->eos, .unk = v->unk, .add_bos = v->add_bos, .add_space_prefix = v->add_space_prefix,
+                    .raw_spaces = v->raw_spaces };
+    return tokenizer_from_vocab(out, CHECKPOINT_TOKENIZER, &sv, e);
 }
 
 int checkpoint_tokenizer(const Config *cfg, Tokenizer **out, Err *e)
@@ -63,33 +93,16 @@ int checkpoint_tokenizer(const Config *cfg, Tokenizer **out, Err *e)
     CkptVocab v;
     if (ckpt_open(&ck, cfg->checkpoint, e) < 0)
         return -1;
-    int rc = ckpt_vocab(&ck, cfg->checkpoint, &v, e);
-    if (rc == 0 && v.kind == CKPT_VOCAB_BPE) {
-        char why[72];
-        int (*merges)[2];
-        Bpe b;
-        int readable = gguf_vocab_merges(&v, &merges, why, sizeof why, e);
-        if (readable == 0)
-            err_set(e, ERR_USAGE, "%s: its 'gpt2' vocabulary is not read: %s", cfg->checkpoint, why);
-        rc = readable <= 0 ? -1 : bpe_init(&b, (const int (*)[2])merges, v.n_merges, e);
-        if (rc == 0 && tokenizer_from_bpe(out, CHECKPOINT_TOKENIZER, &b, e) < 0) {
-            bpe_free(&b);
-            rc = -1;
-        }
-        free(merges);
-        ckpt_vocab_free(&v);
-        ckpt_close(&ck);
-        return rc;
-    }
-    if (rc == 0 && v.kind != CKPT_VOCAB_SPM)
-        rc = err_set(e, ERR_USAGE, "%s: the checkpoint carries no tokenizer kvscope reads", cfg->checkpoint);
-    if (rc == 0) {
-        SpmVocab sv = { .n = v.n, .piece = v.piece, .len = v.len, .score = v.score, .type = v.type, .bos = v.bos,
-                        .eos = v.eos, .unk = v.unk, .add_bos = v.add_bos, .add_space_prefix = v.add_space_prefix,
-                        .raw_spaces = v.raw_spaces };
-        if (tokenizer_from_vocab(out, CHECKPOINT_TOKENIZER, &sv, e) < 0)
-            rc = err_wrap(e, "%s: its tokenizer", cfg->checkpoint);
-    }
+    int (*merges)[2] = NULL;
+    int rc = ckpt_vocab(&ck, cfg->checkpoint, &v, e), readable = rc == 0 ? vocab_readable(&v, &merges, e) : -1;
+    if (readable == 0)
+        rc = err_set(e, ERR_USAGE, "%s: the checkpoint carries no tokenizer kvscope reads: %s", cfg->checkpoint,
+                     v.why);
+    else if (readable > 0 && vocab_tokenizer(&v, (const int (*)[2])merges, out, e) < 0)
+        rc = err_wrap(e, "%s: its tokenizer", cfg->checkpoint);
+    else if (readable < 0 && rc == 0)
+        rc = -1;
+    free(merges);
     ckpt_vocab_free(&v);
     ckpt_close(&ck);
     return rc;
