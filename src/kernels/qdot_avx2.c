@@ -2,10 +2,12 @@
  * activation (kernels.h, QDotFn) on AVX2, as llama.cpp computes it.
  *
  * A block is 32 codes times 32 codes of x. maddubs multiplies unsigned by
- * signed bytes and sums them in pairs, so a signed code w (q8_0, and fp4's
- * doubled E2M1 values from a table) moves its sign onto x: |w| * (x *
- * sign(w)); a nibble u = w + 8 (q4_0, int4) is unsigned as it stands, and
- * the 8 x it adds is taken off again (eight_sums, once a block of x). The
+ * signed bytes and sums them in pairs, so q8_0's signed code w moves its
+ * sign onto x: |w| * (x * sign(w)). The 4-bit formats are made unsigned by
+ * an offset instead: u = w + 8 (q4_0's nibble as it stands, int4's with
+ * its sign bit flipped), u = w + 12 for fp4 (its E2M1 values doubled, the
+ * integers -12 .. 12, looked up by a byte shuffle), and the offset times x
+ * is taken off again (offset_sums, once a block of x). The
  * pairs are summed to 8 int32 lanes, exactly, turned to floats and scaled
  * into the row's accumulators: by the block's scale times x's (q8_0, q4_0),
  * or by x's alone with the row's scale applied once at the end (int4,
@@ -78,10 +80,16 @@ static inline __m256i pair_sums(__m256i u, __m256i x)
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1));
 }
 
-/* The pair sums of 8 x, which a nibble's offset of 8 adds. */
-static inline __m256i eight_sums(__m256i x)
+/* The 4-bit formats' offset: what their unsigned codes add to each code. */
+static inline int offset_of(const Kind k)
 {
-    return pair_sums(_mm256_set1_epi8(8), x);
+    return k == K_FP4 ? 12 : 8;
+}
+
+/* The pair sums of offset times x, which the offset codes add. */
+static inline __m256i offset_sums(const Kind k, __m256i x)
+{
+    return pair_sums(_mm256_set1_epi8((char)offset_of(k)), x);
 }
 
 /* Where block b of a row starts, and the scale that goes with its sums:
@@ -102,31 +110,29 @@ static inline float row_scale(const Kind k, const unsigned char *row, size_t n)
     return k == K_INT4 ? half_at(row + n / 2) : k == K_FP4 ? 0.5f * half_at(row + n / 2) : 1.0f;
 }
 
-/* w . x of one block as exact int32 lanes; eights: eight_sums(x), used by
- * the nibble formats. fp4: the nibble's E2M1 value doubled, from a table
- * (bit 3 the sign). */
-static inline __m256i block_sums(const Kind k, const unsigned char *blk, __m256i x, __m256i eights)
+/* w . x of one block as exact int32 lanes; off: offset_sums(k, x), used
+ * by the 4-bit formats. fp4: 12 + the nibble's E2M1 value doubled, from a
+ * table (bit 3 the sign). */
+static inline __m256i block_sums(const Kind k, const unsigned char *blk, __m256i x, __m256i off)
 {
-    if (k == K_Q4_0 || k == K_INT4) {
-        __m256i u = nibbles(k == K_Q4_0 ? blk + 2 : blk);
-        if (k == K_INT4) /* a two's complement nibble c is u = c ^ 8 = c + 8 */
-            u = _mm256_xor_si256(u, _mm256_set1_epi8(8));
-        return _mm256_sub_epi32(pair_sums(u, x), eights);
-    }
-    __m256i w;
     if (k == K_Q8_0) {
-        w = load32(blk + 2);
-    } else {
-        const __m256i fp4 = _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12, 0, 1, 2, 3, 4,
-                                             6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
-        w = _mm256_shuffle_epi8(fp4, nibbles(blk));
+        const __m256i w = load32(blk + 2);
+        return pair_sums(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
     }
-    return pair_sums(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+    __m256i u = nibbles(k == K_Q4_0 ? blk + 2 : blk);
+    if (k == K_INT4) /* a two's complement nibble c is u = c ^ 8 = c + 8 */
+        u = _mm256_xor_si256(u, _mm256_set1_epi8(8));
+    if (k == K_FP4) {
+        const __m256i fp4 = _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0, 12, 13, 14,
+                                             15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
+        u = _mm256_shuffle_epi8(fp4, u);
+    }
+    return _mm256_sub_epi32(pair_sums(u, x), off);
 }
 
-static inline int offset_nibbles(const Kind k)
+static inline int offset_codes(const Kind k)
 {
-    return k == K_Q4_0 || k == K_INT4;
+    return k != K_Q8_0;
 }
 
 static inline float hsum(__m256 v)
@@ -152,7 +158,7 @@ static inline __attribute__((always_inline)) float row_dot(const Kind k, const u
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; b++) {
         const __m256i xv = load32(x.codes + b * x.step);
-        const __m256i e = offset_nibbles(k) ? eight_sums(xv) : _mm256_setzero_si256();
+        const __m256i e = offset_codes(k) ? offset_sums(k, xv) : _mm256_setzero_si256();
         const unsigned char *blk = block_at(k, w, b);
         acc = _mm256_fmadd_ps(block_scale(k, blk, _mm256_set1_ps(x.dx[b])),
                               _mm256_cvtepi32_ps(block_sums(k, blk, xv, e)), acc);
@@ -168,7 +174,7 @@ static inline __attribute__((always_inline)) void rows4_dot(const Kind k, float 
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     for (size_t b = 0; b < nb; b++) {
         const __m256i xv = load32(x.codes + b * x.step);
-        const __m256i e = offset_nibbles(k) ? eight_sums(xv) : _mm256_setzero_si256();
+        const __m256i e = offset_codes(k) ? offset_sums(k, xv) : _mm256_setzero_si256();
         const __m256 d = _mm256_set1_ps(x.dx[b]);
         const unsigned char *b0 = block_at(k, w[0], b), *b1 = block_at(k, w[1], b);
         const unsigned char *b2 = block_at(k, w[2], b), *b3 = block_at(k, w[3], b);
@@ -203,10 +209,10 @@ static inline __attribute__((always_inline)) void qdot_rows(const Kind k, float 
 /* G > 1 (a GQA group scoring keys): each row's block is loaded, unpacked
  * and scaled once, then dotted with the block of up to 4 vectors at a time,
  * one accumulator each (4 independent chains). x: the G vectors' blocks,
- * [G][nb] (x.dx too); eights: [G][nb], for the nibble formats. */
+ * [G][nb] (x.dx too); offs: [G][nb] their offset_sums, 4-bit formats. */
 static inline __attribute__((always_inline)) void qdot_group(const Kind k, float *y, size_t ld,
                                                              const unsigned char *rows, size_t stride,
-                                                             size_t n_rows, XBlocks x, const __m256i *eights,
+                                                             size_t n_rows, XBlocks x, const __m256i *offs,
                                                              size_t G, size_t nb, size_t n)
 {
     for (size_t g0 = 0; g0 < G; g0 += 4) {
@@ -220,7 +226,7 @@ static inline __attribute__((always_inline)) void qdot_group(const Kind k, float
                 for (size_t j = 0; j < gn; j++) {
                     const size_t gb = (g0 + j) * nb + b;
                     const __m256i xv = load32(x.codes + gb * x.step);
-                    const __m256i e = offset_nibbles(k) ? eights[gb] : _mm256_setzero_si256();
+                    const __m256i e = offset_codes(k) ? offs[gb] : _mm256_setzero_si256();
                     const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(x.dx[gb]));
                     acc[j] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(block_sums(k, blk, xv, e)), acc[j]);
                 }
@@ -235,44 +241,44 @@ static inline __attribute__((always_inline)) void qdot_group(const Kind k, float
 /* The format's loops, one specialisation each (a constant Kind). */
 static inline __attribute__((always_inline)) void qdot_kind(const Kind k, float *y, size_t ld,
                                                             const unsigned char *rows, size_t stride,
-                                                            size_t n_rows, XBlocks x, const __m256i *eights,
+                                                            size_t n_rows, XBlocks x, const __m256i *offs,
                                                             size_t G, size_t nb, size_t n)
 {
     if (G > 1)
-        qdot_group(k, y, ld, rows, stride, n_rows, x, eights, G, nb, n);
+        qdot_group(k, y, ld, rows, stride, n_rows, x, offs, G, nb, n);
     else
         qdot_rows(k, y, rows, stride, n_rows, x, nb, n);
 }
 
 static void qdot_q8_0(float *y, size_t ld, const unsigned char *rows, size_t stride, size_t n_rows, XBlocks x,
-                      const __m256i *eights, size_t G, size_t nb, size_t n)
+                      const __m256i *offs, size_t G, size_t nb, size_t n)
 {
-    qdot_kind(K_Q8_0, y, ld, rows, stride, n_rows, x, eights, G, nb, n);
+    qdot_kind(K_Q8_0, y, ld, rows, stride, n_rows, x, offs, G, nb, n);
 }
 
 static void qdot_q4_0(float *y, size_t ld, const unsigned char *rows, size_t stride, size_t n_rows, XBlocks x,
-                      const __m256i *eights, size_t G, size_t nb, size_t n)
+                      const __m256i *offs, size_t G, size_t nb, size_t n)
 {
-    qdot_kind(K_Q4_0, y, ld, rows, stride, n_rows, x, eights, G, nb, n);
+    qdot_kind(K_Q4_0, y, ld, rows, stride, n_rows, x, offs, G, nb, n);
 }
 
 static void qdot_int4(float *y, size_t ld, const unsigned char *rows, size_t stride, size_t n_rows, XBlocks x,
-                      const __m256i *eights, size_t G, size_t nb, size_t n)
+                      const __m256i *offs, size_t G, size_t nb, size_t n)
 {
-    qdot_kind(K_INT4, y, ld, rows, stride, n_rows, x, eights, G, nb, n);
+    qdot_kind(K_INT4, y, ld, rows, stride, n_rows, x, offs, G, nb, n);
 }
 
 static void qdot_fp4(float *y, size_t ld, const unsigned char *rows, size_t stride, size_t n_rows, XBlocks x,
-                     const __m256i *eights, size_t G, size_t nb, size_t n)
+                     const __m256i *offs, size_t G, size_t nb, size_t n)
 {
-    qdot_kind(K_FP4, y, ld, rows, stride, n_rows, x, eights, G, nb, n);
+    qdot_kind(K_FP4, y, ld, rows, stride, n_rows, x, offs, G, nb, n);
 }
 
 void qdot_avx2(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq,
                size_t G, size_t n)
 {
     const size_t nb = n / QK, xb = format_block_bytes(FMT_Q8_0);
-    const int per_row = fmt == FMT_INT4 || fmt == FMT_FP4, offset = fmt == FMT_Q4_0 || fmt == FMT_INT4;
+    const int per_row = fmt == FMT_INT4 || fmt == FMT_FP4, offset = fmt != FMT_Q8_0;
     const int vectors = per_row || (offset && G > 1); /* x blocks kept as vectors */
     if (G * nb > (vectors ? QDOT_VEC_BLOCKS : QDOT_MAX_BLOCKS) ||
         (fmt != FMT_Q8_0 && fmt != FMT_Q4_0 && !per_row)) {
@@ -282,7 +288,7 @@ void qdot_avx2(float *y, size_t ld, Format fmt, const void *rows, size_t stride,
     const unsigned char *x = xq;
     float dx[QDOT_MAX_BLOCKS];              /* [G][nb] */
     __m256i order[QDOT_VEC_BLOCKS];         /* int4, fp4: each block's codes, the even elements, then the odd */
-    __m256i eights[QDOT_VEC_BLOCKS];        /* the group's 8 x sums, for the nibble formats */
+    __m256i offs[QDOT_VEC_BLOCKS];          /* a group's offset_sums, for the 4-bit formats */
     XBlocks xs = { x + 2, xb, dx };
     for (size_t b = 0; b < G * nb; b++) {
         dx[b] = half_at(x + b * xb);
@@ -293,15 +299,15 @@ void qdot_avx2(float *y, size_t ld, Format fmt, const void *rows, size_t stride,
             memcpy(&order[b], even_odd, sizeof even_odd);
         }
         if (offset && G > 1)
-            eights[b] = eight_sums(per_row ? order[b] : load32(x + b * xb + 2));
+            offs[b] = offset_sums(fmt == FMT_FP4 ? K_FP4 : K_Q4_0, per_row ? order[b] : load32(x + b * xb + 2));
     }
     if (per_row)
         xs = (XBlocks){ (const unsigned char *)order, sizeof order[0], dx };
     const unsigned char *w = rows;
     switch (fmt) {
-    case FMT_Q8_0: qdot_q8_0(y, ld, w, stride, n_rows, xs, eights, G, nb, n); break;
-    case FMT_Q4_0: qdot_q4_0(y, ld, w, stride, n_rows, xs, eights, G, nb, n); break;
-    case FMT_INT4: qdot_int4(y, ld, w, stride, n_rows, xs, eights, G, nb, n); break;
-    default: qdot_fp4(y, ld, w, stride, n_rows, xs, eights, G, nb, n); break;
+    case FMT_Q8_0: qdot_q8_0(y, ld, w, stride, n_rows, xs, offs, G, nb, n); break;
+    case FMT_Q4_0: qdot_q4_0(y, ld, w, stride, n_rows, xs, offs, G, nb, n); break;
+    case FMT_INT4: qdot_int4(y, ld, w, stride, n_rows, xs, offs, G, nb, n); break;
+    default: qdot_fp4(y, ld, w, stride, n_rows, xs, offs, G, nb, n); break;
     }
 }
