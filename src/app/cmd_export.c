@@ -30,8 +30,9 @@ static void help(void)
            "A model with a byte-level tokenizer (bytes, or a BPE such as kjv-bpe) carries\n"
            "it as llama.cpp's 'gpt2' vocabulary (pre-tokenizer 'gpt-2', no BOS): tokens in\n"
            "GPT-2's byte alphabet, its merges in rank order. kvscope's pieces split text\n"
-           "as gpt-2's do for ASCII; a non-ASCII mark can split otherwise. A model on ids\n"
-           "only, or a checkpoint's SentencePiece vocabulary, is written with none.\n\n"
+           "as gpt-2's do for ASCII; a non-ASCII mark can split otherwise. The vocabulary\n"
+           "a checkpoint carries (--weights: a GGUF's 'llama' one, a llama2.c tokenizer.bin)\n"
+           "is written as GGUF's 'llama' model. A model on ids only is written with none.\n\n"
            "options:\n"
            "  --gguf OUT          the file to write\n"
            "  --type TYPE         matrices in f32 (default), f16, q8_0 or q4_0\n"
@@ -79,6 +80,22 @@ static int parse_options(int argc, char **argv, ExportOpts *o, Err *e)
     return 0;
 }
 
+/* What the file carries of tok (NULL: none). */
+static void print_tokenizer(const Tokenizer *tok)
+{
+    const int (*merges)[2];
+    size_t n_merges;
+    if (!tok) {
+        printf("no tokenizer\n");
+        return;
+    }
+    const char *name = strcmp(tokenizer_name(tok), CHECKPOINT_TOKENIZER) ? tokenizer_name(tok) : "of the checkpoint";
+    if (tokenizer_byte_level(tok, &merges, &n_merges))
+        printf("tokenizer %s as 'gpt2' (%zu ids, %zu merges)\n", name, tokenizer_vocab(tok), n_merges);
+    else
+        printf("tokenizer %s as 'llama' (%zu tokens)\n", name, tokenizer_vocab(tok));
+}
+
 int cmd_export(int argc, char **argv)
 {
     ExportOpts o = { .mo.model = DEFAULT_MODEL, .fmt = FMT_F32 };
@@ -93,13 +110,7 @@ int cmd_export(int argc, char **argv)
     if (p < 0 || setup_load_model(&o.mo, 0, &m, &e) < 0)
         return cli_fail(&e);
     Tokenizer *tok = NULL;
-    const int (*merges)[2];
-    size_t n_merges = 0;
     int rc = setup_tokenizer(&m.cfg, &tok, &e);
-    if (tok && !tokenizer_byte_level(tok, &merges, &n_merges)) {
-        tokenizer_free(tok); /* a SentencePiece vocabulary: not written (the help says so) */
-        tok = NULL;
-    }
     /* the writer encodes from f32, so a stored matrix re-encodes to its own bytes */
     if (rc == 0)
         rc = model_dequantize(&m, &e);
@@ -112,12 +123,7 @@ int cmd_export(int argc, char **argv)
         if (info.n_as_f32)
             printf(" (%zu kept in f32: rows not whole blocks)", info.n_as_f32);
         printf(", %s; ", human_bytes(size, sizeof size, (double)info.file_bytes));
-        if (tok)
-            printf("tokenizer %s as 'gpt2' (%zu ids, %zu merges)\n",
-                   strcmp(tokenizer_name(tok), CHECKPOINT_TOKENIZER) ? tokenizer_name(tok) : "of the checkpoint",
-                   tokenizer_vocab(tok), n_merges);
-        else
-            printf("no tokenizer%s\n", m.cfg.tokenizer[0] ? " (a SentencePiece vocabulary is not written)" : "");
+        print_tokenizer(tok);
     }
     tokenizer_free(tok);
     model_free(&m);

@@ -149,9 +149,10 @@ void gguf_writer_str(GgufWriter *w, const char *key, const char *value);
 void gguf_writer_u32(GgufWriter *w, const char *key, uint32_t value);
 void gguf_writer_f32(GgufWriter *w, const char *key, float value);
 void gguf_writer_bool(GgufWriter *w, const char *key, int value);
-/* Arrays of n strings, of n int32. */
+/* Arrays of n strings, of n int32, of n float32. */
 void gguf_writer_str_array(GgufWriter *w, const char *key, const char *const *values, size_t n);
 void gguf_writer_i32_array(GgufWriter *w, const char *key, const int32_t *values, size_t n);
+void gguf_writer_f32_array(GgufWriter *w, const char *key, const float *values, size_t n);
 
 /* Declare a tensor of n_dims dims ne[] (ne[0] innermost) in format fmt
  * (f32, f16, q8_0 or q4_0; others are an error reported by finish). */

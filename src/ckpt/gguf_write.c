@@ -134,6 +134,14 @@ void gguf_writer_i32_array(GgufWriter *w, const char *k, const int32_t *values, 
     put(w, values, n * sizeof *values);
 }
 
+void gguf_writer_f32_array(GgufWriter *w, const char *k, const float *values, size_t n)
+{
+    key(w, k, GGUF_ARRAY);
+    put_u32(w, GGUF_F32);
+    put_u64(w, n);
+    put(w, values, n * sizeof *values);
+}
+
 void gguf_writer_tensor(GgufWriter *w, const char *name, Format fmt, size_t n_dims, const uint64_t *ne)
 {
     if (w->failed)

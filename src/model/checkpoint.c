@@ -78,9 +78,7 @@ static int vocab_tokenizer(const CkptVocab *v, const int (*merges)[2], Tokenizer
         }
         return 0;
     }
-    SpmVocab sv = { .n = v->n, .piece = v->piece, .len = v->len, .score = v->score, .type = v->type, .bos = v->bos,
-                    .eos = v->eos, .unk = v->unk, .add_bos = v->add_bos, .add_space_prefix = v->add_space_prefix,
-                    .raw_spaces = v->raw_spaces };
+    const SpmVocab sv = gguf_vocab_spm(v);
     return tokenizer_from_vocab(out, CHECKPOINT_TOKENIZER, &sv, e);
 }
 

@@ -53,8 +53,9 @@ typedef struct {
  * its bytes are the engine's own quantizer's; a matrix whose rows are not
  * whole blocks of fmt is written in F32 (counted in info->n_as_f32). A
  * model with shared layers is written with every layer (the file is the
- * real model's size). tok, when not NULL, is written with it: a
- * byte-level one as llama.cpp's "gpt2" vocabulary (model/gguf_vocab.h).
+ * real model's size). tok, when not NULL, is written with it
+ * (model/gguf_vocab.h): a byte-level one as llama.cpp's "gpt2" vocabulary,
+ * the SentencePiece-style one a checkpoint carries as its "llama" one.
  * Decoder-only GQA models only: an encoder-decoder or MLA model fails with
  * ERR_USAGE. info may be NULL. */
 int model_export_gguf(const Model *m, const Tokenizer *tok, const char *path, Format fmt, ExportInfo *info, Err *e);

@@ -93,6 +93,31 @@ static void write_metadata(GgufWriter *w, const Config *c, Format fmt)
         gguf_writer_u32(w, "llama.attention.sliding_window", (uint32_t)c->sliding_window);
 }
 
+/* tok into w's metadata: a byte-level one as "gpt2"; the one a checkpoint
+ * carries read again from it (the Tokenizer keeps no scores or types) and
+ * written as it came, "llama". */
+static int write_vocab(GgufWriter *w, const Config *c, const Tokenizer *tok, Err *e)
+{
+    const int (*merges)[2];
+    size_t n_merges;
+    if (tokenizer_byte_level(tok, &merges, &n_merges))
+        return gguf_vocab_write(w, tok, c->vocab, e);
+    Checkpoint ck;
+    CkptVocab v;
+    if (!c->checkpoint[0] || ckpt_open(&ck, c->checkpoint, e) < 0)
+        return c->checkpoint[0] ? -1 : err_set(e, ERR_USAGE, "tokenizer '%s' is not one export writes",
+                                               tokenizer_name(tok));
+    int rc = ckpt_vocab(&ck, c->checkpoint, &v, e);
+    if (rc == 0 && (v.kind != CKPT_VOCAB_SPM || v.n != c->vocab))
+        rc = err_set(e, ERR_USAGE, "%s: its vocabulary is not the model's %zu SentencePiece tokens", c->checkpoint,
+                     c->vocab);
+    if (rc == 0)
+        rc = gguf_vocab_write_spm(w, &v, e);
+    ckpt_vocab_free(&v);
+    ckpt_close(&ck);
+    return rc;
+}
+
 static int check_exportable(const Config *c, Format fmt, Err *e)
 {
     if (c->architecture != ARCH_DECODER || c->attention != ATTN_GQA)
@@ -120,7 +145,7 @@ int model_export_gguf(const Model *m, const Tokenizer *tok, const char *path, Fo
         return err_set(e, ERR_RUNTIME, "out of memory");
     ExportInfo got = { 0 };
     write_metadata(w, c, fmt);
-    if (tok && gguf_vocab_write(w, tok, c->vocab, e) < 0) {
+    if (tok && write_vocab(w, c, tok, e) < 0) {
         gguf_writer_free(w);
         return -1;
     }

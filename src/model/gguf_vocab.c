@@ -79,6 +79,66 @@ int gguf_vocab_write(GgufWriter *w, const Tokenizer *tok, size_t vocab, Err *e)
     return ok ? 0 : err_set(e, ERR_RUNTIME, "out of memory for a tokenizer of %zu tokens", vocab);
 }
 
+/* --- a SentencePiece-style vocabulary --------------------------------------- */
+
+SpmVocab gguf_vocab_spm(const CkptVocab *v)
+{
+    return (SpmVocab){ .n = v->n, .piece = v->piece, .len = v->len, .score = v->score, .type = v->type,
+                       .bos = v->bos, .eos = v->eos, .unk = v->unk, .add_bos = v->add_bos,
+                       .add_space_prefix = v->add_space_prefix, .raw_spaces = v->raw_spaces };
+}
+
+#define SPACE_MARKER "\xe2\x96\x81" /* U+2581, the space of GGUF's SentencePiece vocabularies */
+
+/* piece[0..len) as a string, each ' ' as SPACE_MARKER when raw_spaces. */
+static char *spm_written(const unsigned char *piece, size_t len, int raw_spaces)
+{
+    size_t spaces = 0;
+    for (size_t i = 0; raw_spaces && i < len; i++)
+        spaces += piece[i] == ' ';
+    char *s = malloc(len + 2 * spaces + 1), *o = s;
+    for (size_t i = 0; s && i < len; i++)
+        if (raw_spaces && piece[i] == ' ')
+            memcpy(o, SPACE_MARKER, 3), o += 3;
+        else
+            *o++ = (char)piece[i];
+    if (s)
+        *o = '\0';
+    return s;
+}
+
+int gguf_vocab_write_spm(GgufWriter *w, const CkptVocab *v, Err *e)
+{
+    const SpmVocab sv = gguf_vocab_spm(v);
+    char **tokens = calloc(v->n ? v->n : 1, sizeof *tokens);
+    int32_t *types = malloc((v->n ? v->n : 1) * sizeof *types);
+    float *scores = calloc(v->n ? v->n : 1, sizeof *scores);
+    int ok = tokens && types && scores;
+    for (size_t i = 0; ok && i < v->n; i++) {
+        ok = (tokens[i] = spm_written(v->piece[i], v->len[i], v->raw_spaces)) != NULL;
+        types[i] = spm_type(&sv, i);
+        scores[i] = v->score ? v->score[i] : 0.0f;
+    }
+    if (ok) {
+        gguf_writer_str(w, "tokenizer.ggml.model", "llama");
+        gguf_writer_str_array(w, "tokenizer.ggml.tokens", (const char *const *)tokens, v->n);
+        gguf_writer_f32_array(w, "tokenizer.ggml.scores", scores, v->n);
+        gguf_writer_i32_array(w, "tokenizer.ggml.token_type", types, v->n);
+        const struct { const char *key; int id; } ids[] = { { "tokenizer.ggml.bos_token_id", v->bos },
+                                                            { "tokenizer.ggml.eos_token_id", v->eos },
+                                                            { "tokenizer.ggml.unknown_token_id", v->unk } };
+        for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++)
+            if (ids[k].id >= 0)
+                gguf_writer_u32(w, ids[k].key, (uint32_t)ids[k].id);
+        gguf_writer_bool(w, "tokenizer.ggml.add_bos_token", v->add_bos);
+        gguf_writer_bool(w, "tokenizer.ggml.add_space_prefix", v->add_space_prefix);
+    }
+    free_strings(tokens, v->n);
+    free(types);
+    free(scores);
+    return ok ? 0 : err_set(e, ERR_RUNTIME, "out of memory for a tokenizer of %zu tokens", v->n);
+}
+
 /* --- reading one back --------------------------------------------------- */
 
 typedef struct {

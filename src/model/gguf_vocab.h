@@ -30,4 +30,16 @@ int gguf_vocab_write(GgufWriter *w, const Tokenizer *tok, size_t vocab, Err *e);
  * when memory runs out. */
 int gguf_vocab_merges(const CkptVocab *v, int (**merges)[2], char *why, size_t cap, Err *e);
 
+/* A checkpoint's SentencePiece-style vocabulary (CKPT_VOCAB_SPM) as the
+ * text/ tokenizer takes it (pointing into v). */
+SpmVocab gguf_vocab_spm(const CkptVocab *v);
+
+/* Add such a vocabulary to w's metadata as llama.cpp's "llama" model:
+ * tokenizer.ggml.tokens (each piece as the vocabulary writes it, but a
+ * space written U+2581, as GGUF's vocabularies write it, where llama2.c's
+ * tokenizer.bin writes ' '), scores, token_type (given, or as spm.h infers
+ * them), the BOS, EOS and unknown ids it has, add_bos_token and
+ * add_space_prefix. ERR_RUNTIME when memory runs out. */
+int gguf_vocab_write_spm(GgufWriter *w, const CkptVocab *v, Err *e);
+
 #endif

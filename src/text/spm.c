@@ -74,7 +74,7 @@ static int byte_value(const unsigned char *p, size_t len)
     return v;
 }
 
-static int type_of(const SpmVocab *v, size_t i)
+int spm_type(const SpmVocab *v, size_t i)
 {
     if (v->type)
         return v->type[i];
@@ -117,7 +117,7 @@ static int check_vocab(const SpmVocab *v, Err *e)
             return err_set(e, ERR_USAGE, "the %s token id %d is outside the vocabulary of %zu tokens",
                            k == 0 ? "BOS" : k == 1 ? "EOS" : "unknown", ids[k], v->n);
     for (size_t i = 0; i < v->n; i++) {
-        int t = type_of(v, i);
+        int t = spm_type(v, i);
         if (t < SPM_NORMAL || t > SPM_BYTE)
             return err_set(e, ERR_USAGE, "token %zu has type %d (types are 1 to 6)", i, t);
         if (t == SPM_BYTE && byte_value(v->piece[i], v->len[i]) < 0)
@@ -163,7 +163,7 @@ int spm_new(Spm **out, const SpmVocab *v, Err *e)
     s->marker_len = strlen(s->marker);
     unsigned char *at = s->bytes;
     for (size_t i = 0; i < v->n; i++) {
-        int t = type_of(v, i);
+        int t = spm_type(v, i);
         s->raw[i] = at;
         s->raw_len[i] = v->len[i];
         if (v->len[i])

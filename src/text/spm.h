@@ -38,6 +38,9 @@ typedef struct {
     int add_bos, add_space_prefix, raw_spaces;
 } SpmVocab;
 
+/* Token i's type: v->type's, or, when the vocabulary gives none, as above. */
+int spm_type(const SpmVocab *v, size_t i);
+
 typedef struct Spm Spm;
 
 /* ERR_USAGE for a vocabulary that is not one (a type out of range, an id

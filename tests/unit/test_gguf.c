@@ -1192,6 +1192,23 @@ static void expect_vocab(const char *path, const char *note, const char *err)
     tokenizer_free(t);
 }
 
+/* The checkpoint at src loaded and exported again with the tokenizer it
+ * carries, into a new temporary GGUF at dst. */
+static void export_again(const char *src, char *dst, size_t cap)
+{
+    Model m;
+    Tokenizer *t;
+    Err e = { 0 };
+    load_from(src, &m);
+    if (checkpoint_tokenizer(&m.cfg, &t, &e) < 0)
+        fail_msg("%s", e.msg);
+    temp_path(dst, cap, ".gguf");
+    if (model_export_gguf(&m, t, dst, FMT_F32, NULL, &e) < 0)
+        fail_msg("export: %s", e.msg);
+    tokenizer_free(t);
+    model_free(&m);
+}
+
 static void test_gguf_tokenizer(void **state)
 {
     (void)state;
@@ -1204,6 +1221,10 @@ static void test_gguf_tokenizer(void **state)
     expect_vocab(base, "names no tokenizer", NULL);
     gguf_with_vocab(base, path, "llama", DMG_NONE);
     expect_vocab(path, NULL, NULL);
+    char again[512]; /* and exported, it carries the same vocabulary on */
+    export_again(path, again, sizeof again);
+    expect_vocab(again, NULL, NULL);
+    unlink(again);
     gguf_with_vocab(base, path, "gpt2", DMG_NONE);
     expect_vocab(path, NULL, "'tokenizer.ggml.merges' is missing (tokenizer model 'gpt2')");
     gguf_with_vocab(base, path, "bert", DMG_NONE);
@@ -1259,6 +1280,10 @@ static void test_llama2c_tokenizer_bin(void **state)
     expect_vocab(ckpt, "no tokenizer.bin beside", NULL);
     write_tokenizer_bin(bin, 8, 0);
     expect_vocab(ckpt, NULL, NULL);
+    char gguf[512]; /* exported, its spaces written as GGUF's U+2581 and the types inferred */
+    export_again(ckpt, gguf, sizeof gguf);
+    expect_vocab(gguf, NULL, NULL);
+    unlink(gguf);
     write_tokenizer_bin(bin, 8, -1);
     expect_vocab(ckpt, NULL, "tokenizer.bin: token 270 is 2 bytes long: past the end of the file");
     write_tokenizer_bin(bin, 8, -5);
