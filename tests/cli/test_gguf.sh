@@ -72,8 +72,17 @@ expect_ok "run --weights: the prompt and the generated text printed" \
     $KV run --weights "$gdir/spm.gguf" --prompt "In the beginning" --tokens 4
 expect_ok "run --weights --set tokenizer=bytes: still overrides the file's" 'prompt: 16 tokens' \
     $KV run --weights "$gdir/spm.gguf" --prompt "In the beginning" --set tokenizer=bytes --tokens 2
-expect_ok "export: a SentencePiece vocabulary is not written, said so" 'no tokenizer \(a SentencePiece' \
-    $KV export --weights "$gdir/spm.gguf" --gguf "$gdir/spm-again.gguf"
+expect_ok "export: a checkpoint's SentencePiece vocabulary written as 'llama'" \
+    "tokenizer of the checkpoint as 'llama' \(300 tokens\)" $KV export --weights "$gdir/spm.gguf" --gguf "$gdir/spm-again.gguf"
+run "run --weights spm.gguf --prompt" $KV run --weights "$gdir/spm.gguf" --prompt "In the beginning" --tokens 6
+want=$(grep '^tokens (sequence 0)' "$out")
+run "run --weights spm-again.gguf --prompt" $KV run --weights "$gdir/spm-again.gguf" --prompt "In the beginning" --tokens 6
+got=$(grep '^tokens (sequence 0)' "$out")
+if [ "$status" -eq 0 ] && [ -n "$want" ] && [ "$want" = "$got" ]; then ok "export: the vocabulary written again encodes and generates the same"
+else bad "export: the vocabulary written again encodes and generates the same" "want: $want" "got:  $got"; fi
+$KV export --weights "$gdir/spm-again.gguf" --gguf "$gdir/spm-third.gguf" >/dev/null 2>&1
+cmp -s "$gdir/spm-again.gguf" "$gdir/spm-third.gguf" && ok "export: a GGUF with a llama vocabulary -> GGUF is byte-identical" ||
+    bad "export: a GGUF with a llama vocabulary -> GGUF is byte-identical"
 expect_fail "run --weights: a gpt2 vocabulary not in byte order is not read, said in one line" 2 \
     "'gpt2' vocabulary is not in kvscope's layout: token 0 is not the byte 0x00.*--prompt-ids" \
     $KV run --weights "$gdir/gpt2.gguf" --prompt "In the beginning"
