@@ -238,7 +238,7 @@ static inline __attribute__((always_inline)) void qdot_group(const Kind k, float
     }
 }
 
-/* The format's loops, one specialisation each (a constant Kind). */
+/* The format's loops; called with a constant Kind, one specialisation each. */
 static inline __attribute__((always_inline)) void qdot_kind(const Kind k, float *y, size_t ld,
                                                             const unsigned char *rows, size_t stride,
                                                             size_t n_rows, XBlocks x, const __m256i *offs,
@@ -250,46 +250,21 @@ static inline __attribute__((always_inline)) void qdot_kind(const Kind k, float 
         qdot_rows(k, y, rows, stride, n_rows, x, nb, n);
 }
 
-static void qdot_q8_0(float *y, size_t ld, const unsigned char *rows, size_t stride, size_t n_rows, XBlocks x,
-                      const __m256i *offs, size_t G, size_t nb, size_t n)
-{
-    qdot_kind(K_Q8_0, y, ld, rows, stride, n_rows, x, offs, G, nb, n);
-}
-
-static void qdot_q4_0(float *y, size_t ld, const unsigned char *rows, size_t stride, size_t n_rows, XBlocks x,
-                      const __m256i *offs, size_t G, size_t nb, size_t n)
-{
-    qdot_kind(K_Q4_0, y, ld, rows, stride, n_rows, x, offs, G, nb, n);
-}
-
-static void qdot_int4(float *y, size_t ld, const unsigned char *rows, size_t stride, size_t n_rows, XBlocks x,
-                      const __m256i *offs, size_t G, size_t nb, size_t n)
-{
-    qdot_kind(K_INT4, y, ld, rows, stride, n_rows, x, offs, G, nb, n);
-}
-
-static void qdot_fp4(float *y, size_t ld, const unsigned char *rows, size_t stride, size_t n_rows, XBlocks x,
-                     const __m256i *offs, size_t G, size_t nb, size_t n)
-{
-    qdot_kind(K_FP4, y, ld, rows, stride, n_rows, x, offs, G, nb, n);
-}
-
 void qdot_avx2(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq,
                size_t G, size_t n)
 {
     const size_t nb = n / QK, xb = format_block_bytes(FMT_Q8_0);
     const int per_row = fmt == FMT_INT4 || fmt == FMT_FP4, offset = fmt != FMT_Q8_0;
     const int vectors = per_row || (offset && G > 1); /* x blocks kept as vectors */
-    if (G * nb > (vectors ? QDOT_VEC_BLOCKS : QDOT_MAX_BLOCKS) ||
-        (fmt != FMT_Q8_0 && fmt != FMT_Q4_0 && !per_row)) {
+    if (!qdot_takes(fmt) || G * nb > (vectors ? QDOT_VEC_BLOCKS : QDOT_MAX_BLOCKS)) {
         qdot_ref(y, ld, fmt, rows, stride, n_rows, xq, G, n);
         return;
     }
-    const unsigned char *x = xq;
-    float dx[QDOT_MAX_BLOCKS];              /* [G][nb] */
-    __m256i order[QDOT_VEC_BLOCKS];         /* int4, fp4: each block's codes, the even elements, then the odd */
-    __m256i offs[QDOT_VEC_BLOCKS];          /* a group's offset_sums, for the 4-bit formats */
-    XBlocks xs = { x + 2, xb, dx };
+    const Kind k = fmt == FMT_Q8_0 ? K_Q8_0 : fmt == FMT_Q4_0 ? K_Q4_0 : fmt == FMT_INT4 ? K_INT4 : K_FP4;
+    const unsigned char *x = xq, *w = rows;
+    float dx[QDOT_MAX_BLOCKS];      /* [G][nb] */
+    __m256i order[QDOT_VEC_BLOCKS]; /* int4, fp4: each block's codes, the even elements, then the odd */
+    __m256i offs[QDOT_VEC_BLOCKS];  /* a group's offset_sums, for the 4-bit formats */
     for (size_t b = 0; b < G * nb; b++) {
         dx[b] = half_at(x + b * xb);
         if (per_row) {
@@ -299,15 +274,14 @@ void qdot_avx2(float *y, size_t ld, Format fmt, const void *rows, size_t stride,
             memcpy(&order[b], even_odd, sizeof even_odd);
         }
         if (offset && G > 1)
-            offs[b] = offset_sums(fmt == FMT_FP4 ? K_FP4 : K_Q4_0, per_row ? order[b] : load32(x + b * xb + 2));
+            offs[b] = offset_sums(k, per_row ? order[b] : load32(x + b * xb + 2));
     }
-    if (per_row)
-        xs = (XBlocks){ (const unsigned char *)order, sizeof order[0], dx };
-    const unsigned char *w = rows;
-    switch (fmt) {
-    case FMT_Q8_0: qdot_q8_0(y, ld, w, stride, n_rows, xs, offs, G, nb, n); break;
-    case FMT_Q4_0: qdot_q4_0(y, ld, w, stride, n_rows, xs, offs, G, nb, n); break;
-    case FMT_INT4: qdot_int4(y, ld, w, stride, n_rows, xs, offs, G, nb, n); break;
-    default: qdot_fp4(y, ld, w, stride, n_rows, xs, offs, G, nb, n); break;
+    const XBlocks xs = per_row ? (XBlocks){ (const unsigned char *)order, sizeof order[0], dx }
+                               : (XBlocks){ x + 2, xb, dx };
+    switch (k) { /* a constant Kind in each call: one specialisation each */
+    case K_Q8_0: qdot_kind(K_Q8_0, y, ld, w, stride, n_rows, xs, offs, G, nb, n); break;
+    case K_Q4_0: qdot_kind(K_Q4_0, y, ld, w, stride, n_rows, xs, offs, G, nb, n); break;
+    case K_INT4: qdot_kind(K_INT4, y, ld, w, stride, n_rows, xs, offs, G, nb, n); break;
+    case K_FP4: qdot_kind(K_FP4, y, ld, w, stride, n_rows, xs, offs, G, nb, n); break;
     }
 }

@@ -1,17 +1,23 @@
 # test_gguf.sh: `kvscope export --gguf` and `--weights PATH` (GGUF, llama2.c).
 
 gdir=$(mktemp -d)
+# same_tokens NAME ARGS_A ARGS_B: `run --prompt "In the beginning" ARGS_A`
+# and the same with ARGS_B generate the same tokens (ARGS split at blanks)
+same_tokens() {
+    run "$1" $KV run --prompt "In the beginning" $2
+    st_want=$(grep '^tokens (sequence 0)' "$out")
+    run "$1" $KV run --prompt "In the beginning" $3
+    st_got=$(grep '^tokens (sequence 0)' "$out")
+    if [ "$status" -eq 0 ] && [ -n "$st_want" ] && [ "$st_want" = "$st_got" ]; then ok "$1"
+    else bad "$1" "want: $st_want" "got:  $st_got (exit $status)"; fi
+}
 expect_ok "export: tiny as a GGUF of f32" '^wrote .*21 tensors, matrices in f32' \
     $KV export --model tiny --gguf "$gdir/tiny.gguf"
 [ ! -e "$gdir/tiny.gguf.tmp" ] && ok "export: no temporary file left" || bad "export: no temporary file left"
 expect_ok "run --weights: the export runs, cached equals uncached" '^tokens identical: yes' \
     $KV run --weights "$gdir/tiny.gguf" --compare
-run "run --weights: the same tokens as the model it came from" $KV run --model tiny --prompt-ids 5,6,7 --tokens 12
-want=$(grep '^tokens (sequence 0)' "$out")
-run "run --weights: the same tokens as the model it came from" $KV run --weights "$gdir/tiny.gguf" --prompt-ids 5,6,7 --tokens 12
-got=$(grep '^tokens (sequence 0)' "$out")
-if [ "$status" -eq 0 ] && [ -n "$want" ] && [ "$want" = "$got" ]; then ok "run --weights: the same tokens as the model it came from"
-else bad "run --weights: the same tokens as the model it came from" "want: $want" "got:  $got (exit $status)"; fi
+same_tokens "run --weights: the same tokens as the model it came from" "--model tiny --tokens 12" \
+    "--weights $gdir/tiny.gguf --tokens 12"
 expect_ok "export: from a checkpoint again: the same file" '^wrote ' \
     $KV export --weights "$gdir/tiny.gguf" --gguf "$gdir/again.gguf"
 cmp -s "$gdir/tiny.gguf" "$gdir/again.gguf" && ok "export: GGUF -> GGUF is byte-identical" ||
@@ -46,12 +52,8 @@ else bad "tokenize: the GGUF's vocabulary makes the model's ids"; fi
 indep=$(python3 tests/cli/gpt2_bpe.py "$gdir/kjv.gguf" "$gdir/held-out.txt")
 if [ -n "$want" ] && [ "$indep" = "$want" ]; then ok "gpt2_bpe.py: an independent gpt2 encoder makes the same $(echo "$want" | wc -l) ids"
 else bad "gpt2_bpe.py: an independent gpt2 encoder makes the same ids"; fi
-run "run --model kjv-tiny --prompt" $KV run --model kjv-tiny --prompt "In the beginning" --tokens 12
-want=$(grep '^tokens (sequence 0)' "$out")
-run "run --weights kjv.gguf --prompt" $KV run --weights "$gdir/kjv.gguf" --prompt "In the beginning" --tokens 12
-got=$(grep '^tokens (sequence 0)' "$out")
-if [ "$status" -eq 0 ] && [ -n "$want" ] && [ "$want" = "$got" ]; then ok "run --weights: the GGUF's tokenizer, the model's tokens"
-else bad "run --weights: the GGUF's tokenizer, the model's tokens" "want: $want" "got:  $got (exit $status)"; fi
+same_tokens "run --weights: the GGUF's tokenizer, the model's tokens" "--model kjv-tiny --tokens 12" \
+    "--weights $gdir/kjv.gguf --tokens 12"
 expect_ok "export: a GGUF's gpt2 vocabulary is written again" "tokenizer of the checkpoint as 'gpt2'" \
     $KV export --weights "$gdir/kjv.gguf" --gguf "$gdir/kjv-again.gguf"
 cmp -s "$gdir/kjv.gguf" "$gdir/kjv-again.gguf" && ok "export: a GGUF with a tokenizer -> GGUF is byte-identical" ||
@@ -74,12 +76,8 @@ expect_ok "run --weights --set tokenizer=bytes: still overrides the file's" 'pro
     $KV run --weights "$gdir/spm.gguf" --prompt "In the beginning" --set tokenizer=bytes --tokens 2
 expect_ok "export: a checkpoint's SentencePiece vocabulary written as 'llama'" \
     "tokenizer of the checkpoint as 'llama' \(300 tokens\)" $KV export --weights "$gdir/spm.gguf" --gguf "$gdir/spm-again.gguf"
-run "run --weights spm.gguf --prompt" $KV run --weights "$gdir/spm.gguf" --prompt "In the beginning" --tokens 6
-want=$(grep '^tokens (sequence 0)' "$out")
-run "run --weights spm-again.gguf --prompt" $KV run --weights "$gdir/spm-again.gguf" --prompt "In the beginning" --tokens 6
-got=$(grep '^tokens (sequence 0)' "$out")
-if [ "$status" -eq 0 ] && [ -n "$want" ] && [ "$want" = "$got" ]; then ok "export: the vocabulary written again encodes and generates the same"
-else bad "export: the vocabulary written again encodes and generates the same" "want: $want" "got:  $got"; fi
+same_tokens "export: the vocabulary written again encodes and generates the same" \
+    "--weights $gdir/spm.gguf --tokens 6" "--weights $gdir/spm-again.gguf --tokens 6"
 $KV export --weights "$gdir/spm-again.gguf" --gguf "$gdir/spm-third.gguf" >/dev/null 2>&1
 cmp -s "$gdir/spm-again.gguf" "$gdir/spm-third.gguf" && ok "export: a GGUF with a llama vocabulary -> GGUF is byte-identical" ||
     bad "export: a GGUF with a llama vocabulary -> GGUF is byte-identical"
