@@ -151,6 +151,8 @@ void gguf_writer_f32(GgufWriter *w, const char *key, float value);
 void gguf_writer_bool(GgufWriter *w, const char *key, int value);
 /* Arrays of n strings, of n int32, of n float32. */
 void gguf_writer_str_array(GgufWriter *w, const char *key, const char *const *values, size_t n);
+/* An array of n strings of the lengths given (any bytes, a NUL too). */
+void gguf_writer_bytes_array(GgufWriter *w, const char *key, const char *const *values, const size_t *lens, size_t n);
 void gguf_writer_i32_array(GgufWriter *w, const char *key, const int32_t *values, size_t n);
 void gguf_writer_f32_array(GgufWriter *w, const char *key, const float *values, size_t n);
 

@@ -126,6 +126,17 @@ void gguf_writer_bool(GgufWriter *w, const char *k, int value)
     put(w, &b, 1);
 }
 
+void gguf_writer_bytes_array(GgufWriter *w, const char *k, const char *const *values, const size_t *lens, size_t n)
+{
+    key(w, k, GGUF_ARRAY);
+    put_u32(w, GGUF_STRING);
+    put_u64(w, n);
+    for (size_t i = 0; i < n; i++) {
+        put_u64(w, lens[i]);
+        put(w, values[i], lens[i]);
+    }
+}
+
 void gguf_writer_i32_array(GgufWriter *w, const char *k, const int32_t *values, size_t n)
 {
     key(w, k, GGUF_ARRAY);

@@ -1,4 +1,6 @@
-/* gguf_vocab.c: a byte-level tokenizer as GGUF metadata (gguf_vocab.h). */
+/* gguf_vocab.c: the tokenizer a GGUF export carries (gguf_vocab.h): a
+ * byte-level one written as "gpt2" and read back, a checkpoint's
+ * SentencePiece-style one written as "llama". */
 #include "model/gguf_vocab.h"
 
 #include <stdint.h>
@@ -90,8 +92,9 @@ SpmVocab gguf_vocab_spm(const CkptVocab *v)
 
 #define SPACE_MARKER "\xe2\x96\x81" /* U+2581, the space of GGUF's SentencePiece vocabularies */
 
-/* piece[0..len) as a string, each ' ' as SPACE_MARKER when raw_spaces. */
-static char *spm_written(const unsigned char *piece, size_t len, int raw_spaces)
+/* piece[0..len) as written, each ' ' as SPACE_MARKER when raw_spaces, into
+ * a new buffer; its length in *out_len. */
+static char *spm_written(const unsigned char *piece, size_t len, int raw_spaces, size_t *out_len)
 {
     size_t spaces = 0;
     for (size_t i = 0; raw_spaces && i < len; i++)
@@ -102,26 +105,27 @@ static char *spm_written(const unsigned char *piece, size_t len, int raw_spaces)
             memcpy(o, SPACE_MARKER, 3), o += 3;
         else
             *o++ = (char)piece[i];
-    if (s)
-        *o = '\0';
+    *out_len = s ? (size_t)(o - s) : 0;
     return s;
 }
 
 int gguf_vocab_write_spm(GgufWriter *w, const CkptVocab *v, Err *e)
 {
     const SpmVocab sv = gguf_vocab_spm(v);
-    char **tokens = calloc(v->n ? v->n : 1, sizeof *tokens);
-    int32_t *types = malloc((v->n ? v->n : 1) * sizeof *types);
-    float *scores = calloc(v->n ? v->n : 1, sizeof *scores);
-    int ok = tokens && types && scores;
+    const size_t n = v->n ? v->n : 1;
+    char **tokens = calloc(n, sizeof *tokens);
+    size_t *lens = calloc(n, sizeof *lens); /* a piece may hold any byte: written with its length */
+    int32_t *types = malloc(n * sizeof *types);
+    float *scores = calloc(n, sizeof *scores);
+    int ok = tokens && lens && types && scores;
     for (size_t i = 0; ok && i < v->n; i++) {
-        ok = (tokens[i] = spm_written(v->piece[i], v->len[i], v->raw_spaces)) != NULL;
+        ok = (tokens[i] = spm_written(v->piece[i], v->len[i], v->raw_spaces, &lens[i])) != NULL;
         types[i] = spm_type(&sv, i);
         scores[i] = v->score ? v->score[i] : 0.0f;
     }
     if (ok) {
         gguf_writer_str(w, "tokenizer.ggml.model", "llama");
-        gguf_writer_str_array(w, "tokenizer.ggml.tokens", (const char *const *)tokens, v->n);
+        gguf_writer_bytes_array(w, "tokenizer.ggml.tokens", (const char *const *)tokens, lens, v->n);
         gguf_writer_f32_array(w, "tokenizer.ggml.scores", scores, v->n);
         gguf_writer_i32_array(w, "tokenizer.ggml.token_type", types, v->n);
         const struct { const char *key; int id; } ids[] = { { "tokenizer.ggml.bos_token_id", v->bos },
@@ -134,6 +138,7 @@ int gguf_vocab_write_spm(GgufWriter *w, const CkptVocab *v, Err *e)
         gguf_writer_bool(w, "tokenizer.ggml.add_space_prefix", v->add_space_prefix);
     }
     free_strings(tokens, v->n);
+    free(lens);
     free(types);
     free(scores);
     return ok ? 0 : err_set(e, ERR_RUNTIME, "out of memory for a tokenizer of %zu tokens", v->n);

@@ -1,4 +1,5 @@
-/* gguf_vocab.h: the tokenizer a GGUF export carries (gguf_export.c). */
+/* gguf_vocab.h: the tokenizer a GGUF export carries (gguf_export.c), and
+ * a byte-level one read back (checkpoint.c). */
 #ifndef KVSCOPE_MODEL_GGUF_VOCAB_H
 #define KVSCOPE_MODEL_GGUF_VOCAB_H
 
