@@ -7,11 +7,10 @@
  * an offset instead: u = w + 8 (q4_0's nibble as it stands, int4's with
  * its sign bit flipped), u = w + 12 for fp4 (its E2M1 values doubled, the
  * integers -12 .. 12, looked up by a byte shuffle), and the offset times x
- * is taken off again (offset_sums, once a block of x). The
- * pairs are summed to 8 int32 lanes, exactly, turned to floats and scaled
- * into the row's accumulators: by the block's scale times x's (q8_0, q4_0),
- * or by x's alone with the row's scale applied once at the end (int4,
- * fp4).
+ * is taken off again (offset_sums, once a block of x). The pairs are
+ * summed to 8 int32 lanes, exactly, turned to floats and scaled into the
+ * row's accumulators: by the block's scale times x's (q8_0, q4_0), or by
+ * x's alone with the row's scale applied once at the end (int4, fp4).
  *
  * A matrix's rows are read once, four side by side from four parts of it
  * (qdot_rows): a decode step is bound by how fast the memory delivers them
@@ -21,6 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/codec_isa.h"
 #include "kernels/kernels_isa.h"
 
 #define QK 32
@@ -29,7 +29,7 @@
  * blocks = 131072 values, the longest row of a matrix). */
 #define QDOT_MAX_BLOCKS 4096
 /* Blocks of x kept as vectors on the stack (8 KiB: 64 heads of 128 values):
- * a group's 8 x sums, and int4 and fp4's x in their nibble order. */
+ * a group's offset sums, and int4 and fp4's x in their nibble order. */
 #define QDOT_VEC_BLOCKS 256
 /* Rows read side by side, one from each of that many far-apart parts of
  * the matrix: that many sequential streams in flight (one stream from one
@@ -97,7 +97,7 @@ static inline __m256i offset_sums(const Kind k, __m256i x)
  * comes at the end, row_scale). */
 static inline const unsigned char *block_at(const Kind k, const unsigned char *row, size_t b)
 {
-    return k == K_Q8_0 ? row + b * 34 : k == K_Q4_0 ? row + b * 18 : row + b * (QK / 2);
+    return k == K_Q8_0 ? row + b * sizeof(BlockQ8_0) : k == K_Q4_0 ? row + b * sizeof(BlockQ4_0) : row + b * (QK / 2);
 }
 
 static inline __m256 block_scale(const Kind k, const unsigned char *blk, __m256 dx)
