@@ -43,6 +43,11 @@ done <<'TABLE'
 1|model 'tiny': weights file 'nosuch.txt' not found|$KV run --model tiny --set weights=nosuch.txt
 1|--out /proc/kvscope-x: cannot create|$KV plot memory --out /proc/kvscope-x
 1|--out /proc/kvscope-x: cannot create|$KV dump --model tiny --out /proc/kvscope-x
+# a checkpoint's tokenizer (issue 16): a missing file, a file that is none, a model on ids
+1|kvscope-no-such.gguf: cannot open|$KV tokenize --weights kvscope-no-such.gguf hi
+2|README.md: neither a GGUF file nor a llama2.c checkpoint|$KV tokenize --weights README.md hi
+2|tokenize: one of --tokenizer, --model and --weights|$KV tokenize --weights README.md --model tiny hi
+1|kvscope-no-such-dir/x.gguf.tmp: cannot create|$KV export --model tiny --gguf kvscope-no-such-dir/x.gguf
 TABLE
 
 # 3. options beyond max_seq_len are kept at it: a fork copies what a sequence can hold
