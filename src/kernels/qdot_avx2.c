@@ -73,6 +73,17 @@ static inline __m256i load32(const unsigned char *p)
     return _mm256_loadu_si256((const __m256i *)p);
 }
 
+/* A block of 32 codes reordered to match int4's and fp4's nibbles: the
+ * even elements, then the odd. Each 16-byte half is sorted so in-lane (a
+ * byte shuffle), then its 8-byte quarters are put in order (evens of both
+ * halves, odds of both). */
+static inline __m256i even_then_odd(__m256i x)
+{
+    const __m256i split = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10,
+                                           12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    return _mm256_permute4x64_epi64(_mm256_shuffle_epi8(x, split), _MM_SHUFFLE(3, 1, 2, 0));
+}
+
 /* u . x over a block as 8 lanes of exact int32 partial sums: maddubs
  * (unsigned u times signed x, in pairs), then the pairs summed. */
 static inline __m256i pair_sums(__m256i u, __m256i x)
@@ -267,12 +278,8 @@ void qdot_avx2(float *y, size_t ld, Format fmt, const void *rows, size_t stride,
     __m256i offs[QDOT_VEC_BLOCKS];  /* a group's offset_sums, for the 4-bit formats */
     for (size_t b = 0; b < G * nb; b++) {
         dx[b] = half_at(x + b * xb);
-        if (per_row) {
-            unsigned char even_odd[QK];
-            for (size_t j = 0; j < QK / 2; j++)
-                even_odd[j] = x[b * xb + 2 + 2 * j], even_odd[QK / 2 + j] = x[b * xb + 3 + 2 * j];
-            memcpy(&order[b], even_odd, sizeof even_odd);
-        }
+        if (per_row)
+            order[b] = even_then_odd(load32(x + b * xb + 2));
         if (offset && G > 1)
             offs[b] = offset_sums(k, per_row ? order[b] : load32(x + b * xb + 2));
     }
