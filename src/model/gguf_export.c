@@ -102,11 +102,12 @@ static int write_vocab(GgufWriter *w, const Config *c, const Tokenizer *tok, Err
     size_t n_merges;
     if (tokenizer_byte_level(tok, &merges, &n_merges))
         return gguf_vocab_write(w, tok, c->vocab, e);
+    if (!c->checkpoint[0])
+        return err_set(e, ERR_USAGE, "tokenizer '%s' is not one export writes", tokenizer_name(tok));
     Checkpoint ck;
     CkptVocab v;
-    if (!c->checkpoint[0] || ckpt_open(&ck, c->checkpoint, e) < 0)
-        return c->checkpoint[0] ? -1 : err_set(e, ERR_USAGE, "tokenizer '%s' is not one export writes",
-                                               tokenizer_name(tok));
+    if (ckpt_open(&ck, c->checkpoint, e) < 0)
+        return -1;
     int rc = ckpt_vocab(&ck, c->checkpoint, &v, e);
     if (rc == 0 && (v.kind != CKPT_VOCAB_SPM || v.n != c->vocab))
         rc = err_set(e, ERR_USAGE, "%s: its vocabulary is not the model's %zu SentencePiece tokens", c->checkpoint,
