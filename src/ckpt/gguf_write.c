@@ -59,11 +59,16 @@ static void put(GgufWriter *w, const void *p, size_t n)
 static void put_u32(GgufWriter *w, uint32_t v) { put(w, &v, 4); }
 static void put_u64(GgufWriter *w, uint64_t v) { put(w, &v, 8); }
 
-static void put_str(GgufWriter *w, const char *s)
+/* A GGUF string: its length, then its bytes (any, a NUL too). */
+static void put_bytes(GgufWriter *w, const char *s, size_t n)
 {
-    size_t n = strlen(s);
     put_u64(w, n);
     put(w, s, n);
+}
+
+static void put_str(GgufWriter *w, const char *s)
+{
+    put_bytes(w, s, strlen(s));
 }
 
 static void key(GgufWriter *w, const char *k, GgufValueType type)
@@ -131,10 +136,8 @@ void gguf_writer_bytes_array(GgufWriter *w, const char *k, const char *const *va
     key(w, k, GGUF_ARRAY);
     put_u32(w, GGUF_STRING);
     put_u64(w, n);
-    for (size_t i = 0; i < n; i++) {
-        put_u64(w, lens[i]);
-        put(w, values[i], lens[i]);
-    }
+    for (size_t i = 0; i < n; i++)
+        put_bytes(w, values[i], lens[i]);
 }
 
 void gguf_writer_i32_array(GgufWriter *w, const char *k, const int32_t *values, size_t n)
