@@ -155,18 +155,42 @@ static inline __m256 scale_q4_0(const Row *r, size_t i)
     return _mm256_set1_ps(load_fp16(r->p + (i / QK4_0) * sizeof(BlockQ4_0)));
 }
 
-static inline __m256 chunk_int4(const Row *r, size_t i, size_t m)
+/* int4 and fp4 in two parts, for axpy (codec_tiles.h), which folds the
+ * row's scale into its weight once a row: a whole chunk's values, unscaled,
+ * and the row's scale. int4: each lane shifts its nibble to the top of the
+ * word (a variable shift), then arithmetically back, sign-extended. */
+static inline __m256 raw_int4(const Row *r, size_t i)
 {
-    __m256i q = _mm256_srai_epi32(_mm256_slli_epi32(nibbles(r, i), 28), 28); /* sign-extend */
-    return keep(_mm256_mul_ps(_mm256_cvtepi32_ps(q), r->s), m);
+    int32_t w;
+    memcpy(&w, r->p + 4 * (i / 8), sizeof w);
+    const __m256i top = _mm256_sllv_epi32(_mm256_set1_epi32(w), _mm256_setr_epi32(28, 24, 20, 16, 12, 8, 4, 0));
+    return _mm256_cvtepi32_ps(_mm256_srai_epi32(top, 28));
 }
 
-static inline __m256 chunk_fp4(const Row *r, size_t i, size_t m)
+static inline __m256 raw_fp4(const Row *r, size_t i)
 {
     const __m256i nib = nibbles(r, i);
     const __m256 mag = _mm256_permutevar8x32_ps(_mm256_setr_ps(FP4_MAGNITUDES), nib); /* index: low 3 bits */
     const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(nib, _mm256_set1_epi32(8)), 28);
-    return keep(_mm256_mul_ps(_mm256_xor_ps(mag, _mm256_castsi256_ps(sign)), r->s), m);
+    return _mm256_xor_ps(mag, _mm256_castsi256_ps(sign));
+}
+
+static inline __m256 scale_int4(const Row *r, size_t i)
+{
+    (void)i;
+    return r->s;
+}
+
+#define scale_fp4 scale_int4
+
+static inline __m256 chunk_int4(const Row *r, size_t i, size_t m)
+{
+    return keep(_mm256_mul_ps(raw_int4(r, i), r->s), m);
+}
+
+static inline __m256 chunk_fp4(const Row *r, size_t i, size_t m)
+{
+    return keep(_mm256_mul_ps(raw_fp4(r, i), r->s), m);
 }
 
 /* The per-channel code formats: a code is its own value (the cache folds
@@ -207,6 +231,7 @@ static void quantize_f16(void *dst, const float *src, size_t n)
 /* --- the shared skeletons (codec_tiles.h) ---------------------------------- */
 
 #define NACC 8 /* accumulators a block keeps in registers (of 16) */
+#define ROW_SCALE_PARTS 1 /* int4, fp4: raw_ and scale_, so axpy scales w, not every chunk */
 typedef __m256 V;
 
 INLINE V v_zero(void) { return _mm256_setzero_ps(); }

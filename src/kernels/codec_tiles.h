@@ -284,6 +284,7 @@ INLINE void axpy_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC,
                        size_t m)
 {
     const int split = BC && CB % (BC ? BC : 1) == 0 && nc == CB && m == W;
+    const int fold = !BC && raw && nc == CB && m == W; /* a row-scaled format: its scale goes into w */
     V a[NACC], wv[4];
     UNROLL_16
     for (size_t g = 0; g < GB; g++)
@@ -296,7 +297,7 @@ INLINE void axpy_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC,
         const Row row = row_of(rows + r * stride, n, per_row_scale);
         UNROLL_16
         for (size_t g = 0; g < GB; g++)
-            wv[g] = v_set1(w[g * ld + r]);
+            wv[g] = fold ? v_mul(v_set1(w[g * ld + r]), scale(&row, 0)) : v_set1(w[g * ld + r]);
         if (split) {
             V wd[4];
             UNROLL_16
@@ -318,7 +319,7 @@ INLINE void axpy_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC,
         for (size_t c = 0; c < CB; c++) {
             if (c >= nc)
                 break;
-            const V v = chunk(&row, i0 + c * W, c + 1 < nc ? W : m);
+            const V v = fold ? raw(&row, i0 + c * W) : chunk(&row, i0 + c * W, c + 1 < nc ? W : m);
             UNROLL_16
             for (size_t g = 0; g < GB; g++)
                 a[g * CB + c] = v_fma(wv[g], v, a[g * CB + c]);
@@ -428,8 +429,13 @@ CODEC_TILE_OPS(f32, 0, 1)
 CODEC_TILE_OPS(f16, 0, 1)
 CODEC_TILE_OPS_SPLIT(q8_0, QK8_0 / W)
 CODEC_TILE_OPS_SPLIT(q4_0, QK4_0 / W)
+#if ROW_SCALE_PARTS /* the ISA gives raw_<fmt> and scale_<fmt> of int4 and fp4 too */
+CODEC_TILE_OPS_(int4, 1, 0, raw_int4, scale_int4, 0)
+CODEC_TILE_OPS_(fp4, 2, 0, raw_fp4, scale_fp4, 0)
+#else
 CODEC_TILE_OPS(int4, 1, 0)
 CODEC_TILE_OPS(fp4, 2, 0)
+#endif
 CODEC_TILE_OPS(u4, 0, 0)
 CODEC_TILE_OPS(u2, 0, 0)
 
