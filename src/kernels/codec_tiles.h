@@ -12,6 +12,10 @@
  *   raw_<fmt>, scale_<fmt>  block-scaled formats (q8_0, q4_0): a whole chunk's
  *                      codes as floats, unscaled, and its block's scale in
  *                      every lane (PartFn)
+ *   ROW_SCALE_PARTS    optional, 1: the row-scaled formats (int4, fp4) have
+ *                      raw_<fmt> and scale_<fmt> too (the row's scale), and
+ *                      axpy folds the scale into each row's weight once
+ *                      instead of decoding every chunk scaled
  *   v_zero, v_load, v_load_part, v_store, v_store_part, v_set1, v_fma (a * b
  *   + c), v_mul, v_add, v_hsum, v_reduce (sums[k] = the lanes of part[k]
  *   added, k < NACC), UNROLL_16, INLINE.
