@@ -217,35 +217,56 @@ static inline __attribute__((always_inline)) void qdot_rows(const Kind k, float 
         y[r] = row_dot(k, rows + r * stride, x, nb, n);
 }
 
-/* G > 1 (a GQA group scoring keys): each row's block is loaded, unpacked
- * and scaled once, then dotted with the block of up to 4 vectors at a time,
- * one accumulator each (4 independent chains). x: the G vectors' blocks,
- * [G][nb] (x.dx too); offs: [G][nb] their offset_sums, 4-bit formats. */
+/* GN heads of a group (g0 .. g0 + GN - 1) over every row: each row's block
+ * is loaded, unpacked and scaled once, then dotted with the GN vectors'
+ * blocks, one accumulator each (GN independent chains). GN is a constant
+ * (1 to 4): the accumulators then live in registers, not on the stack. */
+static inline __attribute__((always_inline)) void group_rows(const Kind k, const size_t GN, size_t g0, float *y,
+                                                             size_t ld, const unsigned char *rows, size_t stride,
+                                                             size_t n_rows, XBlocks x, const __m256i *offs,
+                                                             size_t nb, size_t n)
+{
+    for (size_t r = 0; r < n_rows; r++) {
+        const unsigned char *w = rows + r * stride;
+        __m256 acc[4];
+        CODEC_UNROLL
+        for (size_t j = 0; j < GN; j++)
+            acc[j] = _mm256_setzero_ps();
+        for (size_t b = 0; b < nb; b++) {
+            const unsigned char *blk = block_at(k, w, b);
+            const __m256 dw = block_scale(k, blk, _mm256_set1_ps(1.0f));
+            CODEC_UNROLL
+            for (size_t j = 0; j < GN; j++) {
+                const size_t gb = (g0 + j) * nb + b;
+                const __m256i xv = load32(x.codes + gb * x.step);
+                const __m256i e = offset_codes(k) ? offs[gb] : _mm256_setzero_si256();
+                const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(x.dx[gb]));
+                acc[j] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(block_sums(k, blk, xv, e)), acc[j]);
+            }
+        }
+        const float s = row_scale(k, w, n);
+        CODEC_UNROLL
+        for (size_t j = 0; j < GN; j++)
+            y[(g0 + j) * ld + r] = s * hsum(acc[j]);
+    }
+}
+
+/* G > 1 (a GQA group scoring keys): the heads four at a time, then the
+ * rest. x: the G vectors' blocks, [G][nb] (x.dx too); offs: [G][nb] their
+ * offset_sums, 4-bit formats. */
 static inline __attribute__((always_inline)) void qdot_group(const Kind k, float *y, size_t ld,
                                                              const unsigned char *rows, size_t stride,
                                                              size_t n_rows, XBlocks x, const __m256i *offs,
                                                              size_t G, size_t nb, size_t n)
 {
-    for (size_t g0 = 0; g0 < G; g0 += 4) {
-        const size_t gn = G - g0 < 4 ? G - g0 : 4;
-        for (size_t r = 0; r < n_rows; r++) {
-            const unsigned char *w = rows + r * stride;
-            __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
-            for (size_t b = 0; b < nb; b++) {
-                const unsigned char *blk = block_at(k, w, b);
-                const __m256 dw = block_scale(k, blk, _mm256_set1_ps(1.0f));
-                for (size_t j = 0; j < gn; j++) {
-                    const size_t gb = (g0 + j) * nb + b;
-                    const __m256i xv = load32(x.codes + gb * x.step);
-                    const __m256i e = offset_codes(k) ? offs[gb] : _mm256_setzero_si256();
-                    const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(x.dx[gb]));
-                    acc[j] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(block_sums(k, blk, xv, e)), acc[j]);
-                }
-            }
-            const float s = row_scale(k, w, n);
-            for (size_t j = 0; j < gn; j++)
-                y[(g0 + j) * ld + r] = s * hsum(acc[j]);
-        }
+    size_t g = 0;
+    for (; g + 4 <= G; g += 4)
+        group_rows(k, 4, g, y, ld, rows, stride, n_rows, x, offs, nb, n);
+    switch (G - g) { /* a constant count in each call */
+    case 3: group_rows(k, 3, g, y, ld, rows, stride, n_rows, x, offs, nb, n); break;
+    case 2: group_rows(k, 2, g, y, ld, rows, stride, n_rows, x, offs, nb, n); break;
+    case 1: group_rows(k, 1, g, y, ld, rows, stride, n_rows, x, offs, nb, n); break;
+    default: break;
     }
 }
 
