@@ -326,8 +326,8 @@ static void check_stored_matvec(Format fmt)
 /* The integer dot (--int-dot) on every ISA equals the f32 dot of the
  * decoded rows with each decoded vector, to float rounding: the integer
  * sums are exact, only their scaling and adding rounds. G = 1 is a
- * matvec's; G = 3 and 5 a GQA group's (a chunk of 4 heads and a rest),
- * their scores ld apart. */
+ * matvec's; G = 2 to 5 a GQA group's (chunks of 4 heads, and a rest of 0
+ * to 3: each a loop of its own), their scores ld apart. */
 static void check_qdot(Format fmt)
 {
     enum { ROWS = 37, N = 352, GMAX = 5, LD = ROWS + 3 }; /* 11 blocks; 37 rows: four streams of 9, one left */
@@ -358,7 +358,7 @@ static void check_qdot(Format fmt)
     }
     const Kernels *tables[8];
     size_t n_tables = kernels_available(tables, 8);
-    const size_t groups[] = { 1, 3, 5 };
+    const size_t groups[] = { 1, 2, 3, 4, 5 };
     for (size_t t = 0; t < n_tables; t++)
         for (size_t k = 0; k < sizeof groups / sizeof groups[0]; k++) {
             const size_t G = groups[k];
