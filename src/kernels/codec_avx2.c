@@ -72,6 +72,15 @@ INLINE float load_fp16(const unsigned char *p)
     return _cvtsh_ss(h);
 }
 
+/* The fp16 at p in every lane: broadcast as a half, then converted (two
+ * operations; a scalar conversion and a broadcast take three). */
+INLINE __m256 fp16_lanes(const unsigned char *p)
+{
+    short h;
+    memcpy(&h, p, sizeof h);
+    return _mm256_cvtph_ps(_mm_set1_epi16(h));
+}
+
 INLINE Row row_of(const void *row, size_t n, int per_row_scale)
 {
     Row r = { row, _mm256_setzero_ps() };
@@ -112,7 +121,7 @@ static inline __m256 chunk_q8_0(const Row *r, size_t i, size_t m)
     const unsigned char *blk = r->p + (i / QK8_0) * sizeof(BlockQ8_0);
     const __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)(blk + offsetof(BlockQ8_0, qs) + i % QK8_0));
     const __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
-    return keep(_mm256_mul_ps(q, _mm256_set1_ps(load_fp16(blk))), m);
+    return keep(_mm256_mul_ps(q, fp16_lanes(blk)), m);
 }
 
 static inline __m256 chunk_q4_0(const Row *r, size_t i, size_t m)
@@ -123,7 +132,7 @@ static inline __m256 chunk_q4_0(const Row *r, size_t i, size_t m)
     __m256i q = _mm256_cvtepu8_epi32(b);
     q = j < 16 ? _mm256_and_si256(q, _mm256_set1_epi32(0xf)) : _mm256_srli_epi32(q, 4);
     q = _mm256_sub_epi32(q, _mm256_set1_epi32(8));
-    return keep(_mm256_mul_ps(_mm256_cvtepi32_ps(q), _mm256_set1_ps(load_fp16(blk))), m);
+    return keep(_mm256_mul_ps(_mm256_cvtepi32_ps(q), fp16_lanes(blk)), m);
 }
 
 /* q8_0 and q4_0 in two parts, for dot (codec_tiles.h): a whole chunk's
@@ -147,12 +156,12 @@ static inline __m256 raw_q4_0(const Row *r, size_t i)
 
 static inline __m256 scale_q8_0(const Row *r, size_t i)
 {
-    return _mm256_set1_ps(load_fp16(r->p + (i / QK8_0) * sizeof(BlockQ8_0)));
+    return fp16_lanes(r->p + (i / QK8_0) * sizeof(BlockQ8_0));
 }
 
 static inline __m256 scale_q4_0(const Row *r, size_t i)
 {
-    return _mm256_set1_ps(load_fp16(r->p + (i / QK4_0) * sizeof(BlockQ4_0)));
+    return fp16_lanes(r->p + (i / QK4_0) * sizeof(BlockQ4_0));
 }
 
 /* int4 and fp4 in two parts, for axpy (codec_tiles.h), which folds the
