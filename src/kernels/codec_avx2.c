@@ -65,13 +65,6 @@ INLINE float hsum(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
-INLINE float load_fp16(const unsigned char *p)
-{
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    return _cvtsh_ss(h);
-}
-
 /* The fp16 at p in every lane: broadcast as a half, then converted (two
  * operations; a scalar conversion and a broadcast take three). */
 INLINE __m256 fp16_lanes(const unsigned char *p)
@@ -85,7 +78,7 @@ INLINE Row row_of(const void *row, size_t n, int per_row_scale)
 {
     Row r = { row, _mm256_setzero_ps() };
     if (per_row_scale)
-        r.s = _mm256_set1_ps(load_fp16(r.p + 4 * codec_row_words(n)));
+        r.s = fp16_lanes(r.p + 4 * codec_row_words(n));
     return r;
 }
 
