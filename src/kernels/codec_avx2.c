@@ -77,8 +77,8 @@ INLINE __m256 fp16_lanes(const unsigned char *p)
 INLINE Row row_of(const void *row, size_t n, int per_row_scale)
 {
     Row r = { row, _mm256_setzero_ps() };
-    if (per_row_scale)
-        r.s = fp16_lanes(r.p + 4 * codec_row_words(n));
+    if (per_row_scale) /* fp4 (2): half the scale, for its doubled values (raw_fp4); exact */
+        r.s = _mm256_mul_ps(fp16_lanes(r.p + 4 * codec_row_words(n)), _mm256_set1_ps(per_row_scale == 2 ? 0.5f : 1.0f));
     return r;
 }
 
@@ -157,24 +157,33 @@ static inline __m256 scale_q4_0(const Row *r, size_t i)
     return fp16_lanes(r->p + (i / QK4_0) * sizeof(BlockQ4_0));
 }
 
-/* int4 and fp4 in two parts, for axpy (codec_tiles.h), which folds the
- * row's scale into its weight once a row: a whole chunk's values, unscaled,
- * and the row's scale. int4: each lane shifts its nibble to the top of the
- * word (a variable shift), then arithmetically back, sign-extended. */
-static inline __m256 raw_int4(const Row *r, size_t i)
+/* The 8 nibbles of an int4 / fp4 word, lane k's in its top 4 bits (bits
+ * 28..31; the nibbles below it under them): one variable shift. */
+INLINE __m256i nibble_tops(const Row *r, size_t i)
 {
     int32_t w;
     memcpy(&w, r->p + 4 * (i / 8), sizeof w);
-    const __m256i top = _mm256_sllv_epi32(_mm256_set1_epi32(w), _mm256_setr_epi32(28, 24, 20, 16, 12, 8, 4, 0));
-    return _mm256_cvtepi32_ps(_mm256_srai_epi32(top, 28));
+    return _mm256_sllv_epi32(_mm256_set1_epi32(w), _mm256_setr_epi32(28, 24, 20, 16, 12, 8, 4, 0));
+}
+
+/* int4 and fp4 in two parts, for axpy (codec_tiles.h), which folds the
+ * row's scale into its weight once a row: a whole chunk's values, unscaled,
+ * and the row's scale (row_of). int4: the nibble shifted back
+ * arithmetically, sign-extended. fp4: its magnitude doubled (the integers
+ * 0 to 12) looked up by a byte shuffle, converted, and the nibble's sign
+ * bit put on it; the row's scale is halved to match. */
+static inline __m256 raw_int4(const Row *r, size_t i)
+{
+    return _mm256_cvtepi32_ps(_mm256_srai_epi32(nibble_tops(r, i), 28));
 }
 
 static inline __m256 raw_fp4(const Row *r, size_t i)
 {
-    const __m256i nib = nibbles(r, i);
-    const __m256 mag = _mm256_permutevar8x32_ps(_mm256_setr_ps(FP4_MAGNITUDES), nib); /* index: low 3 bits */
-    const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(nib, _mm256_set1_epi32(8)), 28);
-    return _mm256_xor_ps(mag, _mm256_castsi256_ps(sign));
+    const __m256i top = nibble_tops(r, i);
+    const __m256i twice = _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, 1, 2, 3, 4, 6, 8, 12, 0, 1, 2, 3, 4, 6, 8, 12,
+                                           0, 1, 2, 3, 4, 6, 8, 12); /* the low 3 bits index it */
+    const __m256 mag = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(twice, _mm256_srli_epi32(top, 28)));
+    return _mm256_xor_ps(mag, _mm256_castsi256_ps(_mm256_and_si256(top, _mm256_set1_epi32(INT32_MIN))));
 }
 
 static inline __m256 scale_int4(const Row *r, size_t i)
