@@ -127,12 +127,18 @@ INLINE void dot_part_mem(PartFn raw, PartFn scale, const size_t BC, const size_t
 /* GB heads x nr <= NACC / GB rows at base + r * stride: out[g * ld + r] =
  * q[g * n ..] . decode(row r). The rows are read one after the other, each
  * chunk decoded once for the GB heads (q from L1); NS chunks in flight per
- * head keep one long row from being bound by the FMA latency. */
+ * head keep a long row from being bound by the FMA latency: 4 for one head;
+ * for GB heads up to NACC / GB (at most 4) where decoding is a load
+ * (cheap). AVX2 f32, 4 heads, rows of 128 values from L2: 29 ns a row with
+ * one in flight (a head's 16 FMAs waiting on each other), 21 ns with two.
+ * Other decoders need registers of their own: 2 or 1 there (int4 and fp4
+ * gained nothing from more, q8_0 lost). */
 INLINE void dot_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB,
-                      const int per_row_scale, float *out, size_t ld, const float *q, const unsigned char *base,
-                      size_t stride, size_t nr, size_t n)
+                      const int per_row_scale, const int cheap, float *out, size_t ld, const float *q,
+                      const unsigned char *base, size_t stride, size_t nr, size_t n)
 {
-    const size_t NS = GB == 1 ? 4 : GB == 2 ? 2 : 1, RB = NACC / GB;
+    const size_t NS = GB == 1 || (cheap && NACC / GB >= 4) ? 4 : cheap ? NACC / GB : GB == 2 ? 2 : 1;
+    const size_t RB = NACC / GB;
     V part[NACC];
 #pragma GCC unroll 1
     for (size_t r = 0; r < nr; r++) {
@@ -220,8 +226,8 @@ INLINE void dot_block_q(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC
 /* GB heads over all the rows, NACC / GB rows a block; NQ = 8: the rows are
  * 8 chunks and q stays in registers. */
 INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB, const size_t NQ,
-                      const int per_row_scale, float *out, size_t ld, const float *q, const unsigned char *rows,
-                      size_t stride, size_t n_rows, size_t n)
+                      const int per_row_scale, const int cheap, float *out, size_t ld, const float *q,
+                      const unsigned char *rows, size_t stride, size_t n_rows, size_t n)
 {
     const size_t RB = NACC / GB;
     for (size_t r = 0; r < n_rows; r += RB) {
@@ -229,7 +235,8 @@ INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
         if (NQ)
             dot_block_q(chunk, raw, scale, BC, GB, NQ, per_row_scale, out + r, ld, q, rows + r * stride, stride, nr);
         else
-            dot_block(chunk, raw, scale, BC, GB, per_row_scale, out + r, ld, q, rows + r * stride, stride, nr, n);
+            dot_block(chunk, raw, scale, BC, GB, per_row_scale, cheap, out + r, ld, q, rows + r * stride, stride, nr,
+                      n);
     }
 }
 
@@ -255,19 +262,19 @@ INLINE void dot_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, c
             float *o = out + g * ld + r;
             const float *qg = q + g * n;
             if (qreg && GQ >= 2 && left >= 2) { /* a constant GB per call: see UNROLL_16 */
-                dot_heads(chunk, raw, scale, BC, 2, 8, per_row_scale, o, ld, qg, p, stride, nr, n);
+                dot_heads(chunk, raw, scale, BC, 2, 8, per_row_scale, cheap, o, ld, qg, p, stride, nr, n);
                 g += 2;
             } else if (qreg) {
-                dot_heads(chunk, raw, scale, BC, 1, 8, per_row_scale, o, ld, qg, p, stride, nr, n);
+                dot_heads(chunk, raw, scale, BC, 1, 8, per_row_scale, cheap, o, ld, qg, p, stride, nr, n);
                 g += 1;
             } else if (left >= 4) {
-                dot_heads(chunk, raw, scale, BC, 4, 0, per_row_scale, o, ld, qg, p, stride, nr, n);
+                dot_heads(chunk, raw, scale, BC, 4, 0, per_row_scale, cheap, o, ld, qg, p, stride, nr, n);
                 g += 4;
             } else if (left >= 2) {
-                dot_heads(chunk, raw, scale, BC, 2, 0, per_row_scale, o, ld, qg, p, stride, nr, n);
+                dot_heads(chunk, raw, scale, BC, 2, 0, per_row_scale, cheap, o, ld, qg, p, stride, nr, n);
                 g += 2;
             } else {
-                dot_heads(chunk, raw, scale, BC, 1, 0, per_row_scale, o, ld, qg, p, stride, nr, n);
+                dot_heads(chunk, raw, scale, BC, 1, 0, per_row_scale, cheap, o, ld, qg, p, stride, nr, n);
                 g += 1;
             }
         }
