@@ -77,8 +77,10 @@ INLINE __m256 fp16_lanes(const unsigned char *p)
 INLINE Row row_of(const void *row, size_t n, int per_row_scale)
 {
     Row r = { row, _mm256_setzero_ps() };
-    if (per_row_scale) /* fp4 (2): half the scale, for its doubled values (raw_fp4); exact */
-        r.s = _mm256_mul_ps(fp16_lanes(r.p + 4 * codec_row_words(n)), _mm256_set1_ps(per_row_scale == 2 ? 0.5f : 1.0f));
+    if (per_row_scale)
+        r.s = fp16_lanes(r.p + 4 * codec_row_words(n));
+    if (per_row_scale == 2) /* fp4: half the scale, for its doubled values (raw_fp4); exact */
+        r.s = _mm256_mul_ps(r.s, _mm256_set1_ps(0.5f));
     return r;
 }
 
@@ -181,7 +183,7 @@ static inline __m256 raw_fp4(const Row *r, size_t i)
 {
     const __m256i top = nibble_tops(r, i);
     const __m256i twice = _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, 1, 2, 3, 4, 6, 8, 12, 0, 1, 2, 3, 4, 6, 8, 12,
-                                           0, 1, 2, 3, 4, 6, 8, 12); /* the low 3 bits index it */
+                                           0, 1, 2, 3, 4, 6, 8, 12); /* 8 to 15 repeat 0 to 7: the sign bit */
     const __m256 mag = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(twice, _mm256_srli_epi32(top, 28)));
     return _mm256_xor_ps(mag, _mm256_castsi256_ps(_mm256_and_si256(top, _mm256_set1_epi32(INT32_MIN))));
 }
