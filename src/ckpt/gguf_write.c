@@ -115,11 +115,17 @@ void gguf_writer_f32(GgufWriter *w, const char *k, float value)
     put(w, &value, 4);
 }
 
-void gguf_writer_str_array(GgufWriter *w, const char *k, const char *const *values, size_t n)
+/* An array's key: its name, then the element type and count. */
+static void array_key(GgufWriter *w, const char *k, GgufValueType elem, size_t n)
 {
     key(w, k, GGUF_ARRAY);
-    put_u32(w, GGUF_STRING);
+    put_u32(w, elem);
     put_u64(w, n);
+}
+
+void gguf_writer_str_array(GgufWriter *w, const char *k, const char *const *values, size_t n)
+{
+    array_key(w, k, GGUF_STRING, n);
     for (size_t i = 0; i < n; i++)
         put_str(w, values[i]);
 }
@@ -133,26 +139,20 @@ void gguf_writer_bool(GgufWriter *w, const char *k, int value)
 
 void gguf_writer_bytes_array(GgufWriter *w, const char *k, const char *const *values, const size_t *lens, size_t n)
 {
-    key(w, k, GGUF_ARRAY);
-    put_u32(w, GGUF_STRING);
-    put_u64(w, n);
+    array_key(w, k, GGUF_STRING, n);
     for (size_t i = 0; i < n; i++)
         put_bytes(w, values[i], lens[i]);
 }
 
 void gguf_writer_i32_array(GgufWriter *w, const char *k, const int32_t *values, size_t n)
 {
-    key(w, k, GGUF_ARRAY);
-    put_u32(w, GGUF_I32);
-    put_u64(w, n);
+    array_key(w, k, GGUF_I32, n);
     put(w, values, n * sizeof *values);
 }
 
 void gguf_writer_f32_array(GgufWriter *w, const char *k, const float *values, size_t n)
 {
-    key(w, k, GGUF_ARRAY);
-    put_u32(w, GGUF_F32);
-    put_u64(w, n);
+    array_key(w, k, GGUF_F32, n);
     put(w, values, n * sizeof *values);
 }
 

@@ -137,8 +137,7 @@ INLINE void dot_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
                       const int per_row_scale, const int cheap, float *out, size_t ld, const float *q,
                       const unsigned char *base, size_t stride, size_t nr, size_t n)
 {
-    const size_t NS = GB == 1 || (cheap && NACC / GB >= 4) ? 4 : cheap ? NACC / GB : GB == 2 ? 2 : 1;
-    const size_t RB = NACC / GB;
+    const size_t RB = NACC / GB, NS = GB == 1 ? 4 : cheap ? (RB < 4 ? RB : 4) : GB == 2 ? 2 : 1;
     V part[NACC];
 #pragma GCC unroll 1
     for (size_t r = 0; r < nr; r++) {
