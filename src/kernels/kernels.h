@@ -54,6 +54,25 @@ typedef float (*ExpSumFn)(float *x, size_t n, float max);
 typedef void (*QDotFn)(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows,
                        const void *xq, size_t G, size_t n);
 
+/* Value rows added with integer weights (the integer form of a tile's
+ * weighted sum of values):
+ *   acc[g * n + i] += sum over rows r of wq[g * ldw + r * nb + i / 32] * code(r, i),
+ * nb = n / 32 weights a row, one per block of 32 values (a row-scaled
+ * format's caller repeats its row's), code(r, i) the value's signed integer
+ * code as QDotFn takes it (q4_0 nibble - 8, int4 the signed nibble, fp4 the
+ * E2M1 value doubled). q4_0, int4 and fp4 only (iaxpy_takes); n a multiple
+ * of 32; ldw >= n_rows * nb. Exact, in int32: the caller keeps the sum over
+ * every row ever added into acc of 12 * |wq| below 2^31 (a tile of
+ * ATTEND_TILE rows of 16-bit weights does). */
+typedef void (*IAxpyFn)(int32_t *acc, const int16_t *wq, size_t ldw, Format fmt, const void *rows, size_t stride,
+                        size_t n_rows, size_t G, size_t n);
+
+/* 1 for the formats IAxpyFn takes. */
+static inline int iaxpy_takes(Format f)
+{
+    return f == FMT_Q4_0 || f == FMT_INT4 || f == FMT_FP4;
+}
+
 /* 1 for the formats QDotFn takes. */
 static inline int qdot_takes(Format f)
 {
@@ -64,6 +83,7 @@ typedef struct {
     const char *isa;
     MatmulFn matmul;
     QDotFn qdot;
+    IAxpyFn iaxpy;
     RmsnormFn rmsnorm;
     RopeFn rope;
     SwigluFn swiglu;
@@ -184,5 +204,7 @@ void swiglu_ref(float *out, const float *gate, const float *up, size_t n, Counte
 float exp_sum_ref(float *x, size_t n, float max);
 void qdot_ref(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq,
               size_t G, size_t n);
+void iaxpy_ref(int32_t *acc, const int16_t *wq, size_t ldw, Format fmt, const void *rows, size_t stride,
+               size_t n_rows, size_t G, size_t n);
 
 #endif

@@ -1,6 +1,7 @@
-/* qdot_ref.c: the integer dot of q8_0, q4_0, int4 and fp4 rows with a q8_0
- * activation (kernels.h, QDotFn): the specification the SIMD versions are
- * held to. */
+/* qdot_ref.c: the integer kernels on stored codes (kernels.h): the dot of
+ * q8_0, q4_0, int4 and fp4 rows with a q8_0 activation (QDotFn), and the
+ * sum of 4-bit value rows with integer weights (IAxpyFn). The
+ * specification the SIMD versions are held to. */
 #include <stdint.h>
 #include <string.h>
 
@@ -62,4 +63,23 @@ void qdot_ref(float *y, size_t ld, Format fmt, const void *rows, size_t stride, 
             }
             y[g * ld + r] = sum;
         }
+}
+
+void iaxpy_ref(int32_t *acc, const int16_t *wq, size_t ldw, Format fmt, const void *rows, size_t stride,
+               size_t n_rows, size_t G, size_t n)
+{
+    const size_t nb = n / QK;
+    for (size_t r = 0; r < n_rows; r++) {
+        const unsigned char *v = (const unsigned char *)rows + r * stride;
+        for (size_t b = 0; b < nb; b++) {
+            int c[QK];
+            codes_of(fmt, v, n, b, c);
+            for (size_t g = 0; g < G; g++) {
+                const int32_t w = wq[g * ldw + r * nb + b];
+                int32_t *a = acc + g * n + b * QK;
+                for (int j = 0; j < QK; j++)
+                    a[j] += w * c[j];
+            }
+        }
+    }
 }
