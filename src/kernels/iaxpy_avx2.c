@@ -20,6 +20,7 @@
 #define QK 32 /* values a block */
 
 #define INLINE static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 8") /* the sums stay in registers only with every index a constant */
 
 /* Where block b of a row keeps its 16 bytes of nibbles. */
 INLINE const unsigned char *nibbles_of(Format fmt, const unsigned char *row, size_t b)
@@ -118,18 +119,22 @@ INLINE void pass(Format fmt, const size_t GB, const size_t BB, int32_t *acc, con
 {
     const size_t nb = n / QK;
     __m256i a[8];
+    UNROLL
     for (size_t g = 0; g < GB; g++)
+        UNROLL
         for (size_t bb = 0; bb < BB; bb++)
             load_block(fmt, acc + g * n + (b0 + bb) * QK, a + 4 * (g * BB + bb));
     size_t r = 0;
     for (; r + 2 <= n_rows; r += 2) {
         const unsigned char *ra = rows + r * stride, *rb = ra + stride;
+        UNROLL
         for (size_t bb = 0; bb < BB; bb++) {
             __m256i lo_a, hi_a, lo_b, hi_b;
             codes(fmt, nibbles_of(fmt, ra, b0 + bb), &lo_a, &hi_a);
             codes(fmt, nibbles_of(fmt, rb, b0 + bb), &lo_b, &hi_b);
             const __m256i p0 = _mm256_unpacklo_epi16(lo_a, lo_b), p1 = _mm256_unpackhi_epi16(lo_a, lo_b);
             const __m256i p2 = _mm256_unpacklo_epi16(hi_a, hi_b), p3 = _mm256_unpackhi_epi16(hi_a, hi_b);
+            UNROLL
             for (size_t g = 0; g < GB; g++) {
                 const __m256i w = weight_pair(wq + g * ldw + r * nb + b0 + bb, nb);
                 __m256i *s = a + 4 * (g * BB + bb);
@@ -141,11 +146,13 @@ INLINE void pass(Format fmt, const size_t GB, const size_t BB, int32_t *acc, con
         }
     }
     if (r < n_rows) /* an odd row: paired with a weight of 0 (itself again, so nothing past the rows is read) */
+        UNROLL
         for (size_t bb = 0; bb < BB; bb++) {
             __m256i lo, hi;
             codes(fmt, nibbles_of(fmt, rows + r * stride, b0 + bb), &lo, &hi);
             const __m256i p0 = _mm256_unpacklo_epi16(lo, lo), p1 = _mm256_unpackhi_epi16(lo, lo);
             const __m256i p2 = _mm256_unpacklo_epi16(hi, hi), p3 = _mm256_unpackhi_epi16(hi, hi);
+            UNROLL
             for (size_t g = 0; g < GB; g++) {
                 const __m256i w = _mm256_set1_epi32((int32_t)(uint16_t)wq[g * ldw + r * nb + b0 + bb]);
                 __m256i *s = a + 4 * (g * BB + bb);
@@ -155,7 +162,9 @@ INLINE void pass(Format fmt, const size_t GB, const size_t BB, int32_t *acc, con
                 s[3] = _mm256_add_epi32(s[3], _mm256_madd_epi16(p3, w));
             }
         }
+    UNROLL
     for (size_t g = 0; g < GB; g++)
+        UNROLL
         for (size_t bb = 0; bb < BB; bb++)
             store_block(fmt, acc + g * n + (b0 + bb) * QK, a + 4 * (g * BB + bb));
 }
