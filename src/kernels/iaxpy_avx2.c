@@ -13,6 +13,7 @@
  * (lanes j and j + 8 of the nibbles side by side); acc is turned into that
  * order when loaded and back when stored (load_block, store_block). */
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #include "kernels/kernels_isa.h"
@@ -106,10 +107,11 @@ INLINE void store_block(Format fmt, int32_t *a, const __m256i v[4])
     _mm256_storeu_si256((__m256i *)(void *)(a + 24), n3);
 }
 
-/* Two weights side by side in every 32-bit lane: row r's and row r + 1's. */
-INLINE __m256i weight_pair(const int16_t *w, size_t nb)
+/* Two weights side by side in every 32-bit lane: a row's, and the next
+ * row's, wpr further on. */
+INLINE __m256i weight_pair(const int16_t *w, size_t wpr)
 {
-    return _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)w[0] | (uint32_t)(uint16_t)w[nb] << 16));
+    return _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)w[0] | (uint32_t)(uint16_t)w[wpr] << 16));
 }
 
 /* BB blocks from block b0 on, for GB heads (GB * BB * 4 <= 8 sums in
@@ -117,7 +119,7 @@ INLINE __m256i weight_pair(const int16_t *w, size_t nb)
 INLINE void pass(Format fmt, const size_t GB, const size_t BB, int32_t *acc, const int16_t *wq, size_t ldw,
                  const unsigned char *rows, size_t stride, size_t n_rows, size_t n, size_t b0)
 {
-    const size_t nb = n / QK;
+    const size_t wpr = iaxpy_weights_per_row(fmt, n), bw = wpr > 1; /* bw: the weights go by block */
     __m256i a[8];
     UNROLL
     for (size_t g = 0; g < GB; g++)
@@ -136,7 +138,7 @@ INLINE void pass(Format fmt, const size_t GB, const size_t BB, int32_t *acc, con
             const __m256i p2 = _mm256_unpacklo_epi16(hi_a, hi_b), p3 = _mm256_unpackhi_epi16(hi_a, hi_b);
             UNROLL
             for (size_t g = 0; g < GB; g++) {
-                const __m256i w = weight_pair(wq + g * ldw + r * nb + b0 + bb, nb);
+                const __m256i w = weight_pair(wq + g * ldw + r * wpr + bw * (b0 + bb), wpr);
                 __m256i *s = a + 4 * (g * BB + bb);
                 s[0] = _mm256_add_epi32(s[0], _mm256_madd_epi16(p0, w));
                 s[1] = _mm256_add_epi32(s[1], _mm256_madd_epi16(p1, w));
@@ -154,7 +156,7 @@ INLINE void pass(Format fmt, const size_t GB, const size_t BB, int32_t *acc, con
             const __m256i p2 = _mm256_unpacklo_epi16(hi, hi), p3 = _mm256_unpackhi_epi16(hi, hi);
             UNROLL
             for (size_t g = 0; g < GB; g++) {
-                const __m256i w = _mm256_set1_epi32((int32_t)(uint16_t)wq[g * ldw + r * nb + b0 + bb]);
+                const __m256i w = _mm256_set1_epi32((int32_t)(uint16_t)wq[g * ldw + r * wpr + bw * (b0 + bb)]);
                 __m256i *s = a + 4 * (g * BB + bb);
                 s[0] = _mm256_add_epi32(s[0], _mm256_madd_epi16(p0, w));
                 s[1] = _mm256_add_epi32(s[1], _mm256_madd_epi16(p1, w));
@@ -169,48 +171,46 @@ INLINE void pass(Format fmt, const size_t GB, const size_t BB, int32_t *acc, con
             store_block(fmt, acc + g * n + (b0 + bb) * QK, a + 4 * (g * BB + bb));
 }
 
-/* The sum of a head's weights for each of its rows' nb blocks, into sum[]:
- * 8 weights a step in 32-bit lanes, lane l holding block l % nb's when nb
- * divides 8; one at a time otherwise. */
-static void weight_sums(int32_t *sum, const int16_t *w, size_t n_rows, size_t nb)
+/* The sum of a head's weights of index j (< wpr) in each of its rows. */
+static int32_t weight_sum(const int16_t *w, size_t n_rows, size_t wpr, size_t j)
 {
-    const size_t count = n_rows * nb;
-    size_t i = 0;
-    memset(sum, 0, nb * sizeof *sum);
-    if (8 % nb == 0) {
+    int32_t sum = 0;
+    for (size_t r = 0; r < n_rows; r++)
+        sum += w[r * wpr + j];
+    return sum;
+}
+
+/* acc[g * n + i] -= offset * (the rows' weights of i): the codes' offset
+ * taken off. With wpr dividing 8 (rows of up to 256 values), 8 weights a
+ * step in 32-bit lanes, lane l adding up weight l % wpr's. */
+static void take_offset(int32_t *acc, const int16_t *wq, size_t ldw, size_t wpr, int offset, size_t n_rows,
+                        size_t G, size_t n)
+{
+    for (size_t g = 0; g < G; g++) {
+        const int16_t *w = wq + g * ldw;
+        int32_t *a = acc + g * n;
+        if (8 % wpr) {
+            for (size_t j = 0; j < wpr; j++) {
+                const int32_t off = offset * weight_sum(w, n_rows, wpr, j);
+                for (size_t i = j * QK; i < (j + 1) * QK; i++)
+                    a[i] -= off;
+            }
+            continue;
+        }
+        const size_t count = n_rows * wpr;
+        size_t i = 0;
         __m256i s = _mm256_setzero_si256();
         for (; i + 8 <= count; i += 8)
             s = _mm256_add_epi32(s, _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(w + i))));
-        int32_t lane[8];
+        int32_t lane[8], sum[8] = { 0 };
         _mm256_storeu_si256((__m256i *)(void *)lane, s);
         for (size_t l = 0; l < 8; l++)
-            sum[l % nb] += lane[l];
+            sum[l % wpr] += lane[l];
+        for (; i < count; i++)
+            sum[i % wpr] += w[i];
+        for (size_t d = 0; d < n; d++)
+            a[d] -= offset * sum[wpr > 1 ? d / QK : 0];
     }
-    for (; i < count; i++)
-        sum[i % nb] += w[i];
-}
-
-/* acc[g * n + i] -= offset * (the rows' weights of i's block): the codes'
- * offset taken off. */
-static void take_offset(int32_t *acc, const int16_t *wq, size_t ldw, int offset, size_t n_rows, size_t G, size_t n)
-{
-    const size_t nb = n / QK;
-    int32_t sum[64];
-    for (size_t b0 = 0; b0 < nb; b0 += 64) /* rows of up to 2048 values in one part */
-        for (size_t g = 0; g < G; g++) {
-            const size_t m = nb - b0 < 64 ? nb - b0 : 64;
-            if (m == nb)
-                weight_sums(sum, wq + g * ldw, n_rows, nb);
-            else
-                for (size_t b = 0; b < m; b++) {
-                    sum[b] = 0;
-                    for (size_t r = 0; r < n_rows; r++)
-                        sum[b] += wq[g * ldw + r * nb + b0 + b];
-                }
-            for (size_t b = 0; b < m; b++)
-                for (size_t j = 0; j < QK; j++)
-                    acc[g * n + (b0 + b) * QK + j] -= offset * sum[b];
-        }
 }
 
 INLINE void iaxpy_fmt(Format fmt, int32_t *acc, const int16_t *wq, size_t ldw, const unsigned char *rows,
@@ -232,7 +232,7 @@ INLINE void iaxpy_fmt(Format fmt, int32_t *acc, const int16_t *wq, size_t ldw, c
     if (g < G)
         for (size_t b = 0; b < nb; b++)
             pass(fmt, 1, 1, acc + g * n, wq + g * ldw, ldw, rows, stride, n_rows, n, b);
-    take_offset(acc, wq, ldw, code_offset(fmt), n_rows, G, n);
+    take_offset(acc, wq, ldw, iaxpy_weights_per_row(fmt, n), code_offset(fmt), n_rows, G, n);
 }
 
 void iaxpy_avx2(int32_t *acc, const int16_t *wq, size_t ldw, Format fmt, const void *rows, size_t stride,
@@ -245,4 +245,77 @@ void iaxpy_avx2(int32_t *acc, const int16_t *wq, size_t ldw, Format fmt, const v
     case FMT_FP4: iaxpy_fmt(FMT_FP4, acc, wq, ldw, p, stride, n_rows, G, n); break;
     default: iaxpy_ref(acc, wq, ldw, fmt, rows, stride, n_rows, G, n); break;
     }
+}
+
+/* Eight halves as floats. */
+INLINE __m256 halves(const uint16_t h[8])
+{
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)h));
+}
+
+INLINE __m256 abs_ps(__m256 x)
+{
+    return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+}
+
+/* The largest lane. */
+INLINE float max_lane(__m256 v)
+{
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+
+/* Eight scales at a time, converted by F16C: int4 and fp4 eight rows' (one
+ * each, after their nibbles), q4_0 eight blocks' in row order. The rest,
+ * and row lengths whose blocks do not fill the eight, go to iscale_ref. */
+void iscale_avx2(float *u, size_t ldu, float *umax, const float *p, size_t ld, size_t G, Format fmt, const void *rows,
+                 size_t stride, size_t n_rows, size_t n)
+{
+    const unsigned char *base = rows;
+    const size_t wpr = iaxpy_weights_per_row(fmt, n);
+    const float half = fmt == FMT_FP4 ? 0.5f : 1.0f;
+    size_t r = 0;
+    if (iaxpy_takes(fmt) && 8 % wpr == 0) {
+        const size_t step = 8 / wpr; /* rows a vector of 8 weights covers */
+        for (; r + step <= n_rows; r += step) {
+            uint16_t h[8];
+            for (size_t j = 0; j < 8; j++) {
+                const unsigned char *row = base + (r + j / wpr) * stride;
+                memcpy(&h[j], fmt == FMT_Q4_0 ? row + (j % wpr) * 18 : row + n / 2, sizeof h[j]);
+            }
+            const __m256 d = _mm256_mul_ps(halves(h), _mm256_set1_ps(half));
+            for (size_t g = 0; g < G; g++) {
+                const float *pg = p + g * ld + r;
+                __m256 pv;
+                if (wpr == 1)
+                    pv = _mm256_loadu_ps(pg);
+                else {
+                    float pw[8];
+                    for (size_t j = 0; j < 8; j++)
+                        pw[j] = pg[j / wpr];
+                    pv = _mm256_loadu_ps(pw);
+                }
+                const __m256 x = _mm256_mul_ps(pv, d);
+                _mm256_storeu_ps(u + g * ldu + r * wpr, x);
+                umax[g] = fmaxf(umax[g], max_lane(abs_ps(x)));
+            }
+        }
+    }
+    if (r < n_rows)
+        iscale_ref(u + r * wpr, ldu, umax, p + r, ld, G, fmt, base + r * stride, stride, n_rows - r, n);
+}
+
+void iround_avx2(int16_t *wq, const float *u, float k, size_t count)
+{
+    const __m256 kv = _mm256_set1_ps(k);
+    size_t i = 0;
+    for (; i + 16 <= count; i += 16) {
+        const __m256i lo = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(u + i), kv));
+        const __m256i hi = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(u + i + 8), kv));
+        const __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(lo, hi), 0xd8); /* packs works by halves */
+        _mm256_storeu_si256((__m256i *)(void *)(wq + i), w);
+    }
+    iround_ref(wq + i, u + i, k, count - i);
 }

@@ -55,22 +55,47 @@ typedef void (*QDotFn)(float *y, size_t ld, Format fmt, const void *rows, size_t
                        const void *xq, size_t G, size_t n);
 
 /* Value rows added with integer weights (the integer form of a tile's
- * weighted sum of values):
- *   acc[g * n + i] += sum over rows r of wq[g * ldw + r * nb + i / 32] * code(r, i),
- * nb = n / 32 weights a row, one per block of 32 values (a row-scaled
- * format's caller repeats its row's), code(r, i) the value's signed integer
- * code as QDotFn takes it (q4_0 nibble - 8, int4 the signed nibble, fp4 the
- * E2M1 value doubled). q4_0, int4 and fp4 only (iaxpy_takes); n a multiple
- * of 32; ldw >= n_rows * nb. Exact, in int32: the caller keeps the sum over
- * every row ever added into acc of 12 * |wq| below 2^31 (a tile of
+ * weighted sum of values; kernels.h's attention, AttnArgs.iv):
+ *   acc[g * n + i] += sum over rows r of wq[g * ldw + r * wpr + (wpr > 1 ? i / 32 : 0)] * code(r, i),
+ * wpr = iaxpy_weights_per_row(fmt, n): one a block of 32 values for q4_0,
+ * one a row for int4 and fp4 (their one scale), and code(r, i) the value's
+ * signed integer code as QDotFn takes it (q4_0 nibble - 8, int4 the signed
+ * nibble, fp4 the E2M1 value doubled). q4_0, int4 and fp4 only
+ * (iaxpy_takes); n a multiple of 32. Exact, in int32: the caller keeps the
+ * sum over every row ever added into acc of 12 * |wq| below 2^31 (a tile of
  * ATTEND_TILE rows of 16-bit weights does). */
 typedef void (*IAxpyFn)(int32_t *acc, const int16_t *wq, size_t ldw, Format fmt, const void *rows, size_t stride,
                         size_t n_rows, size_t G, size_t n);
+
+/* The weights IAxpyFn wants before rounding, for a run of rows: the
+ * softmax weights p[g * ld + r] times the scale of each block's codes,
+ *   u[g * ldu + r * wpr + b] = p[g * ld + r] * d(r, b),
+ * d the block's scale (q4_0), the row's (int4) or half of it (fp4), and
+ * umax[g] raised to the largest |u| of head g. */
+typedef void (*IScaleFn)(float *u, size_t ldu, float *umax, const float *p, size_t ld, size_t G, Format fmt,
+                         const void *rows, size_t stride, size_t n_rows, size_t n);
+
+/* wq[i] = u[i] * k rounded to the nearest integer (ties to even), i <
+ * count; |u[i] * k| <= 32767. */
+typedef void (*IRoundFn)(int16_t *wq, const float *u, float k, size_t count);
+
+/* The integer value sums' three steps. */
+typedef struct {
+    IScaleFn scale;
+    IRoundFn round;
+    IAxpyFn axpy;
+} IntValueOps;
 
 /* 1 for the formats IAxpyFn takes. */
 static inline int iaxpy_takes(Format f)
 {
     return f == FMT_Q4_0 || f == FMT_INT4 || f == FMT_FP4;
+}
+
+/* Weights a row of n values takes in IAxpyFn. */
+static inline size_t iaxpy_weights_per_row(Format f, size_t n)
+{
+    return f == FMT_Q4_0 ? n / 32 : 1;
 }
 
 /* 1 for the formats QDotFn takes. */
@@ -83,7 +108,7 @@ typedef struct {
     const char *isa;
     MatmulFn matmul;
     QDotFn qdot;
-    IAxpyFn iaxpy;
+    IntValueOps ivals;
     RmsnormFn rmsnorm;
     RopeFn rope;
     SwigluFn swiglu;
@@ -206,5 +231,8 @@ void qdot_ref(float *y, size_t ld, Format fmt, const void *rows, size_t stride, 
               size_t G, size_t n);
 void iaxpy_ref(int32_t *acc, const int16_t *wq, size_t ldw, Format fmt, const void *rows, size_t stride,
                size_t n_rows, size_t G, size_t n);
+void iscale_ref(float *u, size_t ldu, float *umax, const float *p, size_t ld, size_t G, Format fmt, const void *rows,
+                size_t stride, size_t n_rows, size_t n);
+void iround_ref(int16_t *wq, const float *u, float k, size_t count);
 
 #endif
