@@ -14,6 +14,8 @@
  * The softmax works on the tile's scores, G x ATTEND_TILE, with the
  * vectorised Kernels.exp_sum. Tiles are cut by position alone, not by
  * blocks, so a paged cache gives the contiguous one's result bit for bit.
+ * With AttnArgs.iv (--int-dot), fp4 values are added with integer weights
+ * in parts of ATTEND_IV_ROWS rows, cut by position too (add_part_int).
  *
  * Why tiles of 1024 rows and not seed 000's 64 (kernels.h): a tile reads
  * its K rows, then its V rows, and each switch restarts a stream from
@@ -60,6 +62,64 @@ static Run next_run(const AttnArgs *a, size_t qpos, Cursor *c, size_t *left)
     }
 }
 
+/* The n <= ATTEND_IV_ROWS V rows from *c on added into acc [G][hd] with the
+ * weights w [G][ld] (AttnArgs.iv): the rows attend_int_values takes in integers, each
+ * head's weights times the rows' scales rounded to 16 bits against the
+ * largest of the part (the part's sums then fit in int32 and, exact, do
+ * not depend on how its rows are cut into runs); the others as floats.
+ * Weights of the part's row j sit at j * hd / 32 whatever the run's
+ * format, so runs of different formats do not overlap. */
+static void add_part_int(const Kernels *k, const AttnArgs *a, size_t qpos, Cursor *c, size_t n, const float *w,
+                         size_t ld, float *acc)
+{
+    const size_t G = a->group, hd = a->head_dim, nb = hd / 32, ldu = ATTEND_IV_ROWS * nb;
+    float *u = a->iv, umax[ATTEND_MAX_GROUP] = { 0 };
+    int32_t *sums = (int32_t *)(void *)(u + G * ldu);
+    int16_t *wq = (int16_t *)(void *)(sums + G * hd);
+    const Cursor start = *c;
+    int any = 0;
+    for (size_t off = 0, left = n; left;) {
+        const Run run = next_run(a, qpos, c, &left);
+        if (attend_int_values(run.v_fmt)) {
+            k->ivals.scale(u + off * nb, ldu, umax, w + off, ld, G, run.v_fmt, run.v, run.v_stride, run.n, hd);
+            any = 1;
+        } else {
+            k->codec[run.v_fmt].axpy_rows(acc, w + off, ld, G, run.v, run.v_stride, run.n, hd);
+        }
+        off += run.n;
+    }
+    if (!any)
+        return;
+    memset(sums, 0, G * hd * sizeof *sums);
+    Cursor again = start;
+    for (size_t off = 0, left = n; left;) {
+        const Run run = next_run(a, qpos, &again, &left);
+        if (attend_int_values(run.v_fmt)) {
+            for (size_t g = 0; g < G; g++) {
+                const float to_int = 32767.0f / umax[g]; /* inf when the weights are 0 or next to it */
+                k->ivals.round(wq + g * ldu + off * nb, u + g * ldu + off * nb, isinf(to_int) ? 0.0f : to_int,
+                               run.n * iaxpy_weights_per_row(run.v_fmt, hd));
+            }
+            k->ivals.axpy(sums, wq + off * nb, ldu, run.v_fmt, run.v, run.v_stride, run.n, G, hd);
+        }
+        off += run.n;
+    }
+    for (size_t g = 0; g < G; g++) {
+        const float unit = umax[g] / 32767.0f; /* what a weight of 1 stood for */
+        for (size_t d = 0; d < hd; d++)
+            acc[g * hd + d] += unit * (float)sums[g * hd + d];
+    }
+}
+
+/* The tile's n V rows from *c on, in parts of ATTEND_IV_ROWS (cut by position,
+ * as the tiles are). */
+static void add_values_int(const Kernels *k, const AttnArgs *a, size_t qpos, Cursor *c, size_t n, size_t ld,
+                           float *acc)
+{
+    for (size_t off = 0; off < n; off += ATTEND_IV_ROWS)
+        add_part_int(k, a, qpos, c, n - off < ATTEND_IV_ROWS ? n - off : ATTEND_IV_ROWS, a->scores + off, ld, acc);
+}
+
 /* Fold the tile of n <= ld visible rows from *c on into the running state
  * of the group's heads, for the query q at qpos; *c moves past the tile.
  *   a->scores: scratch [G][ld]; m, l: [G] running max and sum; acc: [G][hd] */
@@ -89,10 +149,14 @@ static void fold_tile(const Kernels *k, const AttnArgs *a, const float *q, size_
         m[g] = m_new;
     }
     *c = start; /* the same rows again, their V */
-    for (size_t off = 0, left = n; left;) {
-        const Run run = next_run(a, qpos, c, &left);
-        k->codec[run.v_fmt].axpy_rows(acc, s + off, ld, G, run.v, run.v_stride, run.n, hd);
-        off += run.n;
+    if (a->iv && hd % 32 == 0 && k->ivals.axpy) {
+        add_values_int(k, a, qpos, c, n, ld, acc);
+    } else {
+        for (size_t off = 0, left = n; left;) {
+            const Run run = next_run(a, qpos, c, &left);
+            k->codec[run.v_fmt].axpy_rows(acc, s + off, ld, G, run.v, run.v_stride, run.n, hd);
+            off += run.n;
+        }
     }
     if (ctr)
         ctr->flops_softmax += (uint64_t)G * hd; /* the rescale */

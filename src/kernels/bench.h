@@ -164,12 +164,15 @@ typedef struct {
     float *out; /* [group][head_dim] */
     float *ref; /* [group][head_dim] */
     void *q8;   /* int_dot: scratch for the queries rounded to q8_0 (AttnArgs.q8); NULL: the f32 query */
+    void *iv;   /* int_dot: scratch for flash's integer value weights (AttnArgs.iv) */
     float *ref_f32; /* int_dot: the reference with the f32 query, for materialize, which scores its
                        decoded f32 view so (attend_naive) */
 } BenchQuery;
 
 /* int_dot: q8_0, q4_0, int4 and fp4 keys are scored by integer dots against the query
- * rounded to q8_0, in the timed steps and in the reference alike. */
+ * rounded to q8_0, in the timed steps and in the reference alike; flash adds
+ * q4_0, int4 and fp4 values with 16-bit integer weights, the reference
+ * (naive) with f32 weights. */
 int bench_query_init(BenchQuery *bq, const BenchKv *kv, size_t group, int int_dot, BenchScratch *s, uint64_t seed,
                      Err *e);
 void bench_query_free(BenchQuery *bq);

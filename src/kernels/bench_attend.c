@@ -132,6 +132,7 @@ void bench_query_free(BenchQuery *bq)
     free(bq->out);
     free(bq->ref);
     free(bq->q8);
+    free(bq->iv);
     free(bq->ref_f32);
     memset(bq, 0, sizeof *bq);
 }
@@ -142,7 +143,7 @@ static AttnArgs step_args(const BenchQuery *bq, BenchScratch *s, const KvBlock *
     return (AttnArgs){ .q = bq->q, .q_stride = bq->group * head_dim, .out = out, .out_stride = bq->group * head_dim,
                        .n_q = 1, .group = bq->group, .head_dim = head_dim, .pos0 = blk->n - 1, .blocks = blk,
                        .n_blocks = 1, .scores = s->scores, .view = s->view, .view_blocks = &s->view_block,
-                       .q8 = bq->q8 };
+                       .q8 = bq->q8, .iv = bq->iv };
 }
 
 int bench_query_init(BenchQuery *bq, const BenchKv *kv, size_t group, int int_dot, BenchScratch *s, uint64_t seed,
@@ -163,8 +164,9 @@ int bench_query_init(BenchQuery *bq, const BenchKv *kv, size_t group, int int_do
     if (int_dot) {
         bq->q8 = bench_alloc(group * format_row_bytes(FMT_Q8_0, hd), "the rounded queries", e);
         bq->ref_f32 = bench_alloc(group * hd * sizeof(float), "the f32-query reference", e);
+        bq->iv = bench_alloc(attend_iv_bytes(group, hd) + 1, "the integer value weights", e);
     }
-    if (!bq->q || !bq->out || !bq->ref || (int_dot && (!bq->q8 || !bq->ref_f32))) {
+    if (!bq->q || !bq->out || !bq->ref || (int_dot && (!bq->q8 || !bq->ref_f32 || !bq->iv))) {
         bench_query_free(bq);
         return -1;
     }
@@ -176,6 +178,7 @@ int bench_query_init(BenchQuery *bq, const BenchKv *kv, size_t group, int int_do
     if (int_dot) {
         a.out = bq->ref_f32;
         a.q8 = NULL;
+        a.iv = NULL;
         attend(ref, ATTEND_NAIVE, &a, NULL);
     }
     return 0;

@@ -13,9 +13,10 @@
  * (lanes j and j + 8 of the nibbles side by side); acc is turned into that
  * order when loaded and back when stored (load_block, store_block). */
 #include <immintrin.h>
-#include <math.h>
+#include <stddef.h>
 #include <string.h>
 
+#include "kernels/codec_isa.h"
 #include "kernels/kernels_isa.h"
 
 #define QK 32 /* values a block */
@@ -26,7 +27,7 @@
 /* Where block b of a row keeps its 16 bytes of nibbles. */
 INLINE const unsigned char *nibbles_of(Format fmt, const unsigned char *row, size_t b)
 {
-    return fmt == FMT_Q4_0 ? row + b * 18 + 2 : row + b * (QK / 2); /* q4_0: fp16 scale first */
+    return fmt == FMT_Q4_0 ? row + b * sizeof(BlockQ4_0) + offsetof(BlockQ4_0, qs) : row + b * (QK / 2);
 }
 
 /* The unsigned codes of a block of one row, in 16-bit lanes: lo lane j the
@@ -114,6 +115,14 @@ INLINE __m256i weight_pair(const int16_t *w, size_t wpr)
     return _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)w[0] | (uint32_t)(uint16_t)w[wpr] << 16));
 }
 
+/* s[k] += the pairs p[k] times the weight pair w, k < 4. */
+INLINE void add_pairs(__m256i s[4], const __m256i p[4], __m256i w)
+{
+    UNROLL
+    for (size_t k = 0; k < 4; k++)
+        s[k] = _mm256_add_epi32(s[k], _mm256_madd_epi16(p[k], w));
+}
+
 /* BB blocks from block b0 on, for GB heads (GB * BB * 4 <= 8 sums in
  * registers), over all the rows. */
 INLINE void pass(Format fmt, const size_t GB, const size_t BB, int32_t *acc, const int16_t *wq, size_t ldw,
@@ -134,17 +143,11 @@ INLINE void pass(Format fmt, const size_t GB, const size_t BB, int32_t *acc, con
             __m256i lo_a, hi_a, lo_b, hi_b;
             codes(fmt, nibbles_of(fmt, ra, b0 + bb), &lo_a, &hi_a);
             codes(fmt, nibbles_of(fmt, rb, b0 + bb), &lo_b, &hi_b);
-            const __m256i p0 = _mm256_unpacklo_epi16(lo_a, lo_b), p1 = _mm256_unpackhi_epi16(lo_a, lo_b);
-            const __m256i p2 = _mm256_unpacklo_epi16(hi_a, hi_b), p3 = _mm256_unpackhi_epi16(hi_a, hi_b);
+            const __m256i p[4] = { _mm256_unpacklo_epi16(lo_a, lo_b), _mm256_unpackhi_epi16(lo_a, lo_b),
+                                   _mm256_unpacklo_epi16(hi_a, hi_b), _mm256_unpackhi_epi16(hi_a, hi_b) };
             UNROLL
-            for (size_t g = 0; g < GB; g++) {
-                const __m256i w = weight_pair(wq + g * ldw + r * wpr + bw * (b0 + bb), wpr);
-                __m256i *s = a + 4 * (g * BB + bb);
-                s[0] = _mm256_add_epi32(s[0], _mm256_madd_epi16(p0, w));
-                s[1] = _mm256_add_epi32(s[1], _mm256_madd_epi16(p1, w));
-                s[2] = _mm256_add_epi32(s[2], _mm256_madd_epi16(p2, w));
-                s[3] = _mm256_add_epi32(s[3], _mm256_madd_epi16(p3, w));
-            }
+            for (size_t g = 0; g < GB; g++)
+                add_pairs(a + 4 * (g * BB + bb), p, weight_pair(wq + g * ldw + r * wpr + bw * (b0 + bb), wpr));
         }
     }
     if (r < n_rows) /* an odd row: paired with a weight of 0 (itself again, so nothing past the rows is read) */
@@ -152,17 +155,12 @@ INLINE void pass(Format fmt, const size_t GB, const size_t BB, int32_t *acc, con
         for (size_t bb = 0; bb < BB; bb++) {
             __m256i lo, hi;
             codes(fmt, nibbles_of(fmt, rows + r * stride, b0 + bb), &lo, &hi);
-            const __m256i p0 = _mm256_unpacklo_epi16(lo, lo), p1 = _mm256_unpackhi_epi16(lo, lo);
-            const __m256i p2 = _mm256_unpacklo_epi16(hi, hi), p3 = _mm256_unpackhi_epi16(hi, hi);
+            const __m256i p[4] = { _mm256_unpacklo_epi16(lo, lo), _mm256_unpackhi_epi16(lo, lo),
+                                   _mm256_unpacklo_epi16(hi, hi), _mm256_unpackhi_epi16(hi, hi) };
             UNROLL
-            for (size_t g = 0; g < GB; g++) {
-                const __m256i w = _mm256_set1_epi32((int32_t)(uint16_t)wq[g * ldw + r * wpr + bw * (b0 + bb)]);
-                __m256i *s = a + 4 * (g * BB + bb);
-                s[0] = _mm256_add_epi32(s[0], _mm256_madd_epi16(p0, w));
-                s[1] = _mm256_add_epi32(s[1], _mm256_madd_epi16(p1, w));
-                s[2] = _mm256_add_epi32(s[2], _mm256_madd_epi16(p2, w));
-                s[3] = _mm256_add_epi32(s[3], _mm256_madd_epi16(p3, w));
-            }
+            for (size_t g = 0; g < GB; g++)
+                add_pairs(a + 4 * (g * BB + bb), p,
+                          _mm256_set1_epi32((int32_t)(uint16_t)wq[g * ldw + r * wpr + bw * (b0 + bb)]));
         }
     UNROLL
     for (size_t g = 0; g < GB; g++)
@@ -247,12 +245,6 @@ void iaxpy_avx2(int32_t *acc, const int16_t *wq, size_t ldw, Format fmt, const v
     }
 }
 
-/* Eight halves as floats. */
-INLINE __m256 halves(const uint16_t h[8])
-{
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)h));
-}
-
 INLINE __m256 abs_ps(__m256 x)
 {
     return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
@@ -267,44 +259,64 @@ INLINE float max_lane(__m256 v)
     return _mm_cvtss_f32(m);
 }
 
-/* Eight scales at a time, converted by F16C: int4 and fp4 eight rows' (one
- * each, after their nibbles), q4_0 eight blocks' in row order. The rest,
- * and row lengths whose blocks do not fill the eight, go to iscale_ref. */
+/* Rows r.. of n_rows, 8 / WPR at a time (WPR, the weights a row, a
+ * constant dividing 8): their 8 scales converted at once by F16C (int4,
+ * fp4: a row's, after its nibbles; q4_0: a block's, before its nibbles),
+ * then each head's weights times them. Returns the rows done. */
+INLINE size_t scale_rows(const size_t WPR, float *u, size_t ldu, float *umax, const float *p, size_t ld, size_t G,
+                         Format fmt, const unsigned char *rows, size_t stride, size_t n_rows, size_t n)
+{
+    const size_t step = 8 / WPR;
+    const __m256 half = _mm256_set1_ps(fmt == FMT_FP4 ? 0.5f : 1.0f);
+    size_t r = 0;
+    for (; r + step <= n_rows; r += step) {
+        short h[8]; /* into a vector lane by lane: stored as a whole and loaded, it would wait for the stores */
+        for (size_t i = 0; i < step; i++)
+            for (size_t b = 0; b < WPR; b++) {
+                const unsigned char *row = rows + (r + i) * stride;
+                memcpy(&h[i * WPR + b], fmt == FMT_Q4_0 ? row + b * sizeof(BlockQ4_0) : row + n / 2, sizeof h[0]);
+            }
+        const __m128i hv = _mm_setr_epi16(h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]);
+        const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(hv), half);
+        for (size_t g = 0; g < G; g++) {
+            const float *pg = p + g * ld + r;
+            __m256 pv;
+            if (WPR == 1) {
+                pv = _mm256_loadu_ps(pg);
+            } else {
+                float pw[8];
+                for (size_t i = 0; i < step; i++)
+                    for (size_t b = 0; b < WPR; b++)
+                        pw[i * WPR + b] = pg[i];
+                pv = _mm256_loadu_ps(pw);
+            }
+            const __m256 x = _mm256_mul_ps(pv, d);
+            _mm256_storeu_ps(u + g * ldu + r * WPR, x);
+            const float m = max_lane(abs_ps(x));
+            umax[g] = m > umax[g] ? m : umax[g];
+        }
+    }
+    return r;
+}
+
+/* Row lengths of 32, 64, 128 or 256 values for q4_0 (1, 2, 4 or 8 blocks),
+ * any for int4 and fp4; what is left, and other lengths, to iscale_ref. */
 void iscale_avx2(float *u, size_t ldu, float *umax, const float *p, size_t ld, size_t G, Format fmt, const void *rows,
                  size_t stride, size_t n_rows, size_t n)
 {
     const unsigned char *base = rows;
-    const size_t wpr = iaxpy_weights_per_row(fmt, n);
-    const float half = fmt == FMT_FP4 ? 0.5f : 1.0f;
     size_t r = 0;
-    if (iaxpy_takes(fmt) && 8 % wpr == 0) {
-        const size_t step = 8 / wpr; /* rows a vector of 8 weights covers */
-        for (; r + step <= n_rows; r += step) {
-            uint16_t h[8];
-            for (size_t j = 0; j < 8; j++) {
-                const unsigned char *row = base + (r + j / wpr) * stride;
-                memcpy(&h[j], fmt == FMT_Q4_0 ? row + (j % wpr) * 18 : row + n / 2, sizeof h[j]);
-            }
-            const __m256 d = _mm256_mul_ps(halves(h), _mm256_set1_ps(half));
-            for (size_t g = 0; g < G; g++) {
-                const float *pg = p + g * ld + r;
-                __m256 pv;
-                if (wpr == 1)
-                    pv = _mm256_loadu_ps(pg);
-                else {
-                    float pw[8];
-                    for (size_t j = 0; j < 8; j++)
-                        pw[j] = pg[j / wpr];
-                    pv = _mm256_loadu_ps(pw);
-                }
-                const __m256 x = _mm256_mul_ps(pv, d);
-                _mm256_storeu_ps(u + g * ldu + r * wpr, x);
-                umax[g] = fmaxf(umax[g], max_lane(abs_ps(x)));
-            }
+    if (iaxpy_takes(fmt))
+        switch (iaxpy_weights_per_row(fmt, n)) {
+        case 1: r = scale_rows(1, u, ldu, umax, p, ld, G, fmt, base, stride, n_rows, n); break;
+        case 2: r = scale_rows(2, u, ldu, umax, p, ld, G, fmt, base, stride, n_rows, n); break;
+        case 4: r = scale_rows(4, u, ldu, umax, p, ld, G, fmt, base, stride, n_rows, n); break;
+        case 8: r = scale_rows(8, u, ldu, umax, p, ld, G, fmt, base, stride, n_rows, n); break;
+        default: break;
         }
-    }
     if (r < n_rows)
-        iscale_ref(u + r * wpr, ldu, umax, p + r, ld, G, fmt, base + r * stride, stride, n_rows - r, n);
+        iscale_ref(u + r * iaxpy_weights_per_row(fmt, n), ldu, umax, p + r, ld, G, fmt, base + r * stride, stride,
+                   n_rows - r, n);
 }
 
 void iround_avx2(int16_t *wq, const float *u, float k, size_t count)

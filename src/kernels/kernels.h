@@ -62,8 +62,8 @@ typedef void (*QDotFn)(float *y, size_t ld, Format fmt, const void *rows, size_t
  * signed integer code as QDotFn takes it (q4_0 nibble - 8, int4 the signed
  * nibble, fp4 the E2M1 value doubled). q4_0, int4 and fp4 only
  * (iaxpy_takes); n a multiple of 32. Exact, in int32: the caller keeps the
- * sum over every row ever added into acc of 12 * |wq| below 2^31 (a tile of
- * ATTEND_TILE rows of 16-bit weights does). */
+ * sum over every row ever added into acc of 12 * |wq| below 2^31 (a part of
+ * ATTEND_IV_ROWS rows of 16-bit weights does). */
 typedef void (*IAxpyFn)(int32_t *acc, const int16_t *wq, size_t ldw, Format fmt, const void *rows, size_t stride,
                         size_t n_rows, size_t G, size_t n);
 
@@ -181,6 +181,11 @@ typedef struct {
                              group * format_row_bytes(FMT_Q8_0, head_dim) bytes; head_dim a multiple
                              of 32, other formats, per-channel keys and the materialized form (an
                              f32 view) keep the f32 query */
+    void *iv;             /* optional (NULL = f32 weights; flash only): value rows attend_int_values
+                             takes are added with 16-bit integer weights (Kernels.ivals; ISAs
+                             without them keep f32 weights), each head's rounded
+                             against its largest in ATTEND_IV_ROWS rows; head_dim a multiple of 32;
+                             attend_iv_bytes(group, head_dim) bytes of scratch */
 } AttnArgs;
 
 typedef enum {
@@ -209,6 +214,31 @@ int attend_algo_parse(const char *name, AttendAlgo *out);
  * rows, which cost the quantized formats up to 2x (attend_flash.c). Its
  * scratch: group * min(ATTEND_TILE, visible rows) scores. */
 #define ATTEND_TILE 1024
+
+/* Rows flash adds with integer weights at a time (AttnArgs.iv): a part of
+ * a tile, its V rows read once for their scales and again, from L1, to be
+ * added; a whole tile's would come back from memory. */
+#define ATTEND_IV_ROWS 256
+
+/* The value formats flash adds with integer weights (AttnArgs.iv) where
+ * the kernels have IntValueOps: fp4, whose decode to floats costs most.
+ * Measured on AVX2 (cold, 65536 rows, --int-dot, G = 1), the pass that
+ * reads the rows' scales before they are added costs q4_0 and int4 more
+ * than their integer sums save (q4_0 1.23 -> 1.55 ms a step, int4 1.26 ->
+ * 1.24 and 1.22 -> 1.28) and saves fp4 a fifth (1.67 -> 1.36 ms). */
+static inline int attend_int_values(Format f)
+{
+    return f == FMT_FP4;
+}
+
+/* Bytes of AttnArgs.iv's scratch: the weights before and after rounding
+ * of ATTEND_IV_ROWS rows, and the integer sums, for group heads of
+ * head_dim. */
+static inline size_t attend_iv_bytes(size_t group, size_t head_dim)
+{
+    const size_t weights = group * ATTEND_IV_ROWS * (head_dim / 32);
+    return weights * (sizeof(float) + sizeof(int16_t)) + group * head_dim * sizeof(int32_t);
+}
 
 /* --- selection ---------------------------------------------------------- */
 

@@ -26,6 +26,7 @@ int forward_state_init(ForwardState *s, const Config *c, size_t max_rows, int ke
     s->observed_q = 1;
     s->chan_q = malloc(group * c->head_dim * sizeof(float));
     s->q8 = malloc(group * format_row_bytes(FMT_Q8_0, c->head_dim));
+    s->iv = malloc(attend_iv_bytes(group, c->head_dim) + 1); /* + 1: never malloc(0) */
     s->blocks_cap = 4;
     s->blocks = malloc(s->blocks_cap * sizeof *s->blocks);
     s->view_blocks = malloc(s->blocks_cap * sizeof *s->view_blocks);
@@ -34,7 +35,7 @@ int forward_state_init(ForwardState *s, const Config *c, size_t max_rows, int ke
         s->probs = calloc(c->n_layers * c->n_heads * max_rows * c->max_seq_len, sizeof(float));
         s->att_layers = calloc(c->n_layers * max_rows * config_q_dim(c), sizeof(float));
     }
-    if (!s->x || !s->xb || !s->q || !s->k || !s->v || !s->att || !s->hb || !s->hb2 || !s->scores || !s->view || !s->observed || !s->chan_q || !s->q8 ||
+    if (!s->x || !s->xb || !s->q || !s->k || !s->v || !s->att || !s->hb || !s->hb2 || !s->scores || !s->view || !s->observed || !s->chan_q || !s->q8 || !s->iv ||
         !s->blocks || !s->view_blocks || (keep_probs && (!s->probs || !s->att_layers))) {
         forward_state_free(s);
         return err_set(e, ERR_RUNTIME, "out of memory for activations of %zu tokens", max_rows);
@@ -61,6 +62,7 @@ void forward_state_free(ForwardState *s)
     free(s->observed);
     free(s->chan_q);
     free(s->q8);
+    free(s->iv);
     free(s->blocks);
     free(s->view_blocks);
     free(s->probs);
@@ -193,6 +195,7 @@ static int attention(const Model *m, ForwardState *s, size_t layer, const AttnPa
                 .probs_first = probs_first,
                 .bias = p->bidirectional ? NULL : m->bias, .chan_q = s->chan_q,
                 .q8 = m->int_dot ? s->q8 : NULL,
+                .iv = m->int_dot ? s->iv : NULL,
             };
             /* flash never holds every weight: a cache that observes them gets the naive form */
             attend(m->kern, observe && m->attend == ATTEND_FLASH ? ATTEND_NAIVE : m->attend, &a, ctr);

@@ -14,6 +14,7 @@ typedef struct {
     float q[8 * 4 * 128]; /* up to 8 query tokens x G 4... sized for the cases below */
     const AttnBias *bias; /* optional attention structure */
     int int_dot;          /* score q8_0/q4_0 keys by integer dots (AttnArgs.q8) */
+    int int_values;       /* flash: add 4-bit values with integer weights (AttnArgs.iv) */
 } Case;
 
 static void fill(float *x, size_t n, unsigned salt)
@@ -66,9 +67,10 @@ static void run(const Kernels *k, AttendAlgo algo, const Case *c, size_t n_q, si
     float *view = malloc(2 * c->rows * c->hd * sizeof(float));
     float chan_q[4 * 128];
     unsigned char q8[4 * 136]; /* G 4 x a q8_0 row of 128 */
+    void *iv = malloc(attend_iv_bytes(c->G, c->hd));
     KvBlock view_blocks[8];
     AttnArgs a = {
-        .bias = c->bias, .chan_q = chan_q, .q8 = c->int_dot ? q8 : NULL,
+        .bias = c->bias, .chan_q = chan_q, .q8 = c->int_dot ? q8 : NULL, .iv = c->int_values ? iv : NULL,
         .q = c->q, .q_stride = c->G * c->hd, .out = out, .out_stride = c->G * c->hd,
         .n_q = n_q, .group = c->G, .head_dim = c->hd, .pos0 = pos0, .window = c->window,
         .blocks = c->blocks, .n_blocks = c->n_blocks, .scores = scores, .view = view, .view_blocks = view_blocks,
@@ -76,6 +78,7 @@ static void run(const Kernels *k, AttendAlgo algo, const Case *c, size_t n_q, si
     attend(k, algo, &a, ctr);
     free(scores);
     free(view);
+    free(iv);
 }
 
 static void test_forms_and_isas_agree(void **state)
@@ -151,6 +154,57 @@ static void test_int_dot_scores(void **state)
                 assert_true(memcmp(got, want, n_out * sizeof(float)) != 0);
                 free_case(&c);
             }
+}
+
+/* A part's weights are rounded against its largest, so where one row
+ * dominates, each of the others' weights carries up to 1/65534 of the
+ * largest: about 2e-4 of the output over 300 peaked rows here, a few
+ * hundredths of fp4's own rounding of the values. */
+#define INT_VALUES_TOL 1e-3
+
+/* Integer value weights (AttnArgs.iv, flash): on every ISA within rounding
+ * of 16-bit weights of the f32 weights' attention; for the formats flash
+ * adds so, bit for bit the same however the rows are cut into blocks (the
+ * parts' integer sums are exact) and a rounding indeed (not the f32 path);
+ * the f32 path for the others. */
+static void test_int_values(void **state)
+{
+    (void)state;
+    const Kernels *isa[4];
+    size_t n_isa = kernels_available(isa, 4);
+    static const Format fmts[] = { FMT_Q4_0, FMT_INT4, FMT_FP4, FMT_F16 };
+    static const size_t hds[] = { 32, 128 }, groups[] = { 1, 3, 4 }, rowss[] = { 1, 65, 300, 2 * ATTEND_TILE + 65 };
+    for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++)
+        for (size_t hi = 0; hi < 2; hi++)
+            for (size_t gi = 0; gi < 3; gi++)
+                for (size_t ri = 0; ri < 4; ri++) {
+                    Case one, cut;
+                    const size_t rows = rowss[ri];
+                    make_case(&one, hds[hi], groups[gi], rows, 1, FMT_F16, fmts[fi]);
+                    make_case(&cut, hds[hi], groups[gi], rows, rows >= 7 ? 7 : 1, FMT_F16, fmts[fi]);
+                    const size_t n_out = one.G * one.hd;
+                    float want[4 * 128], got[4 * 128], got_cut[4 * 128];
+                    run(isa[0], ATTEND_NAIVE, &one, 1, rows - 1, want, NULL);
+                    one.int_values = cut.int_values = 1;
+                    const int ints = attend_int_values(one.v_fmt);
+                    for (size_t k = 0; k < n_isa; k++) {
+                        run(isa[k], ATTEND_FLASH, &one, 1, rows - 1, got, NULL);
+                        run(isa[k], ATTEND_FLASH, &cut, 1, rows - 1, got_cut, NULL);
+                        if (max_rel_diff(got, want, n_out, INT_VALUES_TOL, "out") > INT_VALUES_TOL)
+                            fail_msg("int values: %s %s hd=%zu G=%zu rows=%zu", isa[k]->isa,
+                                     format_name(one.v_fmt), one.hd, one.G, rows);
+                        if (ints && isa[k]->ivals.axpy && memcmp(got, got_cut, n_out * sizeof(float)))
+                            fail_msg("int values: %s %s hd=%zu G=%zu rows=%zu: 7 blocks differ from 1",
+                                     isa[k]->isa, format_name(one.v_fmt), one.hd, one.G, rows);
+                    }
+                    one.int_values = 0;
+                    run(isa[n_isa - 1], ATTEND_FLASH, &one, 1, rows - 1, want, NULL);
+                    if (rows > 1 && (memcmp(got, want, n_out * sizeof(float)) != 0) != (ints && isa[n_isa - 1]->ivals.axpy)) /* one row: w = 1, exact */
+                        fail_msg("int values: %s hd=%zu G=%zu rows=%zu: %s the f32 weights' result", format_name(one.v_fmt),
+                                 one.hd, one.G, rows, ints ? "the same as" : "not");
+                    free_case(&one);
+                    free_case(&cut);
+                }
 }
 
 /* Prefill: n_q queries, each causal; a window limits them further. */
@@ -307,6 +361,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forms_and_isas_agree),
         cmocka_unit_test(test_int_dot_scores),
+        cmocka_unit_test(test_int_values),
         cmocka_unit_test(test_prefill_causal_and_window),
         cmocka_unit_test(test_bytes_read_q4_0),
         cmocka_unit_test(test_structure_bias),
