@@ -57,14 +57,6 @@ INLINE __m256 keep(__m256 v, size_t m)
     return m == W ? v : _mm256_and_ps(v, _mm256_castsi256_ps(lanes(m)));
 }
 
-INLINE float hsum(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
 /* The fp16 at p in every lane: broadcast as a half, then converted (two
  * operations; a scalar conversion and a broadcast take three). */
 INLINE __m256 fp16_lanes(const unsigned char *p)
@@ -262,7 +254,6 @@ INLINE V v_set1(float x) { return _mm256_set1_ps(x); }
 INLINE V v_fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
 INLINE V v_mul(V a, V b) { return _mm256_mul_ps(a, b); }
 INLINE V v_add(V a, V b) { return _mm256_add_ps(a, b); }
-INLINE float v_hsum(V v) { return hsum(v); }
 
 /* Lane k of the result = the sum of a[k]'s lanes, k < 8: a transposed
  * reduction, 7 adds for 8 sums. */

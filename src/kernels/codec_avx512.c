@@ -211,7 +211,6 @@ INLINE V v_set1(float x) { return _mm512_set1_ps(x); }
 INLINE V v_fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
 INLINE V v_mul(V a, V b) { return _mm512_mul_ps(a, b); }
 INLINE V v_add(V a, V b) { return _mm512_add_ps(a, b); }
-INLINE float v_hsum(V v) { return _mm512_reduce_add_ps(v); }
 
 INLINE void v_reduce(float *sums, const V *part)
 {

@@ -260,13 +260,6 @@ INLINE V v_fma(V a, V b, V c) { return fma8(c, a, b); }
 INLINE V v_mul(V a, V b) { return (F8){ vmulq_f32(a.lo, b.lo), vmulq_f32(a.hi, b.hi) }; }
 INLINE V v_add(V a, V b) { return (F8){ vaddq_f32(a.lo, b.lo), vaddq_f32(a.hi, b.hi) }; }
 
-INLINE float hsum8(F8 v)
-{
-    return vaddvq_f32(vaddq_f32(v.lo, v.hi));
-}
-
-INLINE float v_hsum(V v) { return hsum8(v); }
-
 /* [sum of a, of b, of c, of d]: pairwise adds shared by four sums. */
 INLINE float32x4_t reduce4(F8 a, F8 b, F8 c, F8 d)
 {

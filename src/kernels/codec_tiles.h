@@ -17,7 +17,7 @@
  *                      axpy folds the scale into each row's weight once
  *                      instead of decoding every chunk scaled
  *   v_zero, v_load, v_load_part, v_store, v_store_part, v_set1, v_fma (a * b
- *   + c), v_mul, v_add, v_hsum, v_reduce (sums[k] = the lanes of part[k]
+ *   + c), v_mul, v_add, v_reduce (sums[k] = the lanes of part[k]
  *   added, k < NACC), UNROLL_16, INLINE.
  *
  * Every skeleton is always inlined with a format's decoder as a constant,
@@ -73,14 +73,14 @@ INLINE void dequantize_row(ChunkFn chunk, float *dst, const Row *r, size_t n)
 }
 
 /* out[g * ld + r] = sums[g * RB + r] for g < GB, r < nr, from the block's
- * per-row sums part[g * RB + r] (RB = NACC / GB; the unused ones zeroed). */
+ * per-row sums part[g * RB + r] (RB = NACC / GB; the unused ones zeroed).
+ * Always by v_reduce, even for one row: a horizontal add of one vector
+ * adds the lanes in another order, and a row alone at the end of a run
+ * would then round otherwise than in a full block (cutting the rows into
+ * runs, pages, changed scores). */
 INLINE void dot_store(float *out, size_t ld, V *part, const size_t GB, size_t nr)
 {
     const size_t RB = NACC / GB;
-    if (GB == 1 && nr == 1) {
-        out[0] = v_hsum(part[0]);
-        return;
-    }
     for (size_t g = 0; g < GB; g++)
         for (size_t r = nr; r < RB; r++)
             part[g * RB + r] = v_zero();

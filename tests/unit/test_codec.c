@@ -1029,6 +1029,58 @@ static void check_ref_tile(Format f, size_t n, size_t G, size_t n_rows)
     free(a2);
 }
 
+/* A SIMD table's tiles give the same bits however the rows are cut into
+ * calls (a paged cache's runs): each row's dot sum, and the order in which
+ * rows are added, must not depend on where a call starts or ends. */
+static void check_isa_cuts(const Isa *isa, Format f, size_t n, size_t G)
+{
+    enum { ROWS = 65 };
+    const FormatOps *ops = &isa->ops[f];
+    const size_t stride = format_row_bytes(f, n), ld = ROWS + 1, sizes[] = { 1, 7, 2, 9, 4, 13, 3 };
+    unsigned char *buf;
+    float *y = malloc(ROWS * n * sizeof *y);
+    const unsigned char *rows = tile_rows_make(f, n, ROWS, stride, ROWS, y, &buf);
+    float *q = malloc(G * n * sizeof *q), *w = malloc(G * ld * sizeof *w);
+    float *o1 = calloc(G * ld, sizeof *o1), *o2 = calloc(G * ld, sizeof *o2);
+    float *a1 = calloc(G * n, sizeof *a1), *a2 = calloc(G * n, sizeof *a2);
+    fill_plain(q, G * n, 5);
+    fill_plain(w, G * ld, 6);
+    ops->dot_rows(o1, ld, q, G, rows, stride, ROWS, n);
+    ops->axpy_rows(a1, w, ld, G, rows, stride, ROWS, n);
+    for (size_t r = 0, k = 0; r < ROWS; k++) {
+        const size_t take = ROWS - r < sizes[k % N_OF(sizes)] ? ROWS - r : sizes[k % N_OF(sizes)];
+        ops->dot_rows(o2 + r, ld, q, G, rows + r * stride, stride, take, n);
+        ops->axpy_rows(a2, w + r, ld, G, rows + r * stride, stride, take, n);
+        r += take;
+    }
+    for (size_t g = 0; g < G; g++)
+        if (memcmp(o1 + g * ld, o2 + g * ld, ROWS * sizeof *o1))
+            fail_msg("%s %s dot_rows, n %zu, G %zu: cut into calls, head %zu's scores change", isa->name,
+                     format_name(f), n, G, g);
+    if (memcmp(a1, a2, G * n * sizeof *a1))
+        fail_msg("%s %s axpy_rows, n %zu, G %zu: cut into calls, the sums change", isa->name, format_name(f), n, G);
+    free(buf);
+    free(y);
+    free(q);
+    free(w);
+    free(o1);
+    free(o2);
+    free(a1);
+    free(a2);
+}
+
+static void test_tiles_cut_anywhere(void **state)
+{
+    (void)state;
+    Isa isa[4];
+    const size_t ni = isa_list(isa), lengths[] = { 32, 33, 128 };
+    for (size_t k = 0; k < ni; k++)
+        for (int f = 0; isa[k].ok && f < FMT_COUNT; f++)
+            for (size_t l = 0; l < N_OF(lengths); l++)
+                for (size_t G = 1; G <= 5; G++)
+                    check_isa_cuts(&isa[k], (Format)f, lengths[l], G);
+}
+
 /* The tile forms: the reference's against its per-row forms, then every
  * SIMD table this CPU runs against the reference's. */
 static void test_tiles(void **state)
@@ -1074,6 +1126,7 @@ int main(void)
         cmocka_unit_test(test_nan),
         cmocka_unit_test(test_isa_tables),
         cmocka_unit_test(test_tiles),
+        cmocka_unit_test(test_tiles_cut_anywhere),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
