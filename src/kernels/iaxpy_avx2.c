@@ -1,5 +1,6 @@
-/* iaxpy_avx2.c: 4-bit value rows added with 16-bit integer weights
- * (kernels.h, IAxpyFn), AVX2. iaxpy_ref is the specification.
+/* iaxpy_avx2.c: 4-bit value rows added with 16-bit integer weights, AVX2
+ * (kernels.h, IntValueOps: scale, round, axpy); the references in
+ * qdot_ref.c are the specification.
  *
  * Two rows at a time: a block's 16 bytes of each are widened to 16-bit
  * lanes, split into their low and high nibbles, and the two rows' codes
