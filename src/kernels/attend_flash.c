@@ -90,16 +90,20 @@ static void add_part_int(const Kernels *k, const AttnArgs *a, size_t qpos, Curso
     }
     if (!any)
         return;
+    float to_int[ATTEND_MAX_GROUP];
+    for (size_t g = 0; g < G; g++) {
+        to_int[g] = 32767.0f / umax[g];
+        if (isinf(to_int[g])) /* the weights are 0 or next to it */
+            to_int[g] = 0.0f;
+    }
     memset(sums, 0, G * hd * sizeof *sums);
     Cursor again = start;
     for (size_t off = 0, left = n; left;) {
         const Run run = next_run(a, qpos, &again, &left);
         if (attend_int_values(run.v_fmt)) {
-            for (size_t g = 0; g < G; g++) {
-                const float to_int = 32767.0f / umax[g]; /* inf when the weights are 0 or next to it */
-                k->ivals.round(wq + g * ldu + off * nb, u + g * ldu + off * nb, isinf(to_int) ? 0.0f : to_int,
+            for (size_t g = 0; g < G; g++)
+                k->ivals.round(wq + g * ldu + off * nb, u + g * ldu + off * nb, to_int[g],
                                run.n * iaxpy_weights_per_row(run.v_fmt, hd));
-            }
             k->ivals.axpy(sums, wq + off * nb, ldu, run.v_fmt, run.v, run.v_stride, run.n, G, hd);
         }
         off += run.n;

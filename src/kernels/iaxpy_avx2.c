@@ -23,7 +23,6 @@
 #define QK 32 /* values a block */
 
 #define INLINE static inline __attribute__((always_inline))
-#define UNROLL _Pragma("GCC unroll 8") /* the sums stay in registers only with every index a constant */
 
 /* Where block b of a row keeps its 16 bytes of nibbles. */
 INLINE const unsigned char *nibbles_of(Format fmt, const unsigned char *row, size_t b)
@@ -119,7 +118,7 @@ INLINE __m256i weight_pair(const int16_t *w, size_t wpr)
 /* s[k] += the pairs p[k] times the weight pair w, k < 4. */
 INLINE void add_pairs(__m256i s[4], const __m256i p[4], __m256i w)
 {
-    UNROLL
+    CODEC_UNROLL
     for (size_t k = 0; k < 4; k++)
         s[k] = _mm256_add_epi32(s[k], _mm256_madd_epi16(p[k], w));
 }
@@ -131,85 +130,78 @@ INLINE void pass(Format fmt, const size_t GB, const size_t BB, int32_t *acc, con
 {
     const size_t wpr = iaxpy_weights_per_row(fmt, n), bw = wpr > 1; /* bw: the weights go by block */
     __m256i a[8];
-    UNROLL
+    CODEC_UNROLL
     for (size_t g = 0; g < GB; g++)
-        UNROLL
+        CODEC_UNROLL
         for (size_t bb = 0; bb < BB; bb++)
             load_block(fmt, acc + g * n + (b0 + bb) * QK, a + 4 * (g * BB + bb));
     size_t r = 0;
     for (; r + 2 <= n_rows; r += 2) {
         const unsigned char *ra = rows + r * stride, *rb = ra + stride;
-        UNROLL
+        CODEC_UNROLL
         for (size_t bb = 0; bb < BB; bb++) {
             __m256i lo_a, hi_a, lo_b, hi_b;
             codes(fmt, nibbles_of(fmt, ra, b0 + bb), &lo_a, &hi_a);
             codes(fmt, nibbles_of(fmt, rb, b0 + bb), &lo_b, &hi_b);
             const __m256i p[4] = { _mm256_unpacklo_epi16(lo_a, lo_b), _mm256_unpackhi_epi16(lo_a, lo_b),
                                    _mm256_unpacklo_epi16(hi_a, hi_b), _mm256_unpackhi_epi16(hi_a, hi_b) };
-            UNROLL
+            CODEC_UNROLL
             for (size_t g = 0; g < GB; g++)
                 add_pairs(a + 4 * (g * BB + bb), p, weight_pair(wq + g * ldw + r * wpr + bw * (b0 + bb), wpr));
         }
     }
     if (r < n_rows) /* an odd row: paired with a weight of 0 (itself again, so nothing past the rows is read) */
-        UNROLL
+        CODEC_UNROLL
         for (size_t bb = 0; bb < BB; bb++) {
             __m256i lo, hi;
             codes(fmt, nibbles_of(fmt, rows + r * stride, b0 + bb), &lo, &hi);
             const __m256i p[4] = { _mm256_unpacklo_epi16(lo, lo), _mm256_unpackhi_epi16(lo, lo),
                                    _mm256_unpacklo_epi16(hi, hi), _mm256_unpackhi_epi16(hi, hi) };
-            UNROLL
+            CODEC_UNROLL
             for (size_t g = 0; g < GB; g++)
                 add_pairs(a + 4 * (g * BB + bb), p,
                           _mm256_set1_epi32((int32_t)(uint16_t)wq[g * ldw + r * wpr + bw * (b0 + bb)]));
         }
-    UNROLL
+    CODEC_UNROLL
     for (size_t g = 0; g < GB; g++)
-        UNROLL
+        CODEC_UNROLL
         for (size_t bb = 0; bb < BB; bb++)
             store_block(fmt, acc + g * n + (b0 + bb) * QK, a + 4 * (g * BB + bb));
 }
 
-/* The sum of a head's weights of index j (< wpr) in each of its rows. */
+/* The sum of a head's weights of index j (< wpr) over its rows: with
+ * one weight a row (int4, fp4) 16 a step, madd with ones adding pairs. */
 static int32_t weight_sum(const int16_t *w, size_t n_rows, size_t wpr, size_t j)
 {
     int32_t sum = 0;
-    for (size_t r = 0; r < n_rows; r++)
+    size_t r = 0;
+    if (wpr == 1) {
+        __m256i s = _mm256_setzero_si256();
+        for (; r + 16 <= n_rows; r += 16)
+            s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(w + r)),
+                                                      _mm256_set1_epi16(1)));
+        int32_t lane[8];
+        _mm256_storeu_si256((__m256i *)(void *)lane, s);
+        for (size_t l = 0; l < 8; l++)
+            sum += lane[l];
+    }
+    for (; r < n_rows; r++)
         sum += w[r * wpr + j];
     return sum;
 }
 
 /* acc[g * n + i] -= offset * (the rows' weights of i): the codes' offset
- * taken off. With wpr dividing 8 (rows of up to 256 values), 8 weights a
- * step in 32-bit lanes, lane l adding up weight l % wpr's. */
+ * taken off. */
 static void take_offset(int32_t *acc, const int16_t *wq, size_t ldw, size_t wpr, int offset, size_t n_rows,
                         size_t G, size_t n)
 {
-    for (size_t g = 0; g < G; g++) {
-        const int16_t *w = wq + g * ldw;
-        int32_t *a = acc + g * n;
-        if (8 % wpr) {
-            for (size_t j = 0; j < wpr; j++) {
-                const int32_t off = offset * weight_sum(w, n_rows, wpr, j);
-                for (size_t i = j * QK; i < (j + 1) * QK; i++)
-                    a[i] -= off;
-            }
-            continue;
+    const size_t span = n / wpr; /* values a weight covers: a block, or the row */
+    for (size_t g = 0; g < G; g++)
+        for (size_t j = 0; j < wpr; j++) {
+            const int32_t off = offset * weight_sum(wq + g * ldw, n_rows, wpr, j);
+            for (size_t i = j * span; i < (j + 1) * span; i++)
+                acc[g * n + i] -= off;
         }
-        const size_t count = n_rows * wpr;
-        size_t i = 0;
-        __m256i s = _mm256_setzero_si256();
-        for (; i + 8 <= count; i += 8)
-            s = _mm256_add_epi32(s, _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(w + i))));
-        int32_t lane[8], sum[8] = { 0 };
-        _mm256_storeu_si256((__m256i *)(void *)lane, s);
-        for (size_t l = 0; l < 8; l++)
-            sum[l % wpr] += lane[l];
-        for (; i < count; i++)
-            sum[i % wpr] += w[i];
-        for (size_t d = 0; d < n; d++)
-            a[d] -= offset * sum[wpr > 1 ? d / QK : 0];
-    }
 }
 
 INLINE void iaxpy_fmt(Format fmt, int32_t *acc, const int16_t *wq, size_t ldw, const unsigned char *rows,

@@ -20,8 +20,18 @@ static float scale_of(const unsigned char *block)
 /* The E2M1 magnitudes doubled: fp4's codes as integers. */
 static const int fp4_twice[8] = { 0, 1, 2, 3, 4, 6, 8, 12 };
 
-/* Block b of a stored row as 32 signed integer codes, and its scale (int4,
- * fp4: the row's, after its n / 2 bytes of nibbles; fp4's halved). */
+/* The scale of block b's integer codes: q8_0 and q4_0 the block's; int4
+ * and fp4 the row's, after its n / 2 bytes of nibbles (fp4's halved, its
+ * codes being the values doubled). */
+static float code_scale(Format fmt, const unsigned char *row, size_t n, size_t b)
+{
+    if (fmt == FMT_INT4 || fmt == FMT_FP4)
+        return scale_of(row + n / 2) * (fmt == FMT_FP4 ? 0.5f : 1.0f);
+    return scale_of(row + b * format_block_bytes(fmt));
+}
+
+/* Block b of a stored row as 32 signed integer codes, and their scale
+ * (code_scale). */
 static float codes_of(Format fmt, const unsigned char *row, size_t n, size_t b, int *out)
 {
     if (fmt == FMT_INT4 || fmt == FMT_FP4) { /* byte k: element 2k low, element 2k + 1 high */
@@ -30,19 +40,19 @@ static float codes_of(Format fmt, const unsigned char *row, size_t n, size_t b, 
             const unsigned c = (qs[j / 2] >> (4 * (j % 2))) & 0x0Fu;
             out[j] = fmt == FMT_INT4 ? (int)(c ^ 8u) - 8 : (c & 8u ? -1 : 1) * fp4_twice[c & 7u];
         }
-        return scale_of(row + n / 2) * (fmt == FMT_FP4 ? 0.5f : 1.0f);
+        return code_scale(fmt, row, n, b);
     }
     const unsigned char *block = row + b * format_block_bytes(fmt), *qs = block + 2;
     if (fmt == FMT_Q8_0) {
         for (int j = 0; j < QK; j++)
             out[j] = (int8_t)qs[j];
-        return scale_of(block);
+        return code_scale(fmt, row, n, b);
     }
     for (int j = 0; j < QK / 2; j++) { /* byte j: element j low, element j + 16 high */
         out[j] = (qs[j] & 0x0F) - 8;
         out[j + QK / 2] = (qs[j] >> 4) - 8;
     }
-    return scale_of(block);
+    return code_scale(fmt, row, n, b);
 }
 
 void qdot_ref(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq,
@@ -89,10 +99,9 @@ void iscale_ref(float *u, size_t ldu, float *umax, const float *p, size_t ld, si
                 size_t stride, size_t n_rows, size_t n)
 {
     const size_t wpr = iaxpy_weights_per_row(fmt, n);
-    int c[QK];
     for (size_t r = 0; r < n_rows; r++)
         for (size_t b = 0; b < wpr; b++) {
-            const float d = codes_of(fmt, (const unsigned char *)rows + r * stride, n, b, c);
+            const float d = code_scale(fmt, (const unsigned char *)rows + r * stride, n, b);
             for (size_t g = 0; g < G; g++) {
                 const float x = p[g * ld + r] * d;
                 u[g * ldu + r * wpr + b] = x;
