@@ -21,8 +21,9 @@ const char cli_int_dot_help[] =
     "  --int-dot           integer dots, as llama.cpp computes them: a checkpoint's (--weights)\n"
     "                      q8_0 and q4_0 matrices against the activation rounded to q8_0, and\n"
     "                      a q8_0, q4_0, int4 or fp4 cache's keys (+quant:k=...) against the query\n"
-    "                      rounded to q8_0, and (flash) an fp4 cache's values added with 16-bit\n"
-    "                      integer weights (faster; the rounding changes the logits slightly)\n";
+    "                      rounded to q8_0, and (flash) a q4_0, int4 or fp4 cache's values added\n"
+    "                      with 16-bit integer weights (faster; the rounding changes the logits\n"
+    "                      slightly)\n";
 
 void cli_error_line(const char *msg)
 {

@@ -32,8 +32,8 @@ typedef struct {
     int decode;           /* --decode: the bandwidth, then a whole model's decode step */
     const char *model;    /* --model, for --decode */
     const char *weights;  /* --weights, for --decode: a checkpoint instead */
-    int int_dot;          /* --int-dot: keys (qdot_takes; and --weights' matrices) by integer dots, fp4
-                             values (flash) with integer weights */
+    int int_dot;          /* --int-dot: keys (qdot_takes; and --weights' matrices) by integer dots,
+                             q4_0, int4 and fp4 values (flash) with integer weights */
     size_t steps;         /* --steps, for --decode */
 } BenchOpts;
 
@@ -90,8 +90,8 @@ static void help(void)
            "                      layers, its f16/q8_0/q4_0 matrices read as stored\n"
            "  --int-dot           integer dots, llama.cpp's way: section 2's q8_0, q4_0, int4 and fp4\n"
            "                      keys (and --decode's q8_0 cache) against the query rounded to q8_0, flash's\n"
-           "                      fp4 values with 16-bit integer weights, and with --weights its\n"
-           "                      q8_0/q4_0 matrices against the activation rounded to q8_0\n"
+           "                      q4_0, int4 and fp4 values with 16-bit integer weights, and with --weights\n"
+           "                      its q8_0/q4_0 matrices against the activation rounded to q8_0\n"
            "  --steps N           decode steps timed per context and cache (default 5, at most 64)\n\n"
            "Progress goes to stderr, one line per section of each round. A full run takes a minute\n"
            "or two and holds about 1.5 GiB.\n"

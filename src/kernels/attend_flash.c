@@ -14,8 +14,9 @@
  * The softmax works on the tile's scores, G x ATTEND_TILE, with the
  * vectorised Kernels.exp_sum. Tiles are cut by position alone, not by
  * blocks, so a paged cache gives the contiguous one's result bit for bit.
- * With AttnArgs.iv (--int-dot), fp4 values are added with integer weights
- * in parts of ATTEND_IV_ROWS rows, cut by position too (add_part_int).
+ * With AttnArgs.iv (--int-dot), 4-bit values (attend_int_values) are added
+ * with 16-bit integer weights in parts of ATTEND_IV_ROWS rows, cut by
+ * position too (add_part_int).
  *
  * Why tiles of 1024 rows and not seed 000's 64 (kernels.h): a tile reads
  * its K rows, then its V rows, and each switch restarts a stream from
@@ -62,73 +63,90 @@ static Run next_run(const AttnArgs *a, size_t qpos, Cursor *c, size_t *left)
     }
 }
 
-/* The n <= ATTEND_IV_ROWS V rows from *c on added into acc [G][hd] with the
- * weights w [G][ld] (AttnArgs.iv): the rows attend_int_values takes in integers, each
- * head's weights times the rows' scales rounded to 16 bits against the
- * largest of the part (the part's sums then fit in int32 and, exact, do
- * not depend on how its rows are cut into runs); the others as floats.
- * Weights of the part's row j sit at j * hd / 32 whatever the run's
- * format, so runs of different formats do not overlap. */
-static void add_part_int(const Kernels *k, const AttnArgs *a, size_t qpos, Cursor *c, size_t n, const float *w,
-                         size_t ld, float *acc)
+/* to_int[g]: the factor that rounds head g's weights, at most maxw[g], times
+ * scales of magnitude at most dbound to 16 bits unclamped (IAxpyFn); 0 while
+ * no bound is known (every weight then rounds to 0). */
+static void rounding_factors(float *to_int, const float *maxw, float dbound, size_t G)
 {
-    const size_t G = a->group, hd = a->head_dim, nb = hd / 32, ldu = ATTEND_IV_ROWS * nb;
-    float *u = a->iv, umax[ATTEND_MAX_GROUP] = { 0 };
-    int32_t *sums = (int32_t *)(void *)(u + G * ldu);
-    int16_t *wq = (int16_t *)(void *)(sums + G * hd);
+    for (size_t g = 0; g < G; g++) {
+        to_int[g] = 32767.0f / (maxw[g] * dbound);
+        if (isinf(to_int[g]) || isnan(to_int[g])) /* no bound yet, or the weights are 0 or next to it */
+            to_int[g] = 0.0f;
+    }
+}
+
+/* The n <= ATTEND_IV_ROWS V rows from *c on added into acc [G][hd] with the
+ * weights w [G][ld] (AttnArgs.iv): the rows attend_int_values takes in
+ * integers, the others as floats. Each head's weights are rounded to 16
+ * bits against its largest weight of the part times *dbound, the largest
+ * scale of the rows seen so far; where the part holds a larger one, its
+ * integer rows are added again with the raised bound (rarely: the first
+ * part of a query, and each new largest scale). The part's sums, exact in
+ * int32 and cut by position, do not depend on how its rows are cut into
+ * runs, so a paged cache gives the contiguous one's result bit for bit. */
+static void add_part_int(const Kernels *k, const AttnArgs *a, size_t qpos, Cursor *c, size_t n, const float *w,
+                         size_t ld, float *acc, float *dbound)
+{
+    const size_t G = a->group, hd = a->head_dim;
+    int32_t *sums = a->iv;
+    float maxw[ATTEND_MAX_GROUP], to_int[ATTEND_MAX_GROUP], dmax = 0.0f;
     const Cursor start = *c;
     int any = 0;
     for (size_t off = 0, left = n; left;) {
         const Run run = next_run(a, qpos, c, &left);
-        if (attend_int_values(run.v_fmt)) {
-            k->ivals.scale(u + off * nb, ldu, umax, w + off, ld, G, run.v_fmt, run.v, run.v_stride, run.n, hd);
-            any = 1;
-        } else {
+        if (!attend_int_values(run.v_fmt)) {
             k->codec[run.v_fmt].axpy_rows(acc, w + off, ld, G, run.v, run.v_stride, run.n, hd);
+        } else {
+            if (!any) { /* the part's first integer rows */
+                for (size_t g = 0; g < G; g++)
+                    maxw[g] = attend_max(w + g * ld, n);
+                rounding_factors(to_int, maxw, *dbound, G);
+                memset(sums, 0, G * hd * sizeof *sums);
+                any = 1;
+            }
+            k->iaxpy(sums, &dmax, w + off, ld, to_int, run.v_fmt, run.v, run.v_stride, run.n, G, hd);
         }
         off += run.n;
     }
     if (!any)
         return;
-    float to_int[ATTEND_MAX_GROUP];
-    for (size_t g = 0; g < G; g++) {
-        to_int[g] = 32767.0f / umax[g];
-        if (isinf(to_int[g])) /* the weights are 0 or next to it */
-            to_int[g] = 0.0f;
-    }
-    memset(sums, 0, G * hd * sizeof *sums);
-    Cursor again = start;
-    for (size_t off = 0, left = n; left;) {
-        const Run run = next_run(a, qpos, &again, &left);
-        if (attend_int_values(run.v_fmt)) {
-            for (size_t g = 0; g < G; g++)
-                k->ivals.round(wq + g * ldu + off * nb, u + g * ldu + off * nb, to_int[g],
-                               run.n * iaxpy_weights_per_row(run.v_fmt, hd));
-            k->ivals.axpy(sums, wq + off * nb, ldu, run.v_fmt, run.v, run.v_stride, run.n, G, hd);
+    if (dmax > *dbound) { /* some weights were clamped: again, the integer rows only */
+        *dbound = dmax;
+        rounding_factors(to_int, maxw, *dbound, G);
+        memset(sums, 0, G * hd * sizeof *sums);
+        Cursor again = start;
+        for (size_t off = 0, left = n; left;) {
+            const Run run = next_run(a, qpos, &again, &left);
+            if (attend_int_values(run.v_fmt))
+                k->iaxpy(sums, &dmax, w + off, ld, to_int, run.v_fmt, run.v, run.v_stride, run.n, G, hd);
+            off += run.n;
         }
-        off += run.n;
     }
     for (size_t g = 0; g < G; g++) {
-        const float unit = umax[g] / 32767.0f; /* what a weight of 1 stood for */
-        for (size_t d = 0; d < hd; d++)
-            acc[g * hd + d] += unit * (float)sums[g * hd + d];
+        if (to_int[g] == 0.0f)
+            continue;
+        const float unit = 1.0f / to_int[g]; /* what a weight of 1 stood for */
+        for (size_t d = 0; d < hd; d += 8) /* hd a multiple of 32; in eights, so that it vectorises */
+            for (size_t j = 0; j < 8; j++)
+                acc[g * hd + d + j] += unit * (float)sums[g * hd + d + j];
     }
 }
 
 /* The tile's n V rows from *c on, in parts of ATTEND_IV_ROWS (cut by position,
  * as the tiles are). */
 static void add_values_int(const Kernels *k, const AttnArgs *a, size_t qpos, Cursor *c, size_t n, size_t ld,
-                           float *acc)
+                           float *acc, float *dbound)
 {
     for (size_t off = 0; off < n; off += ATTEND_IV_ROWS)
-        add_part_int(k, a, qpos, c, n - off < ATTEND_IV_ROWS ? n - off : ATTEND_IV_ROWS, a->scores + off, ld, acc);
+        add_part_int(k, a, qpos, c, n - off < ATTEND_IV_ROWS ? n - off : ATTEND_IV_ROWS, a->scores + off, ld, acc,
+                     dbound);
 }
 
 /* Fold the tile of n <= ld visible rows from *c on into the running state
  * of the group's heads, for the query q at qpos; *c moves past the tile.
  *   a->scores: scratch [G][ld]; m, l: [G] running max and sum; acc: [G][hd] */
 static void fold_tile(const Kernels *k, const AttnArgs *a, const float *q, size_t qpos, Cursor *c, size_t n,
-                      size_t ld, float *m, float *l, float *acc, Counters *ctr)
+                      size_t ld, float *m, float *l, float *acc, float *dbound, Counters *ctr)
 {
     const size_t G = a->group, hd = a->head_dim;
     const float scale = 1.0f / sqrtf((float)hd);
@@ -153,8 +171,8 @@ static void fold_tile(const Kernels *k, const AttnArgs *a, const float *q, size_
         m[g] = m_new;
     }
     *c = start; /* the same rows again, their V */
-    if (a->iv && hd % 32 == 0 && k->ivals.axpy) {
-        add_values_int(k, a, qpos, c, n, ld, acc);
+    if (a->iv && hd % 32 == 0 && k->iaxpy) {
+        add_values_int(k, a, qpos, c, n, ld, acc, dbound);
     } else {
         for (size_t off = 0, left = n; left;) {
             const Run run = next_run(a, qpos, c, &left);
@@ -183,9 +201,10 @@ void attend_flash(const Kernels *k, const AttnArgs *a, Counters *ctr)
         /* a tile never has more rows than are visible: the naive form's scratch suffices */
         const size_t seen = attend_visible_count(a, qpos), ld = seen < ATTEND_TILE ? seen : ATTEND_TILE;
         Cursor c = { 0, 0 };
+        float dbound = 0.0f; /* integer values: the largest scale of the V rows seen */
         for (size_t left = seen; left;) {
             const size_t n = left < ld ? left : ld;
-            fold_tile(k, a, q, qpos, &c, n, ld, m, l, acc, ctr);
+            fold_tile(k, a, q, qpos, &c, n, ld, m, l, acc, &dbound, ctr);
             left -= n;
         }
         for (size_t b = 0, lo, hi; ctr && b < a->n_blocks; b++) {

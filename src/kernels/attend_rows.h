@@ -115,6 +115,21 @@ static inline float attend_scale_max(float *x, size_t n, float scale)
     return mx[0];
 }
 
+/* The largest of x[0..n), n > 0 (8 lanes, as attend_scale_max). */
+static inline float attend_max(const float *x, size_t n)
+{
+    float mx[8] = { x[0], x[0], x[0], x[0], x[0], x[0], x[0], x[0] };
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (size_t j = 0; j < 8; j++)
+            mx[j] = x[i + j] > mx[j] ? x[i + j] : mx[j];
+    for (; i < n; i++)
+        mx[0] = x[i] > mx[0] ? x[i] : mx[0];
+    for (size_t j = 1; j < 8; j++)
+        mx[0] = mx[j] > mx[0] ? mx[j] : mx[0];
+    return mx[0];
+}
+
 /* Cache bytes attention reads for n rows of blk: the rows, and a
  * per-channel block's scales and minimums. */
 static inline size_t attend_k_bytes(const KvBlock *blk, size_t n, size_t hd)

@@ -164,7 +164,7 @@ typedef struct {
     float *out; /* [group][head_dim] */
     float *ref; /* [group][head_dim] */
     void *q8;   /* int_dot: scratch for the queries rounded to q8_0 (AttnArgs.q8); NULL: the f32 query */
-    void *iv;   /* int_dot: scratch for flash's integer value weights (AttnArgs.iv) */
+    void *iv;   /* int_dot: scratch for flash's integer value sums (AttnArgs.iv) */
     float *ref_f32; /* int_dot: the reference with the f32 query, for materialize, which scores its
                        decoded f32 view so (attend_naive) */
 } BenchQuery;

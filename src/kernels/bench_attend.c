@@ -164,7 +164,7 @@ int bench_query_init(BenchQuery *bq, const BenchKv *kv, size_t group, int int_do
     if (int_dot) {
         bq->q8 = bench_alloc(group * format_row_bytes(FMT_Q8_0, hd), "the rounded queries", e);
         bq->ref_f32 = bench_alloc(group * hd * sizeof(float), "the f32-query reference", e);
-        bq->iv = bench_alloc(attend_iv_bytes(group, hd) + 1, "the integer value weights", e);
+        bq->iv = bench_alloc(attend_iv_bytes(group, hd) + 1, "the integer value sums", e);
     }
     if (!bq->q || !bq->out || !bq->ref || (int_dot && (!bq->q8 || !bq->ref_f32 || !bq->iv))) {
         bench_query_free(bq);

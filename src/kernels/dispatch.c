@@ -12,25 +12,25 @@
 
 static const Kernels table_ref = {
     .isa = "ref", .matmul = matmul_ref, .qdot = qdot_ref, .rmsnorm = rmsnorm_ref, .rope = rope_ref,
-    .ivals = { iscale_ref, iround_ref, iaxpy_ref },
+    .iaxpy = iaxpy_ref,
     .swiglu = swiglu_ref, .exp_sum = exp_sum_ref, .codec = codec_ref,
 };
 
 #if defined(__x86_64__)
 static const Kernels table_avx2 = {
     .isa = "avx2", .matmul = matmul_avx2, .qdot = qdot_avx2, .rmsnorm = rmsnorm_avx2, .rope = rope_avx2,
-    .ivals = { iscale_avx2, iround_avx2, iaxpy_avx2 },
+    .iaxpy = iaxpy_avx2,
     .swiglu = swiglu_avx2, .exp_sum = exp_sum_avx2, .codec = codec_avx2,
 };
 static const Kernels table_avx512 = {
     .isa = "avx512", .matmul = matmul_avx512, .qdot = qdot_avx2, /* AVX-512BW without VNNI gains little */ .rmsnorm = rmsnorm_avx512, .rope = rope_avx512,
-    .ivals = { iscale_avx2, iround_avx2, iaxpy_avx2 },
+    .iaxpy = iaxpy_avx2,
     .swiglu = swiglu_avx512, .exp_sum = exp_sum_avx512, .codec = codec_avx512,
 };
 #elif defined(__aarch64__)
 static const Kernels table_neon = {
     .isa = "neon", .matmul = matmul_neon, .qdot = qdot_ref, .rmsnorm = rmsnorm_neon, .rope = rope_neon,
-    .ivals = { 0 }, /* none: flash keeps f32 weights (the reference's would be slow, NEON's unmeasured) */
+    .iaxpy = NULL, /* none: flash keeps f32 weights (the reference's would be slow, NEON's unmeasured) */
     .swiglu = swiglu_neon, .exp_sum = exp_sum_neon, .codec = codec_neon,
 };
 #endif

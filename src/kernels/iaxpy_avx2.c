@@ -1,19 +1,24 @@
 /* iaxpy_avx2.c: 4-bit value rows added with 16-bit integer weights, AVX2
- * (kernels.h, IntValueOps: scale, round, axpy); the references in
- * qdot_ref.c are the specification.
+ * (kernels.h, IAxpyFn); the reference in qdot_ref.c is the specification.
+ *
+ * The rows go CHUNK at a time: their scales are read and converted (F16C),
+ * each head's weights rounded to 16 bits on the stack, and the chunk's
+ * rows, now in L1, added. So each row's cache misses meet the work on the
+ * rows before it, as in the float path, instead of a pass of their own.
  *
  * Two rows at a time: a block's 16 bytes of each are widened to 16-bit
  * lanes, split into their low and high nibbles, and the two rows' codes
  * interleaved, so that one madd multiplies both rows by their weights and
  * adds the products into 32-bit sums. The codes stay unsigned (q4_0 and
  * int4 their value + 8, fp4 its doubled value + 12, by a byte shuffle), and
- * the offset times the rows' weights is taken off once a call: exact, so
+ * the offset times the rows' weights is taken off once a chunk: exact, so
  * the sums do not depend on where the rows are cut into calls.
  *
  * A register holds 8 of a block's sums in the order the interleaving makes
  * (lanes j and j + 8 of the nibbles side by side); acc is turned into that
  * order when loaded and back when stored (load_block, store_block). */
 #include <immintrin.h>
+#include <math.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -108,11 +113,15 @@ INLINE void store_block(Format fmt, int32_t *a, const __m256i v[4])
     _mm256_storeu_si256((__m256i *)(void *)(a + 24), n3);
 }
 
-/* Two weights side by side in every 32-bit lane: a row's, and the next
- * row's, wpr further on. */
-INLINE __m256i weight_pair(const int16_t *w, size_t wpr)
+/* The chunk's 16-bit weights lie in pairs (round_weights): rows 2p and
+ * 2p + 1's weights of block b side by side at wq[2p * WPR + 2b], the
+ * second 0 where row 2p is the chunk's last. One such pair, in every
+ * 32-bit lane. */
+INLINE __m256i weight_pair(const int16_t *w)
 {
-    return _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)w[0] | (uint32_t)(uint16_t)w[wpr] << 16));
+    int32_t pair;
+    memcpy(&pair, w, sizeof pair);
+    return _mm256_set1_epi32(pair);
 }
 
 /* s[k] += the pairs p[k] times the weight pair w, k < 4. */
@@ -124,9 +133,12 @@ INLINE void add_pairs(__m256i s[4], const __m256i p[4], __m256i w)
 }
 
 /* BB blocks from block b0 on, for GB heads (GB * BB * 4 <= 8 sums in
- * registers), over all the rows. */
+ * registers), over all the rows; meanwhile the pf_bytes at pf (the next
+ * chunk's rows) are prefetched, a row pair's worth a step, so that their
+ * misses meet this work rather than the next chunk's reading of scales. */
 INLINE void pass(Format fmt, const size_t GB, const size_t BB, int32_t *acc, const int16_t *wq, size_t ldw,
-                 const unsigned char *rows, size_t stride, size_t n_rows, size_t n, size_t b0)
+                 const unsigned char *rows, size_t stride, size_t n_rows, size_t n, size_t b0,
+                 const unsigned char *pf, size_t pf_bytes)
 {
     const size_t wpr = iaxpy_weights_per_row(fmt, n), bw = wpr > 1; /* bw: the weights go by block */
     __m256i a[8];
@@ -138,6 +150,8 @@ INLINE void pass(Format fmt, const size_t GB, const size_t BB, int32_t *acc, con
     size_t r = 0;
     for (; r + 2 <= n_rows; r += 2) {
         const unsigned char *ra = rows + r * stride, *rb = ra + stride;
+        for (size_t o = r * stride; o < (r + 2) * stride && o < pf_bytes; o += 64)
+            _mm_prefetch((const char *)pf + o, _MM_HINT_T0);
         CODEC_UNROLL
         for (size_t bb = 0; bb < BB; bb++) {
             __m256i lo_a, hi_a, lo_b, hi_b;
@@ -147,10 +161,10 @@ INLINE void pass(Format fmt, const size_t GB, const size_t BB, int32_t *acc, con
                                    _mm256_unpacklo_epi16(hi_a, hi_b), _mm256_unpackhi_epi16(hi_a, hi_b) };
             CODEC_UNROLL
             for (size_t g = 0; g < GB; g++)
-                add_pairs(a + 4 * (g * BB + bb), p, weight_pair(wq + g * ldw + r * wpr + bw * (b0 + bb), wpr));
+                add_pairs(a + 4 * (g * BB + bb), p, weight_pair(wq + g * ldw + r * wpr + 2 * bw * (b0 + bb)));
         }
     }
-    if (r < n_rows) /* an odd row: paired with a weight of 0 (itself again, so nothing past the rows is read) */
+    if (r < n_rows) /* an odd row: paired with itself (nothing past the rows is read) and a weight of 0 */
         CODEC_UNROLL
         for (size_t bb = 0; bb < BB; bb++) {
             __m256i lo, hi;
@@ -159,8 +173,7 @@ INLINE void pass(Format fmt, const size_t GB, const size_t BB, int32_t *acc, con
                                    _mm256_unpacklo_epi16(hi, hi), _mm256_unpackhi_epi16(hi, hi) };
             CODEC_UNROLL
             for (size_t g = 0; g < GB; g++)
-                add_pairs(a + 4 * (g * BB + bb), p,
-                          _mm256_set1_epi32((int32_t)(uint16_t)wq[g * ldw + r * wpr + bw * (b0 + bb)]));
+                add_pairs(a + 4 * (g * BB + bb), p, weight_pair(wq + g * ldw + r * wpr + 2 * bw * (b0 + bb)));
         }
     CODEC_UNROLL
     for (size_t g = 0; g < GB; g++)
@@ -169,72 +182,39 @@ INLINE void pass(Format fmt, const size_t GB, const size_t BB, int32_t *acc, con
             store_block(fmt, acc + g * n + (b0 + bb) * QK, a + 4 * (g * BB + bb));
 }
 
-/* The sum of a head's weights of index j (< wpr) over its rows: with
- * one weight a row (int4, fp4) 16 a step, madd with ones adding pairs. */
-static int32_t weight_sum(const int16_t *w, size_t n_rows, size_t wpr, size_t j)
+/* sum[j], j < wpr (dividing 8): a head's weights of block j (of the row,
+ * wpr 1) summed over a chunk's m rows, their weights in pairs: 16 at a
+ * time, madd with ones adding each pair, lane l then holding block l % wpr. */
+INLINE void weight_sums(int32_t *sum, const int16_t *w, size_t m, size_t wpr)
 {
-    int32_t sum = 0;
-    size_t r = 0;
-    if (wpr == 1) {
-        __m256i s = _mm256_setzero_si256();
-        for (; r + 16 <= n_rows; r += 16)
-            s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(w + r)),
-                                                      _mm256_set1_epi16(1)));
-        int32_t lane[8];
-        _mm256_storeu_si256((__m256i *)(void *)lane, s);
-        for (size_t l = 0; l < 8; l++)
-            sum += lane[l];
-    }
-    for (; r < n_rows; r++)
-        sum += w[r * wpr + j];
-    return sum;
+    const size_t count = (m + 1) / 2 * 2 * wpr;
+    __m256i s = _mm256_setzero_si256();
+    size_t i = 0;
+    for (; i + 16 <= count; i += 16)
+        s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(w + i)),
+                                                  _mm256_set1_epi16(1)));
+    int32_t lane[8];
+    _mm256_storeu_si256((__m256i *)(void *)lane, s);
+    memset(sum, 0, wpr * sizeof *sum);
+    for (size_t l = 0; l < 8; l++)
+        sum[l % wpr] += lane[l];
+    for (; i < count; i++)
+        sum[i / 2 % wpr] += w[i];
 }
 
-/* acc[g * n + i] -= offset * (the rows' weights of i): the codes' offset
+/* acc[i] -= offset * (the rows' weights of i), one head: the codes' offset
  * taken off. */
-static void take_offset(int32_t *acc, const int16_t *wq, size_t ldw, size_t wpr, int offset, size_t n_rows,
-                        size_t G, size_t n)
+INLINE void take_offset(int32_t *acc, const int16_t *wq, size_t wpr, int offset, size_t m, size_t n)
 {
-    const size_t span = n / wpr; /* values a weight covers: a block, or the row */
-    for (size_t g = 0; g < G; g++)
-        for (size_t j = 0; j < wpr; j++) {
-            const int32_t off = offset * weight_sum(wq + g * ldw, n_rows, wpr, j);
-            for (size_t i = j * span; i < (j + 1) * span; i++)
-                acc[g * n + i] -= off;
+    const size_t span = n / wpr; /* values a weight covers: a block, or the row; a multiple of 8 */
+    int32_t sum[8];
+    weight_sums(sum, wq, m, wpr);
+    for (size_t j = 0; j < wpr; j++) {
+        const __m256i off = _mm256_set1_epi32(offset * sum[j]);
+        for (size_t i = j * span; i < (j + 1) * span; i += 8) {
+            __m256i *a = (__m256i *)(void *)(acc + i);
+            _mm256_storeu_si256(a, _mm256_sub_epi32(_mm256_loadu_si256(a), off));
         }
-}
-
-INLINE void iaxpy_fmt(Format fmt, int32_t *acc, const int16_t *wq, size_t ldw, const unsigned char *rows,
-                      size_t stride, size_t n_rows, size_t G, size_t n)
-{
-    const size_t nb = n / QK;
-    size_t g = 0;
-    if (G == 1) { /* one head: two blocks a pass */
-        size_t b = 0;
-        for (; b + 2 <= nb; b += 2)
-            pass(fmt, 1, 2, acc, wq, ldw, rows, stride, n_rows, n, b);
-        if (b < nb)
-            pass(fmt, 1, 1, acc, wq, ldw, rows, stride, n_rows, n, b);
-        g = 1;
-    }
-    for (; g + 2 <= G; g += 2) /* the group's heads two at a time, sharing each block's unpacking */
-        for (size_t b = 0; b < nb; b++)
-            pass(fmt, 2, 1, acc + g * n, wq + g * ldw, ldw, rows, stride, n_rows, n, b);
-    if (g < G)
-        for (size_t b = 0; b < nb; b++)
-            pass(fmt, 1, 1, acc + g * n, wq + g * ldw, ldw, rows, stride, n_rows, n, b);
-    take_offset(acc, wq, ldw, iaxpy_weights_per_row(fmt, n), code_offset(fmt), n_rows, G, n);
-}
-
-void iaxpy_avx2(int32_t *acc, const int16_t *wq, size_t ldw, Format fmt, const void *rows, size_t stride,
-                size_t n_rows, size_t G, size_t n)
-{
-    const unsigned char *p = rows;
-    switch (fmt) { /* each format its own loops, the decoder inside */
-    case FMT_Q4_0: iaxpy_fmt(FMT_Q4_0, acc, wq, ldw, p, stride, n_rows, G, n); break;
-    case FMT_INT4: iaxpy_fmt(FMT_INT4, acc, wq, ldw, p, stride, n_rows, G, n); break;
-    case FMT_FP4: iaxpy_fmt(FMT_FP4, acc, wq, ldw, p, stride, n_rows, G, n); break;
-    default: iaxpy_ref(acc, wq, ldw, fmt, rows, stride, n_rows, G, n); break;
     }
 }
 
@@ -252,75 +232,204 @@ INLINE float max_lane(__m256 v)
     return _mm_cvtss_f32(m);
 }
 
-/* Rows r.. of n_rows, 8 / WPR at a time (WPR, the weights a row, a
- * constant dividing 8): their 8 scales converted at once by F16C (int4,
- * fp4: a row's, after its nibbles; q4_0: a block's, before its nibbles),
- * then each head's weights times them. Returns the rows done. */
-INLINE size_t scale_rows(const size_t WPR, float *u, size_t ldu, float *umax, const float *p, size_t ld, size_t G,
-                         Format fmt, const unsigned char *rows, size_t stride, size_t n_rows, size_t n)
+/* The f16 bits of scale b of row r: int4's and fp4's one after the row's
+ * nibbles, q4_0's at the head of its block b. */
+INLINE int scale_bits(Format fmt, const unsigned char *rows, size_t stride, size_t n, size_t r, size_t b)
+{
+    const unsigned char *row = rows + r * stride;
+    unsigned short h;
+    memcpy(&h, fmt == FMT_Q4_0 ? row + b * sizeof(BlockQ4_0) : row + n / 2, sizeof h);
+    return h;
+}
+
+/* The codes' scales of 8 rows (WPR a row) into d[r * WPR + b], r < 8, by
+ * F16C (fp4's halved), and their magnitudes into top. Put in lane by lane:
+ * stored to memory as a whole and loaded, a vector would wait for the
+ * stores. */
+INLINE void scales_of_8(const size_t WPR, float *d, __m256 *top, Format fmt, const unsigned char *rows,
+                        size_t stride, size_t n)
+{
+    const size_t step = 8 / WPR; /* rows a vector */
+    const __m256 half = _mm256_set1_ps(fmt == FMT_FP4 ? 0.5f : 1.0f);
+    CODEC_UNROLL
+    for (size_t c = 0; c < WPR; c++) {
+#define LANE(l) scale_bits(fmt, rows, stride, n, c * step + (l) / WPR, (l) % WPR)
+        __m128i h = _mm_cvtsi32_si128(LANE(0));
+        h = _mm_insert_epi16(h, LANE(1), 1);
+        h = _mm_insert_epi16(h, LANE(2), 2);
+        h = _mm_insert_epi16(h, LANE(3), 3);
+        h = _mm_insert_epi16(h, LANE(4), 4);
+        h = _mm_insert_epi16(h, LANE(5), 5);
+        h = _mm_insert_epi16(h, LANE(6), 6);
+        h = _mm_insert_epi16(h, LANE(7), 7);
+#undef LANE
+        const __m256 x = _mm256_mul_ps(_mm256_cvtph_ps(h), half);
+        _mm256_storeu_ps(d + c * 8, x);
+        *top = _mm256_max_ps(*top, abs_ps(x));
+    }
+}
+
+/* Where row r's weight of block b goes: beside the other row of its pair
+ * (weight_pair). */
+INLINE size_t pair_slot(size_t WPR, size_t r, size_t b)
+{
+    return r / 2 * 2 * WPR + 2 * b + r % 2;
+}
+
+/* The 8 weights of x (lane l: row c * 8 / WPR + l / WPR, block l % WPR of
+ * 8 rows) into pair order; WPR 8 takes two rows' vectors, x and y. */
+INLINE void store_pairs(const size_t WPR, int16_t *wq, __m128i x, __m128i y)
+{
+    if (WPR == 1) {
+        _mm_storeu_si128((__m128i *)(void *)wq, x);
+    } else if (WPR == 2) {
+        _mm_storeu_si128((__m128i *)(void *)wq, _mm_shufflehi_epi16(_mm_shufflelo_epi16(x, 0xd8), 0xd8));
+    } else if (WPR == 4) {
+        _mm_storeu_si128((__m128i *)(void *)wq, _mm_unpacklo_epi16(x, _mm_srli_si128(x, 8)));
+    } else {
+        _mm_storeu_si128((__m128i *)(void *)wq, _mm_unpacklo_epi16(x, y));
+        _mm_storeu_si128((__m128i *)(void *)(wq + 8), _mm_unpackhi_epi16(x, y));
+    }
+}
+
+/* iaxpy_weight(p[r] * d[r * WPR + b], k) for the chunk's m rows, in pairs
+ * (pair_slot): 8 rows at a time, their 8 weights p spread over the WPR
+ * vectors of their scales by a permute; the rest one by one. */
+INLINE void round_weights(const size_t WPR, int16_t *wq, const float *p, const float *d, float k, size_t m)
 {
     const size_t step = 8 / WPR;
-    const __m256 half = _mm256_set1_ps(fmt == FMT_FP4 ? 0.5f : 1.0f);
+    const __m256 kv = _mm256_set1_ps(k), lo = _mm256_set1_ps(-32767.0f), hi = _mm256_set1_ps(32767.0f);
     size_t r = 0;
-    for (; r + step <= n_rows; r += step) {
-        short h[8]; /* into a vector lane by lane: stored as a whole and loaded, it would wait for the stores */
-        for (size_t i = 0; i < step; i++)
+    for (; r + 8 <= m; r += 8) {
+        const __m256 p8 = _mm256_loadu_ps(p + r);
+        __m128i w[8];
+        CODEC_UNROLL
+        for (size_t c = 0; c < WPR; c++) {
+            __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+            if (WPR > 1) /* lane l: row c * step + l / WPR */
+                idx = _mm256_add_epi32(_mm256_set1_epi32((int)(c * step)),
+                                       _mm256_srli_epi32(idx, WPR == 2 ? 1 : WPR == 4 ? 2 : 3));
+            const __m256 u = _mm256_mul_ps(WPR == 1 ? p8 : _mm256_permutevar8x32_ps(p8, idx),
+                                           _mm256_loadu_ps(d + r * WPR + c * 8));
+            const __m256i x = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(u, kv), lo), hi));
+            w[c] = _mm_packs_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256(x, 1));
+        }
+        CODEC_UNROLL
+        for (size_t c = 0; c < WPR; c += WPR == 8 ? 2 : 1)
+            store_pairs(WPR, wq + (r + c * step) * WPR, w[c], w[WPR == 8 ? c + 1 : c]);
+    }
+    for (; r < m; r++)
+        for (size_t b = 0; b < WPR; b++)
+            wq[pair_slot(WPR, r, b)] = iaxpy_weight(p[r] * d[r * WPR + b], k);
+    if (m % 2) /* the last row's partner */
+        for (size_t b = 0; b < WPR; b++)
+            wq[pair_slot(WPR, m, b)] = 0;
+}
+
+/* Rows a chunk: its scales and two heads' weights, 4 KiB at most, on the
+ * stack, its rows (4.5 KiB of q4_0 rows of 128 values) in L1. */
+#define CHUNK 64
+
+/* One chunk of m <= CHUNK rows, all heads, its scales d already there,
+ * and next rows after it to prefetch: one head two blocks a pass, more
+ * heads two at a time, sharing each block's unpacking. */
+INLINE void add_chunk(Format fmt, const size_t WPR, int32_t *acc, const float *p, size_t ld, const float *to_int,
+                      const float *d, const unsigned char *rows, size_t stride, size_t m, size_t G, size_t n,
+                      size_t next)
+{
+    const unsigned char *pf = rows + m * stride;
+    const size_t nb = n / QK, ldw = CHUNK * WPR, pf_bytes = next * stride;
+    int16_t wq[2 * CHUNK * 8];
+    size_t g = 0;
+    if (G == 1) {
+        round_weights(WPR, wq, p, d, to_int[0], m);
+        size_t b = 0;
+        for (; b + 2 <= nb; b += 2)
+            pass(fmt, 1, 2, acc, wq, ldw, rows, stride, m, n, b, pf, b == 0 ? pf_bytes : 0);
+        if (b < nb)
+            pass(fmt, 1, 1, acc, wq, ldw, rows, stride, m, n, b, pf, b == 0 ? pf_bytes : 0);
+        take_offset(acc, wq, WPR, code_offset(fmt), m, n);
+        return;
+    }
+    for (; g + 2 <= G; g += 2) {
+        round_weights(WPR, wq, p + g * ld, d, to_int[g], m);
+        round_weights(WPR, wq + ldw, p + (g + 1) * ld, d, to_int[g + 1], m);
+        for (size_t b = 0; b < nb; b++)
+            pass(fmt, 2, 1, acc + g * n, wq, ldw, rows, stride, m, n, b, pf, b == 0 && g == 0 ? pf_bytes : 0);
+        take_offset(acc + g * n, wq, WPR, code_offset(fmt), m, n);
+        take_offset(acc + (g + 1) * n, wq + ldw, WPR, code_offset(fmt), m, n);
+    }
+    if (g < G) {
+        round_weights(WPR, wq, p + g * ld, d, to_int[g], m);
+        for (size_t b = 0; b < nb; b++)
+            pass(fmt, 1, 1, acc + g * n, wq, ldw, rows, stride, m, n, b, pf, 0);
+        take_offset(acc + g * n, wq, WPR, code_offset(fmt), m, n);
+    }
+}
+
+INLINE void iaxpy_fmt(Format fmt, const size_t WPR, int32_t *acc, float *dmax, const float *p, size_t ld,
+                      const float *to_int, const unsigned char *rows, size_t stride, size_t n_rows, size_t G,
+                      size_t n)
+{
+    const float half = fmt == FMT_FP4 ? 0.5f : 1.0f;
+    __m256 top = _mm256_setzero_ps();
+    float top_tail = 0.0f;
+    for (size_t r0 = 0; r0 < n_rows; r0 += CHUNK) {
+        const size_t m = n_rows - r0 < CHUNK ? n_rows - r0 : CHUNK;
+        const unsigned char *chunk = rows + r0 * stride;
+        float d[CHUNK * 8];
+        size_t r = 0;
+        for (; r + 8 <= m; r += 8)
+            scales_of_8(WPR, d + r * WPR, &top, fmt, chunk + r * stride, stride, n);
+        for (; r < m; r++)
             for (size_t b = 0; b < WPR; b++) {
-                const unsigned char *row = rows + (r + i) * stride;
-                memcpy(&h[i * WPR + b], fmt == FMT_Q4_0 ? row + b * sizeof(BlockQ4_0) : row + n / 2, sizeof h[0]);
+                const float x = fp16_to_f32((unsigned short)scale_bits(fmt, chunk, stride, n, r, b)) * half;
+                d[r * WPR + b] = x;
+                top_tail = fabsf(x) > top_tail ? fabsf(x) : top_tail;
             }
-        const __m128i hv = _mm_setr_epi16(h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]);
-        const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(hv), half);
-        for (size_t g = 0; g < G; g++) {
-            const float *pg = p + g * ld + r;
-            __m256 pv;
-            if (WPR == 1) {
-                pv = _mm256_loadu_ps(pg);
-            } else {
-                float pw[8];
-                for (size_t i = 0; i < step; i++)
-                    for (size_t b = 0; b < WPR; b++)
-                        pw[i * WPR + b] = pg[i];
-                pv = _mm256_loadu_ps(pw);
-            }
-            const __m256 x = _mm256_mul_ps(pv, d);
-            _mm256_storeu_ps(u + g * ldu + r * WPR, x);
-            const float m = max_lane(abs_ps(x));
-            umax[g] = m > umax[g] ? m : umax[g];
-        }
+        const size_t left = n_rows - r0 - m;
+        add_chunk(fmt, WPR, acc, p + r0, ld, to_int, d, chunk, stride, m, G, n, left < CHUNK ? left : CHUNK);
     }
-    return r;
+    const float t = max_lane(top) > top_tail ? max_lane(top) : top_tail;
+    *dmax = t > *dmax ? t : *dmax;
 }
 
-/* Row lengths of 32, 64, 128 or 256 values for q4_0 (1, 2, 4 or 8 blocks),
- * any for int4 and fp4; what is left, and other lengths, to iscale_ref. */
-void iscale_avx2(float *u, size_t ldu, float *umax, const float *p, size_t ld, size_t G, Format fmt, const void *rows,
-                 size_t stride, size_t n_rows, size_t n)
-{
-    const unsigned char *base = rows;
-    size_t r = 0;
-    if (iaxpy_takes(fmt))
-        switch (iaxpy_weights_per_row(fmt, n)) {
-        case 1: r = scale_rows(1, u, ldu, umax, p, ld, G, fmt, base, stride, n_rows, n); break;
-        case 2: r = scale_rows(2, u, ldu, umax, p, ld, G, fmt, base, stride, n_rows, n); break;
-        case 4: r = scale_rows(4, u, ldu, umax, p, ld, G, fmt, base, stride, n_rows, n); break;
-        case 8: r = scale_rows(8, u, ldu, umax, p, ld, G, fmt, base, stride, n_rows, n); break;
-        default: break;
-        }
-    if (r < n_rows)
-        iscale_ref(u + r * iaxpy_weights_per_row(fmt, n), ldu, umax, p + r, ld, G, fmt, base + r * stride, stride,
-                   n_rows - r, n);
-}
-
-void iround_avx2(int16_t *wq, const float *u, float k, size_t count)
-{
-    const __m256 kv = _mm256_set1_ps(k);
-    size_t i = 0;
-    for (; i + 16 <= count; i += 16) {
-        const __m256i lo = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(u + i), kv));
-        const __m256i hi = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(u + i + 8), kv));
-        const __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(lo, hi), 0xd8); /* packs works by halves */
-        _mm256_storeu_si256((__m256i *)(void *)(wq + i), w);
+/* Each format and row shape its own function: inlined all into one, GCC
+ * kept the loops' addresses on the stack. */
+#define IAXPY_SHAPE(name, FMT, WPR)                                                                                 \
+    static __attribute__((noinline)) void name(int32_t *acc, float *dmax, const float *p, size_t ld,                 \
+                                               const float *to_int, const unsigned char *rows, size_t stride,        \
+                                               size_t n_rows, size_t G, size_t n)                                    \
+    {                                                                                                                \
+        iaxpy_fmt(FMT, WPR, acc, dmax, p, ld, to_int, rows, stride, n_rows, G, n);                                   \
     }
-    iround_ref(wq + i, u + i, k, count - i);
+IAXPY_SHAPE(iaxpy_int4, FMT_INT4, 1)
+IAXPY_SHAPE(iaxpy_fp4, FMT_FP4, 1)
+IAXPY_SHAPE(iaxpy_q4_0_1, FMT_Q4_0, 1)
+IAXPY_SHAPE(iaxpy_q4_0_2, FMT_Q4_0, 2)
+IAXPY_SHAPE(iaxpy_q4_0_4, FMT_Q4_0, 4)
+IAXPY_SHAPE(iaxpy_q4_0_8, FMT_Q4_0, 8)
+
+/* int4 and fp4 rows of any length, q4_0 rows of 32, 64, 128 or 256 values
+ * (1, 2, 4 or 8 blocks: a row's scales fill vectors of 8); other q4_0
+ * lengths to the reference. */
+void iaxpy_avx2(int32_t *acc, float *dmax, const float *p, size_t ld, const float *to_int, Format fmt,
+                const void *rows, size_t stride, size_t n_rows, size_t G, size_t n)
+{
+    const unsigned char *v = rows;
+    const size_t wpr = iaxpy_weights_per_row(fmt, n);
+    if (fmt == FMT_INT4)
+        iaxpy_int4(acc, dmax, p, ld, to_int, v, stride, n_rows, G, n);
+    else if (fmt == FMT_FP4)
+        iaxpy_fp4(acc, dmax, p, ld, to_int, v, stride, n_rows, G, n);
+    else if (fmt == FMT_Q4_0 && wpr == 1)
+        iaxpy_q4_0_1(acc, dmax, p, ld, to_int, v, stride, n_rows, G, n);
+    else if (fmt == FMT_Q4_0 && wpr == 2)
+        iaxpy_q4_0_2(acc, dmax, p, ld, to_int, v, stride, n_rows, G, n);
+    else if (fmt == FMT_Q4_0 && wpr == 4)
+        iaxpy_q4_0_4(acc, dmax, p, ld, to_int, v, stride, n_rows, G, n);
+    else if (fmt == FMT_Q4_0 && wpr == 8)
+        iaxpy_q4_0_8(acc, dmax, p, ld, to_int, v, stride, n_rows, G, n);
+    else
+        iaxpy_ref(acc, dmax, p, ld, to_int, fmt, rows, stride, n_rows, G, n);
 }

@@ -11,6 +11,7 @@
 #ifndef KVSCOPE_KERNELS_KERNELS_H
 #define KVSCOPE_KERNELS_KERNELS_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,36 +56,34 @@ typedef void (*QDotFn)(float *y, size_t ld, Format fmt, const void *rows, size_t
                        const void *xq, size_t G, size_t n);
 
 /* Value rows added with integer weights (the integer form of a tile's
- * weighted sum of values; kernels.h's attention, AttnArgs.iv):
- *   acc[g * n + i] += sum over rows r of wq[g * ldw + r * wpr + (wpr > 1 ? i / 32 : 0)] * code(r, i),
- * wpr = iaxpy_weights_per_row(fmt, n): one a block of 32 values for q4_0,
- * one a row for int4 and fp4 (their one scale), and code(r, i) the value's
- * signed integer code as QDotFn takes it (q4_0 nibble - 8, int4 the signed
- * nibble, fp4 the E2M1 value doubled). q4_0, int4 and fp4 only
- * (iaxpy_takes); n a multiple of 32. Exact, in int32: the caller keeps the
- * sum over every row ever added into acc of 12 * |wq| below 2^31 (a part of
- * ATTEND_IV_ROWS rows of 16-bit weights does). */
-typedef void (*IAxpyFn)(int32_t *acc, const int16_t *wq, size_t ldw, Format fmt, const void *rows, size_t stride,
-                        size_t n_rows, size_t G, size_t n);
+ * weighted sum of values; kernels.h's attention, AttnArgs.iv). Head g's
+ * float weight of row r, times the scale d(r, b) of the row's block b of
+ * codes, times the head's factor to_int[g], is rounded to 16 bits, and the
+ * codes are summed with those weights, exactly, in int32:
+ *   wq(g, r, b) = iaxpy_weight(p[g * ld + r] * d(r, b), to_int[g])
+ *   acc[g * n + i] += sum over rows r of wq(g, r, i / 32) * code(r, i)
+ * d(r, b) is q4_0's block scale, int4's row scale, fp4's half row scale;
+ * code(r, i) the value's signed integer code as QDotFn takes it (q4_0
+ * nibble - 8, int4 the signed nibble, fp4 the E2M1 value doubled), so
+ * that value = d * code. *dmax is raised to the largest |d(r, b)|: with
+ * every |d| <= D and every p <= P, to_int = 32767 / (P * D) rounds every
+ * weight unclamped, and the caller that guessed D too small sees it.
+ * q4_0, int4 and fp4 only (iaxpy_takes); n a multiple of 32. The caller
+ * keeps the sum over every row ever added into acc of 12 * |wq| below 2^31
+ * (a part of ATTEND_IV_ROWS rows does). */
+typedef void (*IAxpyFn)(int32_t *acc, float *dmax, const float *p, size_t ld, const float *to_int, Format fmt,
+                        const void *rows, size_t stride, size_t n_rows, size_t G, size_t n);
 
-/* The weights IAxpyFn wants before rounding, for a run of rows: the
- * softmax weights p[g * ld + r] times the scale of each block's codes,
- *   u[g * ldu + r * wpr + b] = p[g * ld + r] * d(r, b),
- * d the block's scale (q4_0), the row's (int4) or half of it (fp4), and
- * umax[g] raised to the largest |u| of head g. */
-typedef void (*IScaleFn)(float *u, size_t ldu, float *umax, const float *p, size_t ld, size_t G, Format fmt,
-                         const void *rows, size_t stride, size_t n_rows, size_t n);
-
-/* wq[i] = u[i] * k rounded to the nearest integer (ties to even), i <
- * count; |u[i] * k| <= 32767. */
-typedef void (*IRoundFn)(int16_t *wq, const float *u, float k, size_t count);
-
-/* The integer value sums' three steps. */
-typedef struct {
-    IScaleFn scale;
-    IRoundFn round;
-    IAxpyFn axpy;
-} IntValueOps;
+/* IAxpyFn's 16-bit weight: u * k clamped to [-32767, 32767] (NaN to
+ * -32767, as SIMD max and min take it) and rounded to the nearest integer,
+ * ties to even (the default rounding mode, as SIMD conversion rounds). */
+static inline int16_t iaxpy_weight(float u, float k)
+{
+    float x = u * k;
+    x = x > -32767.0f ? x : -32767.0f;
+    x = x < 32767.0f ? x : 32767.0f;
+    return (int16_t)nearbyintf(x);
+}
 
 /* 1 for the formats IAxpyFn takes. */
 static inline int iaxpy_takes(Format f)
@@ -108,7 +107,7 @@ typedef struct {
     const char *isa;
     MatmulFn matmul;
     QDotFn qdot;
-    IntValueOps ivals;
+    IAxpyFn iaxpy;
     RmsnormFn rmsnorm;
     RopeFn rope;
     SwigluFn swiglu;
@@ -182,10 +181,10 @@ typedef struct {
                              of 32, other formats, per-channel keys and the materialized form (an
                              f32 view) keep the f32 query */
     void *iv;             /* optional (NULL = f32 weights; flash only): value rows attend_int_values
-                             takes are added with 16-bit integer weights (Kernels.ivals; ISAs
-                             without them keep f32 weights), each head's rounded
-                             against its largest in ATTEND_IV_ROWS rows; head_dim a multiple of 32;
-                             attend_iv_bytes(group, head_dim) bytes of scratch */
+                             takes are added with 16-bit integer weights (Kernels.iaxpy; ISAs
+                             without it keep f32 weights) in parts of ATTEND_IV_ROWS rows;
+                             head_dim a multiple of 32; attend_iv_bytes(group, head_dim) bytes
+                             of scratch */
 } AttnArgs;
 
 typedef enum {
@@ -215,29 +214,25 @@ int attend_algo_parse(const char *name, AttendAlgo *out);
  * scratch: group * min(ATTEND_TILE, visible rows) scores. */
 #define ATTEND_TILE 1024
 
-/* Rows flash adds with integer weights at a time (AttnArgs.iv): a part of
- * a tile, its V rows read once for their scales and again, from L1, to be
- * added; a whole tile's would come back from memory. */
+/* Rows flash adds with integer weights at a time (AttnArgs.iv): each
+ * head's weights of a part are rounded against the part's largest, and its
+ * int32 sums taken into the float accumulators at its end. */
 #define ATTEND_IV_ROWS 256
 
 /* The value formats flash adds with integer weights (AttnArgs.iv) where
- * the kernels have IntValueOps: fp4, whose decode to floats costs most.
- * Measured on AVX2 (cold, 65536 rows, --int-dot, G = 1), the pass that
- * reads the rows' scales before they are added costs q4_0 and int4 more
- * than their integer sums save (q4_0 1.23 -> 1.55 ms a step, int4 1.26 ->
- * 1.24 and 1.22 -> 1.28) and saves fp4 a fifth (1.67 -> 1.36 ms). */
+ * the kernels have Kernels.iaxpy: the 4-bit ones, whose codes cost more to
+ * turn into floats than their weights cost to round (README, performance:
+ * on AVX2, cold, 65536 rows, a q4_0 step 0.89x the time with f32 weights). */
 static inline int attend_int_values(Format f)
 {
-    return f == FMT_FP4;
+    return iaxpy_takes(f);
 }
 
-/* Bytes of AttnArgs.iv's scratch: the weights before and after rounding
- * of ATTEND_IV_ROWS rows, and the integer sums, for group heads of
- * head_dim. */
+/* Bytes of AttnArgs.iv's scratch: a part's integer sums, for group heads
+ * of head_dim. */
 static inline size_t attend_iv_bytes(size_t group, size_t head_dim)
 {
-    const size_t weights = group * ATTEND_IV_ROWS * (head_dim / 32);
-    return weights * (sizeof(float) + sizeof(int16_t)) + group * head_dim * sizeof(int32_t);
+    return group * head_dim * sizeof(int32_t);
 }
 
 /* --- selection ---------------------------------------------------------- */
@@ -259,10 +254,7 @@ void swiglu_ref(float *out, const float *gate, const float *up, size_t n, Counte
 float exp_sum_ref(float *x, size_t n, float max);
 void qdot_ref(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq,
               size_t G, size_t n);
-void iaxpy_ref(int32_t *acc, const int16_t *wq, size_t ldw, Format fmt, const void *rows, size_t stride,
-               size_t n_rows, size_t G, size_t n);
-void iscale_ref(float *u, size_t ldu, float *umax, const float *p, size_t ld, size_t G, Format fmt, const void *rows,
-                size_t stride, size_t n_rows, size_t n);
-void iround_ref(int16_t *wq, const float *u, float k, size_t count);
+void iaxpy_ref(int32_t *acc, float *dmax, const float *p, size_t ld, const float *to_int, Format fmt,
+               const void *rows, size_t stride, size_t n_rows, size_t G, size_t n);
 
 #endif

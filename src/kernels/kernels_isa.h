@@ -22,11 +22,8 @@ void rope_avx2(float *vec, size_t n_heads, size_t head_dim, size_t pos, double t
 
 void qdot_avx2(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq,
                size_t G, size_t n);
-void iaxpy_avx2(int32_t *acc, const int16_t *wq, size_t ldw, Format fmt, const void *rows, size_t stride,
-                size_t n_rows, size_t G, size_t n);
-void iscale_avx2(float *u, size_t ldu, float *umax, const float *p, size_t ld, size_t G, Format fmt, const void *rows,
-                 size_t stride, size_t n_rows, size_t n);
-void iround_avx2(int16_t *wq, const float *u, float k, size_t count);
+void iaxpy_avx2(int32_t *acc, float *dmax, const float *p, size_t ld, const float *to_int, Format fmt,
+                const void *rows, size_t stride, size_t n_rows, size_t G, size_t n);
 
 void matmul_avx512(float *y, const float *x, const float *w, size_t n, size_t in, size_t out, uint64_t *flops,
                    Counters *ctr);

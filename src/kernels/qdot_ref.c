@@ -76,42 +76,22 @@ void qdot_ref(float *y, size_t ld, Format fmt, const void *rows, size_t stride, 
         }
 }
 
-void iaxpy_ref(int32_t *acc, const int16_t *wq, size_t ldw, Format fmt, const void *rows, size_t stride,
-               size_t n_rows, size_t G, size_t n)
+void iaxpy_ref(int32_t *acc, float *dmax, const float *p, size_t ld, const float *to_int, Format fmt,
+               const void *rows, size_t stride, size_t n_rows, size_t G, size_t n)
 {
-    const size_t nb = n / QK, wpr = iaxpy_weights_per_row(fmt, n);
+    const size_t nb = n / QK;
     for (size_t r = 0; r < n_rows; r++) {
         const unsigned char *v = (const unsigned char *)rows + r * stride;
         for (size_t b = 0; b < nb; b++) {
             int c[QK];
-            codes_of(fmt, v, n, b, c);
+            const float d = codes_of(fmt, v, n, b, c);
+            *dmax = fabsf(d) > *dmax ? fabsf(d) : *dmax;
             for (size_t g = 0; g < G; g++) {
-                const int32_t w = wq[g * ldw + r * wpr + (wpr > 1 ? b : 0)];
+                const int32_t w = iaxpy_weight(p[g * ld + r] * d, to_int[g]);
                 int32_t *a = acc + g * n + b * QK;
                 for (int j = 0; j < QK; j++)
                     a[j] += w * c[j];
             }
         }
     }
-}
-
-void iscale_ref(float *u, size_t ldu, float *umax, const float *p, size_t ld, size_t G, Format fmt, const void *rows,
-                size_t stride, size_t n_rows, size_t n)
-{
-    const size_t wpr = iaxpy_weights_per_row(fmt, n);
-    for (size_t r = 0; r < n_rows; r++)
-        for (size_t b = 0; b < wpr; b++) {
-            const float d = code_scale(fmt, (const unsigned char *)rows + r * stride, n, b);
-            for (size_t g = 0; g < G; g++) {
-                const float x = p[g * ld + r] * d;
-                u[g * ldu + r * wpr + b] = x;
-                umax[g] = fabsf(x) > umax[g] ? fabsf(x) : umax[g];
-            }
-        }
-}
-
-void iround_ref(int16_t *wq, const float *u, float k, size_t count)
-{
-    for (size_t i = 0; i < count; i++)
-        wq[i] = (int16_t)nearbyintf(u[i] * k);
 }

@@ -31,7 +31,7 @@ typedef struct {
     float *view;   /* [2][max_seq_len][head_dim]: the materialized f32 view */
     float *chan_q; /* [group][head_dim]: a query with per-channel key scales folded in */
     void *q8;      /* [group] q8_0 rows of head_dim: the queries rounded for integer key scores (int_dot) */
-    void *iv;      /* flash's integer value weights and sums (int_dot; attend_iv_bytes) */
+    void *iv;      /* flash's integer value sums (int_dot; attend_iv_bytes) */
     KvBlock *blocks, *view_blocks; /* [blocks_cap] each */
     size_t blocks_cap;
     /* When not NULL, filled by every pass that uses a naive form (flash never

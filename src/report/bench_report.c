@@ -295,7 +295,8 @@ void bench_report_attention(BenchReport *rep)
     if (rep->int_dot)
         printf("--int-dot: q8_0, q4_0, int4 and fp4 keys are scored by integer dots against the query rounded\n"
                "to q8_0, once for the G heads of a group (checked against the reference with the same rounding);\n"
-               "flash adds fp4 values with 16-bit integer weights (the reference with f32 weights), other values "
+               "flash adds q4_0, int4 and fp4 values with 16-bit integer weights (the reference with f32\n"
+               "weights), other values "
                "in f32;\nmaterialize decodes the keys to f32 first and keeps the f32 query\n");
     for (size_t ai = 0; ai < BENCH_N_ALGOS; ai++)
         for (int cold = 1; cold >= 0; cold--)

@@ -199,7 +199,7 @@ static void test_int_values(void **state)
                     }
                     one.int_values = 0;
                     run(isa[n_isa - 1], ATTEND_FLASH, &one, 1, rows - 1, want, NULL);
-                    if (rows > 1 && (memcmp(got, want, n_out * sizeof(float)) != 0) != (ints && isa[n_isa - 1]->ivals.axpy)) /* one row: w = 1, exact */
+                    if (rows > 1 && (memcmp(got, want, n_out * sizeof(float)) != 0) != (ints && isa[n_isa - 1]->iaxpy)) /* one row: w = 1, exact */
                         fail_msg("int values: %s hd=%zu G=%zu rows=%zu: %s the f32 weights' result", format_name(one.v_fmt),
                                  one.hd, one.G, rows, ints ? "the same as" : "not");
                     free_case(&one);
