@@ -156,10 +156,11 @@ static void test_int_dot_scores(void **state)
             }
 }
 
-/* A part's weights are rounded against its largest, so where one row
- * dominates, each of the others' weights carries up to 1/65534 of the
- * largest: about 2e-4 of the output over 300 peaked rows here, a few
- * hundredths of fp4's own rounding of the values. */
+/* A part's weights are rounded against its largest weight times the
+ * largest value scale seen, so where one row dominates, each of the
+ * others' weights carries up to 1/65534 of that: up to 2.5e-4 of the
+ * output over 300 peaked rows here (int4), small beside the 4-bit
+ * formats' own rounding of the values. */
 #define INT_VALUES_TOL 1e-3
 
 /* Integer value weights (AttnArgs.iv, flash): on every ISA within rounding
@@ -205,6 +206,39 @@ static void test_int_values(void **state)
                     free_case(&one);
                     free_case(&cut);
                 }
+}
+
+/* Integer value weights where the values' scales grow along the rows, so
+ * that part after part holds a scale larger than any before it and flash
+ * must add its rows again against the raised bound: still within rounding
+ * of the f32 weights, on every ISA, for every format it takes. */
+static void test_int_values_growing_scales(void **state)
+{
+    (void)state;
+    const Kernels *isa[4];
+    const size_t n_isa = kernels_available(isa, 4), rows = 5 * ATTEND_IV_ROWS + 37, hd = 128;
+    static const Format fmts[] = { FMT_Q4_0, FMT_INT4, FMT_FP4 };
+    for (size_t fi = 0; fi < 3; fi++)
+        for (size_t G = 1; G <= 3; G += 2) {
+            Case c;
+            make_case(&c, hd, G, rows, 3, FMT_F16, fmts[fi]);
+            const size_t vr = format_row_bytes(fmts[fi], hd), n_out = G * hd;
+            float row[128], want[3 * 128], got[3 * 128];
+            for (size_t r = 0; r < rows; r++) { /* twice the scale every part */
+                fill(row, hd, (unsigned)(r * 2 + 2));
+                for (size_t i = 0; i < hd; i++)
+                    row[i] *= exp2f((float)r / (float)ATTEND_IV_ROWS);
+                codec_ref[fmts[fi]].quantize(c.v + r * vr, row, hd);
+            }
+            run(isa[0], ATTEND_NAIVE, &c, 1, rows - 1, want, NULL);
+            c.int_values = 1;
+            for (size_t k = 0; k < n_isa; k++) {
+                run(isa[k], ATTEND_FLASH, &c, 1, rows - 1, got, NULL);
+                if (max_rel_diff(got, want, n_out, INT_VALUES_TOL, "out") > INT_VALUES_TOL)
+                    fail_msg("int values, growing scales: %s %s G=%zu", isa[k]->isa, format_name(fmts[fi]), G);
+            }
+            free_case(&c);
+        }
 }
 
 /* Prefill: n_q queries, each causal; a window limits them further. */
@@ -362,6 +396,7 @@ int main(void)
         cmocka_unit_test(test_forms_and_isas_agree),
         cmocka_unit_test(test_int_dot_scores),
         cmocka_unit_test(test_int_values),
+        cmocka_unit_test(test_int_values_growing_scales),
         cmocka_unit_test(test_prefill_causal_and_window),
         cmocka_unit_test(test_bytes_read_q4_0),
         cmocka_unit_test(test_structure_bias),
