@@ -267,7 +267,7 @@ INLINE void scales_of_8(const size_t WPR, float *d, __m256 *top, Format fmt, con
 #undef LANE
         const __m256 x = _mm256_mul_ps(_mm256_cvtph_ps(h), half);
         _mm256_storeu_ps(d + c * 8, x);
-        *top = _mm256_max_ps(*top, abs_ps(x));
+        *top = _mm256_max_ps(abs_ps(x), *top); /* a NaN scale left out, as the reference leaves it */
     }
 }
 
