@@ -80,8 +80,9 @@ static void rounding_factors(float *to_int, const float *maxw, float dbound, siz
  * integers, the others as floats. Each head's weights are rounded to 16
  * bits against its largest weight of the part times *dbound, the largest
  * scale of the rows seen so far; where the part holds a larger one, its
- * integer rows are added again with the raised bound (rarely: the first
- * part of a query, and each new largest scale). The part's sums, exact in
+ * integer rows are added again with the raised bound (rarely, but for a
+ * query's first part, where the kernel, its factors all 0, only reads the
+ * scales). The part's sums, exact in
  * int32 and cut by position, do not depend on how its rows are cut into
  * runs, so a paged cache gives the contiguous one's result bit for bit. */
 static void add_part_int(const Kernels *k, const AttnArgs *a, size_t qpos, Cursor *c, size_t n, const float *w,

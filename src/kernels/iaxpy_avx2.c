@@ -299,6 +299,10 @@ INLINE void store_pairs(const size_t WPR, int16_t *wq, __m128i x, __m128i y)
  * vectors of their scales by a permute; the rest one by one. */
 INLINE void round_weights(const size_t WPR, int16_t *wq, const float *p, const float *d, float k, size_t m)
 {
+    if (k == 0.0f) { /* iaxpy_weight's rule, whatever the scales */
+        memset(wq, 0, (m + 1) / 2 * 2 * WPR * sizeof *wq);
+        return;
+    }
     const size_t step = 8 / WPR;
     const __m256 kv = _mm256_set1_ps(k), lo = _mm256_set1_ps(-32767.0f), hi = _mm256_set1_ps(32767.0f);
     size_t r = 0;
@@ -376,6 +380,9 @@ INLINE void iaxpy_fmt(Format fmt, const size_t WPR, int32_t *acc, float *dmax, c
     const float half = fmt == FMT_FP4 ? 0.5f : 1.0f;
     __m256 top = _mm256_setzero_ps();
     float top_tail = 0.0f;
+    int adds = 0; /* every factor 0 (flash's first part): every weight is 0, only the scales are wanted */
+    for (size_t g = 0; g < G; g++)
+        adds |= to_int[g] != 0.0f;
     for (size_t r0 = 0; r0 < n_rows; r0 += CHUNK) {
         const size_t m = n_rows - r0 < CHUNK ? n_rows - r0 : CHUNK;
         const unsigned char *chunk = rows + r0 * stride;
@@ -390,7 +397,8 @@ INLINE void iaxpy_fmt(Format fmt, const size_t WPR, int32_t *acc, float *dmax, c
                 top_tail = fabsf(x) > top_tail ? fabsf(x) : top_tail;
             }
         const size_t left = n_rows - r0 - m;
-        add_chunk(fmt, WPR, acc, p + r0, ld, to_int, d, chunk, stride, m, G, n, left < CHUNK ? left : CHUNK);
+        if (adds)
+            add_chunk(fmt, WPR, acc, p + r0, ld, to_int, d, chunk, stride, m, G, n, left < CHUNK ? left : CHUNK);
     }
     const float t = max_lane(top) > top_tail ? max_lane(top) : top_tail;
     *dmax = t > *dmax ? t : *dmax;

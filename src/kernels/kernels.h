@@ -76,9 +76,12 @@ typedef void (*IAxpyFn)(int32_t *acc, float *dmax, const float *p, size_t ld, co
 
 /* IAxpyFn's 16-bit weight: u * k clamped to [-32767, 32767] (NaN to
  * -32767, as SIMD max and min take it) and rounded to the nearest integer,
- * ties to even (the default rounding mode, as SIMD conversion rounds). */
+ * ties to even (the default rounding mode, as SIMD conversion rounds); 0
+ * whatever u where k is 0 (a head with no bound yet adds nothing). */
 static inline int16_t iaxpy_weight(float u, float k)
 {
+    if (k == 0.0f)
+        return 0;
     float x = u * k;
     x = x > -32767.0f ? x : -32767.0f;
     x = x < 32767.0f ? x : 32767.0f;

@@ -3,7 +3,8 @@
  * the codes taken from the codec's own decoding (value / scale) and the
  * weights rounded here by the documented rule, whatever the heads, rows,
  * row length, and however the rows are cut into calls; the largest scale
- * is reported; clamped weights stay exact; ties round to even. */
+ * is reported; clamped weights stay exact; ties round to even; a factor of
+ * 0 adds nothing. */
 #include "testutil.h"
 #include <math.h>
 #include <stdint.h>
@@ -51,9 +52,12 @@ static void make_rows(Format fmt, unsigned char *rows, int *codes, size_t n_rows
 }
 
 /* The rule IAxpyFn documents, written out apart: p * d, times k, clamped to
- * +-32767, rounded to nearest with ties to even (the default mode). */
+ * +-32767, rounded to nearest with ties to even (the default mode); 0 for
+ * a factor of 0. */
 static long rounded_weight(float p, float d, float k)
 {
+    if (k == 0.0f)
+        return 0;
     float x = p * d;
     x *= k;
     if (x > 32767.0f)
@@ -194,12 +198,39 @@ static void test_ties_to_even(void **state)
     }
 }
 
+/* Heads whose factor is 0 add nothing, whatever the scales (an infinite
+ * one here), and the largest scale is still reported; the other heads
+ * are unchanged by them. */
+static void test_zero_factors(void **state)
+{
+    (void)state;
+    enum { ROWS = 37, N = 128, G = 3 };
+    for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) {
+        const Format fmt = formats[f];
+        const size_t rb = format_row_bytes(fmt, N);
+        unsigned char rows[ROWS * 72];
+        int codes[ROWS * N];
+        float p[G * ROWS];
+        assert_true(rb <= 72);
+        make_rows(fmt, rows, codes, ROWS, N, 9);
+        for (size_t k = 0; k < G * ROWS; k++)
+            p[k] = 1.0f / (float)(k + 1);
+        const float mixed[G] = { 0.0f, 32767.0f / largest_scale(fmt, rows, ROWS, N), 0.0f };
+        check_rows(fmt, rows, codes, ROWS, N, G, p, ROWS, mixed);
+        const uint16_t inf = 0x7C00; /* +inf in f16 */
+        memcpy(rows + 5 * rb + scale_offset(fmt, N, 0), &inf, sizeof inf);
+        const float none[G] = { 0.0f, 0.0f, 0.0f };
+        check_rows(fmt, rows, codes, ROWS, N, G, p, ROWS, none);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_clamped_weights),
         cmocka_unit_test(test_ties_to_even),
+        cmocka_unit_test(test_zero_factors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
