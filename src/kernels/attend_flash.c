@@ -14,7 +14,7 @@
  * The softmax works on the tile's scores, G x ATTEND_TILE, with the
  * vectorised Kernels.exp_sum. Tiles are cut by position alone, not by
  * blocks, so a paged cache gives the contiguous one's result bit for bit.
- * With AttnArgs.iv (--int-dot), 4-bit values (attend_int_values) are added
+ * With AttnArgs.iv (--int-dot), 4-bit values (iaxpy_takes) are added
  * with 16-bit integer weights in parts of ATTEND_IV_ROWS rows, cut by
  * position too (add_part_int).
  *
@@ -75,56 +75,53 @@ static void rounding_factors(float *to_int, const float *maxw, float dbound, siz
     }
 }
 
+/* The part's n V rows from *c on (*c moves past them): those iaxpy_takes
+ * into sums with the factors to_int (their largest scale into *dmax), the
+ * others, where acc is given, as floats into acc. */
+static void add_runs(const Kernels *k, const AttnArgs *a, size_t qpos, Cursor *c, size_t n, const float *w,
+                     size_t ld, const float *to_int, int32_t *sums, float *dmax, float *acc)
+{
+    const size_t G = a->group, hd = a->head_dim;
+    memset(sums, 0, G * hd * sizeof *sums);
+    for (size_t off = 0, left = n; left;) {
+        const Run run = next_run(a, qpos, c, &left);
+        if (iaxpy_takes(run.v_fmt))
+            k->iaxpy(sums, dmax, w + off, ld, to_int, run.v_fmt, run.v, run.v_stride, run.n, G, hd);
+        else if (acc)
+            k->codec[run.v_fmt].axpy_rows(acc, w + off, ld, G, run.v, run.v_stride, run.n, hd);
+        off += run.n;
+    }
+}
+
 /* The n <= ATTEND_IV_ROWS V rows from *c on added into acc [G][hd] with the
- * weights w [G][ld] (AttnArgs.iv): the rows attend_int_values takes in
+ * weights w [G][ld] (AttnArgs.iv): the 4-bit ones (iaxpy_takes) in
  * integers, the others as floats. Each head's weights are rounded to 16
  * bits against its largest weight of the part times *dbound, the largest
  * scale of the rows seen so far; where the part holds a larger one, its
  * integer rows are added again with the raised bound (rarely, but for a
  * query's first part, where the kernel, its factors all 0, only reads the
- * scales). The part's sums, exact in
- * int32 and cut by position, do not depend on how its rows are cut into
- * runs, so a paged cache gives the contiguous one's result bit for bit. */
+ * scales). The part's sums, exact in int32 and cut by position, do not
+ * depend on how its rows are cut into runs, so a paged cache gives the
+ * contiguous one's result bit for bit. */
 static void add_part_int(const Kernels *k, const AttnArgs *a, size_t qpos, Cursor *c, size_t n, const float *w,
                          size_t ld, float *acc, float *dbound)
 {
     const size_t G = a->group, hd = a->head_dim;
     int32_t *sums = a->iv;
     float maxw[ATTEND_MAX_GROUP], to_int[ATTEND_MAX_GROUP], dmax = 0.0f;
+    for (size_t g = 0; g < G; g++)
+        maxw[g] = attend_max(w + g * ld, n);
+    rounding_factors(to_int, maxw, *dbound, G);
     const Cursor start = *c;
-    int any = 0;
-    for (size_t off = 0, left = n; left;) {
-        const Run run = next_run(a, qpos, c, &left);
-        if (!attend_int_values(run.v_fmt)) {
-            k->codec[run.v_fmt].axpy_rows(acc, w + off, ld, G, run.v, run.v_stride, run.n, hd);
-        } else {
-            if (!any) { /* the part's first integer rows */
-                for (size_t g = 0; g < G; g++)
-                    maxw[g] = attend_max(w + g * ld, n);
-                rounding_factors(to_int, maxw, *dbound, G);
-                memset(sums, 0, G * hd * sizeof *sums);
-                any = 1;
-            }
-            k->iaxpy(sums, &dmax, w + off, ld, to_int, run.v_fmt, run.v, run.v_stride, run.n, G, hd);
-        }
-        off += run.n;
-    }
-    if (!any)
-        return;
+    add_runs(k, a, qpos, c, n, w, ld, to_int, sums, &dmax, acc);
     if (dmax > *dbound) { /* some weights were clamped: again, the integer rows only */
+        Cursor again = start;
         *dbound = dmax;
         rounding_factors(to_int, maxw, *dbound, G);
-        memset(sums, 0, G * hd * sizeof *sums);
-        Cursor again = start;
-        for (size_t off = 0, left = n; left;) {
-            const Run run = next_run(a, qpos, &again, &left);
-            if (attend_int_values(run.v_fmt))
-                k->iaxpy(sums, &dmax, w + off, ld, to_int, run.v_fmt, run.v, run.v_stride, run.n, G, hd);
-            off += run.n;
-        }
+        add_runs(k, a, qpos, &again, n, w, ld, to_int, sums, &dmax, NULL);
     }
     for (size_t g = 0; g < G; g++) {
-        if (to_int[g] == 0.0f)
+        if (to_int[g] == 0.0f) /* every weight was 0 */
             continue;
         const float unit = 1.0f / to_int[g]; /* what a weight of 1 stood for */
         for (size_t d = 0; d < hd; d += 8) /* hd a multiple of 32; in eights, so that it vectorises */

@@ -88,7 +88,9 @@ static inline int16_t iaxpy_weight(float u, float k)
     return (int16_t)nearbyintf(x);
 }
 
-/* 1 for the formats IAxpyFn takes. */
+/* 1 for the formats IAxpyFn takes: the 4-bit ones, whose codes cost more
+ * to turn into floats than their weights cost to round (flash adds their
+ * values so under AttnArgs.iv; README, performance). */
 static inline int iaxpy_takes(Format f)
 {
     return f == FMT_Q4_0 || f == FMT_INT4 || f == FMT_FP4;
@@ -183,8 +185,8 @@ typedef struct {
                              group * format_row_bytes(FMT_Q8_0, head_dim) bytes; head_dim a multiple
                              of 32, other formats, per-channel keys and the materialized form (an
                              f32 view) keep the f32 query */
-    void *iv;             /* optional (NULL = f32 weights; flash only): value rows attend_int_values
-                             takes are added with 16-bit integer weights (Kernels.iaxpy; ISAs
+    void *iv;             /* optional (NULL = f32 weights; flash only): value rows iaxpy_takes
+                             are added with 16-bit integer weights (Kernels.iaxpy; ISAs
                              without it keep f32 weights) in parts of ATTEND_IV_ROWS rows;
                              head_dim a multiple of 32; attend_iv_bytes(group, head_dim) bytes
                              of scratch */
@@ -221,15 +223,6 @@ int attend_algo_parse(const char *name, AttendAlgo *out);
  * head's weights of a part are rounded against the part's largest, and its
  * int32 sums taken into the float accumulators at its end. */
 #define ATTEND_IV_ROWS 256
-
-/* The value formats flash adds with integer weights (AttnArgs.iv) where
- * the kernels have Kernels.iaxpy: the 4-bit ones, whose codes cost more to
- * turn into floats than their weights cost to round (README, performance:
- * on AVX2, cold, 65536 rows, a q4_0 step 0.89x the time with f32 weights). */
-static inline int attend_int_values(Format f)
-{
-    return iaxpy_takes(f);
-}
 
 /* Bytes of AttnArgs.iv's scratch: a part's integer sums, for group heads
  * of head_dim. */

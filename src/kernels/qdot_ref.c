@@ -20,18 +20,9 @@ static float scale_of(const unsigned char *block)
 /* The E2M1 magnitudes doubled: fp4's codes as integers. */
 static const int fp4_twice[8] = { 0, 1, 2, 3, 4, 6, 8, 12 };
 
-/* The scale of block b's integer codes: q8_0 and q4_0 the block's; int4
- * and fp4 the row's, after its n / 2 bytes of nibbles (fp4's halved, its
+/* Block b of a stored row as 32 signed integer codes, and its scale (int4,
+ * fp4: the row's, after its n / 2 bytes of nibbles; fp4's halved, its
  * codes being the values doubled). */
-static float code_scale(Format fmt, const unsigned char *row, size_t n, size_t b)
-{
-    if (fmt == FMT_INT4 || fmt == FMT_FP4)
-        return scale_of(row + n / 2) * (fmt == FMT_FP4 ? 0.5f : 1.0f);
-    return scale_of(row + b * format_block_bytes(fmt));
-}
-
-/* Block b of a stored row as 32 signed integer codes, and their scale
- * (code_scale). */
 static float codes_of(Format fmt, const unsigned char *row, size_t n, size_t b, int *out)
 {
     if (fmt == FMT_INT4 || fmt == FMT_FP4) { /* byte k: element 2k low, element 2k + 1 high */
@@ -40,19 +31,19 @@ static float codes_of(Format fmt, const unsigned char *row, size_t n, size_t b, 
             const unsigned c = (qs[j / 2] >> (4 * (j % 2))) & 0x0Fu;
             out[j] = fmt == FMT_INT4 ? (int)(c ^ 8u) - 8 : (c & 8u ? -1 : 1) * fp4_twice[c & 7u];
         }
-        return code_scale(fmt, row, n, b);
+        return scale_of(row + n / 2) * (fmt == FMT_FP4 ? 0.5f : 1.0f);
     }
     const unsigned char *block = row + b * format_block_bytes(fmt), *qs = block + 2;
     if (fmt == FMT_Q8_0) {
         for (int j = 0; j < QK; j++)
             out[j] = (int8_t)qs[j];
-        return code_scale(fmt, row, n, b);
+        return scale_of(block);
     }
     for (int j = 0; j < QK / 2; j++) { /* byte j: element j low, element j + 16 high */
         out[j] = (qs[j] & 0x0F) - 8;
         out[j + QK / 2] = (qs[j] >> 4) - 8;
     }
-    return code_scale(fmt, row, n, b);
+    return scale_of(block);
 }
 
 void qdot_ref(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq,

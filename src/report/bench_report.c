@@ -296,8 +296,7 @@ void bench_report_attention(BenchReport *rep)
         printf("--int-dot: q8_0, q4_0, int4 and fp4 keys are scored by integer dots against the query rounded\n"
                "to q8_0, once for the G heads of a group (checked against the reference with the same rounding);\n"
                "flash adds q4_0, int4 and fp4 values with 16-bit integer weights (the reference with f32\n"
-               "weights), other values "
-               "in f32;\nmaterialize decodes the keys to f32 first and keeps the f32 query\n");
+               "weights), other values in f32;\nmaterialize decodes the keys to f32 first and keeps the f32 query\n");
     for (size_t ai = 0; ai < BENCH_N_ALGOS; ai++)
         for (int cold = 1; cold >= 0; cold--)
             attention_block(rep, ai, cold);

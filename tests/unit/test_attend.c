@@ -187,7 +187,7 @@ static void test_int_values(void **state)
                     float want[4 * 128], got[4 * 128], got_cut[4 * 128];
                     run(isa[0], ATTEND_NAIVE, &one, 1, rows - 1, want, NULL);
                     one.int_values = cut.int_values = 1;
-                    const int ints = attend_int_values(one.v_fmt);
+                    const int ints = iaxpy_takes(one.v_fmt);
                     for (size_t k = 0; k < n_isa; k++) {
                         run(isa[k], ATTEND_FLASH, &one, 1, rows - 1, got, NULL);
                         run(isa[k], ATTEND_FLASH, &cut, 1, rows - 1, got_cut, NULL);
