@@ -29,7 +29,8 @@
  * blocks = 131072 values, the longest row of a matrix). */
 #define QDOT_MAX_BLOCKS 4096
 /* Blocks of x kept as vectors on the stack (8 KiB: 64 heads of 128 values):
- * a group's offset sums, and int4 and fp4's x in their nibble order. */
+ * a group's offset sums and scales, and int4 and fp4's x in their nibble
+ * order. */
 #define QDOT_VEC_BLOCKS 256
 /* Rows read side by side, one from each of that many far-apart parts of
  * the matrix: that many sequential streams in flight (one stream from one
@@ -124,12 +125,9 @@ static inline float row_scale(const Kind k, const unsigned char *row, size_t n)
 /* w . x of one block as exact int32 lanes; off: offset_sums(k, x), used
  * by the 4-bit formats. fp4: 12 + the nibble's E2M1 value doubled, from a
  * table (bit 3 the sign). */
-static inline __m256i block_sums(const Kind k, const unsigned char *blk, __m256i x, __m256i off)
+/* A 4-bit block's codes, unsigned (their value + offset_of(k)). */
+static inline __m256i offset_codes_of(const Kind k, const unsigned char *blk)
 {
-    if (k == K_Q8_0) {
-        const __m256i w = load32(blk + 2);
-        return pair_sums(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
-    }
     __m256i u = nibbles(k == K_Q4_0 ? blk + 2 : blk);
     if (k == K_INT4) /* a two's complement nibble c is u = c ^ 8 = c + 8 */
         u = _mm256_xor_si256(u, _mm256_set1_epi8(8));
@@ -138,7 +136,16 @@ static inline __m256i block_sums(const Kind k, const unsigned char *blk, __m256i
                                              15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
         u = _mm256_shuffle_epi8(fp4, u);
     }
-    return _mm256_sub_epi32(pair_sums(u, x), off);
+    return u;
+}
+
+static inline __m256i block_sums(const Kind k, const unsigned char *blk, __m256i x, __m256i off)
+{
+    if (k == K_Q8_0) {
+        const __m256i w = load32(blk + 2);
+        return pair_sums(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+    }
+    return _mm256_sub_epi32(pair_sums(offset_codes_of(k, blk), x), off);
 }
 
 static inline int offset_codes(const Kind k)
@@ -251,6 +258,98 @@ static inline __attribute__((always_inline)) void group_rows(const Kind k, const
     }
 }
 
+/* A block's dots with four vectors x (x0, x0 + step, ..) in one register:
+ * lane j < 4 sums vector j over the block's first 16 codes, lane 4 + j
+ * over its last 16; off (the 4-bit formats) their offset sums so laid out.
+ * So the conversion and scaling are done once for four heads. The 4-bit
+ * formats' maddubs results are summed across heads in 16 bits, by two
+ * horizontal adds, before the pairs' summing: sums of 8 products, exact,
+ * as unsigned 4-bit codes are at most 24 and q8_0's at most 128 in
+ * magnitude (8 * 24 * 128 < 2^15). q8_0's products are too large for
+ * that, so its pairs are summed first and the heads' sums added in 32 bits. */
+static inline __m256i heads4_sums(const Kind k, const unsigned char *blk, const unsigned char *x0, size_t step,
+                                  __m256i off)
+{
+    __m256i m[4];
+    if (k == K_Q8_0) {
+        const __m256i w = load32(blk + 2), aw = _mm256_sign_epi8(w, w);
+        CODEC_UNROLL
+        for (size_t j = 0; j < 4; j++)
+            m[j] = pair_sums(aw, _mm256_sign_epi8(load32(x0 + j * step), w));
+        return _mm256_hadd_epi32(_mm256_hadd_epi32(m[0], m[1]), _mm256_hadd_epi32(m[2], m[3]));
+    }
+    const __m256i u = offset_codes_of(k, blk);
+    CODEC_UNROLL
+    for (size_t j = 0; j < 4; j++)
+        m[j] = _mm256_maddubs_epi16(u, load32(x0 + j * step));
+    const __m256i h = _mm256_hadd_epi16(_mm256_hadd_epi16(m[0], m[1]), _mm256_hadd_epi16(m[2], m[3]));
+    return _mm256_sub_epi32(_mm256_madd_epi16(h, _mm256_set1_epi16(1)), off);
+}
+
+/* offset_of(k) . x for four vectors, as heads4_sums lays it out. */
+static inline __m256i heads4_offsets(const Kind k, const unsigned char *x0, size_t step)
+{
+    __m256i m[4];
+    CODEC_UNROLL
+    for (size_t j = 0; j < 4; j++)
+        m[j] = _mm256_maddubs_epi16(_mm256_set1_epi8((char)offset_of(k)), load32(x0 + j * step));
+    const __m256i h = _mm256_hadd_epi16(_mm256_hadd_epi16(m[0], m[1]), _mm256_hadd_epi16(m[2], m[3]));
+    return _mm256_madd_epi16(h, _mm256_set1_epi16(1));
+}
+
+/* One row's dots with four heads, lane j head j. x0: the heads' block 0
+ * (head j's block b at x0 + (j * nb + b) * step); off, dx: each block's
+ * offset sums and x scales in heads4_sums' lanes. */
+static inline __attribute__((always_inline)) __m128 heads4_row(const Kind k, const unsigned char *w,
+                                                                const unsigned char *x0, size_t step,
+                                                                const __m256i *off, const __m256 *dx, size_t nb,
+                                                                size_t n)
+{
+    __m256 acc = _mm256_setzero_ps();
+    for (size_t b = 0; b < nb; b++) {
+        const unsigned char *blk = block_at(k, w, b);
+        const __m256i s = heads4_sums(k, blk, x0 + b * step, nb * step, off[b]);
+        acc = _mm256_fmadd_ps(block_scale(k, blk, dx[b]), _mm256_cvtepi32_ps(s), acc);
+    }
+    const __m128 sum = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    return _mm_mul_ps(sum, _mm_set1_ps(row_scale(k, w, n)));
+}
+
+/* Four heads (g0 .. g0 + 3) of a group over every row, by
+ * heads4_sums; rows four at a time, their results transposed into the
+ * heads' rows of y. nb <= QDOT_VEC_BLOCKS / 4 (qdot_avx2's bound on G * nb). */
+static inline __attribute__((always_inline)) void group4_rows(const Kind k, size_t g0, float *y, size_t ld,
+                                                              const unsigned char *rows, size_t stride,
+                                                              size_t n_rows, XBlocks x, size_t nb, size_t n)
+{
+    const unsigned char *x0 = x.codes + g0 * nb * x.step;
+    __m256i off[QDOT_VEC_BLOCKS / 4];
+    __m256 dx[QDOT_VEC_BLOCKS / 4];
+    for (size_t b = 0; b < nb; b++) {
+        off[b] = offset_codes(k) ? heads4_offsets(k, x0 + b * x.step, nb * x.step) : _mm256_setzero_si256();
+        const float *d = x.dx + g0 * nb + b;
+        dx[b] = _mm256_setr_ps(d[0], d[nb], d[2 * nb], d[3 * nb], d[0], d[nb], d[2 * nb], d[3 * nb]);
+    }
+    size_t r = 0;
+    for (; r + 4 <= n_rows; r += 4) {
+        __m128 s0 = heads4_row(k, rows + r * stride, x0, x.step, off, dx, nb, n);
+        __m128 s1 = heads4_row(k, rows + (r + 1) * stride, x0, x.step, off, dx, nb, n);
+        __m128 s2 = heads4_row(k, rows + (r + 2) * stride, x0, x.step, off, dx, nb, n);
+        __m128 s3 = heads4_row(k, rows + (r + 3) * stride, x0, x.step, off, dx, nb, n);
+        _MM_TRANSPOSE4_PS(s0, s1, s2, s3); /* s_j: head j's four rows */
+        _mm_storeu_ps(y + g0 * ld + r, s0);
+        _mm_storeu_ps(y + (g0 + 1) * ld + r, s1);
+        _mm_storeu_ps(y + (g0 + 2) * ld + r, s2);
+        _mm_storeu_ps(y + (g0 + 3) * ld + r, s3);
+    }
+    for (; r < n_rows; r++) {
+        float s[4];
+        _mm_storeu_ps(s, heads4_row(k, rows + r * stride, x0, x.step, off, dx, nb, n));
+        for (size_t j = 0; j < 4; j++)
+            y[(g0 + j) * ld + r] = s[j];
+    }
+}
+
 /* G > 1 (a GQA group scoring keys): the heads four at a time, then the
  * rest. x: the G vectors' blocks, [G][nb] (x.dx too); offs: [G][nb] their
  * offset_sums, 4-bit formats. */
@@ -261,7 +360,7 @@ static inline __attribute__((always_inline)) void qdot_group(const Kind k, float
 {
     size_t g = 0;
     for (; g + 4 <= G; g += 4)
-        group_rows(k, 4, g, y, ld, rows, stride, n_rows, x, offs, nb, n);
+        group4_rows(k, g, y, ld, rows, stride, n_rows, x, nb, n);
     switch (G - g) { /* a constant count in each call */
     case 3: group_rows(k, 3, g, y, ld, rows, stride, n_rows, x, offs, nb, n); break;
     case 2: group_rows(k, 2, g, y, ld, rows, stride, n_rows, x, offs, nb, n); break;
@@ -287,7 +386,7 @@ void qdot_avx2(float *y, size_t ld, Format fmt, const void *rows, size_t stride,
 {
     const size_t nb = n / QK, xb = format_block_bytes(FMT_Q8_0);
     const int per_row = fmt == FMT_INT4 || fmt == FMT_FP4, offset = fmt != FMT_Q8_0;
-    const int vectors = per_row || (offset && G > 1); /* x blocks kept as vectors */
+    const int vectors = per_row || G > 1; /* x blocks kept as vectors (a group's, by group4_rows) */
     if (!qdot_takes(fmt) || G * nb > (vectors ? QDOT_VEC_BLOCKS : QDOT_MAX_BLOCKS)) {
         qdot_ref(y, ld, fmt, rows, stride, n_rows, xq, G, n);
         return;

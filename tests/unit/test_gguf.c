@@ -372,6 +372,64 @@ static void check_qdot(Format fmt)
     free(w);
 }
 
+/* A group of four heads sums a 4-bit block's products for the four in
+ * 16 bits before it widens them (qdot_avx2.c, heads4_sums): exact only
+ * while 8 products stay below 2^15. The largest magnitudes every ISA must
+ * take exactly: each row's codes all at the largest unsigned code
+ * (q4_0's nibble 15, int4's and fp4's 7: 7 and 6, plus the offset) or all
+ * at the smallest, each head's codes all -128 or all 127. */
+static void check_qdot_extremes(Format fmt, unsigned char top)
+{
+    enum { ROWS = 6, N = 128, G = 4 };
+    const size_t wrow = format_row_bytes(fmt, N), xrow = format_row_bytes(FMT_Q8_0, N);
+    const size_t wb = format_block_bytes(fmt), xb = format_block_bytes(FMT_Q8_0); /* q4_0, q8_0: f16 scale, codes */
+    unsigned char w[ROWS * N], xq[G * N * 2];
+    float wr[N], xr[G][N], got[G * ROWS];
+    assert_true(wrow <= sizeof w / ROWS && xrow * G <= sizeof xq);
+    const unsigned short one = 0x3c00; /* f16 1.0 */
+    for (size_t r = 0; r < ROWS; r++) {
+        unsigned char *row = w + r * wrow;
+        memset(row, r % 2 ? top : 0, wrow);
+        if (fmt == FMT_Q4_0)
+            for (size_t b = 0; b < N / 32; b++)
+                memcpy(row + b * wb, &one, sizeof one);
+        else
+            memcpy(row + N / 2, &one, sizeof one);
+    }
+    for (size_t g = 0; g < G; g++)
+        for (size_t b = 0; b < N / 32; b++) {
+            unsigned char *blk = xq + g * xrow + b * xb;
+            memcpy(blk, &one, sizeof one);
+            memset(blk + sizeof one, g % 2 ? 127 : 0x80, xb - sizeof one);
+        }
+    for (size_t g = 0; g < G; g++)
+        codec_ref[FMT_Q8_0].dequantize(xr[g], xq + g * xrow, N);
+    const Kernels *tables[8];
+    size_t n_tables = kernels_available(tables, 8);
+    for (size_t t = 0; t < n_tables; t++) {
+        tables[t]->qdot(got, ROWS, fmt, w, wrow, ROWS, xq, G, N);
+        for (size_t r = 0; r < ROWS; r++) {
+            codec_ref[fmt].dequantize(wr, w + r * wrow, N);
+            for (size_t g = 0; g < G; g++) {
+                double want = 0;
+                for (size_t i = 0; i < N; i++)
+                    want += (double)wr[i] * xr[g][i];
+                if (fabs((double)got[g * ROWS + r] - want) > 1e-6 * fabs(want))
+                    fail_msg("%s qdot %s, extreme codes, head %zu row %zu: %.9g, the decoded product %.9g",
+                             tables[t]->isa, format_name(fmt), g, r, got[g * ROWS + r], want);
+            }
+        }
+    }
+}
+
+static void test_qdot_extremes(void **state)
+{
+    (void)state;
+    check_qdot_extremes(FMT_Q4_0, 0xff);
+    check_qdot_extremes(FMT_INT4, 0x77);
+    check_qdot_extremes(FMT_FP4, 0x77);
+}
+
 static void test_qdot_q8_0(void **state) { (void)state; check_qdot(FMT_Q8_0); }
 static void test_qdot_q4_0(void **state) { (void)state; check_qdot(FMT_Q4_0); }
 static void test_qdot_int4(void **state) { (void)state; check_qdot(FMT_INT4); }
@@ -1310,6 +1368,7 @@ int main(void)
         cmocka_unit_test(test_qdot_q4_0),
         cmocka_unit_test(test_qdot_int4),
         cmocka_unit_test(test_qdot_fp4),
+        cmocka_unit_test(test_qdot_extremes),
         cmocka_unit_test(test_stored_q8_0_matvec),
         cmocka_unit_test(test_stored_q4_0_matvec),
         cmocka_unit_test(test_stored_f16_matvec),
