@@ -40,11 +40,16 @@
 /* The formats, as constants the loops below are specialised on. */
 typedef enum { K_Q8_0, K_Q4_0, K_INT4, K_FP4 } Kind;
 
-static inline float half_at(const unsigned char *p)
+static inline int half_bits(const unsigned char *p)
 {
     unsigned short h;
     memcpy(&h, p, sizeof h);
-    return _cvtsh_ss(h);
+    return h;
+}
+
+static inline float half_at(const unsigned char *p)
+{
+    return _cvtsh_ss((unsigned short)half_bits(p));
 }
 
 /* The f16 at p times d in all 8 lanes: broadcast as a half, then converted
@@ -90,6 +95,16 @@ static inline __m256i even_then_odd(__m256i x)
 static inline __m256i pair_sums(__m256i u, __m256i x)
 {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1));
+}
+
+/* Four maddubs results (of 16 bytes pairs each lane) summed in one
+ * register: lane j < 4 the sum of m[j]'s lower 16 products, lane 4 + j of
+ * its upper 16. Two horizontal adds in 16 bits, so exact while 8 products
+ * stay below 2^15, then one pair sum. */
+static inline __m256i sums4(const __m256i m[4])
+{
+    const __m256i h = _mm256_hadd_epi16(_mm256_hadd_epi16(m[0], m[1]), _mm256_hadd_epi16(m[2], m[3]));
+    return _mm256_madd_epi16(h, _mm256_set1_epi16(1));
 }
 
 /* The 4-bit formats' offset: what their unsigned codes add to each code. */
@@ -207,6 +222,49 @@ static inline __attribute__((always_inline)) void rows4_dot(const Kind k, float 
     *y[3] = row_scale(k, w[3], n) * hsum(a3);
 }
 
+/* q4_0's block b of four rows' scales, in sums4's lanes. */
+static inline __m256 scales4(const unsigned char *const w[4], size_t b)
+{
+    const size_t at = b * sizeof(BlockQ4_0);
+    __m128i h = _mm_cvtsi32_si128(half_bits(w[0] + at));
+    h = _mm_insert_epi16(h, half_bits(w[1] + at), 1);
+    h = _mm_insert_epi16(h, half_bits(w[2] + at), 2);
+    h = _mm_insert_epi16(h, half_bits(w[3] + at), 3);
+    const __m128 f = _mm_cvtph_ps(h);
+    return _mm256_set_m128(f, f);
+}
+
+/* rows4_dot for the 4-bit formats: the four rows' maddubs results, less
+ * the offset's, summed by sums4 (the differences' products are at most
+ * 12 * 128 in magnitude), so conversion and scaling are done once for
+ * the four. */
+static inline __attribute__((always_inline)) void rows4_offset_dot(const Kind k, float *const y[4],
+                                                                   const unsigned char *const w[4], XBlocks x,
+                                                                   size_t nb, size_t n)
+{
+    __m256 acc = _mm256_setzero_ps();
+    for (size_t b = 0; b < nb; b++) {
+        const __m256i xv = load32(x.codes + b * x.step);
+        const __m256i mo = _mm256_maddubs_epi16(_mm256_set1_epi8((char)offset_of(k)), xv);
+        __m256i m[4];
+        CODEC_UNROLL
+        for (size_t j = 0; j < 4; j++)
+            m[j] = _mm256_sub_epi16(_mm256_maddubs_epi16(offset_codes_of(k, block_at(k, w[j], b)), xv), mo);
+        __m256 d = _mm256_set1_ps(x.dx[b]);
+        if (k == K_Q4_0)
+            d = _mm256_mul_ps(d, scales4(w, b));
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums4(m)), acc);
+    }
+    __m128 sum = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    if (k != K_Q4_0)
+        sum = _mm_mul_ps(sum, _mm_setr_ps(row_scale(k, w[0], n), row_scale(k, w[1], n), row_scale(k, w[2], n),
+                                          row_scale(k, w[3], n)));
+    _mm_store_ss(y[0], sum);
+    _mm_store_ss(y[1], _mm_shuffle_ps(sum, sum, 1));
+    _mm_store_ss(y[2], _mm_shuffle_ps(sum, sum, 2));
+    _mm_store_ss(y[3], _mm_shuffle_ps(sum, sum, 3));
+}
+
 /* Every row against one x: QDOT_STREAMS rows at a time, from that many
  * parts of the matrix; the rows left over one by one. */
 static inline __attribute__((always_inline)) void qdot_rows(const Kind k, float *y, const unsigned char *rows,
@@ -218,7 +276,10 @@ static inline __attribute__((always_inline)) void qdot_rows(const Kind k, float 
         float *const out[4] = { y + i, y + span + i, y + 2 * span + i, y + 3 * span + i };
         const unsigned char *const w[4] = { rows + i * stride, rows + (span + i) * stride,
                                             rows + (2 * span + i) * stride, rows + (3 * span + i) * stride };
-        rows4_dot(k, out, w, x, nb, n);
+        if (offset_codes(k))
+            rows4_offset_dot(k, out, w, x, nb, n);
+        else
+            rows4_dot(k, out, w, x, nb, n);
     }
     for (size_t r = QDOT_STREAMS * span; r < n_rows; r++)
         y[r] = row_dot(k, rows + r * stride, x, nb, n);
@@ -282,8 +343,7 @@ static inline __m256i heads4_sums(const Kind k, const unsigned char *blk, const 
     CODEC_UNROLL
     for (size_t j = 0; j < 4; j++)
         m[j] = _mm256_maddubs_epi16(u, load32(x0 + j * step));
-    const __m256i h = _mm256_hadd_epi16(_mm256_hadd_epi16(m[0], m[1]), _mm256_hadd_epi16(m[2], m[3]));
-    return _mm256_sub_epi32(_mm256_madd_epi16(h, _mm256_set1_epi16(1)), off);
+    return _mm256_sub_epi32(sums4(m), off);
 }
 
 /* offset_of(k) . x for four vectors, as heads4_sums lays it out. */
@@ -293,8 +353,7 @@ static inline __m256i heads4_offsets(const Kind k, const unsigned char *x0, size
     CODEC_UNROLL
     for (size_t j = 0; j < 4; j++)
         m[j] = _mm256_maddubs_epi16(_mm256_set1_epi8((char)offset_of(k)), load32(x0 + j * step));
-    const __m256i h = _mm256_hadd_epi16(_mm256_hadd_epi16(m[0], m[1]), _mm256_hadd_epi16(m[2], m[3]));
-    return _mm256_madd_epi16(h, _mm256_set1_epi16(1));
+    return sums4(m);
 }
 
 /* One row's dots with four heads, lane j head j. x0: the heads' block 0

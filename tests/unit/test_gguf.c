@@ -372,15 +372,16 @@ static void check_qdot(Format fmt)
     free(w);
 }
 
-/* A group of four heads sums a 4-bit block's products for the four in
- * 16 bits before it widens them (qdot_avx2.c, heads4_sums): exact only
- * while 8 products stay below 2^15. The largest magnitudes every ISA must
+/* Four heads of a group, or four rows against one head, sum a 4-bit
+ * block's products in 16 bits before they widen them (qdot_avx2.c,
+ * sums4): exact only while 8 products stay below 2^15. The largest
+ * magnitudes every ISA must
  * take exactly: each row's codes all at the largest unsigned code
  * (q4_0's nibble 15, int4's and fp4's 7: 7 and 6, plus the offset) or all
  * at the smallest, each head's codes all -128 or all 127. */
 static void check_qdot_extremes(Format fmt, unsigned char top)
 {
-    enum { ROWS = 6, N = 128, G = 4 };
+    enum { ROWS = 10, N = 128, G = 4 };
     const size_t wrow = format_row_bytes(fmt, N), xrow = format_row_bytes(FMT_Q8_0, N);
     const size_t wb = format_block_bytes(fmt), xb = format_block_bytes(FMT_Q8_0); /* q4_0, q8_0: f16 scale, codes */
     unsigned char w[ROWS * N], xq[G * N * 2];
@@ -406,20 +407,22 @@ static void check_qdot_extremes(Format fmt, unsigned char top)
         codec_ref[FMT_Q8_0].dequantize(xr[g], xq + g * xrow, N);
     const Kernels *tables[8];
     size_t n_tables = kernels_available(tables, 8);
-    for (size_t t = 0; t < n_tables; t++) {
-        tables[t]->qdot(got, ROWS, fmt, w, wrow, ROWS, xq, G, N);
-        for (size_t r = 0; r < ROWS; r++) {
-            codec_ref[fmt].dequantize(wr, w + r * wrow, N);
-            for (size_t g = 0; g < G; g++) {
-                double want = 0;
-                for (size_t i = 0; i < N; i++)
-                    want += (double)wr[i] * xr[g][i];
-                if (fabs((double)got[g * ROWS + r] - want) > 1e-6 * fabs(want))
-                    fail_msg("%s qdot %s, extreme codes, head %zu row %zu: %.9g, the decoded product %.9g",
-                             tables[t]->isa, format_name(fmt), g, r, got[g * ROWS + r], want);
+    const size_t groups[] = { 1, G }; /* four rows against one head at a time; four heads at a time */
+    for (size_t t = 0; t < n_tables; t++)
+        for (size_t k = 0; k < 2; k++) {
+            tables[t]->qdot(got, ROWS, fmt, w, wrow, ROWS, xq, groups[k], N);
+            for (size_t r = 0; r < ROWS; r++) {
+                codec_ref[fmt].dequantize(wr, w + r * wrow, N);
+                for (size_t g = 0; g < groups[k]; g++) {
+                    double want = 0;
+                    for (size_t i = 0; i < N; i++)
+                        want += (double)wr[i] * xr[g][i];
+                    if (fabs((double)got[g * ROWS + r] - want) > 1e-6 * fabs(want))
+                        fail_msg("%s qdot %s G=%zu, extreme codes, head %zu row %zu: %.9g, the decoded product %.9g",
+                                 tables[t]->isa, format_name(fmt), groups[k], g, r, got[g * ROWS + r], want);
+                }
             }
         }
-    }
 }
 
 static void test_qdot_extremes(void **state)
