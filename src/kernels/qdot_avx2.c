@@ -15,7 +15,11 @@
  * A matrix's rows are read once, four side by side from four parts of it
  * (qdot_rows): a decode step is bound by how fast the memory delivers them
  * and this turns bytes into sums. A group of G > 1 vectors (GQA heads
- * scoring keys) decodes each block once for all of them (qdot_group). */
+ * scoring keys) decodes each block once for all of them (qdot_group).
+ * Where four results meet (four rows of a 4-bit format against one x, or
+ * one row against four heads), their products are summed into one
+ * register (sums4, heads4_sums), so that summing the pairs, converting
+ * and scaling are done once for the four. */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
