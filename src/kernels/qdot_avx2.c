@@ -141,10 +141,8 @@ static inline float row_scale(const Kind k, const unsigned char *row, size_t n)
     return k == K_INT4 ? half_at(row + n / 2) : k == K_FP4 ? 0.5f * half_at(row + n / 2) : 1.0f;
 }
 
-/* w . x of one block as exact int32 lanes; off: offset_sums(k, x), used
- * by the 4-bit formats. fp4: 12 + the nibble's E2M1 value doubled, from a
- * table (bit 3 the sign). */
-/* A 4-bit block's codes, unsigned (their value + offset_of(k)). */
+/* A 4-bit block's codes, unsigned: their value + offset_of(k). fp4: 12 +
+ * the nibble's E2M1 value doubled, from a table (bit 3 the sign). */
 static inline __m256i offset_codes_of(const Kind k, const unsigned char *blk)
 {
     __m256i u = nibbles(k == K_Q4_0 ? blk + 2 : blk);
@@ -158,6 +156,8 @@ static inline __m256i offset_codes_of(const Kind k, const unsigned char *blk)
     return u;
 }
 
+/* w . x of one block as exact int32 lanes; off: offset_sums(k, x), used
+ * by the 4-bit formats. */
 static inline __m256i block_sums(const Kind k, const unsigned char *blk, __m256i x, __m256i off)
 {
     if (k == K_Q8_0) {
@@ -292,7 +292,8 @@ static inline __attribute__((always_inline)) void qdot_rows(const Kind k, float 
 /* GN heads of a group (g0 .. g0 + GN - 1) over every row: each row's block
  * is loaded, unpacked and scaled once, then dotted with the GN vectors'
  * blocks, one accumulator each (GN independent chains). GN is a constant
- * (1 to 4): the accumulators then live in registers, not on the stack. */
+ * (1 to 3, the heads group4_rows leaves): the accumulators then live in
+ * registers, not on the stack. */
 static inline __attribute__((always_inline)) void group_rows(const Kind k, const size_t GN, size_t g0, float *y,
                                                              size_t ld, const unsigned char *rows, size_t stride,
                                                              size_t n_rows, XBlocks x, const __m256i *offs,
@@ -323,15 +324,12 @@ static inline __attribute__((always_inline)) void group_rows(const Kind k, const
     }
 }
 
-/* A block's dots with four vectors x (x0, x0 + step, ..) in one register:
- * lane j < 4 sums vector j over the block's first 16 codes, lane 4 + j
- * over its last 16; off (the 4-bit formats) their offset sums so laid out.
- * So the conversion and scaling are done once for four heads. The 4-bit
- * formats' maddubs results are summed across heads in 16 bits, by two
- * horizontal adds, before the pairs' summing: sums of 8 products, exact,
- * as unsigned 4-bit codes are at most 24 and q8_0's at most 128 in
- * magnitude (8 * 24 * 128 < 2^15). q8_0's products are too large for
- * that, so its pairs are summed first and the heads' sums added in 32 bits. */
+/* A block's dots with four vectors x (x0, x0 + step, ..) in sums4's
+ * lanes; off (the 4-bit formats): their offset sums so laid out. The
+ * 4-bit formats go through sums4, exact as their unsigned codes are at
+ * most 24 and x's at most 128 in magnitude (8 * 24 * 128 < 2^15). q8_0's
+ * products (up to 127 * 127) are too large for sums in 16 bits: its pairs
+ * are summed first and the heads' sums added in 32 bits. */
 static inline __m256i heads4_sums(const Kind k, const unsigned char *blk, const unsigned char *x0, size_t step,
                                   __m256i off)
 {

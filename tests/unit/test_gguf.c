@@ -374,11 +374,10 @@ static void check_qdot(Format fmt)
 
 /* Four heads of a group, or four rows against one head, sum a 4-bit
  * block's products in 16 bits before they widen them (qdot_avx2.c,
- * sums4): exact only while 8 products stay below 2^15. The largest
- * magnitudes every ISA must
- * take exactly: each row's codes all at the largest unsigned code
- * (q4_0's nibble 15, int4's and fp4's 7: 7 and 6, plus the offset) or all
- * at the smallest, each head's codes all -128 or all 127. */
+ * sums4): exact only while 8 products stay below 2^15. So every ISA must
+ * take the largest magnitudes exactly: each row's codes all at the largest
+ * unsigned code (q4_0's nibble 15, int4's and fp4's 7: 7 and 6, plus the
+ * offset) or all at the smallest, each head's codes all -128 or all 127. */
 static void check_qdot_extremes(Format fmt, unsigned char top)
 {
     enum { ROWS = 10, N = 128, G = 4 };
