@@ -33,8 +33,8 @@
  * blocks = 131072 values, the longest row of a matrix). */
 #define QDOT_MAX_BLOCKS 4096
 /* Blocks of x kept as vectors on the stack (8 KiB: 64 heads of 128 values):
- * a group's offset sums and scales, and int4 and fp4's x in their nibble
- * order. */
+ * a group's offset sums, int4 and fp4's x in their nibble order, and four
+ * heads' offset sums and scales (group4_rows). */
 #define QDOT_VEC_BLOCKS 256
 /* Rows read side by side, one from each of that many far-apart parts of
  * the matrix: that many sequential streams in flight (one stream from one
@@ -378,7 +378,7 @@ static inline __attribute__((always_inline)) __m128 heads4_row(const Kind k, con
 
 /* Four heads (g0 .. g0 + 3) of a group over every row, by
  * heads4_sums; rows four at a time, their results transposed into the
- * heads' rows of y. nb <= QDOT_VEC_BLOCKS / 4 (qdot_avx2's bound on G * nb). */
+ * heads' rows of y. nb <= QDOT_VEC_BLOCKS / 4. */
 static inline __attribute__((always_inline)) void group4_rows(const Kind k, size_t g0, float *y, size_t ld,
                                                               const unsigned char *rows, size_t stride,
                                                               size_t n_rows, XBlocks x, size_t nb, size_t n)
@@ -421,7 +421,10 @@ static inline __attribute__((always_inline)) void qdot_group(const Kind k, float
 {
     size_t g = 0;
     for (; g + 4 <= G; g += 4)
-        group4_rows(k, g, y, ld, rows, stride, n_rows, x, nb, n);
+        if (nb <= QDOT_VEC_BLOCKS / 4)
+            group4_rows(k, g, y, ld, rows, stride, n_rows, x, nb, n);
+        else /* q8_0 rows too long for group4_rows' blocks on the stack */
+            group_rows(k, 4, g, y, ld, rows, stride, n_rows, x, offs, nb, n);
     switch (G - g) { /* a constant count in each call */
     case 3: group_rows(k, 3, g, y, ld, rows, stride, n_rows, x, offs, nb, n); break;
     case 2: group_rows(k, 2, g, y, ld, rows, stride, n_rows, x, offs, nb, n); break;
@@ -447,7 +450,7 @@ void qdot_avx2(float *y, size_t ld, Format fmt, const void *rows, size_t stride,
 {
     const size_t nb = n / QK, xb = format_block_bytes(FMT_Q8_0);
     const int per_row = fmt == FMT_INT4 || fmt == FMT_FP4, offset = fmt != FMT_Q8_0;
-    const int vectors = per_row || G > 1; /* x blocks kept as vectors (a group's, by group4_rows) */
+    const int vectors = per_row || (offset && G > 1); /* x blocks kept as vectors */
     if (!qdot_takes(fmt) || G * nb > (vectors ? QDOT_VEC_BLOCKS : QDOT_MAX_BLOCKS)) {
         qdot_ref(y, ld, fmt, rows, stride, n_rows, xq, G, n);
         return;

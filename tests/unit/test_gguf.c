@@ -432,6 +432,49 @@ static void test_qdot_extremes(void **state)
     check_qdot_extremes(FMT_FP4, 0x77);
 }
 
+/* A group of four heads over rows longer than the four-head loop keeps
+ * on the stack (129 blocks): q8_0 takes the former loop, the 4-bit formats
+ * the reference; every ISA equals the decoded product. */
+static void test_qdot_long_group(void **state)
+{
+    (void)state;
+    enum { ROWS = 3, N = 129 * 32, G = 4 };
+    static float x[G][N], w[N], xr[G][N];
+    static unsigned char xq[G * (N / 32) * 34], rows[ROWS * (N / 32) * 34];
+    const Format fmts[] = { FMT_Q8_0, FMT_Q4_0 };
+    const Kernels *tables[8];
+    const size_t n_tables = kernels_available(tables, 8), xrow = format_row_bytes(FMT_Q8_0, N);
+    for (size_t g = 0; g < G; g++) {
+        for (size_t i = 0; i < N; i++)
+            x[g][i] = sinf(0.013f * (float)(i * (g + 1)));
+        codec_ref[FMT_Q8_0].quantize(xq + g * xrow, x[g], N);
+        codec_ref[FMT_Q8_0].dequantize(xr[g], xq + g * xrow, N);
+    }
+    for (size_t f = 0; f < 2; f++) {
+        const size_t rb = format_row_bytes(fmts[f], N);
+        for (size_t r = 0; r < ROWS; r++) {
+            for (size_t i = 0; i < N; i++)
+                w[i] = cosf(0.07f * (float)(i + 13 * r));
+            codec_ref[fmts[f]].quantize(rows + r * rb, w, N);
+        }
+        for (size_t t = 0; t < n_tables; t++) {
+            float got[G * ROWS];
+            tables[t]->qdot(got, ROWS, fmts[f], rows, rb, ROWS, xq, G, N);
+            for (size_t r = 0; r < ROWS; r++) {
+                codec_ref[fmts[f]].dequantize(w, rows + r * rb, N);
+                for (size_t g = 0; g < G; g++) {
+                    double want = 0, mag = 0;
+                    for (size_t i = 0; i < N; i++)
+                        want += (double)w[i] * xr[g][i], mag += fabs((double)w[i] * xr[g][i]);
+                    if (fabs((double)got[g * ROWS + r] - want) > 1e-6 * mag)
+                        fail_msg("%s qdot %s, 129 blocks, head %zu row %zu: %.9g, the decoded product %.9g",
+                                 tables[t]->isa, format_name(fmts[f]), g, r, got[g * ROWS + r], want);
+                }
+            }
+        }
+    }
+}
+
 static void test_qdot_q8_0(void **state) { (void)state; check_qdot(FMT_Q8_0); }
 static void test_qdot_q4_0(void **state) { (void)state; check_qdot(FMT_Q4_0); }
 static void test_qdot_int4(void **state) { (void)state; check_qdot(FMT_INT4); }
@@ -1371,6 +1414,7 @@ int main(void)
         cmocka_unit_test(test_qdot_int4),
         cmocka_unit_test(test_qdot_fp4),
         cmocka_unit_test(test_qdot_extremes),
+        cmocka_unit_test(test_qdot_long_group),
         cmocka_unit_test(test_stored_q8_0_matvec),
         cmocka_unit_test(test_stored_q4_0_matvec),
         cmocka_unit_test(test_stored_f16_matvec),
