@@ -373,8 +373,8 @@ static void check_qdot(Format fmt)
 }
 
 /* Four heads of a group, or four rows against one head, sum a 4-bit
- * block's products in 16 bits before they widen them (qdot_avx2.c,
- * sums4): exact only while 8 products stay below 2^15. So every ISA must
+ * block's products in 16 bits before they widen them (sums4,
+ * qdot_blocks_avx2.h): exact only while 8 products stay below 2^15. So every ISA must
  * take the largest magnitudes exactly: each row's codes all at the largest
  * unsigned code (q4_0's nibble 15, int4's and fp4's 7: 7 and 6, plus the
  * offset) or all at the smallest, each head's codes all -128 or all 127. */
