@@ -38,15 +38,16 @@ static inline __attribute__((always_inline)) float row_dot(const Kind k, const u
     return row_scale(k, w, n) * hsum(acc);
 }
 
-/* Four rows against x side by side: each block of x loaded once. */
+/* q8_0's four rows against x side by side: each block of x loaded once
+ * (the 4-bit formats: rows4_offset_dot). */
 static inline __attribute__((always_inline)) void rows4_dot(const Kind k, float *const y[4],
                                                             const unsigned char *const w[4], XBlocks x, size_t nb,
                                                             size_t n)
 {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    const __m256i e = _mm256_setzero_si256(); /* q8_0 codes carry no offset */
     for (size_t b = 0; b < nb; b++) {
         const __m256i xv = load32(x.codes + b * x.step);
-        const __m256i e = offset_codes(k) ? offset_sums(k, xv) : _mm256_setzero_si256();
         const __m256 d = _mm256_set1_ps(x.dx[b]);
         const unsigned char *b0 = block_at(k, w[0], b), *b1 = block_at(k, w[1], b);
         const unsigned char *b2 = block_at(k, w[2], b), *b3 = block_at(k, w[3], b);
@@ -139,12 +140,13 @@ void qdot_avx2(float *y, size_t ld, Format fmt, const void *rows, size_t stride,
     const unsigned char *x = xq, *w = rows;
     float dx[QDOT_MAX_BLOCKS];      /* [G][nb] */
     __m256i order[QDOT_VEC_BLOCKS]; /* int4, fp4: each block's codes, the even elements, then the odd */
-    __m256i offs[QDOT_VEC_BLOCKS];  /* a group's offset_sums, for the 4-bit formats */
+    __m256i offs[QDOT_VEC_BLOCKS];  /* offset_sums of the heads after the last four (4-bit formats) */
+    const size_t rest = G / 4 * 4 * nb; /* the first block of those heads; group4_rows finds its own */
     for (size_t b = 0; b < G * nb; b++) {
         dx[b] = half_at(x + b * xb);
         if (per_row)
             order[b] = even_then_odd(load32(x + b * xb + 2));
-        if (offset && G > 1)
+        if (offset && G > 1 && b >= rest)
             offs[b] = offset_sums(k, per_row ? order[b] : load32(x + b * xb + 2));
     }
     const XBlocks xs = per_row ? (XBlocks){ (const unsigned char *)order, sizeof order[0], dx }

@@ -39,6 +39,17 @@ static inline __attribute__((always_inline)) void group_rows(const Kind k, const
     }
 }
 
+/* Unsigned codes u times four vectors x (x0, x0 + step, ..), in sums4's
+ * lanes. */
+static inline __m256i codes_times4(__m256i u, const unsigned char *x0, size_t step)
+{
+    __m256i m[4];
+    CODEC_UNROLL
+    for (size_t j = 0; j < 4; j++)
+        m[j] = _mm256_maddubs_epi16(u, load32(x0 + j * step));
+    return sums4(m);
+}
+
 /* A block's dots with four vectors x (x0, x0 + step, ..) in sums4's
  * lanes; off (the 4-bit formats): their offset sums so laid out. The
  * 4-bit formats go through sums4, exact as their unsigned codes are at
@@ -48,29 +59,21 @@ static inline __attribute__((always_inline)) void group_rows(const Kind k, const
 static inline __m256i heads4_sums(const Kind k, const unsigned char *blk, const unsigned char *x0, size_t step,
                                   __m256i off)
 {
-    __m256i m[4];
     if (k == K_Q8_0) {
         const __m256i w = load32(blk + 2), aw = _mm256_sign_epi8(w, w);
+        __m256i m[4];
         CODEC_UNROLL
         for (size_t j = 0; j < 4; j++)
             m[j] = pair_sums(aw, _mm256_sign_epi8(load32(x0 + j * step), w));
         return _mm256_hadd_epi32(_mm256_hadd_epi32(m[0], m[1]), _mm256_hadd_epi32(m[2], m[3]));
     }
-    const __m256i u = offset_codes_of(k, blk);
-    CODEC_UNROLL
-    for (size_t j = 0; j < 4; j++)
-        m[j] = _mm256_maddubs_epi16(u, load32(x0 + j * step));
-    return _mm256_sub_epi32(sums4(m), off);
+    return _mm256_sub_epi32(codes_times4(offset_codes_of(k, blk), x0, step), off);
 }
 
 /* offset_of(k) . x for four vectors, as heads4_sums lays it out. */
 static inline __m256i heads4_offsets(const Kind k, const unsigned char *x0, size_t step)
 {
-    __m256i m[4];
-    CODEC_UNROLL
-    for (size_t j = 0; j < 4; j++)
-        m[j] = _mm256_maddubs_epi16(_mm256_set1_epi8((char)offset_of(k)), load32(x0 + j * step));
-    return sums4(m);
+    return codes_times4(_mm256_set1_epi8((char)offset_of(k)), x0, step);
 }
 
 /* One row's dots with four heads, lane j head j. x0: the heads' block 0
