@@ -78,9 +78,9 @@ INLINE void dequantize_row(ChunkFn chunk, float *dst, const Row *r, size_t n)
  * adds the lanes in another order, and a row alone at the end of a run
  * would then round otherwise than in a full block (cutting the rows into
  * runs, pages, changed scores). */
-INLINE void dot_store(float *out, size_t ld, V *part, const size_t GB, size_t nr)
+INLINE void dot_store(float *out, size_t ld, V *part, const size_t GB, const size_t S, size_t sld, size_t nr)
 {
-    const size_t RB = NACC / GB;
+    const size_t RB = NACC / GB, P = RB / S;
     for (size_t g = 0; g < GB; g++)
         for (size_t r = nr; r < RB; r++)
             part[g * RB + r] = v_zero();
@@ -88,7 +88,7 @@ INLINE void dot_store(float *out, size_t ld, V *part, const size_t GB, size_t nr
     v_reduce(sums, part);
     for (size_t g = 0; g < GB; g++)
         for (size_t r = 0; r < nr; r++)
-            out[g * ld + r] = sums[g * RB + r];
+            out[g * ld + r / P * sld + r % P] = sums[g * RB + r];
 }
 
 /* acc[g] += q_g . decode(the BC chunks of the block from value i), g < GB:
@@ -124,8 +124,11 @@ INLINE void dot_part_mem(PartFn raw, PartFn scale, const size_t BC, const size_t
     dot_part(raw, scale, BC, GB, row, i, qv, BC, acc);
 }
 
-/* GB heads x nr <= NACC / GB rows at base + r * stride: out[g * ld + r] =
- * q[g * n ..] . decode(row r). The rows are read one after the other, each
+/* GB heads x nr <= NACC / GB rows: out[g * ld + r] = q[g * n ..] .
+ * decode(row r), row r at base + r * stride. With S > 1 streams (nr =
+ * NACC / GB), P = nr / S consecutive rows of each stream: row r is row r % P
+ * of stream r / P, at base + (r / P) * sstride + (r % P) * stride, its
+ * score at out[(r / P) * sld + r % P]. The rows are read one after the other, each
  * chunk decoded once for the GB heads (q from L1); NS chunks in flight per
  * head keep a long row from being bound by the FMA latency: 4 for one head;
  * for GB heads up to NACC / GB (at most 4) where decoding is a load
@@ -134,14 +137,15 @@ INLINE void dot_part_mem(PartFn raw, PartFn scale, const size_t BC, const size_t
  * Other decoders need registers of their own: 2 or 1 there (int4 and fp4
  * gained nothing from more, q8_0 lost). */
 INLINE void dot_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB,
-                      const int per_row_scale, const int cheap, float *out, size_t ld, const float *q,
-                      const unsigned char *base, size_t stride, size_t nr, size_t n)
+                      const int per_row_scale, const int cheap, const size_t S, size_t sstride, size_t sld,
+                      float *out, size_t ld, const float *q, const unsigned char *base, size_t stride, size_t nr,
+                      size_t n)
 {
-    const size_t RB = NACC / GB, NS = GB == 1 ? 4 : cheap ? (RB < 4 ? RB : 4) : GB == 2 ? 2 : 1;
+    const size_t RB = NACC / GB, P = RB / S, NS = GB == 1 ? 4 : cheap ? (RB < 4 ? RB : 4) : GB == 2 ? 2 : 1;
     V part[NACC];
 #pragma GCC unroll 1
     for (size_t r = 0; r < nr; r++) {
-        const Row row = row_of(base + r * stride, n, per_row_scale);
+        const Row row = row_of(base + r / P * sstride + r % P * stride, n, per_row_scale);
         V acc[4][4];
         UNROLL_16
         for (size_t s = 0; s < NS; s++)
@@ -180,7 +184,7 @@ INLINE void dot_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
             part[g * RB + r] = acc[0][g];
         }
     }
-    dot_store(out, ld, part, GB, nr);
+    dot_store(out, ld, part, GB, S, sld, nr);
 }
 
 /* dot_block for rows of exactly NC chunks (n = NC * W, GB * NC <= NACC): q
@@ -219,23 +223,42 @@ INLINE void dot_block_q(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC
         for (size_t g = 0; g < GB; g++)
             part[g * RB + r] = v_add(acc[0][g], acc[1][g]);
     }
-    dot_store(out, ld, part, GB, nr);
+    dot_store(out, ld, part, GB, 1, 0, nr);
 }
 
+/* Streams one head's cheap rows are read in (dot_heads). */
+#define DOT_STREAMS 4
+
 /* GB heads over all the rows, NACC / GB rows a block; NQ = 8: the rows are
- * 8 chunks and q stays in registers. */
+ * 8 chunks and q stays in registers. One head's cheap rows (f32, f16) are
+ * read as DOT_STREAMS streams side by side, each block two rows of each of
+ * four equal spans: one stream from one core reads about 14 GB/s on an AVX2
+ * EPYC, four about 20 (kvscope bench's read loops), and a cold f32 dot of
+ * 65536 rows took 0.84 to 0.88 of its time in one stream (f16 0.84 to 0.87;
+ * alternating calls, medians). A row's score does not depend on the block
+ * it is in (v_reduce adds every slot's lanes in the same order), so the
+ * scores are the one-stream ones bit for bit. */
 INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB, const size_t NQ,
                       const int per_row_scale, const int cheap, float *out, size_t ld, const float *q,
                       const unsigned char *rows, size_t stride, size_t n_rows, size_t n)
 {
     const size_t RB = NACC / GB;
-    for (size_t r = 0; r < n_rows; r += RB) {
+    size_t r = 0;
+    const size_t S = RB < DOT_STREAMS ? RB : DOT_STREAMS;
+    if (!NQ && cheap && GB == 1 && n_rows >= S * RB) {
+        const size_t P = RB / S, span = n_rows / S / P * P;
+        for (; r < span; r += P)
+            dot_block(chunk, raw, scale, BC, GB, per_row_scale, cheap, S, span * stride, span, out + r, ld,
+                      q, rows + r * stride, stride, RB, n);
+        r = span * S;
+    }
+    for (; r < n_rows; r += RB) {
         const size_t nr = n_rows - r < RB ? n_rows - r : RB;
         if (NQ)
             dot_block_q(chunk, raw, scale, BC, GB, NQ, per_row_scale, out + r, ld, q, rows + r * stride, stride, nr);
         else
-            dot_block(chunk, raw, scale, BC, GB, per_row_scale, cheap, out + r, ld, q, rows + r * stride, stride, nr,
-                      n);
+            dot_block(chunk, raw, scale, BC, GB, per_row_scale, cheap, 1, 0, 0, out + r, ld, q, rows + r * stride,
+                      stride, nr, n);
     }
 }
 
@@ -253,6 +276,10 @@ INLINE void dot_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, c
 {
     const size_t GQ = NACC / 8; /* heads whose q fits the registers */
     const int qreg = n == 8 * W && n_rows >= 4 && (cheap || G <= GQ);
+    if (cheap && !qreg && G == 1) { /* one block of heads: no passes, the run in streams */
+        dot_heads(chunk, raw, scale, BC, 1, 0, per_row_scale, cheap, out, ld, q, rows, stride, n_rows, n);
+        return;
+    }
     for (size_t r = 0; r < n_rows; r += PASS_ROWS) {
         const unsigned char *p = (const unsigned char *)rows + r * stride;
         const size_t nr = n_rows - r < PASS_ROWS ? n_rows - r : PASS_ROWS;
