@@ -38,6 +38,9 @@
  *         instead (q loaded once for them) halves the loads but streams from
  *         DRAM at half the speed (f32: 6.5 against 17 GB/s): the hardware
  *         prefetchers lose the rows. Software prefetch did not win it back.
+ *         (Two rows so, at 4 heads on the AVX2 EPYC: f32 1.47x slower cold,
+ *         f16 the same.) One head's f32 and f16 rows are read from four
+ *         parts of the run side by side instead (dot_heads).
  *   axpy  the accumulators of GB heads x CB chunks in registers, loaded once
  *         and stored once per call, every row added in between (per-row
  *         calls loaded and stored them for every row: with 4 heads the load
@@ -231,8 +234,8 @@ INLINE void dot_block_q(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC
 
 /* GB heads over all the rows, NACC / GB rows a block; NQ = 8: the rows are
  * 8 chunks and q stays in registers. One head's cheap rows (f32, f16) are
- * read as DOT_STREAMS streams side by side, each block two rows of each of
- * four equal spans: one stream from one core reads about 14 GB/s on an AVX2
+ * read as DOT_STREAMS streams side by side, each block NACC / 4 rows of
+ * each of four equal spans of the run: one stream from one core reads about 14 GB/s on an AVX2
  * EPYC, four about 20 (kvscope bench's read loops), and a cold f32 dot of
  * 65536 rows took 0.84 to 0.88 of its time in one stream (f16 0.84 to 0.87;
  * alternating calls, medians). A row's score does not depend on the block
@@ -244,13 +247,12 @@ INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
 {
     const size_t RB = NACC / GB;
     size_t r = 0;
-    const size_t S = RB < DOT_STREAMS ? RB : DOT_STREAMS;
-    if (!NQ && cheap && GB == 1 && n_rows >= S * RB) {
-        const size_t P = RB / S, span = n_rows / S / P * P;
+    if (!NQ && cheap && GB == 1 && n_rows >= DOT_STREAMS * RB) { /* whole blocks from the four spans */
+        const size_t P = RB / DOT_STREAMS, span = n_rows / DOT_STREAMS / P * P;
         for (; r < span; r += P)
-            dot_block(chunk, raw, scale, BC, GB, per_row_scale, cheap, S, span * stride, span, out + r, ld,
-                      q, rows + r * stride, stride, RB, n);
-        r = span * S;
+            dot_block(chunk, raw, scale, BC, GB, per_row_scale, cheap, DOT_STREAMS, span * stride, span, out + r,
+                      ld, q, rows + r * stride, stride, RB, n);
+        r = span * DOT_STREAMS; /* the rest, fewer than NACC rows, in one stream */
     }
     for (; r < n_rows; r += RB) {
         const size_t nr = n_rows - r < RB ? n_rows - r : RB;
