@@ -35,49 +35,48 @@ static inline __m256 exp8(__m256 x)
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
-/* Four W rows at a time: each x chunk loaded once serves four outputs. */
+/* y[k] = W row k . xr for k < R (R a constant: 8, 4 or 1), each chunk of
+ * xr loaded once for the R rows; one accumulator a row, the tail scalar. */
+static inline __attribute__((always_inline)) void dot_w_rows(const size_t R, float *y, const float *xr,
+                                                             const float *w, size_t in)
+{
+    __m256 a[8];
+#pragma GCC unroll 8
+    for (size_t k = 0; k < R; k++)
+        a[k] = _mm256_setzero_ps();
+    size_t i = 0;
+    for (; i + 8 <= in; i += 8) {
+        const __m256 xv = _mm256_loadu_ps(xr + i);
+#pragma GCC unroll 8
+        for (size_t k = 0; k < R; k++)
+            a[k] = _mm256_fmadd_ps(_mm256_loadu_ps(w + k * in + i), xv, a[k]);
+    }
+#pragma GCC unroll 8
+    for (size_t k = 0; k < R; k++) {
+        float s = hsum8(a[k]);
+        for (size_t j = i; j < in; j++)
+            s += w[k * in + j] * xr[j];
+        y[k] = s;
+    }
+}
+
+/* W rows in blocks of 8, then 4, then one by one: eight rows read side by
+ * side keep more reads in flight than four (the 4096 x 4096 matvec, cold,
+ * on an AVX2 EPYC: 0.97 to 0.98 of the time with four, medians of 61
+ * alternating calls; the sums are the same bit for bit). */
 void matmul_avx2(float *y, const float *x, const float *w, size_t n, size_t in, size_t out, uint64_t *flops,
                  Counters *ctr)
 {
     size_t o = 0;
-    for (; o + 4 <= out; o += 4) {
-        const float *w0 = w + o * in, *w1 = w0 + in, *w2 = w1 + in, *w3 = w2 + in;
-        for (size_t r = 0; r < n; r++) {
-            const float *xr = x + r * in;
-            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-            size_t i = 0;
-            for (; i + 8 <= in; i += 8) {
-                __m256 xv = _mm256_loadu_ps(xr + i);
-                a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w0 + i), xv, a0);
-                a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w1 + i), xv, a1);
-                a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w2 + i), xv, a2);
-                a3 = _mm256_fmadd_ps(_mm256_loadu_ps(w3 + i), xv, a3);
-            }
-            float s0 = hsum8(a0), s1 = hsum8(a1), s2 = hsum8(a2), s3 = hsum8(a3);
-            for (; i < in; i++) {
-                s0 += w0[i] * xr[i];
-                s1 += w1[i] * xr[i];
-                s2 += w2[i] * xr[i];
-                s3 += w3[i] * xr[i];
-            }
-            float *yr = y + r * out + o;
-            yr[0] = s0, yr[1] = s1, yr[2] = s2, yr[3] = s3;
-        }
-    }
-    for (; o < out; o++) {
-        const float *wr = w + o * in;
-        for (size_t r = 0; r < n; r++) {
-            const float *xr = x + r * in;
-            __m256 a = _mm256_setzero_ps();
-            size_t i = 0;
-            for (; i + 8 <= in; i += 8)
-                a = _mm256_fmadd_ps(_mm256_loadu_ps(wr + i), _mm256_loadu_ps(xr + i), a);
-            float s = hsum8(a);
-            for (; i < in; i++)
-                s += wr[i] * xr[i];
-            y[r * out + o] = s;
-        }
-    }
+    for (; o + 8 <= out; o += 8)
+        for (size_t r = 0; r < n; r++)
+            dot_w_rows(8, y + r * out + o, x + r * in, w + o * in, in);
+    for (; o + 4 <= out; o += 4)
+        for (size_t r = 0; r < n; r++)
+            dot_w_rows(4, y + r * out + o, x + r * in, w + o * in, in);
+    for (; o < out; o++)
+        for (size_t r = 0; r < n; r++)
+            dot_w_rows(1, y + r * out + o, x + r * in, w + o * in, in);
     if (flops)
         *flops += 2 * (uint64_t)n * out * in;
     if (ctr)
