@@ -232,6 +232,29 @@ INLINE void dot_block_q(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC
 /* Streams one head's cheap rows are read in (dot_heads). */
 #define DOT_STREAMS 4
 
+/* dot_block's streamed blocks for one head and rows of exactly NC chunks
+ * of a cheap format (f32, f16), written out whole for the constant length:
+ * the same sums (chunk c in chain c % 4, the chains added in turn), so the
+ * same bits, but the block's rows unrolled and scheduled together: 65536
+ * cold rows of 128 values on the AVX2 EPYC took 0.96 of dot_block's time
+ * in f32, 0.93 in f16 (61 alternating calls, medians, two runs). */
+INLINE void dot_block_streams(ChunkFn chunk, const size_t NC, float *out, size_t ld, const float *q,
+                              const unsigned char *base, size_t stride, size_t sstride, size_t sld)
+{
+    const size_t P = NACC / DOT_STREAMS;
+    V part[NACC];
+    UNROLL_16
+    for (size_t r = 0; r < NACC; r++) {
+        const Row row = row_of(base + r / P * sstride + r % P * stride, NC * W, 0);
+        V acc[4] = { v_zero(), v_zero(), v_zero(), v_zero() };
+        UNROLL_16
+        for (size_t c = 0; c < NC; c++)
+            acc[c % 4] = v_fma(v_load(q + c * W), chunk(&row, c * W, W), acc[c % 4]);
+        part[r] = v_add(v_add(v_add(acc[0], acc[1]), acc[2]), acc[3]);
+    }
+    dot_store(out, ld, part, 1, DOT_STREAMS, sld, NACC);
+}
+
 /* GB heads over all the rows, NACC / GB rows a block; NQ = 8: the rows are
  * 8 chunks and q stays in registers. One head's cheap rows (f32, f16) are
  * read as DOT_STREAMS streams side by side, each block NACC / 4 rows of
@@ -249,6 +272,9 @@ INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
     size_t r = 0;
     if (!NQ && cheap && GB == 1 && n_rows >= DOT_STREAMS * RB) { /* whole blocks from the four spans */
         const size_t P = RB / DOT_STREAMS, span = n_rows / DOT_STREAMS / P * P;
+        if (n == 16 * W)
+            for (; r < span; r += P)
+                dot_block_streams(chunk, 16, out + r, ld, q, rows + r * stride, stride, span * stride, span);
         for (; r < span; r += P)
             dot_block(chunk, raw, scale, BC, GB, per_row_scale, cheap, DOT_STREAMS, span * stride, span, out + r,
                       ld, q, rows + r * stride, stride, RB, n);
