@@ -129,16 +129,16 @@ INLINE void dot_part_mem(PartFn raw, PartFn scale, const size_t BC, const size_t
 
 /* GB heads x nr <= NACC / GB rows: out[g * ld + r] = q[g * n ..] .
  * decode(row r), row r at base + r * stride. With S > 1 streams (nr =
- * NACC / GB), P = nr / S consecutive rows of each stream: row r is row r % P
- * of stream r / P, at base + (r / P) * sstride + (r % P) * stride, its
- * score at out[(r / P) * sld + r % P]. The rows are read one after the other, each
- * chunk decoded once for the GB heads (q from L1); NS chunks in flight per
- * head keep a long row from being bound by the FMA latency: 4 for one head;
- * for GB heads up to NACC / GB (at most 4) where decoding is a load
- * (cheap). AVX2 f32, 4 heads, rows of 128 values from L2: 29 ns a row with
- * one in flight (a head's 16 FMAs waiting on each other), 21 ns with two.
- * Other decoders need registers of their own: 2 or 1 there (int4 and fp4
- * gained nothing from more, q8_0 lost). */
+ * NACC / GB), P = nr / S consecutive rows of each stream: row r is row
+ * r % P of stream r / P, at base + (r / P) * sstride + (r % P) * stride,
+ * its score at out[(r / P) * sld + r % P]. The rows are read one after
+ * the other, each chunk decoded once for the GB heads (q from L1); NS
+ * chunks in flight per head keep a long row from being bound by the FMA
+ * latency: 4 for one head; for GB heads up to NACC / GB (at most 4) where
+ * decoding is a load (cheap). AVX2 f32, 4 heads, rows of 128 values from
+ * L2: 29 ns a row with one in flight (a head's 16 FMAs waiting on each
+ * other), 21 ns with two. Other decoders need registers of their own: 2 or
+ * 1 there (int4 and fp4 gained nothing from more, q8_0 lost). */
 INLINE void dot_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB,
                       const int per_row_scale, const int cheap, const size_t S, size_t sstride, size_t sld,
                       float *out, size_t ld, const float *q, const unsigned char *base, size_t stride, size_t nr,
@@ -258,12 +258,13 @@ INLINE void dot_block_streams(ChunkFn chunk, const size_t NC, float *out, size_t
 /* GB heads over all the rows, NACC / GB rows a block; NQ = 8: the rows are
  * 8 chunks and q stays in registers. One head's cheap rows (f32, f16) are
  * read as DOT_STREAMS streams side by side, each block NACC / 4 rows of
- * each of four equal spans of the run: one stream from one core reads about 14 GB/s on an AVX2
- * EPYC, four about 20 (kvscope bench's read loops), and a cold f32 dot of
- * 65536 rows took 0.84 to 0.88 of its time in one stream (f16 0.84 to 0.87;
- * alternating calls, medians). A row's score does not depend on the block
- * it is in (v_reduce adds every slot's lanes in the same order), so the
- * scores are the one-stream ones bit for bit. */
+ * each of four equal spans of the run: one stream from one core reads
+ * about 14 GB/s on an AVX2 EPYC, four about 20 (kvscope bench's read
+ * loops), and a cold f32 dot of 65536 rows took 0.84 to 0.88 of its time
+ * in one stream (f16 0.84 to 0.87; alternating calls, medians). A row's
+ * score does not depend on the block it is in (v_reduce adds every slot's
+ * lanes in the same order), so the scores are the one-stream ones bit for
+ * bit. */
 INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB, const size_t NQ,
                       const int per_row_scale, const int cheap, float *out, size_t ld, const float *q,
                       const unsigned char *rows, size_t stride, size_t n_rows, size_t n)
