@@ -35,48 +35,83 @@ static inline __m256 exp8(__m256 x)
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
-/* y[k] = W row k . xr for k < R (R a constant: 8, 4 or 1), each chunk of
- * xr loaded once for the R rows; one accumulator a row, the tail scalar. */
-static inline __attribute__((always_inline)) void dot_w_rows(const size_t R, float *y, const float *xr,
-                                                             const float *w, size_t in)
+/* W row w . xr: the vector sum s, then the scalar tail from value i on. */
+static inline float row_tail(__m256 s, const float *w, const float *xr, size_t i, size_t in)
 {
-    __m256 a[8];
-#pragma GCC unroll 8
-    for (size_t k = 0; k < R; k++)
-        a[k] = _mm256_setzero_ps();
+    float t = hsum8(s);
+    for (; i < in; i++)
+        t += w[i] * xr[i];
+    return t;
+}
+
+/* y[k] = W row k . xr for k < 8, each chunk of xr loaded once for the
+ * eight rows. The accumulators are named, not an array: the sanitizer
+ * build (-O1, where the CLI tests run whole prefills) kept an array of
+ * them in memory and took 1.65x as long. */
+static void dot_w_rows8(float *y, const float *xr, const float *w, size_t in)
+{
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
     size_t i = 0;
     for (; i + 8 <= in; i += 8) {
         const __m256 xv = _mm256_loadu_ps(xr + i);
-#pragma GCC unroll 8
-        for (size_t k = 0; k < R; k++)
-            a[k] = _mm256_fmadd_ps(_mm256_loadu_ps(w + k * in + i), xv, a[k]);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), xv, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w + in + i), xv, a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w + 2 * in + i), xv, a2);
+        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(w + 3 * in + i), xv, a3);
+        a4 = _mm256_fmadd_ps(_mm256_loadu_ps(w + 4 * in + i), xv, a4);
+        a5 = _mm256_fmadd_ps(_mm256_loadu_ps(w + 5 * in + i), xv, a5);
+        a6 = _mm256_fmadd_ps(_mm256_loadu_ps(w + 6 * in + i), xv, a6);
+        a7 = _mm256_fmadd_ps(_mm256_loadu_ps(w + 7 * in + i), xv, a7);
     }
-#pragma GCC unroll 8
-    for (size_t k = 0; k < R; k++) {
-        float s = hsum8(a[k]);
-        for (size_t j = i; j < in; j++)
-            s += w[k * in + j] * xr[j];
-        y[k] = s;
+    const __m256 a[8] = { a0, a1, a2, a3, a4, a5, a6, a7 };
+    for (size_t k = 0; k < 8; k++)
+        y[k] = row_tail(a[k], w + k * in, xr, i, in);
+}
+
+/* dot_w_rows8 for four rows. */
+static void dot_w_rows4(float *y, const float *xr, const float *w, size_t in)
+{
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    size_t i = 0;
+    for (; i + 8 <= in; i += 8) {
+        const __m256 xv = _mm256_loadu_ps(xr + i);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), xv, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w + in + i), xv, a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w + 2 * in + i), xv, a2);
+        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(w + 3 * in + i), xv, a3);
     }
+    const __m256 a[4] = { a0, a1, a2, a3 };
+    for (size_t k = 0; k < 4; k++)
+        y[k] = row_tail(a[k], w + k * in, xr, i, in);
+}
+
+/* W row w . xr. */
+static float dot_w_row(const float *xr, const float *w, size_t in)
+{
+    __m256 a = _mm256_setzero_ps();
+    size_t i = 0;
+    for (; i + 8 <= in; i += 8)
+        a = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(xr + i), a);
+    return row_tail(a, w, xr, i, in);
 }
 
 /* W rows in blocks of 8, then 4, then one by one: eight rows read side by
  * side keep more reads in flight than four (the 4096 x 4096 matvec, cold,
- * on an AVX2 EPYC: 0.97 to 0.98 of the time with four, medians of 61
- * alternating calls; the sums are the same bit for bit). */
+ * on an AVX2 EPYC: 0.97 to 1.02 of the time with four, 0.98 the median of
+ * seven runs of 61 alternating calls; the sums are the same bit for bit). */
 void matmul_avx2(float *y, const float *x, const float *w, size_t n, size_t in, size_t out, uint64_t *flops,
                  Counters *ctr)
 {
     size_t o = 0;
     for (; o + 8 <= out; o += 8)
         for (size_t r = 0; r < n; r++)
-            dot_w_rows(8, y + r * out + o, x + r * in, w + o * in, in);
+            dot_w_rows8(y + r * out + o, x + r * in, w + o * in, in);
     for (; o + 4 <= out; o += 4)
         for (size_t r = 0; r < n; r++)
-            dot_w_rows(4, y + r * out + o, x + r * in, w + o * in, in);
+            dot_w_rows4(y + r * out + o, x + r * in, w + o * in, in);
     for (; o < out; o++)
         for (size_t r = 0; r < n; r++)
-            dot_w_rows(1, y + r * out + o, x + r * in, w + o * in, in);
+            y[r * out + o] = dot_w_row(x + r * in, w + o * in, in);
     if (flops)
         *flops += 2 * (uint64_t)n * out * in;
     if (ctr)
