@@ -68,23 +68,6 @@ static void dot_w_rows8(float *y, const float *xr, const float *w, size_t in)
         y[k] = row_tail(a[k], w + k * in, xr, i, in);
 }
 
-/* dot_w_rows8 for four rows. */
-static void dot_w_rows4(float *y, const float *xr, const float *w, size_t in)
-{
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    size_t i = 0;
-    for (; i + 8 <= in; i += 8) {
-        const __m256 xv = _mm256_loadu_ps(xr + i);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), xv, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w + in + i), xv, a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w + 2 * in + i), xv, a2);
-        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(w + 3 * in + i), xv, a3);
-    }
-    const __m256 a[4] = { a0, a1, a2, a3 };
-    for (size_t k = 0; k < 4; k++)
-        y[k] = row_tail(a[k], w + k * in, xr, i, in);
-}
-
 /* W row w . xr. */
 static float dot_w_row(const float *xr, const float *w, size_t in)
 {
@@ -95,10 +78,11 @@ static float dot_w_row(const float *xr, const float *w, size_t in)
     return row_tail(a, w, xr, i, in);
 }
 
-/* W rows in blocks of 8, then 4, then one by one: eight rows read side by
- * side keep more reads in flight than four (the 4096 x 4096 matvec, cold,
- * on an AVX2 EPYC: 0.97 to 1.02 of the time with four, 0.98 the median of
- * seven runs of 61 alternating calls; the sums are the same bit for bit). */
+/* W rows in blocks of 8, then the rest (fewer than 8) one by one: eight
+ * rows read side by side keep more reads in flight than four (the 4096 x
+ * 4096 matvec, cold, on an AVX2 EPYC: 0.96 to 1.02 of the time with four,
+ * 0.98 the median of eight runs of 61 alternating calls; the sums are the
+ * same bit for bit). */
 void matmul_avx2(float *y, const float *x, const float *w, size_t n, size_t in, size_t out, uint64_t *flops,
                  Counters *ctr)
 {
@@ -106,9 +90,6 @@ void matmul_avx2(float *y, const float *x, const float *w, size_t n, size_t in, 
     for (; o + 8 <= out; o += 8)
         for (size_t r = 0; r < n; r++)
             dot_w_rows8(y + r * out + o, x + r * in, w + o * in, in);
-    for (; o + 4 <= out; o += 4)
-        for (size_t r = 0; r < n; r++)
-            dot_w_rows4(y + r * out + o, x + r * in, w + o * in, in);
     for (; o < out; o++)
         for (size_t r = 0; r < n; r++)
             y[r * out + o] = dot_w_row(x + r * in, w + o * in, in);
