@@ -127,28 +127,24 @@ INLINE void dot_part_mem(PartFn raw, PartFn scale, const size_t BC, const size_t
     dot_part(raw, scale, BC, GB, row, i, qv, BC, acc);
 }
 
-/* GB heads x nr <= NACC / GB rows: out[g * ld + r] = q[g * n ..] .
- * decode(row r), row r at base + r * stride. With S > 1 streams (nr =
- * NACC / GB), P = nr / S consecutive rows of each stream: row r is row
- * r % P of stream r / P, at base + (r / P) * sstride + (r % P) * stride,
- * its score at out[(r / P) * sld + r % P]. The rows are read one after
- * the other, each chunk decoded once for the GB heads (q from L1); NS
- * chunks in flight per head keep a long row from being bound by the FMA
- * latency: 4 for one head; for GB heads up to NACC / GB (at most 4) where
- * decoding is a load (cheap). AVX2 f32, 4 heads, rows of 128 values from
- * L2: 29 ns a row with one in flight (a head's 16 FMAs waiting on each
- * other), 21 ns with two. Other decoders need registers of their own: 2 or
- * 1 there (int4 and fp4 gained nothing from more, q8_0 lost). */
+/* GB heads x nr <= NACC / GB rows at base + r * stride: out[g * ld + r] =
+ * q[g * n ..] . decode(row r). The rows are read one after the other, each
+ * chunk decoded once for the GB heads (q from L1); NS chunks in flight per
+ * head keep a long row from being bound by the FMA latency: 4 for one head;
+ * for GB heads up to NACC / GB (at most 4) where decoding is a load
+ * (cheap). AVX2 f32, 4 heads, rows of 128 values from L2: 29 ns a row with
+ * one in flight (a head's 16 FMAs waiting on each other), 21 ns with two.
+ * Other decoders need registers of their own: 2 or 1 there (int4 and fp4
+ * gained nothing from more, q8_0 lost). */
 INLINE void dot_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB,
-                      const int per_row_scale, const int cheap, const size_t S, size_t sstride, size_t sld,
-                      float *out, size_t ld, const float *q, const unsigned char *base, size_t stride, size_t nr,
-                      size_t n)
+                      const int per_row_scale, const int cheap, float *out, size_t ld, const float *q,
+                      const unsigned char *base, size_t stride, size_t nr, size_t n)
 {
-    const size_t RB = NACC / GB, P = RB / S, NS = GB == 1 ? 4 : cheap ? (RB < 4 ? RB : 4) : GB == 2 ? 2 : 1;
+    const size_t RB = NACC / GB, NS = GB == 1 ? 4 : cheap ? (RB < 4 ? RB : 4) : GB == 2 ? 2 : 1;
     V part[NACC];
 #pragma GCC unroll 1
     for (size_t r = 0; r < nr; r++) {
-        const Row row = row_of(base + r / P * sstride + r % P * stride, n, per_row_scale);
+        const Row row = row_of(base + r * stride, n, per_row_scale);
         V acc[4][4];
         UNROLL_16
         for (size_t s = 0; s < NS; s++)
@@ -187,7 +183,7 @@ INLINE void dot_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
             part[g * RB + r] = acc[0][g];
         }
     }
-    dot_store(out, ld, part, GB, S, sld, nr);
+    dot_store(out, ld, part, GB, 1, 0, nr);
 }
 
 /* dot_block for rows of exactly NC chunks (n = NC * W, GB * NC <= NACC): q
@@ -232,24 +228,32 @@ INLINE void dot_block_q(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC
 /* Streams one head's cheap rows are read in (dot_heads). */
 #define DOT_STREAMS 4
 
-/* dot_block's streamed blocks for one head and rows of exactly NC chunks
- * of a cheap format (f32, f16), written out whole for the constant length:
- * the same sums (chunk c in chain c % 4, the chains added in turn), so the
- * same bits, but the block's rows unrolled and scheduled together: 65536
- * cold rows of 128 values on the AVX2 EPYC took 0.96 of dot_block's time
- * in f32, 0.93 in f16 (61 alternating calls, medians, two runs). */
-INLINE void dot_block_streams(ChunkFn chunk, const size_t NC, float *out, size_t ld, const float *q,
-                              const unsigned char *base, size_t stride, size_t sstride, size_t sld)
+/* One head against a block of NACC rows of a cheap format (f32, f16) from
+ * DOT_STREAMS streams: P = NACC / DOT_STREAMS consecutive rows of each,
+ * row r of the block row r % P of stream r / P, at base + (r / P) *
+ * sstride + (r % P) * stride, its score at out[(r / P) * sld + r % P].
+ * dot_block's sums in dot_block's order (chunk c in chain c % 4 while whole
+ * groups of four last, the rest in chain 0, the chains added in turn), so
+ * the same bits; called with a constant n, the block's rows are unrolled
+ * and scheduled together: 65536 cold rows of 128 values on the AVX2 EPYC
+ * took 0.96 of dot_block's time in f32, 0.93 in f16 (61 alternating calls,
+ * medians, two runs). */
+INLINE void dot_block_streams(ChunkFn chunk, float *out, size_t ld, const float *q, const unsigned char *base,
+                              size_t stride, size_t sstride, size_t sld, size_t n)
 {
-    const size_t P = NACC / DOT_STREAMS;
+    const size_t P = NACC / DOT_STREAMS, grouped = n / (4 * W) * 4, whole = n / W;
     V part[NACC];
     UNROLL_16
     for (size_t r = 0; r < NACC; r++) {
-        const Row row = row_of(base + r / P * sstride + r % P * stride, NC * W, 0);
+        const Row row = row_of(base + r / P * sstride + r % P * stride, n, 0);
         V acc[4] = { v_zero(), v_zero(), v_zero(), v_zero() };
         UNROLL_16
-        for (size_t c = 0; c < NC; c++)
-            acc[c % 4] = v_fma(v_load(q + c * W), chunk(&row, c * W, W), acc[c % 4]);
+        for (size_t c = 0; c < whole; c++) {
+            const size_t k = c < grouped ? c % 4 : 0;
+            acc[k] = v_fma(v_load(q + c * W), chunk(&row, c * W, W), acc[k]);
+        }
+        if (whole * W < n) /* the last chunk, partial */
+            acc[0] = v_fma(v_load_part(q + whole * W, n % W), chunk(&row, whole * W, n % W), acc[0]);
         part[r] = v_add(v_add(v_add(acc[0], acc[1]), acc[2]), acc[3]);
     }
     dot_store(out, ld, part, 1, DOT_STREAMS, sld, NACC);
@@ -273,12 +277,11 @@ INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
     size_t r = 0;
     if (!NQ && cheap && GB == 1 && n_rows >= DOT_STREAMS * RB) { /* whole blocks from the four spans */
         const size_t P = RB / DOT_STREAMS, span = n_rows / DOT_STREAMS / P * P;
-        if (n == 16 * W)
-            for (; r < span; r += P)
-                dot_block_streams(chunk, 16, out + r, ld, q, rows + r * stride, stride, span * stride, span);
         for (; r < span; r += P)
-            dot_block(chunk, raw, scale, BC, GB, per_row_scale, cheap, DOT_STREAMS, span * stride, span, out + r,
-                      ld, q, rows + r * stride, stride, RB, n);
+            if (n == 16 * W) /* 16 chunks (128 values on AVX2): a constant, the rows written out */
+                dot_block_streams(chunk, out + r, ld, q, rows + r * stride, stride, span * stride, span, 16 * W);
+            else
+                dot_block_streams(chunk, out + r, ld, q, rows + r * stride, stride, span * stride, span, n);
         r = span * DOT_STREAMS; /* the rest, fewer than NACC rows, in one stream */
     }
     for (; r < n_rows; r += RB) {
@@ -286,8 +289,8 @@ INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
         if (NQ)
             dot_block_q(chunk, raw, scale, BC, GB, NQ, per_row_scale, out + r, ld, q, rows + r * stride, stride, nr);
         else
-            dot_block(chunk, raw, scale, BC, GB, per_row_scale, cheap, 1, 0, 0, out + r, ld, q, rows + r * stride,
-                      stride, nr, n);
+            dot_block(chunk, raw, scale, BC, GB, per_row_scale, cheap, out + r, ld, q, rows + r * stride, stride, nr,
+                      n);
     }
 }
 

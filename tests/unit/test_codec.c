@@ -1073,7 +1073,7 @@ static void test_tiles_cut_anywhere(void **state)
 {
     (void)state;
     Isa isa[4];
-    const size_t ni = isa_list(isa), lengths[] = { 32, 33, 128, 256 }; /* 128, 256: 16 chunks of AVX2, AVX-512 */
+    const size_t ni = isa_list(isa), lengths[] = { 32, 33, 80, 128, 176, 256 }; /* 80, 176: chunks past whole fours (AVX2, AVX-512); 128, 256: 16 chunks */
     for (size_t k = 0; k < ni; k++)
         for (int f = 0; isa[k].ok && f < FMT_COUNT; f++)
             for (size_t l = 0; l < N_OF(lengths); l++)
