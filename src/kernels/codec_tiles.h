@@ -347,15 +347,15 @@ INLINE void dot_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, c
  * NACC accumulators, registers): acc[g * n + i0 ..] += sum_r w[g * ld + r]
  * * decode(row r)[i0 ..], the accumulators loaded once and stored once for
  * all the rows. The last chunk has m lanes. Called with nc = CB and m = W as
- * constants for the bulk of a row, with what is left at its end. prefetch:
- * where a row is read in parts, its first part asks for all its bytes, so
- * that memory sees whole rows in order, not every row's first part, then
- * every row's second.
+ * constants for the bulk of a row, with what is left at its end. pf_bytes
+ * (a row's first part, where it is read in parts; else 0): the row's bytes
+ * from its second line up to pf_bytes are prefetched, so that memory sees
+ * whole rows in order, not every row's first part, then every row's second.
  *
  * Whole blocks of a block-scaled format (BC) add the codes times w * the
  * block's scale: one multiply per block and head instead of one per value. */
 INLINE void axpy_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB,
-                       const size_t CB, const int per_row_scale, const int prefetch, float *acc, const float *w,
+                       const size_t CB, const int per_row_scale, size_t pf_bytes, float *acc, const float *w,
                        size_t ld, const unsigned char *rows, size_t stride, size_t n_rows, size_t n, size_t i0,
                        size_t nc, size_t m)
 {
@@ -371,9 +371,8 @@ INLINE void axpy_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC,
         }
     for (size_t r = 0; r < n_rows; r++) {
         const Row row = row_of(rows + r * stride, n, per_row_scale);
-        if (prefetch && i0 == 0 && nc * W < n)
-            for (size_t o = 64; o < stride; o += 64) /* the first line is being read */
-                __builtin_prefetch(rows + r * stride + o);
+        for (size_t o = 64; o < pf_bytes; o += 64) /* the first line is being read */
+            __builtin_prefetch(rows + r * stride + o);
         UNROLL_16
         for (size_t g = 0; g < GB; g++)
             wv[g] = fold ? v_mul(v_set1(w[g * ld + r]), scale(&row, 0)) : v_set1(w[g * ld + r]);
@@ -420,16 +419,17 @@ INLINE void axpy_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC,
  * so that rows of 8 chunks take the constant block, not the rest's. */
 #define AXPY_CHUNKS(GB) (NACC / (GB) < 8 ? NACC / (GB) : 8)
 
-/* GB heads over the whole row length: blocks of CB chunks, then the rest. */
+/* GB heads over the whole row length: blocks of CB chunks, then the rest;
+ * pf_bytes: axpy_block's, for the first. */
 INLINE void axpy_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB,
-                       const int per_row_scale, const int prefetch, float *acc, const float *w, size_t ld,
+                       const int per_row_scale, size_t pf_bytes, float *acc, const float *w, size_t ld,
                        const unsigned char *rows, size_t stride, size_t n_rows, size_t n)
 {
     const size_t CB = AXPY_CHUNKS(GB);
     size_t i = 0;
     if (n >= CB * W) { /* i0 = 0 a constant: a block's chunks then share its scale's load */
-        axpy_block(chunk, raw, scale, BC, GB, CB, per_row_scale, prefetch, acc, w, ld, rows, stride, n_rows, n, 0, CB,
-                   W);
+        axpy_block(chunk, raw, scale, BC, GB, CB, per_row_scale, n > CB * W ? pf_bytes : 0, acc, w, ld, rows, stride,
+                   n_rows, n, 0, CB, W);
         i = CB * W;
     }
     for (; i + CB * W <= n; i += CB * W)
@@ -454,14 +454,14 @@ INLINE void axpy_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC,
  * 2 heads 0.98 and 0.95. Without the prefetch f32 took 1.66 times as long
  * at 4 heads: the rows' first parts came from memory, then their second. */
 INLINE void axpy_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const int per_row_scale,
-                      const int cheap, float *acc, const float *w, size_t ld, size_t G, const void *rows,
+                      const size_t cheap, float *acc, const float *w, size_t ld, size_t G, const void *rows,
                       size_t stride, size_t n_rows, size_t n)
 {
     const size_t chunks = (n + W - 1) / W;
     const size_t gmax = !cheap || AXPY_CHEAP_PARTS || chunks <= AXPY_CHUNKS(4) ? 4
                         : chunks <= AXPY_CHUNKS(2)                           ? 2
                                                                              : 1;
-    const int prefetch = cheap && AXPY_CHEAP_PARTS; /* blocks of heads only: one head's rows gained nothing */
+    const size_t pf_bytes = AXPY_CHEAP_PARTS ? cheap * n : 0; /* blocks of heads only: one head's rows gained nothing */
     for (size_t r = 0; r < n_rows; r += PASS_ROWS) {
         const unsigned char *p = (const unsigned char *)rows + r * stride;
         const size_t nr = n_rows - r < PASS_ROWS ? n_rows - r : PASS_ROWS;
@@ -470,10 +470,10 @@ INLINE void axpy_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
             float *a = acc + g * n;
             const float *wg = w + g * ld + r;
             if (left >= 4 && gmax >= 4) { /* a constant GB per call */
-                axpy_heads(chunk, raw, scale, BC, 4, per_row_scale, prefetch, a, wg, ld, p, stride, nr, n);
+                axpy_heads(chunk, raw, scale, BC, 4, per_row_scale, pf_bytes, a, wg, ld, p, stride, nr, n);
                 g += 4;
             } else if (left >= 2 && gmax >= 2) {
-                axpy_heads(chunk, raw, scale, BC, 2, per_row_scale, prefetch, a, wg, ld, p, stride, nr, n);
+                axpy_heads(chunk, raw, scale, BC, 2, per_row_scale, pf_bytes, a, wg, ld, p, stride, nr, n);
                 g += 2;
             } else {
                 axpy_heads(chunk, raw, scale, BC, 1, per_row_scale, 0, a, wg, ld, p, stride, nr, n);
@@ -485,7 +485,8 @@ INLINE void axpy_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
 
 /* The operations of one format: fmt its name, per_row_scale whether rows
  * carry an fp16 scale after their words (int4: 1, fp4: 2; row_of), cheap
- * whether decoding is a load (f32, f16), raw, scale and bc the split (dot, axpy) of a
+ * the bytes of a value where decoding is a load (f32 4, f16 2), else 0, raw,
+ * scale and bc the split (dot, axpy) of a
  * block-scaled format (PartFn), or NULL, NULL, 0. The per-row forms are
  * tiles of one row. */
 #define CODEC_TILE_OPS_(fmt, per_row_scale, cheap, raw, scale, bc)                                          \
@@ -517,8 +518,8 @@ INLINE void axpy_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
 /* A block-scaled format: bc chunks a block, decoded by raw_<fmt> and scale_<fmt>. */
 #define CODEC_TILE_OPS_SPLIT(fmt, bc) CODEC_TILE_OPS_(fmt, 0, 0, raw_##fmt, scale_##fmt, bc)
 
-CODEC_TILE_OPS(f32, 0, 1)
-CODEC_TILE_OPS(f16, 0, 1)
+CODEC_TILE_OPS(f32, 0, 4)
+CODEC_TILE_OPS(f16, 0, 2)
 CODEC_TILE_OPS_SPLIT(q8_0, QK8_0 / W)
 CODEC_TILE_OPS_SPLIT(q4_0, QK4_0 / W)
 #if ROW_SCALE_PARTS /* the ISA gives raw_<fmt> and scale_<fmt> of int4 and fp4 too */
