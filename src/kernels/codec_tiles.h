@@ -450,7 +450,7 @@ INLINE void axpy_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC,
  * for cheap ones, or with AXPY_CHEAP_PARTS of 4 for them too, each row
  * prefetched whole by its first part. On the AVX2 EPYC, 65536 cold rows of
  * 128 values (alternating calls, medians of 61): 4 heads f32 0.85 to 0.92
- * of the time, f16 0.87 to 0.97 (four runs each); 8 heads 0.86 and 0.88,
+ * of the time, f16 0.87 to 0.97 (three runs each); 8 heads 0.86 and 0.88,
  * 2 heads 0.98 and 0.95. Without the prefetch f32 took 1.66 times as long
  * at 4 heads: the rows' first parts came from memory, then their second. */
 INLINE void axpy_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const int per_row_scale,
