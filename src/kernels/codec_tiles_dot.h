@@ -1,0 +1,264 @@
+/* codec_tiles_dot.h: the dot skeletons of codec_tiles.h (q . decode(row) for
+ * GB heads over a run of rows), included by it alone; codec_tiles.h says
+ * what the including ISA file defines and how the forms were chosen. */
+
+/* out[g * ld + r] = sums[g * RB + r] for g < GB, r < nr, from the block's
+ * per-row sums part[g * RB + r] (RB = NACC / GB; the unused ones zeroed).
+ * Always by v_reduce, even for one row: a horizontal add of one vector
+ * adds the lanes in another order, and a row alone at the end of a run
+ * would then round otherwise than in a full block (cutting the rows into
+ * runs, pages, changed scores). */
+INLINE void dot_store(float *out, size_t ld, V *part, const size_t GB, const size_t S, size_t sld, size_t nr)
+{
+    const size_t RB = NACC / GB, P = RB / S;
+    for (size_t g = 0; g < GB; g++)
+        for (size_t r = nr; r < RB; r++)
+            part[g * RB + r] = v_zero();
+    float sums[NACC];
+    v_reduce(sums, part);
+    for (size_t g = 0; g < GB; g++)
+        for (size_t r = 0; r < nr; r++)
+            out[g * ld + r / P * sld + r % P] = sums[g * RB + r];
+}
+
+/* acc[g] += q_g . decode(the BC chunks of the block from value i), g < GB:
+ * q_g's chunks are qv[g * qs + c]; the codes are dotted first and their sum
+ * scaled once (rounded otherwise than value by value, within dot's bound). */
+INLINE void dot_part(PartFn raw, PartFn scale, const size_t BC, const size_t GB, const Row *row, size_t i,
+                     const V *qv, size_t qs, V *acc)
+{
+    V t[4];
+    UNROLL_16
+    for (size_t c = 0; c < BC; c++) {
+        const V v = raw(row, i + c * W);
+        UNROLL_16
+        for (size_t g = 0; g < GB; g++)
+            t[g] = c ? v_fma(qv[g * qs + c], v, t[g]) : v_mul(qv[g * qs + c], v);
+    }
+    const V d = scale(row, i);
+    UNROLL_16
+    for (size_t g = 0; g < GB; g++)
+        acc[g] = v_fma(t[g], d, acc[g]);
+}
+
+/* dot_part with q_g's chunks loaded from q[g * n + i ..]. */
+INLINE void dot_part_mem(PartFn raw, PartFn scale, const size_t BC, const size_t GB, const Row *row,
+                         size_t i, const float *q, size_t n, V *acc)
+{
+    V qv[16];
+    UNROLL_16
+    for (size_t g = 0; g < GB; g++)
+        UNROLL_16
+        for (size_t c = 0; c < BC; c++)
+            qv[g * BC + c] = v_load(q + g * n + i + c * W);
+    dot_part(raw, scale, BC, GB, row, i, qv, BC, acc);
+}
+
+/* GB heads x nr <= NACC / GB rows at base + r * stride: out[g * ld + r] =
+ * q[g * n ..] . decode(row r). The rows are read one after the other, each
+ * chunk decoded once for the GB heads (q from L1); NS chunks in flight per
+ * head keep a long row from being bound by the FMA latency: 4 for one head;
+ * for GB heads up to NACC / GB (at most 4) where decoding is a load
+ * (cheap). AVX2 f32, 4 heads, rows of 128 values from L2: 29 ns a row with
+ * one in flight (a head's 16 FMAs waiting on each other), 21 ns with two.
+ * Other decoders need registers of their own: 2 or 1 there (int4 and fp4
+ * gained nothing from more, q8_0 lost). */
+INLINE void dot_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB,
+                      const int per_row_scale, const int cheap, float *out, size_t ld, const float *q,
+                      const unsigned char *base, size_t stride, size_t nr, size_t n)
+{
+    const size_t RB = NACC / GB, NS = GB == 1 ? 4 : cheap ? (RB < 4 ? RB : 4) : GB == 2 ? 2 : 1;
+    V part[NACC];
+#pragma GCC unroll 1
+    for (size_t r = 0; r < nr; r++) {
+        const Row row = row_of(base + r * stride, n, per_row_scale);
+        V acc[4][4];
+        UNROLL_16
+        for (size_t s = 0; s < NS; s++)
+            UNROLL_16
+            for (size_t g = 0; g < GB; g++)
+                acc[s][g] = v_zero();
+        size_t i = 0;
+        if (BC) { /* whole blocks, NS of them in flight */
+            for (; i + NS * BC * W <= n; i += NS * BC * W)
+                UNROLL_16
+                for (size_t s = 0; s < NS; s++)
+                    dot_part_mem(raw, scale, BC, GB, &row, i + s * BC * W, q, n, acc[s]);
+            for (; i + BC * W <= n; i += BC * W)
+                dot_part_mem(raw, scale, BC, GB, &row, i, q, n, acc[0]);
+        }
+        for (; !BC && i + NS * W <= n; i += NS * W)
+            UNROLL_16
+            for (size_t s = 0; s < NS; s++) {
+                const V v = chunk(&row, i + s * W, W);
+                UNROLL_16
+                for (size_t g = 0; g < GB; g++)
+                    acc[s][g] = v_fma(v_load(q + g * n + i + s * W), v, acc[s][g]);
+            }
+        for (; i < n; i += W) { /* what NS chunks at a time left, the last one partial */
+            const size_t m = n - i < W ? n - i : W;
+            const V v = chunk(&row, i, m);
+            UNROLL_16
+            for (size_t g = 0; g < GB; g++)
+                acc[0][g] = v_fma(v_load_part(q + g * n + i, m), v, acc[0][g]);
+        }
+        UNROLL_16
+        for (size_t g = 0; g < GB; g++) {
+            UNROLL_16
+            for (size_t s = 1; s < NS; s++)
+                acc[0][g] = v_add(acc[0][g], acc[s][g]);
+            part[g * RB + r] = acc[0][g];
+        }
+    }
+    dot_store(out, ld, part, GB, 1, 0, nr);
+}
+
+/* dot_block for rows of exactly NC chunks (n = NC * W, GB * NC <= NACC): q
+ * loaded into registers once for the block, a row then costs its own loads
+ * only. */
+INLINE void dot_block_q(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB, const size_t NC,
+                        const int per_row_scale, float *out, size_t ld, const float *q, const unsigned char *base,
+                        size_t stride, size_t nr)
+{
+    const size_t n = NC * W, RB = NACC / GB;
+    V qr[NACC], part[NACC];
+    UNROLL_16
+    for (size_t g = 0; g < GB; g++)
+        UNROLL_16
+        for (size_t c = 0; c < NC; c++)
+            qr[g * NC + c] = v_load(q + g * n + c * W);
+#pragma GCC unroll 1
+    for (size_t r = 0; r < nr; r++) {
+        const Row row = row_of(base + r * stride, n, per_row_scale);
+        V acc[2][4];
+        UNROLL_16
+        for (size_t g = 0; g < GB; g++)
+            acc[0][g] = acc[1][g] = v_zero();
+        UNROLL_16
+        for (size_t c = 0; c < NC; c++) { /* two sums in flight per head */
+            if (BC && c % (BC ? BC : 1) == 0) /* block-scaled: a block at a time (no % 0) */
+                dot_part(raw, scale, BC, GB, &row, c * W, qr + c, NC, acc[c / (BC ? BC : 1) % 2]);
+            if (BC)
+                continue;
+            const V v = chunk(&row, c * W, W);
+            UNROLL_16
+            for (size_t g = 0; g < GB; g++)
+                acc[c % 2][g] = v_fma(qr[g * NC + c], v, acc[c % 2][g]);
+        }
+        UNROLL_16
+        for (size_t g = 0; g < GB; g++)
+            part[g * RB + r] = v_add(acc[0][g], acc[1][g]);
+    }
+    dot_store(out, ld, part, GB, 1, 0, nr);
+}
+
+/* Streams one head's cheap rows are read in (dot_heads). */
+#define DOT_STREAMS 4
+
+/* One head against a block of NACC rows of a cheap format (f32, f16) from
+ * DOT_STREAMS streams: P = NACC / DOT_STREAMS consecutive rows of each,
+ * row r of the block row r % P of stream r / P, at base + (r / P) *
+ * sstride + (r % P) * stride, its score at out[(r / P) * sld + r % P].
+ * dot_block's sums in dot_block's order (chunk c in chain c % 4 while whole
+ * groups of four last, the rest in chain 0, the chains added in turn), so
+ * the same bits; called with a constant n, the block's rows are unrolled
+ * and scheduled together: 65536 cold rows of 128 values on the AVX2 EPYC
+ * took 0.96 of dot_block's time in f32, 0.93 in f16 (61 alternating calls,
+ * medians, two runs). */
+INLINE void dot_block_streams(ChunkFn chunk, float *out, size_t ld, const float *q, const unsigned char *base,
+                              size_t stride, size_t sstride, size_t sld, size_t n)
+{
+    const size_t P = NACC / DOT_STREAMS, grouped = n / (4 * W) * 4, whole = n / W;
+    V part[NACC];
+    UNROLL_16
+    for (size_t r = 0; r < NACC; r++) {
+        const Row row = row_of(base + r / P * sstride + r % P * stride, n, 0);
+        V acc[4] = { v_zero(), v_zero(), v_zero(), v_zero() };
+        UNROLL_16
+        for (size_t c = 0; c < whole; c++) {
+            const size_t k = c < grouped ? c % 4 : 0;
+            acc[k] = v_fma(v_load(q + c * W), chunk(&row, c * W, W), acc[k]);
+        }
+        if (whole * W < n) /* the last chunk, partial */
+            acc[0] = v_fma(v_load_part(q + whole * W, n % W), chunk(&row, whole * W, n % W), acc[0]);
+        part[r] = v_add(v_add(v_add(acc[0], acc[1]), acc[2]), acc[3]);
+    }
+    dot_store(out, ld, part, 1, DOT_STREAMS, sld, NACC);
+}
+
+/* GB heads over all the rows, NACC / GB rows a block; NQ = 8: the rows are
+ * 8 chunks and q stays in registers. One head's cheap rows (f32, f16) are
+ * read as DOT_STREAMS streams side by side, each block NACC / 4 rows of
+ * each of four equal spans of the run: one stream from one core reads
+ * about 14 GB/s on an AVX2 EPYC, four about 20 (kvscope bench's read
+ * loops), and a cold f32 dot of 65536 rows took 0.84 to 0.88 of its time
+ * in one stream (f16 0.84 to 0.87; alternating calls, medians). A row's
+ * score does not depend on the block it is in (v_reduce adds every slot's
+ * lanes in the same order), so the scores are the one-stream ones bit for
+ * bit. */
+INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB, const size_t NQ,
+                      const int per_row_scale, const int cheap, float *out, size_t ld, const float *q,
+                      const unsigned char *rows, size_t stride, size_t n_rows, size_t n)
+{
+    const size_t RB = NACC / GB;
+    size_t r = 0;
+    if (!NQ && cheap && GB == 1 && n_rows >= DOT_STREAMS * RB) { /* whole blocks from the four spans */
+        const size_t P = RB / DOT_STREAMS, span = n_rows / DOT_STREAMS / P * P;
+        for (; r < span; r += P)
+            if (n == 16 * W) /* 16 chunks (128 values on AVX2): a constant, the rows written out */
+                dot_block_streams(chunk, out + r, ld, q, rows + r * stride, stride, span * stride, span, 16 * W);
+            else
+                dot_block_streams(chunk, out + r, ld, q, rows + r * stride, stride, span * stride, span, n);
+        r = span * DOT_STREAMS; /* the rest, fewer than NACC rows, in one stream */
+    }
+    for (; r < n_rows; r += RB) {
+        const size_t nr = n_rows - r < RB ? n_rows - r : RB;
+        if (NQ)
+            dot_block_q(chunk, raw, scale, BC, GB, NQ, per_row_scale, out + r, ld, q, rows + r * stride, stride, nr);
+        else
+            dot_block(chunk, raw, scale, BC, GB, per_row_scale, cheap, out + r, ld, q, rows + r * stride, stride, nr,
+                      n);
+    }
+}
+
+
+/* The heads in blocks of 4, 2 or 1, PASS_ROWS rows at a time. Rows of 8
+ * chunks (and rows enough to pay for loading q): blocks of NACC / 8 heads
+ * with q in registers, where the format is cheap or the group that small
+ * (else a quantized row would be decoded once per block, not once). */
+INLINE void dot_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const int per_row_scale, const int cheap,
+                     float *out, size_t ld, const float *q, size_t G, const void *rows, size_t stride, size_t n_rows,
+                     size_t n)
+{
+    const size_t GQ = NACC / 8; /* heads whose q fits the registers */
+    const int qreg = n == 8 * W && n_rows >= 4 && (cheap || G <= GQ);
+    if (cheap && !qreg && G == 1) { /* one block of heads: no passes, the run in streams */
+        dot_heads(chunk, raw, scale, BC, 1, 0, per_row_scale, cheap, out, ld, q, rows, stride, n_rows, n);
+        return;
+    }
+    for (size_t r = 0; r < n_rows; r += PASS_ROWS) {
+        const unsigned char *p = (const unsigned char *)rows + r * stride;
+        const size_t nr = n_rows - r < PASS_ROWS ? n_rows - r : PASS_ROWS;
+        for (size_t g = 0; g < G;) {
+            const size_t left = G - g;
+            float *o = out + g * ld + r;
+            const float *qg = q + g * n;
+            if (qreg && GQ >= 2 && left >= 2) { /* a constant GB per call: see UNROLL_16 */
+                dot_heads(chunk, raw, scale, BC, 2, 8, per_row_scale, cheap, o, ld, qg, p, stride, nr, n);
+                g += 2;
+            } else if (qreg) {
+                dot_heads(chunk, raw, scale, BC, 1, 8, per_row_scale, cheap, o, ld, qg, p, stride, nr, n);
+                g += 1;
+            } else if (left >= 4) {
+                dot_heads(chunk, raw, scale, BC, 4, 0, per_row_scale, cheap, o, ld, qg, p, stride, nr, n);
+                g += 4;
+            } else if (left >= 2) {
+                dot_heads(chunk, raw, scale, BC, 2, 0, per_row_scale, cheap, o, ld, qg, p, stride, nr, n);
+                g += 2;
+            } else {
+                dot_heads(chunk, raw, scale, BC, 1, 0, per_row_scale, cheap, o, ld, qg, p, stride, nr, n);
+                g += 1;
+            }
+        }
+    }
+}
