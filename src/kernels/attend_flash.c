@@ -140,6 +140,18 @@ static void add_values_int(const Kernels *k, const AttnArgs *a, size_t qpos, Cur
                      dbound);
 }
 
+/* Whether a tile's value rows are worth prefetching while its keys are
+ * scored (codec.h's RowsAhead): where adding them waits on memory. f32,
+ * f16 and q8_0 values did (whole cold flash steps at 65536 rows on the AVX2
+ * EPYC, alternating with steps without: 0.84 to 0.95 of the time where the
+ * scoring computes, G = 4 or quantized keys); the 4-bit ones decode slower
+ * than memory, or prefetch their own rows with integer weights, and took 1%
+ * to 12% longer. */
+static int values_wait_on_memory(Format v_fmt)
+{
+    return v_fmt == FMT_F32 || v_fmt == FMT_F16 || v_fmt == FMT_Q8_0;
+}
+
 /* Fold the tile of n <= ld visible rows from *c on into the running state
  * of the group's heads, for the query q at qpos; *c moves past the tile.
  *   a->scores: scratch [G][ld]; m, l: [G] running max and sum; acc: [G][hd] */
@@ -152,7 +164,9 @@ static void fold_tile(const Kernels *k, const AttnArgs *a, const float *q, size_
     const Cursor start = *c;
     for (size_t off = 0, left = n; left;) {
         const Run run = next_run(a, qpos, c, &left);
-        attend_score_rows(k, a, q, run.k_fmt, run.k_chan, run.k, run.k_stride, run.n, run.pos, qpos, s + off, ld);
+        const RowsAhead values = { run.v, run.v_stride, format_row_bytes(run.v_fmt, hd) }; /* read after the scores */
+        attend_score_rows(k, a, q, run.k_fmt, run.k_chan, run.k, run.k_stride, run.n, run.pos, qpos, s + off, ld,
+                          values_wait_on_memory(run.v_fmt) ? &values : NULL);
         off += run.n;
     }
     for (size_t g = 0; g < G; g++) {

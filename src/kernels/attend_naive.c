@@ -35,7 +35,7 @@ static void naive(const Kernels *k, const AttnArgs *a, const KvBlock *blocks, Co
             attend_visible(&view, blk, qpos, &lo, &hi);
             if (hi > lo)
                 attend_score_rows(k, &view, q, blk->k_fmt, blk->k_chan, attend_row(blk->k, blk->k_stride, lo),
-                                  blk->k_stride, hi - lo, blk->pos + lo, qpos, s + j, n);
+                                  blk->k_stride, hi - lo, blk->pos + lo, qpos, s + j, n, NULL);
             j += hi - lo;
             if (ctr && count_kv)
                 ctr->kv_bytes_read += attend_k_bytes(blk, hi - lo, hd);

@@ -58,6 +58,7 @@ static inline void attend_round_query(const Kernels *k, const AttnArgs *a, const
 /* Raw scores of n_rows consecutive key rows at positions kpos0.. for the
  * group's G queries q [G][hd] at position qpos: s[g * ld + r] = q_g . key_r,
  * plus the attention structure's bias, ready for the 1/sqrt(hd) scaling.
+ * ahead: rows the caller reads next (codec.h's RowsAhead), or NULL.
  *
  * Per-channel keys (k_chan) are scale * code + min channel by channel, so
  * q . key = (q * scale) . code + q . min: the scales are folded into the
@@ -65,7 +66,8 @@ static inline void attend_round_query(const Kernels *k, const AttnArgs *a, const
  * row format; q . min is one number per head, added to every row. */
 static inline void attend_score_rows(const Kernels *k, const AttnArgs *a, const float *q, Format k_fmt,
                                      const unsigned short *k_chan, const void *rows, size_t stride,
-                                     size_t n_rows, size_t kpos0, size_t qpos, float *s, size_t ld)
+                                     size_t n_rows, size_t kpos0, size_t qpos, float *s, size_t ld,
+                                     const RowsAhead *ahead)
 {
     const size_t hd = a->head_dim, G = a->group;
     float q_min[ATTEND_MAX_GROUP];
@@ -80,9 +82,9 @@ static inline void attend_score_rows(const Kernels *k, const AttnArgs *a, const 
         q = a->chan_q;
     }
     if (a->q8 && !k_chan && qdot_takes(k_fmt) && hd % 32 == 0) {
-        k->qdot(s, ld, k_fmt, rows, stride, n_rows, a->q8, G, hd); /* a->q8: attend_round_query's */
+        k->qdot(s, ld, k_fmt, rows, stride, n_rows, a->q8, G, hd, ahead); /* a->q8: attend_round_query's */
     } else {
-        k->codec[k_fmt].dot_rows(s, ld, q, G, rows, stride, n_rows, hd);
+        k->codec[k_fmt].dot_rows(s, ld, q, G, rows, stride, n_rows, hd, ahead);
     }
     if (!k_chan && !a->bias)
         return;

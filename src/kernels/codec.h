@@ -31,6 +31,25 @@
 
 #include "kernels/format.h"
 
+/* Rows a caller will read next (a flash tile's value rows, beside its key
+ * rows): dot_rows may prefetch them while it computes, so that their
+ * memory traffic meets its work. Row r at (const char *)rows + r * stride,
+ * bytes long, r < the call's n_rows. */
+typedef struct {
+    const void *rows;
+    size_t stride, bytes;
+} RowsAhead;
+
+/* Rows r .. r + nr - 1 of *a (none if a is NULL) asked of memory, into L2. */
+static inline void rows_ahead_prefetch(const RowsAhead *a, size_t r, size_t nr)
+{
+    if (!a)
+        return;
+    for (size_t j = r; j < r + nr; j++)
+        for (size_t o = 0; o < a->bytes; o += 64)
+            __builtin_prefetch((const unsigned char *)a->rows + j * a->stride + o, 0, 2);
+}
+
 typedef struct {
     Format fmt;
     /* dst (format_row_bytes(fmt, n) bytes) = encode(src[0..n)) */
@@ -43,9 +62,10 @@ typedef struct {
     void (*axpy)(float *acc, const float *w, size_t G, const void *row, size_t n);
     /* A tile of n_rows rows, row r at (const char *)rows + r * stride:
      * out[g * ld + r] = sum_i q[g * n + i] * decode(row r)[i], g < G, r < n_rows
-     * (ld >= n_rows when G > 1: the scores of head g are a run of out) */
+     * (ld >= n_rows when G > 1: the scores of head g are a run of out);
+     * ahead: rows to prefetch meanwhile, or NULL (never changes out) */
     void (*dot_rows)(float *out, size_t ld, const float *q, size_t G, const void *rows, size_t stride,
-                     size_t n_rows, size_t n);
+                     size_t n_rows, size_t n, const RowsAhead *ahead);
     /* acc[g * n + i] += sum_r w[g * ld + r] * decode(row r)[i], g < G, i < n,
      * the rows added in order r = 0, 1, ... (as n_rows axpy calls would) */
     void (*axpy_rows)(float *acc, const float *w, size_t ld, size_t G, const void *rows, size_t stride,

@@ -226,12 +226,12 @@ INLINE void v_reduce(float *sums, const V *part)
 #define Q4_0_GATHER_MIN_ROWS 16
 
 static void dot_rows_q4_0_any(float *out, size_t ld, const float *q, size_t G, const void *rows, size_t stride,
-                              size_t n_rows, size_t n)
+                              size_t n_rows, size_t n, const RowsAhead *ahead)
 {
     if (n == 4 * QK4_0 && n_rows >= Q4_0_GATHER_MIN_ROWS)
-        q4_0_dot_rows_128_avx512(out, ld, q, G, rows, stride, n_rows);
+        q4_0_dot_rows_128_avx512(out, ld, q, G, rows, stride, n_rows); /* ahead unused (not measured here) */
     else
-        dot_rows_q4_0(out, ld, q, G, rows, stride, n_rows, n);
+        dot_rows_q4_0(out, ld, q, G, rows, stride, n_rows, n, ahead);
 }
 
 static void axpy_rows_q4_0_any(float *acc, const float *w, size_t ld, size_t G, const void *rows, size_t stride,

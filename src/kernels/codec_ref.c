@@ -465,8 +465,9 @@ static void axpy_rows_with(AtFn at, float *acc, const float *w, size_t ld, size_
         dequantize_with(at_##fmt, dst, row, n);                                                             \
     }                                                                                                       \
     static void dot_rows_##fmt(float *out, size_t ld, const float *q, size_t G, const void *rows,           \
-                               size_t stride, size_t n_rows, size_t n)                                      \
+                               size_t stride, size_t n_rows, size_t n, const RowsAhead *ahead)              \
     {                                                                                                       \
+        (void)ahead; /* plain loops: nothing to overlap */                                                  \
         dot_rows_with(at_##fmt, out, ld, q, G, rows, stride, n_rows, n);                                    \
     }                                                                                                       \
     static void axpy_rows_##fmt(float *acc, const float *w, size_t ld, size_t G, const void *rows,          \

@@ -101,9 +101,10 @@ INLINE void dequantize_row(ChunkFn chunk, float *dst, const Row *r, size_t n)
         dequantize_row(chunk_##fmt, dst, &r, n);                                                            \
     }                                                                                                       \
     static void dot_rows_##fmt(float *out, size_t ld, const float *q, size_t G, const void *rows,           \
-                               size_t stride, size_t n_rows, size_t n)                                      \
+                               size_t stride, size_t n_rows, size_t n, const RowsAhead *ahead)              \
     {                                                                                                       \
-        dot_tile(chunk_##fmt, raw, scale, bc, per_row_scale, cheap, out, ld, q, G, rows, stride, n_rows, n); \
+        dot_tile(chunk_##fmt, raw, scale, bc, per_row_scale, cheap, out, ld, q, G, rows, stride, n_rows, n,  \
+                 ahead);                                                                                    \
     }                                                                                                       \
     static void axpy_rows_##fmt(float *acc, const float *w, size_t ld, size_t G, const void *rows,          \
                                 size_t stride, size_t n_rows, size_t n)                                     \
@@ -112,7 +113,7 @@ INLINE void dequantize_row(ChunkFn chunk, float *dst, const Row *r, size_t n)
     }                                                                                                       \
     static void dot_##fmt(float *out, const float *q, size_t G, const void *row, size_t n)                  \
     {                                                                                                       \
-        dot_rows_##fmt(out, 1, q, G, row, 0, 1, n);                                                         \
+        dot_rows_##fmt(out, 1, q, G, row, 0, 1, n, NULL);                                                   \
     }                                                                                                       \
     static void axpy_##fmt(float *acc, const float *w, size_t G, const void *row, size_t n)                 \
     {                                                                                                       \

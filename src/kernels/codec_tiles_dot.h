@@ -187,7 +187,8 @@ INLINE void dot_block_streams(ChunkFn chunk, float *out, size_t ld, const float 
 }
 
 /* GB heads over all the rows, NACC / GB rows a block; NQ = 8: the rows are
- * 8 chunks and q stays in registers. One head's cheap rows (f32, f16) are
+ * 8 chunks and q stays in registers. The rows of ahead are prefetched a
+ * block at a time, outside the streamed blocks. One head's cheap rows (f32, f16) are
  * read as DOT_STREAMS streams side by side, each block NACC / 4 rows of
  * each of four equal spans of the run: one stream from one core reads
  * about 14 GB/s on an AVX2 EPYC, four about 20 (kvscope bench's read
@@ -198,7 +199,7 @@ INLINE void dot_block_streams(ChunkFn chunk, float *out, size_t ld, const float 
  * bit. */
 INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB, const size_t NQ,
                       const int per_row_scale, const int cheap, float *out, size_t ld, const float *q,
-                      const unsigned char *rows, size_t stride, size_t n_rows, size_t n)
+                      const unsigned char *rows, size_t stride, size_t n_rows, size_t n, const RowsAhead *ahead)
 {
     const size_t RB = NACC / GB;
     size_t r = 0;
@@ -213,6 +214,7 @@ INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
     }
     for (; r < n_rows; r += RB) {
         const size_t nr = n_rows - r < RB ? n_rows - r : RB;
+        rows_ahead_prefetch(ahead, r, nr); /* a block's worth at a time: their misses meet its work */
         if (NQ)
             dot_block_q(chunk, raw, scale, BC, GB, NQ, per_row_scale, out + r, ld, q, rows + r * stride, stride, nr);
         else
@@ -222,41 +224,54 @@ INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
 }
 
 
+#ifndef DOT_AHEAD
+#define DOT_AHEAD 0
+#endif
+
 /* The heads in blocks of 4, 2 or 1, PASS_ROWS rows at a time. Rows of 8
  * chunks (and rows enough to pay for loading q): blocks of NACC / 8 heads
  * with q in registers, where the format is cheap or the group that small
- * (else a quantized row would be decoded once per block, not once). */
+ * (else a quantized row would be decoded once per block, not once).
+ * With DOT_AHEAD the first block of heads of each pass prefetches the
+ * pass's rows of ahead, where scoring is bound by computation (G > 1, or
+ * rows to decode): the value rows then come in while the keys are scored.
+ * One head's cheap rows are read as fast as memory goes: not there. */
 INLINE void dot_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const int per_row_scale, const int cheap,
                      float *out, size_t ld, const float *q, size_t G, const void *rows, size_t stride, size_t n_rows,
-                     size_t n)
+                     size_t n, const RowsAhead *ahead)
 {
     const size_t GQ = NACC / 8; /* heads whose q fits the registers */
     const int qreg = n == 8 * W && n_rows >= 4 && (cheap || G <= GQ);
     if (cheap && !qreg && G == 1) { /* one block of heads: no passes, the run in streams */
-        dot_heads(chunk, raw, scale, BC, 1, 0, per_row_scale, cheap, out, ld, q, rows, stride, n_rows, n);
+        dot_heads(chunk, raw, scale, BC, 1, 0, per_row_scale, cheap, out, ld, q, rows, stride, n_rows, n, NULL);
         return;
     }
     for (size_t r = 0; r < n_rows; r += PASS_ROWS) {
         const unsigned char *p = (const unsigned char *)rows + r * stride;
         const size_t nr = n_rows - r < PASS_ROWS ? n_rows - r : PASS_ROWS;
+        const int pf = DOT_AHEAD && ahead && (G > 1 || !cheap);
+        const RowsAhead pass = pf ? (RowsAhead){ (const unsigned char *)ahead->rows + r * ahead->stride,
+                                                 ahead->stride, ahead->bytes }
+                                  : (RowsAhead){ NULL, 0, 0 };
         for (size_t g = 0; g < G;) {
             const size_t left = G - g;
             float *o = out + g * ld + r;
             const float *qg = q + g * n;
+            const RowsAhead *pg = pf && g == 0 ? &pass : NULL;
             if (qreg && GQ >= 2 && left >= 2) { /* a constant GB per call: see UNROLL_16 */
-                dot_heads(chunk, raw, scale, BC, 2, 8, per_row_scale, cheap, o, ld, qg, p, stride, nr, n);
+                dot_heads(chunk, raw, scale, BC, 2, 8, per_row_scale, cheap, o, ld, qg, p, stride, nr, n, pg);
                 g += 2;
             } else if (qreg) {
-                dot_heads(chunk, raw, scale, BC, 1, 8, per_row_scale, cheap, o, ld, qg, p, stride, nr, n);
+                dot_heads(chunk, raw, scale, BC, 1, 8, per_row_scale, cheap, o, ld, qg, p, stride, nr, n, pg);
                 g += 1;
             } else if (left >= 4) {
-                dot_heads(chunk, raw, scale, BC, 4, 0, per_row_scale, cheap, o, ld, qg, p, stride, nr, n);
+                dot_heads(chunk, raw, scale, BC, 4, 0, per_row_scale, cheap, o, ld, qg, p, stride, nr, n, pg);
                 g += 4;
             } else if (left >= 2) {
-                dot_heads(chunk, raw, scale, BC, 2, 0, per_row_scale, cheap, o, ld, qg, p, stride, nr, n);
+                dot_heads(chunk, raw, scale, BC, 2, 0, per_row_scale, cheap, o, ld, qg, p, stride, nr, n, pg);
                 g += 2;
             } else {
-                dot_heads(chunk, raw, scale, BC, 1, 0, per_row_scale, cheap, o, ld, qg, p, stride, nr, n);
+                dot_heads(chunk, raw, scale, BC, 1, 0, per_row_scale, cheap, o, ld, qg, p, stride, nr, n, pg);
                 g += 1;
             }
         }

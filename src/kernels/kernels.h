@@ -51,9 +51,9 @@ typedef float (*ExpSumFn)(float *x, size_t n, float max);
  * fmt, one of those four, stride bytes apart; xq: G vectors as q8_0 rows
  * back to back (format_row_bytes(FMT_Q8_0, n) bytes each). Each row is
  * read and unpacked once for all G (a GQA group's heads share it); ld >=
- * n_rows when G > 1. */
+ * n_rows when G > 1. ahead: rows to prefetch meanwhile (codec.h), or NULL. */
 typedef void (*QDotFn)(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows,
-                       const void *xq, size_t G, size_t n);
+                       const void *xq, size_t G, size_t n, const RowsAhead *ahead);
 
 /* Value rows added with integer weights (the integer form of a tile's
  * weighted sum of values; kernels.h's attention, AttnArgs.iv). Head g's
@@ -249,7 +249,7 @@ void rope_ref(float *vec, size_t n_heads, size_t head_dim, size_t pos, double th
 void swiglu_ref(float *out, const float *gate, const float *up, size_t n, Counters *ctr);
 float exp_sum_ref(float *x, size_t n, float max);
 void qdot_ref(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq,
-              size_t G, size_t n);
+              size_t G, size_t n, const RowsAhead *ahead);
 void iaxpy_ref(int32_t *acc, float *dmax, const float *p, size_t ld, const float *to_int, Format fmt,
                const void *rows, size_t stride, size_t n_rows, size_t G, size_t n);
 

@@ -21,7 +21,7 @@ void rmsnorm_avx2(float *out, const float *x, const float *w, size_t n, size_t d
 void rope_avx2(float *vec, size_t n_heads, size_t head_dim, size_t pos, double theta, Counters *ctr);
 
 void qdot_avx2(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq,
-               size_t G, size_t n);
+               size_t G, size_t n, const RowsAhead *ahead);
 void iaxpy_avx2(int32_t *acc, float *dmax, const float *p, size_t ld, const float *to_int, Format fmt,
                 const void *rows, size_t stride, size_t n_rows, size_t G, size_t n);
 

@@ -175,8 +175,9 @@ typedef struct {
 
 /* G > 1 (qdot_group_avx2.c): the G vectors' blocks x [G][nb] (x.dx too)
  * against every row, y[g * ld + r]; offs: [G][nb] their offset_sums, for
- * the 4-bit formats, of the heads after the last four only. */
+ * the 4-bit formats, of the heads after the last four only; ahead: rows to
+ * prefetch meanwhile, or NULL. */
 void qdot_group_avx2(Kind k, float *y, size_t ld, const unsigned char *rows, size_t stride, size_t n_rows,
-                     XBlocks x, const __m256i *offs, size_t G, size_t nb, size_t n);
+                     XBlocks x, const __m256i *offs, size_t G, size_t nb, size_t n, const RowsAhead *ahead);
 
 #endif

@@ -12,9 +12,10 @@
 static inline __attribute__((always_inline)) void group_rows(const Kind k, const size_t GN, size_t g0, float *y,
                                                              size_t ld, const unsigned char *rows, size_t stride,
                                                              size_t n_rows, XBlocks x, const __m256i *offs,
-                                                             size_t nb, size_t n)
+                                                             size_t nb, size_t n, const RowsAhead *ahead)
 {
     for (size_t r = 0; r < n_rows; r++) {
+        rows_ahead_prefetch(ahead, r, 1);
         const unsigned char *w = rows + r * stride;
         __m256 acc[4];
         CODEC_UNROLL
@@ -99,7 +100,8 @@ static inline __attribute__((always_inline)) __m128 heads4_row(const Kind k, con
  * heads' rows of y. nb <= QDOT_VEC_BLOCKS / 4. */
 static inline __attribute__((always_inline)) void group4_rows(const Kind k, size_t g0, float *y, size_t ld,
                                                               const unsigned char *rows, size_t stride,
-                                                              size_t n_rows, XBlocks x, size_t nb, size_t n)
+                                                              size_t n_rows, XBlocks x, size_t nb, size_t n,
+                                                              const RowsAhead *ahead)
 {
     const unsigned char *x0 = x.codes + g0 * nb * x.step;
     __m256i off[QDOT_VEC_BLOCKS / 4];
@@ -111,6 +113,7 @@ static inline __attribute__((always_inline)) void group4_rows(const Kind k, size
     }
     size_t r = 0;
     for (; r + 4 <= n_rows; r += 4) {
+        rows_ahead_prefetch(ahead, r, 4);
         __m128 s0 = heads4_row(k, rows + r * stride, x0, x.step, off, dx, nb, n);
         __m128 s1 = heads4_row(k, rows + (r + 1) * stride, x0, x.step, off, dx, nb, n);
         __m128 s2 = heads4_row(k, rows + (r + 2) * stride, x0, x.step, off, dx, nb, n);
@@ -121,6 +124,7 @@ static inline __attribute__((always_inline)) void group4_rows(const Kind k, size
         _mm_storeu_ps(y + (g0 + 2) * ld + r, s2);
         _mm_storeu_ps(y + (g0 + 3) * ld + r, s3);
     }
+    rows_ahead_prefetch(ahead, r, n_rows - r);
     for (; r < n_rows; r++) {
         float s[4];
         _mm_storeu_ps(s, heads4_row(k, rows + r * stride, x0, x.step, off, dx, nb, n));
@@ -135,29 +139,29 @@ static inline __attribute__((always_inline)) void group4_rows(const Kind k, size
 static inline __attribute__((always_inline)) void qdot_group(const Kind k, float *y, size_t ld,
                                                              const unsigned char *rows, size_t stride,
                                                              size_t n_rows, XBlocks x, const __m256i *offs,
-                                                             size_t G, size_t nb, size_t n)
+                                                             size_t G, size_t nb, size_t n, const RowsAhead *ahead)
 {
     size_t g = 0;
     for (; g + 4 <= G; g += 4)
         if (nb <= QDOT_VEC_BLOCKS / 4)
-            group4_rows(k, g, y, ld, rows, stride, n_rows, x, nb, n);
+            group4_rows(k, g, y, ld, rows, stride, n_rows, x, nb, n, g == 0 ? ahead : NULL);
         else /* q8_0 rows too long for group4_rows' blocks on the stack */
-            group_rows(k, 4, g, y, ld, rows, stride, n_rows, x, offs, nb, n);
+            group_rows(k, 4, g, y, ld, rows, stride, n_rows, x, offs, nb, n, g == 0 ? ahead : NULL);
     switch (G - g) { /* a constant count in each call */
-    case 3: group_rows(k, 3, g, y, ld, rows, stride, n_rows, x, offs, nb, n); break;
-    case 2: group_rows(k, 2, g, y, ld, rows, stride, n_rows, x, offs, nb, n); break;
-    case 1: group_rows(k, 1, g, y, ld, rows, stride, n_rows, x, offs, nb, n); break;
+    case 3: group_rows(k, 3, g, y, ld, rows, stride, n_rows, x, offs, nb, n, g == 0 ? ahead : NULL); break;
+    case 2: group_rows(k, 2, g, y, ld, rows, stride, n_rows, x, offs, nb, n, g == 0 ? ahead : NULL); break;
+    case 1: group_rows(k, 1, g, y, ld, rows, stride, n_rows, x, offs, nb, n, g == 0 ? ahead : NULL); break;
     default: break;
     }
 }
 
 void qdot_group_avx2(Kind k, float *y, size_t ld, const unsigned char *rows, size_t stride, size_t n_rows,
-                     XBlocks x, const __m256i *offs, size_t G, size_t nb, size_t n)
+                     XBlocks x, const __m256i *offs, size_t G, size_t nb, size_t n, const RowsAhead *ahead)
 {
     switch (k) { /* a constant Kind in each call: one specialisation each */
-    case K_Q8_0: qdot_group(K_Q8_0, y, ld, rows, stride, n_rows, x, offs, G, nb, n); break;
-    case K_Q4_0: qdot_group(K_Q4_0, y, ld, rows, stride, n_rows, x, offs, G, nb, n); break;
-    case K_INT4: qdot_group(K_INT4, y, ld, rows, stride, n_rows, x, offs, G, nb, n); break;
-    case K_FP4: qdot_group(K_FP4, y, ld, rows, stride, n_rows, x, offs, G, nb, n); break;
+    case K_Q8_0: qdot_group(K_Q8_0, y, ld, rows, stride, n_rows, x, offs, G, nb, n, ahead); break;
+    case K_Q4_0: qdot_group(K_Q4_0, y, ld, rows, stride, n_rows, x, offs, G, nb, n, ahead); break;
+    case K_INT4: qdot_group(K_INT4, y, ld, rows, stride, n_rows, x, offs, G, nb, n, ahead); break;
+    case K_FP4: qdot_group(K_FP4, y, ld, rows, stride, n_rows, x, offs, G, nb, n, ahead); break;
     }
 }

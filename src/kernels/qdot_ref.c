@@ -47,8 +47,9 @@ static float codes_of(Format fmt, const unsigned char *row, size_t n, size_t b, 
 }
 
 void qdot_ref(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq,
-              size_t G, size_t n)
+              size_t G, size_t n, const RowsAhead *ahead)
 {
+    (void)ahead; /* plain loops: nothing to overlap */
     const size_t nb = n / QK, xb = format_block_bytes(FMT_Q8_0);
     for (size_t g = 0; g < G; g++)
         for (size_t r = 0; r < n_rows; r++) {

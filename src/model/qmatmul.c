@@ -40,7 +40,7 @@ static int matmul_int(const Model *m, float *y, const float *x, const QuantMat *
     int rc = 0;
     if (n <= QMATMUL_DOT_TOKENS) {
         for (size_t t = 0; t < n; t++)
-            m->kern->qdot(y + t * out, out, q->fmt, q->data, row_bytes, out, xq + t * xrow, 1, in);
+            m->kern->qdot(y + t * out, out, q->fmt, q->data, row_bytes, out, xq + t * xrow, 1, in, NULL);
     } else {
         for (size_t t = 0; t < n; t++)
             q8->dequantize(xr + t * in, xq + t * xrow, in);
@@ -95,7 +95,7 @@ void model_matmul(const Model *m, float *y, const float *x, const float *w, cons
         /* done */
     } else if (n <= QMATMUL_DOT_TOKENS || matmul_tiles(m, y, x, q, n, in, out) < 0)
         /* y[t * out + r] = x[t] . decode(row r): the tokens are the codec's "heads" */
-        m->kern->codec[q->fmt].dot_rows(y, out, x, n, q->data, row_bytes, out, in);
+        m->kern->codec[q->fmt].dot_rows(y, out, x, n, q->data, row_bytes, out, in, NULL);
     *flops += 2 * (uint64_t)n * in * out;
     ctr->weight_bytes_read += (uint64_t)out * row_bytes;
 }

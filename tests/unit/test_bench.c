@@ -171,9 +171,9 @@ static void broken_dot(float *out, const float *q, size_t G, const void *row, si
 
 /* The same forgetting in the tile form, which attention calls. */
 static void broken_dot_rows(float *out, size_t ld, const float *q, size_t G, const void *rows, size_t stride,
-                            size_t n_rows, size_t n)
+                            size_t n_rows, size_t n, const RowsAhead *ahead)
 {
-    (void)q, (void)rows, (void)stride, (void)n;
+    (void)q, (void)rows, (void)stride, (void)n, (void)ahead;
     for (size_t g = 0; g < G; g++)
         for (size_t r = 0; r < n_rows; r++)
             out[g * ld + r] = 0.0f;

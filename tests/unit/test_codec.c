@@ -821,8 +821,8 @@ static void check_tile(const char *name, const FormatOps *ops, Format f, size_t 
     for (size_t e = 0; e < G * ld; e++)
         o1[e] = o2[e] = -12345.0f; /* the gaps must keep it */
 
-    ref->dot_rows(o1, ld, q, G, rows, stride, n_rows, n);
-    ops->dot_rows(o2, ld, q, G, rows, stride, n_rows, n);
+    ref->dot_rows(o1, ld, q, G, rows, stride, n_rows, n, NULL);
+    ops->dot_rows(o2, ld, q, G, rows, stride, n_rows, n, NULL);
     for (size_t g = 0; g < G; g++) {
         for (size_t r = 0; r < n_rows; r++) {
             double mag = 0.0;
@@ -864,7 +864,7 @@ static void check_tile(const char *name, const FormatOps *ops, Format f, size_t 
     if (n_rows == 1) {
         float *o3 = malloc(G * sizeof *o3), *o4 = malloc(G * sizeof *o4), *w1 = malloc(G * sizeof *w1);
         ops->dot(o3, q, G, rows, n);
-        ops->dot_rows(o4, 1, q, G, rows, stride, 1, n);
+        ops->dot_rows(o4, 1, q, G, rows, stride, 1, n, NULL);
         for (size_t g = 0; g < G; g++)
             w1[g] = w[g * ld];
         memcpy(a1, a0, G * n * sizeof *a0);
@@ -900,8 +900,8 @@ static void check_tile_nan(const char *name, const FormatOps *ops, Format f)
     const unsigned char *rows = tile_rows_make(f, n, n_rows, stride, nan_row, y, &buf);
     fill_plain(q, G * n, 11);
     fill_plain(w, G * n_rows, 12);
-    codec_ref[f].dot_rows(o1, n_rows, q, G, rows, stride, n_rows, n);
-    ops->dot_rows(o2, n_rows, q, G, rows, stride, n_rows, n);
+    codec_ref[f].dot_rows(o1, n_rows, q, G, rows, stride, n_rows, n, NULL);
+    ops->dot_rows(o2, n_rows, q, G, rows, stride, n_rows, n, NULL);
     for (size_t e = 0; e < G * n_rows; e++) {
         if ((isnan(o1[e]) != 0) != (isnan(o2[e]) != 0))
             fail_msg("%s %s: dot_rows[%zu][%zu] = %g, ref %g", name, format_name(f), e / n_rows, e % n_rows, o2[e],
@@ -1007,7 +1007,7 @@ static void check_ref_tile(Format f, size_t n, size_t G, size_t n_rows)
     float *a1 = calloc(G * n, sizeof *a1), *a2 = calloc(G * n, sizeof *a2);
     fill_plain(q, G * n, 3);
     fill_plain(w, G * ld, 4);
-    ref->dot_rows(o1, ld, q, G, rows, stride, n_rows, n);
+    ref->dot_rows(o1, ld, q, G, rows, stride, n_rows, n, NULL);
     ref->axpy_rows(a1, w, ld, G, rows, stride, n_rows, n);
     for (size_t r = 0; r < n_rows; r++) {
         ref->dot(o2, q, G, rows + r * stride, n);
@@ -1031,7 +1031,8 @@ static void check_ref_tile(Format f, size_t n, size_t G, size_t n_rows)
 
 /* A SIMD table's tiles give the same bits however the rows are cut into
  * calls (a paged cache's runs): each row's dot sum, and the order in which
- * rows are added, must not depend on where a call starts or ends. */
+ * rows are added, must not depend on where a call starts or ends (nor on
+ * rows to prefetch: the whole run's call has them, the cut calls not). */
 static void check_isa_cuts(const Isa *isa, Format f, size_t n, size_t G)
 {
     enum { ROWS = 65 };
@@ -1045,11 +1046,12 @@ static void check_isa_cuts(const Isa *isa, Format f, size_t n, size_t G)
     float *a1 = calloc(G * n, sizeof *a1), *a2 = calloc(G * n, sizeof *a2);
     fill_plain(q, G * n, 5);
     fill_plain(w, G * ld, 6);
-    ops->dot_rows(o1, ld, q, G, rows, stride, ROWS, n);
+    const RowsAhead ahead = { rows, stride, format_row_bytes(f, n) }; /* prefetching changes no score */
+    ops->dot_rows(o1, ld, q, G, rows, stride, ROWS, n, &ahead);
     ops->axpy_rows(a1, w, ld, G, rows, stride, ROWS, n);
     for (size_t r = 0, k = 0; r < ROWS; k++) {
         const size_t take = ROWS - r < sizes[k % N_OF(sizes)] ? ROWS - r : sizes[k % N_OF(sizes)];
-        ops->dot_rows(o2 + r, ld, q, G, rows + r * stride, stride, take, n);
+        ops->dot_rows(o2 + r, ld, q, G, rows + r * stride, stride, take, n, NULL);
         ops->axpy_rows(a2, w + r, ld, G, rows + r * stride, stride, take, n);
         r += take;
     }

@@ -362,12 +362,19 @@ static void check_qdot(Format fmt)
     for (size_t t = 0; t < n_tables; t++)
         for (size_t k = 0; k < sizeof groups / sizeof groups[0]; k++) {
             const size_t G = groups[k];
-            tables[t]->qdot(got, LD, fmt, w, wrow, ROWS, xq, G, N);
+            tables[t]->qdot(got, LD, fmt, w, wrow, ROWS, xq, G, N, NULL);
             for (size_t g = 0; g < G; g++)
                 for (size_t r = 0; r < ROWS; r++)
                     if (fabs((double)got[g * LD + r] - want[g][r]) > 1e-6 * mag[g][r])
                         fail_msg("%s qdot %s G=%zu head %zu row %zu: %.9g, the decoded product %.9g",
                                  tables[t]->isa, format_name(fmt), G, g, r, got[g * LD + r], want[g][r]);
+            float again[sizeof got / sizeof got[0]];
+            const RowsAhead ahead = { w, wrow, wrow }; /* rows to prefetch: the results must not move */
+            tables[t]->qdot(again, LD, fmt, w, wrow, ROWS, xq, G, N, &ahead);
+            for (size_t g = 0; g < G; g++)
+                if (memcmp(again + g * LD, got + g * LD, ROWS * sizeof *got))
+                    fail_msg("%s qdot %s G=%zu: head %zu's results change with rows ahead", tables[t]->isa,
+                             format_name(fmt), G, g);
         }
     free(w);
 }
@@ -409,7 +416,7 @@ static void check_qdot_extremes(Format fmt, unsigned char top)
     const size_t groups[] = { 1, G }; /* four rows against one head at a time; four heads at a time */
     for (size_t t = 0; t < n_tables; t++)
         for (size_t k = 0; k < 2; k++) {
-            tables[t]->qdot(got, ROWS, fmt, w, wrow, ROWS, xq, groups[k], N);
+            tables[t]->qdot(got, ROWS, fmt, w, wrow, ROWS, xq, groups[k], N, NULL);
             for (size_t r = 0; r < ROWS; r++) {
                 codec_ref[fmt].dequantize(wr, w + r * wrow, N);
                 for (size_t g = 0; g < groups[k]; g++) {
@@ -459,7 +466,7 @@ static void test_qdot_long_group(void **state)
         }
         for (size_t t = 0; t < n_tables; t++) {
             float got[G * ROWS];
-            tables[t]->qdot(got, ROWS, fmts[f], rows, rb, ROWS, xq, G, N);
+            tables[t]->qdot(got, ROWS, fmts[f], rows, rb, ROWS, xq, G, N, NULL);
             for (size_t r = 0; r < ROWS; r++) {
                 codec_ref[fmts[f]].dequantize(w, rows + r * rb, N);
                 for (size_t g = 0; g < G; g++) {
