@@ -186,17 +186,16 @@ INLINE void dot_block_streams(ChunkFn chunk, float *out, size_t ld, const float 
     dot_store(out, ld, part, 1, DOT_STREAMS, sld, NACC);
 }
 
-/* GB heads over all the rows, NACC / GB rows a block; NQ = 8: the rows are
- * 8 chunks and q stays in registers. The rows of ahead are prefetched a
- * block at a time, outside the streamed blocks. One head's cheap rows (f32, f16) are
- * read as DOT_STREAMS streams side by side, each block NACC / 4 rows of
- * each of four equal spans of the run: one stream from one core reads
- * about 14 GB/s on an AVX2 EPYC, four about 20 (kvscope bench's read
- * loops), and a cold f32 dot of 65536 rows took 0.84 to 0.88 of its time
- * in one stream (f16 0.84 to 0.87; alternating calls, medians). A row's
- * score does not depend on the block it is in (v_reduce adds every slot's
- * lanes in the same order), so the scores are the one-stream ones bit for
- * bit. */
+/* GB heads over all the rows, NACC / GB rows a block; NQ = 8: the rows are 8
+ * chunks and q stays in registers; the rows of ahead (or none) are
+ * prefetched a block at a time. One head's cheap rows (f32, f16) are read as
+ * DOT_STREAMS streams side by side (never with rows ahead), each block
+ * NACC / 4 rows of each of four equal spans of the run: one stream from one core
+ * reads about 14 GB/s on an AVX2 EPYC, four about 20 (kvscope bench's read
+ * loops), and a cold f32 dot of 65536 rows took 0.84 to 0.88 of its time in
+ * one stream (f16 0.84 to 0.87; alternating calls, medians). A row's score
+ * does not depend on the block it is in (v_reduce adds every slot's lanes in
+ * the same order), so the scores are the one-stream ones bit for bit. */
 INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB, const size_t NQ,
                       const int per_row_scale, const int cheap, float *out, size_t ld, const float *q,
                       const unsigned char *rows, size_t stride, size_t n_rows, size_t n, const RowsAhead *ahead)
