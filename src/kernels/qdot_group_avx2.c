@@ -142,15 +142,15 @@ static inline __attribute__((always_inline)) void qdot_group(const Kind k, float
                                                              size_t G, size_t nb, size_t n, const RowsAhead *ahead)
 {
     size_t g = 0;
-    for (; g + 4 <= G; g += 4)
+    for (; g + 4 <= G; g += 4, ahead = NULL) /* the first block of heads prefetches the rows ahead */
         if (nb <= QDOT_VEC_BLOCKS / 4)
-            group4_rows(k, g, y, ld, rows, stride, n_rows, x, nb, n, g == 0 ? ahead : NULL);
+            group4_rows(k, g, y, ld, rows, stride, n_rows, x, nb, n, ahead);
         else /* q8_0 rows too long for group4_rows' blocks on the stack */
-            group_rows(k, 4, g, y, ld, rows, stride, n_rows, x, offs, nb, n, g == 0 ? ahead : NULL);
+            group_rows(k, 4, g, y, ld, rows, stride, n_rows, x, offs, nb, n, ahead);
     switch (G - g) { /* a constant count in each call */
-    case 3: group_rows(k, 3, g, y, ld, rows, stride, n_rows, x, offs, nb, n, g == 0 ? ahead : NULL); break;
-    case 2: group_rows(k, 2, g, y, ld, rows, stride, n_rows, x, offs, nb, n, g == 0 ? ahead : NULL); break;
-    case 1: group_rows(k, 1, g, y, ld, rows, stride, n_rows, x, offs, nb, n, g == 0 ? ahead : NULL); break;
+    case 3: group_rows(k, 3, g, y, ld, rows, stride, n_rows, x, offs, nb, n, ahead); break;
+    case 2: group_rows(k, 2, g, y, ld, rows, stride, n_rows, x, offs, nb, n, ahead); break;
+    case 1: group_rows(k, 1, g, y, ld, rows, stride, n_rows, x, offs, nb, n, ahead); break;
     default: break;
     }
 }
