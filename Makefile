@@ -24,12 +24,13 @@ ARCH := $(shell $(CC) -dumpmachine 2>/dev/null)
 ifneq (,$(findstring x86_64,$(ARCH)))
   LIB_SRC := $(filter-out %_neon.c,$(LIB_SRC))
 else ifneq (,$(findstring aarch64,$(ARCH)))
-  LIB_SRC := $(filter-out %_avx2.c %_avx512.c,$(LIB_SRC))
+  LIB_SRC := $(filter-out %_avx2.c %_avx512.c %_vnni.c,$(LIB_SRC))
 else
-  LIB_SRC := $(filter-out %_neon.c %_avx2.c %_avx512.c,$(LIB_SRC))
+  LIB_SRC := $(filter-out %_neon.c %_avx2.c %_avx512.c %_vnni.c,$(LIB_SRC))
 endif
 ISA_FLAGS_avx2   := -mavx2 -mfma -mf16c
 ISA_FLAGS_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf16c
+ISA_FLAGS_vnni   := $(ISA_FLAGS_avx512) -mavx512vnni
 APP_SRC  := $(wildcard src/app/*.c src/ui/*.c)
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
 APP_OBJ  := $(APP_SRC:src/%.c=$(BUILD)/obj/%.o)
@@ -67,6 +68,11 @@ $(BUILD)/obj/%_avx512.o: src/%_avx512.c
 	@mkdir -p $(dir $@)
 	@echo "  CC  $< (avx512)"
 	@$(CC) $(CPPFLAGS) $(CFLAGS) $(ISA_FLAGS_avx512) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/%_vnni.o: src/%_vnni.c
+	@mkdir -p $(dir $@)
+	@echo "  CC  $< (avx512 vnni)"
+	@$(CC) $(CPPFLAGS) $(CFLAGS) $(ISA_FLAGS_vnni) -MMD -MP -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -111,7 +117,7 @@ sanitize:
 # The NEON kernels, on this x86 machine: the ISA tests cross-built for
 # AArch64 (a small stand-in for cmocka in tests/cross) and run under qemu.
 CROSS_CC  := aarch64-linux-gnu-gcc
-CROSS_SRC := $(filter-out %_avx2.c %_avx512.c %/bench_blas.c,$(wildcard src/kernels/*.c)) src/util/err.c src/util/clock.c src/stats/counters.c
+CROSS_SRC := $(filter-out %_avx2.c %_avx512.c %_vnni.c %/bench_blas.c,$(wildcard src/kernels/*.c)) src/util/err.c src/util/clock.c src/stats/counters.c
 CROSS_TESTS := test_kernels test_attend test_codec test_bench
 cross-test:
 	@mkdir -p $(BUILD)/cross

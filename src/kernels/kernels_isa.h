@@ -31,6 +31,9 @@ float exp_sum_avx512(float *x, size_t n, float max);
 void swiglu_avx512(float *out, const float *gate, const float *up, size_t n, Counters *ctr);
 void rmsnorm_avx512(float *out, const float *x, const float *w, size_t n, size_t d, float eps, Counters *ctr);
 void rope_avx512(float *vec, size_t n_heads, size_t head_dim, size_t pos, double theta, Counters *ctr);
+/* iaxpy_avx2.c built for AVX-512 with VNNI (iaxpy_vnni.c) */
+void iaxpy_vnni(int32_t *acc, float *dmax, const float *p, size_t ld, const float *to_int, Format fmt,
+                const void *rows, size_t stride, size_t n_rows, size_t G, size_t n);
 
 void matmul_neon(float *y, const float *x, const float *w, size_t n, size_t in, size_t out, uint64_t *flops,
                  Counters *ctr);

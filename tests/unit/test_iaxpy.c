@@ -12,7 +12,7 @@
 
 #include "kernels/kernels.h"
 
-enum { QK = 32, MAXN = 352, MAXG = 5, MAXROWS = 1024 };
+enum { QK = 32, MAXN = 352, MAXG = 6, MAXROWS = 1024 };
 
 static const Format formats[] = { FMT_Q4_0, FMT_INT4, FMT_FP4 };
 
@@ -152,7 +152,7 @@ static void test_shapes(void **state)
     (void)state;
     /* rows: odd and even, within a chunk of the SIMD kernel and over it;
      * lengths: q4_0 rows of 1, 2, 3, 4, 8 and 11 blocks */
-    const size_t row_counts[] = { 1, 2, 37, 130 }, lengths[] = { 32, 64, 96, 128, 256, 352 }, groups[] = { 1, 2, 3, 5 };
+    const size_t row_counts[] = { 1, 2, 37, 130 }, lengths[] = { 32, 64, 96, 128, 256, 352 }, groups[] = { 1, 2, 3, 4, 5, 6 };
     for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++)
         for (size_t a = 0; a < 4; a++)
             for (size_t b = 0; b < 6; b++)
