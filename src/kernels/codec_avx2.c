@@ -238,7 +238,7 @@ static void quantize_f16(void *dst, const float *src, size_t n)
 #define NACC 8 /* accumulators a block keeps in registers (of 16) */
 #define ROW_SCALE_PARTS 1 /* int4, fp4: raw_ and scale_, so axpy scales w, not every chunk */
 #define AXPY_CHEAP_PARTS 1 /* f32, f16 values added for 4 heads at a time too */
-#define DOT_AHEAD 1 /* dot_rows prefetches the rows ahead (the values) where it computes */
+#define DOT_AHEAD 2 /* dot_rows prefetches the rows ahead (the values) where it computes: decoding, or G > 1 */
 typedef __m256 V;
 
 INLINE V v_zero(void) { return _mm256_setzero_ps(); }

@@ -217,6 +217,7 @@ INLINE void v_reduce(float *sums, const V *part)
     _mm512_storeu_ps(sums, reduce16(part));
 }
 
+#define DOT_AHEAD 1 /* the rows ahead prefetched where the keys are decoded (codec_tiles_dot.h) */
 #include "kernels/codec_tiles.h"
 
 /* --- the table -------------------------------------------------------------- */

@@ -24,6 +24,10 @@
  *   AXPY_CHEAP_PARTS   optional, 1: cheap rows too are added for 4 heads at
  *                      a time, in parts, each row's whole bytes prefetched
  *                      when its first part is read (axpy_tile)
+ *   DOT_AHEAD          optional (default 0: never): where dot_tile
+ *                      prefetches the rows ahead (the values) while it
+ *                      scores; 1 where it decodes the rows, 2 also for
+ *                      cheap rows with G > 1 (dot_tile)
  *
  * Every skeleton is always inlined with a format's decoder as a constant,
  * so each format gets its own loops with the decoder inside: rows are

@@ -234,9 +234,12 @@ INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
  * with q in registers, where the format is cheap or the group that small
  * (else a quantized row would be decoded once per block, not once).
  * With DOT_AHEAD the first block of heads of each pass prefetches the
- * pass's rows of ahead, where scoring is bound by computation (G > 1, or
- * rows to decode): the value rows then come in while the keys are scored.
- * One head's cheap rows are read as fast as memory goes: not there. They
+ * pass's rows of ahead, where scoring is bound by computation (rows to
+ * decode; with DOT_AHEAD 2, G > 1 too): the value rows then come in while
+ * the keys are scored. One head's cheap rows are read as fast as memory
+ * goes: never there. On AVX-512, cheap rows with G = 4 were too (flash
+ * steps, cold, 65536 rows, alternating: f32 1.05 to 1.08 of the time
+ * with their prefetch, f16 0.95 to 0.97; q8_0 0.86 to 0.92), so 1. They
  * go in streams (dot_heads), rows of 8 chunks too: with q in registers
  * but one stream, 65536 cold rows of 128 values on an AVX-512 Xeon took
  * 1.36x the streams' time in f16 and 1.08x in f32 (rows of 64 values on
@@ -254,7 +257,7 @@ INLINE void dot_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, c
     for (size_t r = 0; r < n_rows; r += PASS_ROWS) {
         const unsigned char *p = (const unsigned char *)rows + r * stride;
         const size_t nr = n_rows - r < PASS_ROWS ? n_rows - r : PASS_ROWS;
-        const int pf = DOT_AHEAD && ahead && (G > 1 || !cheap);
+        const int pf = ahead && (DOT_AHEAD >= 2 ? G > 1 || !cheap : DOT_AHEAD == 1 && !cheap);
         const RowsAhead pass = pf ? (RowsAhead){ (const unsigned char *)ahead->rows + r * ahead->stride,
                                                  ahead->stride, ahead->bytes }
                                   : (RowsAhead){ NULL, 0, 0 };

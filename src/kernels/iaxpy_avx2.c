@@ -160,9 +160,10 @@ INLINE void add_pairs(__m256i s[4], const __m256i p[4], __m256i w)
 #endif
 }
 
-/* BB blocks from block b0 on, for GB heads (GB * BB <= PASS_HEADS), over all the rows; meanwhile the pf_bytes at pf (the next
- * chunk's rows) are prefetched, a row pair's worth a step, so that their
- * misses meet this work rather than the next chunk's reading of scales. */
+/* BB blocks from block b0 on, for GB heads (GB * BB <= PASS_HEADS), over
+ * all the rows; meanwhile the pf_bytes at pf (the next chunk's rows) are
+ * prefetched, a row pair's worth a step, so that their misses meet this
+ * work rather than the next chunk's reading of scales. */
 INLINE void pass(Format fmt, const size_t GB, const size_t BB, int32_t *acc, const int16_t *wq, size_t ldw,
                  const unsigned char *rows, size_t stride, size_t n_rows, size_t n, size_t b0,
                  const unsigned char *pf, size_t pf_bytes)
