@@ -67,7 +67,7 @@ int bench_decode(const BenchDecodeArgs *a)
         return cli_fail(&e);
     char dot_how[48];
     snprintf(dot_how, sizeof dot_how, "%s f32 dot", m.kern->isa);
-    BenchReport rep = { .out = a->fmt, .isa = m.kern->isa, .isa_list = m.kern->isa, .dot_how = dot_how,
+    BenchReport rep = { .out = a->fmt, .isa = m.kern->isa, .isa_note = m.kern->note, .isa_list = m.kern->isa, .dot_how = dot_how,
                         .reps = a->reps, .read_bytes = a->read_bytes, .int_dot = a->int_dot };
     fprintf(stderr, "kvscope bench: read bandwidth\n");
     if (a->fmt == OUT_TSV)

@@ -451,7 +451,7 @@ int cmd_bench(int argc, char **argv)
     b.n_loops = bench_read_loops(b.read_k, b.loops);
     b.n_read = b.n_loops + 1;
     snprintf(b.rep_dot_how, sizeof b.rep_dot_how, "%s f32 dot", b.read_k->isa);
-    BenchReport rep = { .out = o.fmt, .int_dot = o.int_dot, .isa = b.k->isa, .isa_list = isa_list, .dot_how = b.rep_dot_how,
+    BenchReport rep = { .out = o.fmt, .int_dot = o.int_dot, .isa = b.k->isa, .isa_note = b.k->note, .isa_list = isa_list, .dot_how = b.rep_dot_how,
                         .reps = o.reps, .quick = o.quick, .llc = llc, .llc_source = llc_source,
                         .read_bytes = o.read_mib * MIB, .pool_bytes = o.pool_mib * MIB, .head_dim = HEAD_DIM,
                         .contexts = o.contexts, .n_contexts = o.n_contexts };

@@ -32,7 +32,7 @@ static const Kernels table_avx512 = {
 };
 /* The same where the CPU has VNNI, but for iaxpy (iaxpy_vnni.c). */
 static const Kernels table_avx512_vnni = {
-    .isa = "avx512", .matmul = matmul_avx512, .qdot = qdot_avx2, .rmsnorm = rmsnorm_avx512, .rope = rope_avx512,
+    .isa = "avx512", .note = "VNNI for the integer value weights", .matmul = matmul_avx512, .qdot = qdot_avx2, .rmsnorm = rmsnorm_avx512, .rope = rope_avx512,
     .iaxpy = iaxpy_vnni,
     .swiglu = swiglu_avx512, .exp_sum = exp_sum_avx512, .codec = codec_avx512,
 };

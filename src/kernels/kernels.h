@@ -110,6 +110,7 @@ static inline int qdot_takes(Format f)
 
 typedef struct {
     const char *isa;
+    const char *note; /* what the table uses beyond its ISA's name ("VNNI ..."), or NULL */
     MatmulFn matmul;
     QDotFn qdot;
     IAxpyFn iaxpy;

@@ -133,9 +133,10 @@ void bench_report_start(BenchReport *rep)
         return;
     }
     char b1[32], b2[32];
-    printf("kvscope bench: kernels %s (this CPU runs: %s), one thread; %zu rounds, each measuring everything\n"
-           "once, the bandwidth first; every figure is the median of its %zu repetitions\n",
-           rep->isa, rep->isa_list, rep->reps, rep->reps);
+    printf("kvscope bench: kernels %s%s%s (this CPU runs: %s), one thread; %zu rounds, each measuring\n"
+           "everything once, the bandwidth first; every figure is the median of its %zu repetitions\n",
+           rep->isa, rep->isa_note ? ", " : "", rep->isa_note ? rep->isa_note : "", rep->isa_list, rep->reps,
+           rep->reps);
     if (rep->llc)
         printf("last-level cache: %s (%s); cold data cycles through %s (%.1fx the LLC)\n",
                human_bytes(b1, sizeof b1, (double)rep->llc), rep->llc_source,

@@ -19,6 +19,7 @@ extern const AttendAlgo bench_algos[BENCH_N_ALGOS]; /* flash first: the main fig
 typedef struct {
     OutFormat out;           /* OUT_TABLE or OUT_TSV */
     const char *isa;         /* the kernel table measured */
+    const char *isa_note;    /* its Kernels.note, or NULL */
     const char *read_how;    /* the read loop that set the bandwidth (bench_report_bandwidth) */
     const char *dot_how;     /* how the comparison read was made: "avx512 f32 dot" */
     const char *isa_list;    /* every table this CPU runs, "ref, avx2, avx512" */
