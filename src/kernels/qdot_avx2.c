@@ -23,21 +23,6 @@
  * and scaling are done once for the four. */
 #include "kernels/qdot_blocks_avx2.h"
 
-/* One row against x. */
-static inline __attribute__((always_inline)) float row_dot(const Kind k, const unsigned char *w, XBlocks x,
-                                                           size_t nb, size_t n)
-{
-    __m256 acc = _mm256_setzero_ps();
-    for (size_t b = 0; b < nb; b++) {
-        const __m256i xv = load32(x.codes + b * x.step);
-        const __m256i e = offset_codes(k) ? offset_sums(k, xv) : _mm256_setzero_si256();
-        const unsigned char *blk = block_at(k, w, b);
-        acc = _mm256_fmadd_ps(block_scale(k, blk, _mm256_set1_ps(x.dx[b])),
-                              _mm256_cvtepi32_ps(block_sums(k, blk, xv, e)), acc);
-    }
-    return row_scale(k, w, n) * hsum(acc);
-}
-
 /* q8_0's four rows against x side by side: each block of x loaded once
  * (the 4-bit formats: rows4_offset_dot). */
 static inline __attribute__((always_inline)) void rows4_dot(const Kind k, float *const y[4],
@@ -105,9 +90,24 @@ static inline __attribute__((always_inline)) void rows4_offset_dot(const Kind k,
     _mm_store_ss(y[3], _mm_shuffle_ps(sum, sum, 3));
 }
 
+/* Four rows' sums take the same steps in their own lanes: a row's result
+ * does not depend on the other three. */
+static inline __attribute__((always_inline)) void rows4(const Kind k, float *const y[4],
+                                                        const unsigned char *const w[4], XBlocks x, size_t nb,
+                                                        size_t n)
+{
+    if (offset_codes(k))
+        rows4_offset_dot(k, y, w, x, nb, n);
+    else
+        rows4_dot(k, y, w, x, nb, n);
+}
+
 /* Every row against one x: QDOT_STREAMS rows at a time, from that many
- * parts of the matrix; the rows left over one by one. The rows of ahead
- * (or none) are prefetched as they are read, in the same streams. */
+ * parts of the matrix; the rows left over one by one, each as the four
+ * rows of rows4 (a loop for one row summed in another order, and a run cut
+ * into calls, a paged cache's, scored otherwise than the whole run). The
+ * rows of ahead (or none) are prefetched as they are read, in the same
+ * streams. */
 static inline __attribute__((always_inline)) void qdot_rows(const Kind k, float *y, const unsigned char *rows,
                                                             size_t stride, size_t n_rows, XBlocks x, size_t nb,
                                                             size_t n, const RowsAhead *ahead)
@@ -119,14 +119,15 @@ static inline __attribute__((always_inline)) void qdot_rows(const Kind k, float 
         float *const out[4] = { y + i, y + span + i, y + 2 * span + i, y + 3 * span + i };
         const unsigned char *const w[4] = { rows + i * stride, rows + (span + i) * stride,
                                             rows + (2 * span + i) * stride, rows + (3 * span + i) * stride };
-        if (offset_codes(k))
-            rows4_offset_dot(k, out, w, x, nb, n);
-        else
-            rows4_dot(k, out, w, x, nb, n);
+        rows4(k, out, w, x, nb, n);
     }
     rows_ahead_prefetch(ahead, QDOT_STREAMS * span, n_rows - QDOT_STREAMS * span);
-    for (size_t r = QDOT_STREAMS * span; r < n_rows; r++)
-        y[r] = row_dot(k, rows + r * stride, x, nb, n);
+    for (size_t r = QDOT_STREAMS * span; r < n_rows; r++) {
+        float *const out[4] = { y + r, y + r, y + r, y + r };
+        const unsigned char *const w[4] = { rows + r * stride, rows + r * stride, rows + r * stride,
+                                            rows + r * stride };
+        rows4(k, out, w, x, nb, n);
+    }
 }
 
 /* qdot_rows with the rows ahead, or its own loop without them: the test

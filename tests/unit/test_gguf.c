@@ -327,14 +327,18 @@ static void check_stored_matvec(Format fmt)
  * decoded rows with each decoded vector, to float rounding: the integer
  * sums are exact, only their scaling and adding rounds. G = 1 is a
  * matvec's; G = 2 to 5 a GQA group's (chunks of 4 heads, and a rest of 0
- * to 3: each a loop of its own), their scores ld apart. */
-static void check_qdot(Format fmt)
+ * to 3: each a loop of its own), their scores ld apart. N values a row:
+ * 352 (11 blocks), or 128, a head's, which has loops of its own
+ * (qdot_vnni.c). The rows cut into two calls score as in one, as a paged
+ * cache's runs must. */
+static void check_qdot(Format fmt, size_t N)
 {
-    enum { ROWS = 37, N = 352, GMAX = 5, LD = ROWS + 3 }; /* 11 blocks; 37 rows: four streams of 9, one left */
+    enum { ROWS = 37, NMAX = 352, GMAX = 5, LD = ROWS + 3, CUT = 13 }; /* 37 rows: four streams of 9, one left */
+    assert_true(N <= NMAX && N % 32 == 0);
     const FormatOps *ref = &codec_ref[fmt], *q8 = &codec_ref[FMT_Q8_0];
     const size_t wrow = format_row_bytes(fmt, N), xrow = format_row_bytes(FMT_Q8_0, N);
-    unsigned char *w = malloc(ROWS * wrow), xq[GMAX * format_row_bytes(FMT_Q8_0, N)];
-    float x[N], xr[GMAX][N], wr[N], src[N], want[GMAX][ROWS], got[GMAX * LD];
+    unsigned char *w = malloc(ROWS * wrow), xq[GMAX * format_row_bytes(FMT_Q8_0, NMAX)];
+    float x[NMAX], xr[GMAX][NMAX], wr[NMAX], src[NMAX], want[GMAX][ROWS], got[GMAX * LD];
     assert_non_null(w);
     for (size_t g = 0; g < GMAX; g++) {
         for (size_t i = 0; i < N; i++)
@@ -375,6 +379,12 @@ static void check_qdot(Format fmt)
                 if (memcmp(again + g * LD, got + g * LD, ROWS * sizeof *got))
                     fail_msg("%s qdot %s G=%zu: head %zu's results change with rows ahead", tables[t]->isa,
                              format_name(fmt), G, g);
+            tables[t]->qdot(again, LD, fmt, w, wrow, CUT, xq, G, N, NULL);
+            tables[t]->qdot(again + CUT, LD, fmt, w + CUT * wrow, wrow, ROWS - CUT, xq, G, N, NULL);
+            for (size_t g = 0; g < G; g++)
+                if (memcmp(again + g * LD, got + g * LD, ROWS * sizeof *got))
+                    fail_msg("%s qdot %s G=%zu N=%zu: head %zu's results change where the rows are cut",
+                             tables[t]->isa, format_name(fmt), G, N, g);
         }
     free(w);
 }
@@ -384,20 +394,23 @@ static void check_qdot(Format fmt)
  * qdot_blocks_avx2.h): exact only while 8 products stay below 2^15. So every ISA must
  * take the largest magnitudes exactly: each row's codes all at the largest
  * unsigned code (q4_0's nibble 15, int4's and fp4's 7: 7 and 6, plus the
- * offset) or all at the smallest, each head's codes all -128 or all 127. */
+ * offset) or all at the smallest, each head's codes all -128 or all 127.
+ * q8_0 (qdot_vnni.c moves x by 128): codes -127 (top 0x81) or 0 against
+ * heads of -127 or 127, the range its quantizer gives (AVX2's sign trick
+ * takes no -128 in x). */
 static void check_qdot_extremes(Format fmt, unsigned char top)
 {
     enum { ROWS = 10, N = 128, G = 4 };
     const size_t wrow = format_row_bytes(fmt, N), xrow = format_row_bytes(FMT_Q8_0, N);
     const size_t wb = format_block_bytes(fmt), xb = format_block_bytes(FMT_Q8_0); /* q4_0, q8_0: f16 scale, codes */
-    unsigned char w[ROWS * N], xq[G * N * 2];
+    unsigned char w[ROWS * N * 2], xq[G * N * 2];
     float wr[N], xr[G][N], got[G * ROWS];
     assert_true(wrow <= sizeof w / ROWS && xrow * G <= sizeof xq);
     const unsigned short one = 0x3c00; /* f16 1.0 */
     for (size_t r = 0; r < ROWS; r++) {
         unsigned char *row = w + r * wrow;
         memset(row, r % 2 ? top : 0, wrow);
-        if (fmt == FMT_Q4_0)
+        if (fmt == FMT_Q4_0 || fmt == FMT_Q8_0)
             for (size_t b = 0; b < N / 32; b++)
                 memcpy(row + b * wb, &one, sizeof one);
         else
@@ -407,7 +420,7 @@ static void check_qdot_extremes(Format fmt, unsigned char top)
         for (size_t b = 0; b < N / 32; b++) {
             unsigned char *blk = xq + g * xrow + b * xb;
             memcpy(blk, &one, sizeof one);
-            memset(blk + sizeof one, g % 2 ? 127 : 0x80, xb - sizeof one);
+            memset(blk + sizeof one, g % 2 ? 127 : fmt == FMT_Q8_0 ? 0x81 : 0x80, xb - sizeof one);
         }
     for (size_t g = 0; g < G; g++)
         codec_ref[FMT_Q8_0].dequantize(xr[g], xq + g * xrow, N);
@@ -435,6 +448,7 @@ static void test_qdot_extremes(void **state)
 {
     (void)state;
     check_qdot_extremes(FMT_Q4_0, 0xff);
+    check_qdot_extremes(FMT_Q8_0, 0x81);
     check_qdot_extremes(FMT_INT4, 0x77);
     check_qdot_extremes(FMT_FP4, 0x77);
 }
@@ -482,10 +496,10 @@ static void test_qdot_long_group(void **state)
     }
 }
 
-static void test_qdot_q8_0(void **state) { (void)state; check_qdot(FMT_Q8_0); }
-static void test_qdot_q4_0(void **state) { (void)state; check_qdot(FMT_Q4_0); }
-static void test_qdot_int4(void **state) { (void)state; check_qdot(FMT_INT4); }
-static void test_qdot_fp4(void **state) { (void)state; check_qdot(FMT_FP4); }
+static void test_qdot_q8_0(void **state) { (void)state; check_qdot(FMT_Q8_0, 352); check_qdot(FMT_Q8_0, 128); }
+static void test_qdot_q4_0(void **state) { (void)state; check_qdot(FMT_Q4_0, 352); check_qdot(FMT_Q4_0, 128); }
+static void test_qdot_int4(void **state) { (void)state; check_qdot(FMT_INT4, 352); check_qdot(FMT_INT4, 128); }
+static void test_qdot_fp4(void **state) { (void)state; check_qdot(FMT_FP4, 352); check_qdot(FMT_FP4, 128); }
 
 static void test_stored_q8_0_matvec(void **state) { (void)state; check_stored_matvec(FMT_Q8_0); }
 static void test_stored_q4_0_matvec(void **state) { (void)state; check_stored_matvec(FMT_Q4_0); }

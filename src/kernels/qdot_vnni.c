@@ -1,0 +1,253 @@
+/* qdot_vnni.c: the integer dot (kernels.h, QDotFn) of a GQA group's heads
+ * (G > 1) with q8_0 and q4_0 rows of 128 values, the usual head size, by
+ * AVX-512 VNNI; one head, other formats and lengths go to qdot_avx2.
+ *
+ * vpdpbusd multiplies 64 unsigned bytes by 64 signed ones and adds each
+ * four products into an int32 lane: a whole row is two of them. Both
+ * formats put a row's four blocks side by side, one 16-byte quarter each,
+ * so that lanes 4b .. 4b + 3 hold block b's sums in every vector:
+ *   q4_0: the low nibbles (codes 0 .. 15 of each block) in one vector, the
+ *         high ones (16 .. 31) in the other, unsigned as stored (code + 8);
+ *         x's codes are the signed operand, and the offset, 8 times the
+ *         block's sum of x, starts the head's sums (a constant per call).
+ *   q8_0: the first 16 codes of each block in one vector, the last 16 in
+ *         the other, signed; x + 128 is the unsigned operand, and 128 times
+ *         the row's codes (one vpdpbusd against 128s, shared by the heads)
+ *         is taken off where the sums start.
+ * The integer sums are exact; each lane is then turned to a float and
+ * scaled by x's block scale and the row's, and the 16 lanes of a row and
+ * head are added by one transposed reduction for 16 results (reduce16,
+ * which adds every result's lanes in the same order: a row's score does
+ * not depend on where its run was cut).
+ *
+ * What it bought on an AVX-512 Xeon (65536 rows, this and qdot_avx2
+ * called in turn, medians): the dot alone in tiles of 1024 rows, cold, G =
+ * 4, q4_0 0.66 and q8_0 0.73 of qdot_avx2's time; whole --int-dot flash
+ * steps, cold, 41 of each: qdot_avx2's took 1.32 (q4_0) and 1.13 (q8_0)
+ * times as long at G = 2, 1.12 and 1.12 at G = 4, 1.10 (q4_0) at G = 8.
+ * One head lost (the dot alone, cold, q4_0 1.06, q8_0 1.10: qdot_avx2
+ * reads such rows in four streams). Without the prefetch of the rows 2 KiB
+ * ahead, cold G = 4 took 1.17 times as long; 1 KiB 1.10; 4 to 8 KiB within
+ * the noise of 2.
+ *
+ * Agrees with qdot_ref within float rounding (test_gguf's check_qdot). */
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/kernels_isa.h"
+#include "kernels/reduce_avx512.h"
+
+#define INLINE static inline __attribute__((always_inline))
+#define ROW_VALUES 128
+#define NB 4                    /* blocks of 32 a row */
+#define X_BYTES (NB * 34)       /* a q8_0 row of 128: x's */
+#define PREFETCH_BYTES 2048     /* ahead of the row read: see the header */
+
+typedef struct {
+    __m512i lo, hi; /* the two signed or unsigned operands of x, in the rows' byte order */
+    __m512i start;  /* where the sums start: the 4-bit offset, or 0 */
+    __m512 dx;      /* x's block scales, lanes 4b .. 4b + 3 */
+} Head;
+
+/* Word permutes gathering 16-byte quarters: quarter b of the result takes
+ * words first[b] .. first[b] + 7 of the two sources (a, b: words 0 .. 31,
+ * then 32 .. 63). */
+INLINE __m512i quarters_index(int f0, int f1, int f2, int f3)
+{
+    const int first[NB] = { f0, f1, f2, f3 };
+    int16_t t[32];
+    for (int j = 0; j < 32; j++)
+        t[j] = (int16_t)(first[j / 8] + j % 8);
+    return _mm512_loadu_si512(t);
+}
+
+/* Words w0 .. w3 of the two sources, each in the 4 words of a quarter's
+ * low half (the scales of the four blocks, for cvtph: lanes 4b .. 4b + 3). */
+INLINE __m512i scales_index(int w0, int w1, int w2, int w3)
+{
+    const int w[NB] = { w0, w1, w2, w3 };
+    int16_t t[32];
+    for (int j = 0; j < 32; j++)
+        t[j] = (int16_t)(j < 16 ? w[j / 4] : 0);
+    return _mm512_loadu_si512(t);
+}
+
+INLINE __m512 scales_of(__m512i words)
+{
+    return _mm512_cvtph_ps(_mm512_castsi512_si256(words));
+}
+
+/* --- the rows ---------------------------------------------------------------- */
+
+/* A row's two code vectors (lanes 4b .. 4b + 3 of block b) and its scales. */
+typedef struct {
+    __m512i lo, hi;
+    __m512 d;
+    __m512i start; /* q8_0: minus 128 times the row's codes; q4_0: 0 */
+} Row;
+
+/* The permutes' indexes, made once a call (GCC builds them on the stack
+ * where they are written inline). */
+typedef struct {
+    __m512i q4_codes, q4_scales;          /* q4_0: from bytes 0 .. 71 */
+    __m512i q8_first, q8_second, q8_scales; /* q8_0 (and x): bytes 0 .. 127, 8 .. 135, 0 .. 127 */
+} Gather;
+
+static Gather gather_indexes(void)
+{
+    return (Gather){ quarters_index(1, 10, 19, 28), scales_index(0, 9, 18, 27), quarters_index(1, 18, 35, 52),
+                     quarters_index(5, 22, 39, 56), scales_index(0, 17, 34, 51) };
+}
+
+/* q4_0: 4 blocks of 18 bytes (scale, 16 bytes of nibbles); a block's qs
+ * start at word 9b + 1. */
+INLINE Row row_q4_0(const Gather *ix, const unsigned char *p)
+{
+    const __m512i a = _mm512_loadu_si512(p), b = _mm512_maskz_loadu_epi8(0xff, p + 64);
+    const __m512i qs = _mm512_permutex2var_epi16(a, ix->q4_codes, b);
+    const __m512i low = _mm512_set1_epi8(0x0f);
+    return (Row){ _mm512_and_si512(qs, low), _mm512_and_si512(_mm512_srli_epi16(qs, 4), low),
+                  scales_of(_mm512_permutexvar_epi16(ix->q4_scales, a)), _mm512_setzero_si512() };
+}
+
+/* q8_0 (rows and x): 4 blocks of 34 bytes (scale, 32 codes); block b's
+ * codes start at word 17b + 1, its second 16 at 17b + 9. The first halves
+ * come from bytes 0 .. 127, the second from 8 .. 135 (the row's end, never
+ * past it): index (17b + 9) - 4. */
+INLINE void q8_0_parts(const Gather *ix, const unsigned char *p, __m512i *first, __m512i *second, __m512 *d)
+{
+    const __m512i a = _mm512_loadu_si512(p), b = _mm512_loadu_si512(p + 64);
+    const __m512i c = _mm512_loadu_si512(p + 8), e = _mm512_loadu_si512(p + 72);
+    *first = _mm512_permutex2var_epi16(a, ix->q8_first, b);
+    *second = _mm512_permutex2var_epi16(c, ix->q8_second, e);
+    *d = scales_of(_mm512_permutex2var_epi16(a, ix->q8_scales, b));
+}
+
+INLINE Row row_q8_0(const Gather *ix, const unsigned char *p)
+{
+    Row r;
+    q8_0_parts(ix, p, &r.lo, &r.hi, &r.d);
+    const __m512i c128 = _mm512_set1_epi8((char)0x80);
+    const __m512i sum128 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), c128, r.lo), c128, r.hi);
+    r.start = _mm512_sub_epi32(_mm512_setzero_si512(), sum128);
+    return r;
+}
+
+/* --- x --------------------------------------------------------------------- */
+
+/* Head g's x (a q8_0 row of 128) in the rows' byte order. */
+static Head head_of(const Gather *ix, Format fmt, const unsigned char *x)
+{
+    __m512i lo, hi;
+    Head h = { .start = _mm512_setzero_si512() };
+    q8_0_parts(ix, x, &lo, &hi, &h.dx);
+    h.lo = lo, h.hi = hi;
+    if (fmt == FMT_Q8_0) { /* x + 128, unsigned */
+        const __m512i c128 = _mm512_set1_epi8((char)0x80);
+        h.lo = _mm512_xor_si512(lo, c128);
+        h.hi = _mm512_xor_si512(hi, c128);
+    } else { /* minus 8 times each block's sum of x, in lane 4b */
+        const __m512i eights = _mm512_set1_epi8(8);
+        const __m512i s = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), eights, lo), eights, hi);
+        int32_t lane[16], start[16] = { 0 };
+        _mm512_storeu_si512(lane, s);
+        for (int k = 0; k < 16; k++)
+            start[k / 4 * 4] -= lane[k];
+        h.start = _mm512_loadu_si512(start);
+    }
+    return h;
+}
+
+/* --- the dot ----------------------------------------------------------------- */
+
+/* Row and head: the 16 lanes whose sum is the score. */
+INLINE __m512 lanes_of(const Format fmt, const Row *r, const Head *h)
+{
+    const __m512i s0 = fmt == FMT_Q8_0 ? r->start : h->start;
+    const __m512i u0 = fmt == FMT_Q8_0 ? h->lo : r->lo, v0 = fmt == FMT_Q8_0 ? r->lo : h->lo;
+    const __m512i u1 = fmt == FMT_Q8_0 ? h->hi : r->hi, v1 = fmt == FMT_Q8_0 ? r->hi : h->hi;
+    const __m512i sums = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(s0, u0, v0), u1, v1);
+    return _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sums), h->dx), r->d);
+}
+
+/* Rows r0 .. r0 + nr - 1 (nr a constant where the block is whole): part[g
+ * * RB + r] = row r0 + r's lanes with head g. */
+INLINE void block_lanes(const Format fmt, const size_t GB, const Gather *ix, __m512 *part, const Head *h,
+                        const unsigned char *rows, size_t stride, size_t nr)
+{
+    const size_t RB = 16 / GB;
+    for (size_t r = 0; r < nr; r++) {
+        const unsigned char *p = rows + r * stride;
+        _mm_prefetch((const char *)p + PREFETCH_BYTES, _MM_HINT_T0);
+        const Row row = fmt == FMT_Q8_0 ? row_q8_0(ix, p) : row_q4_0(ix, p);
+        CODEC_UNROLL
+        for (size_t g = 0; g < GB; g++)
+            part[g * RB + r] = lanes_of(fmt, &row, &h[g]);
+    }
+}
+
+/* GB heads (a constant) over the rows, 16 / GB rows a reduction: y[g * ld +
+ * r] = x_g . row r. Each row is decoded once for the GB heads. A whole
+ * block's rows are unrolled (its lanes stay in registers); the last one's
+ * unused results are zeros. */
+INLINE void rows_dot(const Format fmt, const size_t GB, const Gather *ix, float *y, size_t ld, const Head *h,
+                     const unsigned char *rows, size_t stride, size_t n_rows, const RowsAhead *ahead)
+{
+    const size_t RB = 16 / GB;
+    for (size_t r0 = 0; r0 < n_rows; r0 += RB) {
+        const size_t nr = n_rows - r0 < RB ? n_rows - r0 : RB;
+        rows_ahead_prefetch(ahead, r0, nr);
+        __m512 part[16];
+        if (nr == RB) {
+            CODEC_UNROLL
+            for (size_t r = 0; r < RB; r++)
+                block_lanes(fmt, GB, ix, part + r, h, rows + (r0 + r) * stride, stride, 1);
+        } else {
+            CODEC_UNROLL
+            for (size_t k = 0; k < 16; k++)
+                part[k] = _mm512_setzero_ps();
+            block_lanes(fmt, GB, ix, part, h, rows + r0 * stride, stride, nr);
+        }
+        float sums[16];
+        _mm512_storeu_ps(sums, reduce16(part));
+        for (size_t g = 0; g < GB; g++)
+            for (size_t r = 0; r < nr; r++)
+                y[g * ld + r0 + r] = sums[g * RB + r];
+    }
+}
+
+/* The heads in blocks of 4, 2 or 1 (a constant each); the first block
+ * prefetches the rows ahead. */
+INLINE void qdot_128(const Format fmt, float *y, size_t ld, const unsigned char *rows, size_t stride,
+                     size_t n_rows, const unsigned char *xq, size_t G, const RowsAhead *ahead)
+{
+    const Gather ix = gather_indexes();
+    for (size_t g0 = 0; g0 < G; ahead = NULL) {
+        const size_t GB = G - g0 >= 4 ? 4 : G - g0 >= 2 ? 2 : 1;
+        Head h[4];
+        for (size_t g = 0; g < GB; g++)
+            h[g] = head_of(&ix, fmt, xq + (g0 + g) * X_BYTES);
+        float *out = y + g0 * ld;
+        if (GB == 4)
+            rows_dot(fmt, 4, &ix, out, ld, h, rows, stride, n_rows, ahead);
+        else if (GB == 2)
+            rows_dot(fmt, 2, &ix, out, ld, h, rows, stride, n_rows, ahead);
+        else
+            rows_dot(fmt, 1, &ix, out, ld, h, rows, stride, n_rows, ahead);
+        g0 += GB;
+    }
+}
+
+void qdot_vnni(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq,
+               size_t G, size_t n, const RowsAhead *ahead)
+{
+    if (G == 1 || n != ROW_VALUES || (fmt != FMT_Q8_0 && fmt != FMT_Q4_0)) {
+        qdot_avx2(y, ld, fmt, rows, stride, n_rows, xq, G, n, ahead);
+        return;
+    }
+    if (fmt == FMT_Q8_0) /* a constant format in each call: one specialisation each */
+        qdot_128(FMT_Q8_0, y, ld, rows, stride, n_rows, xq, G, ahead);
+    else
+        qdot_128(FMT_Q4_0, y, ld, rows, stride, n_rows, xq, G, ahead);
+}
