@@ -34,7 +34,7 @@ void rope_avx512(float *vec, size_t n_heads, size_t head_dim, size_t pos, double
 /* iaxpy_avx2.c built for AVX-512 with VNNI (iaxpy_vnni.c) */
 void iaxpy_vnni(int32_t *acc, float *dmax, const float *p, size_t ld, const float *to_int, Format fmt,
                 const void *rows, size_t stride, size_t n_rows, size_t G, size_t n);
-/* q8_0 and q4_0 rows of 128 by vpdpbusd, the others qdot_avx2's (qdot_vnni.c) */
+/* a group's heads (G > 1) with rows of 128 by vpdpbusd, the rest qdot_avx2's (qdot_vnni.c) */
 void qdot_vnni(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq,
                size_t G, size_t n, const RowsAhead *ahead);
 

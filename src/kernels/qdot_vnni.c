@@ -1,34 +1,41 @@
 /* qdot_vnni.c: the integer dot (kernels.h, QDotFn) of a GQA group's heads
- * (G > 1) with q8_0 and q4_0 rows of 128 values, the usual head size, by
- * AVX-512 VNNI; one head, other formats and lengths go to qdot_avx2.
+ * (G > 1) with rows of 128 values, the usual head size, by AVX-512 VNNI;
+ * one head, and other lengths, go to qdot_avx2.
  *
  * vpdpbusd multiplies 64 unsigned bytes by 64 signed ones and adds each
- * four products into an int32 lane: a whole row is two of them. Both
- * formats put a row's four blocks side by side, one 16-byte quarter each,
- * so that lanes 4b .. 4b + 3 hold block b's sums in every vector:
- *   q4_0: the low nibbles (codes 0 .. 15 of each block) in one vector, the
- *         high ones (16 .. 31) in the other, unsigned as stored (code + 8);
- *         x's codes are the signed operand, and the offset, 8 times the
- *         block's sum of x, starts the head's sums (a constant per call).
+ * four products into an int32 lane: a whole row is two of them. Every
+ * format is laid out so that lanes 4b .. 4b + 3 hold block b's sums (32
+ * values) in both vectors:
+ *   q4_0: a row's four blocks gathered side by side, one 16-byte quarter
+ *         each; the low nibbles (codes 0 .. 15 of each block) in one
+ *         vector, the high ones (16 .. 31) in the other.
+ *   int4, fp4: the row's 64 bytes as they are; the low nibbles (the even
+ *         values) in one vector, the high ones (the odd) in the other.
  *   q8_0: the first 16 codes of each block in one vector, the last 16 in
- *         the other, signed; x + 128 is the unsigned operand, and 128 times
- *         the row's codes (one vpdpbusd against 128s, shared by the heads)
- *         is taken off where the sums start.
+ *         the other, gathered as q4_0's.
+ * The 4-bit codes are made unsigned by an offset, as qdot_avx2 does them
+ * (q4_0 as stored, int4 with its sign bit flipped, fp4 looked up as its
+ * doubled value plus 12), and x's codes are the signed operand; the offset
+ * times each block's sum of x starts the head's sums. q8_0's codes are
+ * signed: x + 128 is the unsigned operand, and 128 times the row's codes
+ * (one vpdpbusd against 128s, shared by the heads) is taken off where the
+ * sums start. x is laid out once a call, in plain C (head_of).
  * The integer sums are exact; each lane is then turned to a float and
- * scaled by x's block scale and the row's, and the 16 lanes of a row and
+ * scaled by x's block scale and the row's (block's), and the 16 lanes of a row and
  * head are added by one transposed reduction for 16 results (reduce16,
  * which adds every result's lanes in the same order: a row's score does
  * not depend on where its run was cut).
  *
  * What it bought on an AVX-512 Xeon (65536 rows, this and qdot_avx2
  * called in turn, medians): the dot alone in tiles of 1024 rows, cold, G =
- * 4, q4_0 0.66 and q8_0 0.73 of qdot_avx2's time; whole --int-dot flash
- * steps, cold, 41 of each: qdot_avx2's took 1.32 (q4_0) and 1.13 (q8_0)
- * times as long at G = 2, 1.12 and 1.12 at G = 4, 1.10 (q4_0) at G = 8.
- * One head lost (the dot alone, cold, q4_0 1.06, q8_0 1.10: qdot_avx2
- * reads such rows in four streams). Without the prefetch of the rows 2 KiB
- * ahead, cold G = 4 took 1.17 times as long; 1 KiB 1.10; 4 to 8 KiB within
- * the noise of 2.
+ * 4: 0.66 to 0.74 of qdot_avx2's time (int4 0.66, fp4 0.70, q8_0 0.73);
+ * whole --int-dot flash steps, cold, 31 or 41 of each: qdot_avx2's took
+ * at G = 2 1.29 to 1.32 times as long (q4_0), 1.27 (int4), 1.28 (fp4),
+ * 1.12 (q8_0); at G = 4 1.12, 1.17, 1.14 and 1.10 to 1.12; at G = 8
+ * (q4_0) 1.09. One head lost (the dot alone, cold, q4_0 1.06, q8_0 1.10:
+ * qdot_avx2 reads such rows in four streams). Without the prefetch of the
+ * rows 2 KiB ahead, cold G = 4 took 1.17 times as long; 1 KiB 1.10; 4 to
+ * 8 KiB within the noise of 2.
  *
  * Agrees with qdot_ref within float rounding (test_gguf's check_qdot). */
 #include <immintrin.h>
@@ -45,9 +52,9 @@
 #define PREFETCH_BYTES 2048     /* ahead of the row read: see the header */
 
 typedef struct {
-    __m512i lo, hi; /* the two signed or unsigned operands of x, in the rows' byte order */
-    __m512i start;  /* where the sums start: the 4-bit offset, or 0 */
-    __m512 dx;      /* x's block scales, lanes 4b .. 4b + 3 */
+    __m512i lo, hi; /* x's codes in the rows' byte order: signed, or q8_0's plus 128 */
+    __m512i start;  /* where the sums start: minus the offset times each block's sum of x, or 0 */
+    __m512 dx;      /* x's block scales, lanes 4b .. 4b + 3 (fp4's halved: its codes are the values doubled) */
 } Head;
 
 /* Word permutes gathering 16-byte quarters: quarter b of the result takes
@@ -84,14 +91,14 @@ INLINE __m512 scales_of(__m512i words)
 typedef struct {
     __m512i lo, hi;
     __m512 d;
-    __m512i start; /* q8_0: minus 128 times the row's codes; q4_0: 0 */
+    __m512i start; /* q8_0: minus 128 times the row's codes; the others 0 */
 } Row;
 
 /* The permutes' indexes, made once a call (GCC builds them on the stack
  * where they are written inline). */
 typedef struct {
     __m512i q4_codes, q4_scales;          /* q4_0: from bytes 0 .. 71 */
-    __m512i q8_first, q8_second, q8_scales; /* q8_0 (and x): bytes 0 .. 127, 8 .. 135, 0 .. 127 */
+    __m512i q8_first, q8_second, q8_scales; /* q8_0: from bytes 0 .. 127, 8 .. 135, 0 .. 127 */
 } Gather;
 
 static Gather gather_indexes(void)
@@ -111,52 +118,77 @@ INLINE Row row_q4_0(const Gather *ix, const unsigned char *p)
                   scales_of(_mm512_permutexvar_epi16(ix->q4_scales, a)), _mm512_setzero_si512() };
 }
 
-/* q8_0 (rows and x): 4 blocks of 34 bytes (scale, 32 codes); block b's
- * codes start at word 17b + 1, its second 16 at 17b + 9. The first halves
- * come from bytes 0 .. 127, the second from 8 .. 135 (the row's end, never
- * past it): index (17b + 9) - 4. */
-INLINE void q8_0_parts(const Gather *ix, const unsigned char *p, __m512i *first, __m512i *second, __m512 *d)
+/* q8_0: 4 blocks of 34 bytes (scale, 32 codes); block b's codes start at
+ * word 17b + 1, its second 16 at 17b + 9. The first halves come from bytes
+ * 0 .. 127, the second from 8 .. 135 (the row's end, never past it): index
+ * (17b + 9) - 4. */
+INLINE Row row_q8_0(const Gather *ix, const unsigned char *p)
 {
     const __m512i a = _mm512_loadu_si512(p), b = _mm512_loadu_si512(p + 64);
     const __m512i c = _mm512_loadu_si512(p + 8), e = _mm512_loadu_si512(p + 72);
-    *first = _mm512_permutex2var_epi16(a, ix->q8_first, b);
-    *second = _mm512_permutex2var_epi16(c, ix->q8_second, e);
-    *d = scales_of(_mm512_permutex2var_epi16(a, ix->q8_scales, b));
+    const __m512i first = _mm512_permutex2var_epi16(a, ix->q8_first, b);
+    const __m512i second = _mm512_permutex2var_epi16(c, ix->q8_second, e);
+    const __m512i c128 = _mm512_set1_epi8((char)0x80);
+    const __m512i sum128 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), c128, first), c128, second);
+    return (Row){ first, second, scales_of(_mm512_permutex2var_epi16(a, ix->q8_scales, b)),
+                  _mm512_sub_epi32(_mm512_setzero_si512(), sum128) };
 }
 
-INLINE Row row_q8_0(const Gather *ix, const unsigned char *p)
+/* int4, fp4: 64 bytes of nibbles (byte k: values 2k and 2k + 1), then the
+ * row's fp16 scale. */
+INLINE Row row_nibbles(const Format fmt, const unsigned char *p)
 {
-    Row r;
-    q8_0_parts(ix, p, &r.lo, &r.hi, &r.d);
-    const __m512i c128 = _mm512_set1_epi8((char)0x80);
-    const __m512i sum128 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), c128, r.lo), c128, r.hi);
-    r.start = _mm512_sub_epi32(_mm512_setzero_si512(), sum128);
-    return r;
+    /* fp4's code -> its doubled E2M1 value + 12, in each 16-byte lane */
+    const __m512i fp4_plus12 = _mm512_broadcast_i32x4(_mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
+    const __m512i low = _mm512_set1_epi8(0x0f);
+    __m512i w = _mm512_loadu_si512(p);
+    if (fmt == FMT_INT4) /* the signed nibble plus 8 */
+        w = _mm512_xor_si512(w, _mm512_set1_epi8((char)0x88));
+    __m512i lo = _mm512_and_si512(w, low), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), low);
+    if (fmt == FMT_FP4) {
+        lo = _mm512_shuffle_epi8(fp4_plus12, lo);
+        hi = _mm512_shuffle_epi8(fp4_plus12, hi);
+    }
+    uint16_t h;
+    memcpy(&h, p + ROW_VALUES / 2, sizeof h);
+    return (Row){ lo, hi, _mm512_cvtph_ps(_mm256_set1_epi16((short)h)), _mm512_setzero_si512() };
+}
+
+INLINE Row row_of(const Format fmt, const Gather *ix, const unsigned char *p)
+{
+    return fmt == FMT_Q8_0 ? row_q8_0(ix, p) : fmt == FMT_Q4_0 ? row_q4_0(ix, p) : row_nibbles(fmt, p);
 }
 
 /* --- x --------------------------------------------------------------------- */
 
-/* Head g's x (a q8_0 row of 128) in the rows' byte order. */
-static Head head_of(const Gather *ix, Format fmt, const unsigned char *x)
+/* A head's x (a q8_0 row of 128) laid out as the rows of fmt are. */
+static Head head_of(Format fmt, const unsigned char *x)
 {
-    __m512i lo, hi;
-    Head h = { .start = _mm512_setzero_si512() };
-    q8_0_parts(ix, x, &lo, &hi, &h.dx);
-    h.lo = lo, h.hi = hi;
-    if (fmt == FMT_Q8_0) { /* x + 128, unsigned */
-        const __m512i c128 = _mm512_set1_epi8((char)0x80);
-        h.lo = _mm512_xor_si512(lo, c128);
-        h.hi = _mm512_xor_si512(hi, c128);
-    } else { /* minus 8 times each block's sum of x, in lane 4b */
-        const __m512i eights = _mm512_set1_epi8(8);
-        const __m512i s = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), eights, lo), eights, hi);
-        int32_t lane[16], start[16] = { 0 };
-        _mm512_storeu_si512(lane, s);
-        for (int k = 0; k < 16; k++)
-            start[k / 4 * 4] -= lane[k];
-        h.start = _mm512_loadu_si512(start);
+    const int offset = fmt == FMT_FP4 ? 12 : fmt == FMT_Q8_0 ? 0 : 8;
+    const int nibbles = fmt == FMT_INT4 || fmt == FMT_FP4; /* even and odd values apart */
+    int8_t lo[64], hi[64];
+    int32_t start[16] = { 0 };
+    float dx[16];
+    for (size_t b = 0; b < NB; b++) {
+        const unsigned char *blk = x + b * 34;
+        const int8_t *code = (const int8_t *)(const void *)(blk + 2);
+        uint16_t h;
+        memcpy(&h, blk, sizeof h);
+        int32_t sum = 0;
+        for (size_t j = 0; j < 16; j++) {
+            lo[16 * b + j] = nibbles ? code[2 * j] : code[j];
+            hi[16 * b + j] = nibbles ? code[2 * j + 1] : code[16 + j];
+            if (fmt == FMT_Q8_0) { /* x + 128, unsigned */
+                lo[16 * b + j] = (int8_t)((uint8_t)lo[16 * b + j] ^ 0x80u);
+                hi[16 * b + j] = (int8_t)((uint8_t)hi[16 * b + j] ^ 0x80u);
+            }
+            sum += code[j] + code[16 + j];
+        }
+        start[4 * b] = -offset * sum;
+        for (size_t k = 0; k < 4; k++)
+            dx[4 * b + k] = fp16_to_f32(h) * (fmt == FMT_FP4 ? 0.5f : 1.0f);
     }
-    return h;
+    return (Head){ _mm512_loadu_si512(lo), _mm512_loadu_si512(hi), _mm512_loadu_si512(start), _mm512_loadu_ps(dx) };
 }
 
 /* --- the dot ----------------------------------------------------------------- */
@@ -180,7 +212,7 @@ INLINE void block_lanes(const Format fmt, const size_t GB, const Gather *ix, __m
     for (size_t r = 0; r < nr; r++) {
         const unsigned char *p = rows + r * stride;
         _mm_prefetch((const char *)p + PREFETCH_BYTES, _MM_HINT_T0);
-        const Row row = fmt == FMT_Q8_0 ? row_q8_0(ix, p) : row_q4_0(ix, p);
+        const Row row = row_of(fmt, ix, p);
         CODEC_UNROLL
         for (size_t g = 0; g < GB; g++)
             part[g * RB + r] = lanes_of(fmt, &row, &h[g]);
@@ -227,7 +259,7 @@ INLINE void qdot_128(const Format fmt, float *y, size_t ld, const unsigned char 
         const size_t GB = G - g0 >= 4 ? 4 : G - g0 >= 2 ? 2 : 1;
         Head h[4];
         for (size_t g = 0; g < GB; g++)
-            h[g] = head_of(&ix, fmt, xq + (g0 + g) * X_BYTES);
+            h[g] = head_of(fmt, xq + (g0 + g) * X_BYTES);
         float *out = y + g0 * ld;
         if (GB == 4)
             rows_dot(fmt, 4, &ix, out, ld, h, rows, stride, n_rows, ahead);
@@ -242,12 +274,14 @@ INLINE void qdot_128(const Format fmt, float *y, size_t ld, const unsigned char 
 void qdot_vnni(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq,
                size_t G, size_t n, const RowsAhead *ahead)
 {
-    if (G == 1 || n != ROW_VALUES || (fmt != FMT_Q8_0 && fmt != FMT_Q4_0)) {
+    if (G == 1 || n != ROW_VALUES || !qdot_takes(fmt)) {
         qdot_avx2(y, ld, fmt, rows, stride, n_rows, xq, G, n, ahead);
         return;
     }
-    if (fmt == FMT_Q8_0) /* a constant format in each call: one specialisation each */
-        qdot_128(FMT_Q8_0, y, ld, rows, stride, n_rows, xq, G, ahead);
-    else
-        qdot_128(FMT_Q4_0, y, ld, rows, stride, n_rows, xq, G, ahead);
+    switch (fmt) { /* a constant format in each call: one specialisation each */
+    case FMT_Q8_0: qdot_128(FMT_Q8_0, y, ld, rows, stride, n_rows, xq, G, ahead); break;
+    case FMT_Q4_0: qdot_128(FMT_Q4_0, y, ld, rows, stride, n_rows, xq, G, ahead); break;
+    case FMT_INT4: qdot_128(FMT_INT4, y, ld, rows, stride, n_rows, xq, G, ahead); break;
+    default: qdot_128(FMT_FP4, y, ld, rows, stride, n_rows, xq, G, ahead); break;
+    }
 }
