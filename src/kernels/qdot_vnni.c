@@ -39,6 +39,7 @@
  *
  * Agrees with qdot_ref within float rounding (test_gguf's check_qdot). */
 #include <immintrin.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -48,7 +49,7 @@
 #define INLINE static inline __attribute__((always_inline))
 #define ROW_VALUES 128
 #define NB 4                    /* blocks of 32 a row */
-#define X_BYTES (NB * 34)       /* a q8_0 row of 128: x's */
+#define X_BYTES (NB * sizeof(BlockQ8_0)) /* x: a q8_0 row of 128 */
 #define PREFETCH_BYTES 2048     /* ahead of the row read: see the header */
 
 typedef struct {
@@ -139,7 +140,8 @@ INLINE Row row_q8_0(const Gather *ix, const unsigned char *p)
 INLINE Row row_nibbles(const Format fmt, const unsigned char *p)
 {
     /* fp4's code -> its doubled E2M1 value + 12, in each 16-byte lane */
-    const __m512i fp4_plus12 = _mm512_broadcast_i32x4(_mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
+    const __m512i fp4_plus12 =
+        _mm512_broadcast_i32x4(_mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
     const __m512i low = _mm512_set1_epi8(0x0f);
     __m512i w = _mm512_loadu_si512(p);
     if (fmt == FMT_INT4) /* the signed nibble plus 8 */
@@ -170,10 +172,11 @@ static Head head_of(Format fmt, const unsigned char *x)
     int32_t start[16] = { 0 };
     float dx[16];
     for (size_t b = 0; b < NB; b++) {
-        const unsigned char *blk = x + b * 34;
-        const int8_t *code = (const int8_t *)(const void *)(blk + 2);
+        const unsigned char *blk = x + b * sizeof(BlockQ8_0);
+        const int8_t *code = (const int8_t *)(const void *)(blk + offsetof(BlockQ8_0, qs));
         uint16_t h;
         memcpy(&h, blk, sizeof h);
+        const float d = fp16_to_f32(h) * (fmt == FMT_FP4 ? 0.5f : 1.0f);
         int32_t sum = 0;
         for (size_t j = 0; j < 16; j++) {
             lo[16 * b + j] = nibbles ? code[2 * j] : code[j];
@@ -186,7 +189,7 @@ static Head head_of(Format fmt, const unsigned char *x)
         }
         start[4 * b] = -offset * sum;
         for (size_t k = 0; k < 4; k++)
-            dx[4 * b + k] = fp16_to_f32(h) * (fmt == FMT_FP4 ? 0.5f : 1.0f);
+            dx[4 * b + k] = d;
     }
     return (Head){ _mm512_loadu_si512(lo), _mm512_loadu_si512(hi), _mm512_loadu_si512(start), _mm512_loadu_ps(dx) };
 }
