@@ -11,13 +11,15 @@
  * (a row's first part, where it is read in parts; else 0): the row's bytes
  * from its second line up to pf_bytes are prefetched, so that memory sees
  * whole rows in order, not every row's first part, then every row's second.
+ * ahead (rows, or 0): the row that many rows on is prefetched whole
+ * (pf_bytes, then, its bytes), one row a row (axpy_tile says where).
  *
  * Whole blocks of a block-scaled format (BC) add the codes times w * the
  * block's scale: one multiply per block and head instead of one per value. */
 INLINE void axpy_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB,
-                       const size_t CB, const int per_row_scale, size_t pf_bytes, float *acc, const float *w,
-                       size_t ld, const unsigned char *rows, size_t stride, size_t n_rows, size_t n, size_t i0,
-                       size_t nc, size_t m)
+                       const size_t CB, const int per_row_scale, size_t pf_bytes, size_t ahead, float *acc,
+                       const float *w, size_t ld, const unsigned char *rows, size_t stride, size_t n_rows, size_t n,
+                       size_t i0, size_t nc, size_t m)
 {
     const int split = BC && CB % (BC ? BC : 1) == 0 && nc == CB && m == W;
     const int fold = !BC && raw && nc == CB && m == W; /* a row-scaled format: its scale goes into w */
@@ -31,8 +33,8 @@ INLINE void axpy_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC,
         }
     for (size_t r = 0; r < n_rows; r++) {
         const Row row = row_of(rows + r * stride, n, per_row_scale);
-        for (size_t o = 64; o < pf_bytes; o += 64) /* the first line is being read */
-            __builtin_prefetch(rows + r * stride + o);
+        for (size_t o = ahead ? 0 : 64; o < pf_bytes; o += 64) /* without ahead, the first line is being read */
+            __builtin_prefetch(rows + (r + ahead) * stride + o);
         UNROLL_16
         for (size_t g = 0; g < GB; g++)
             wv[g] = fold ? v_mul(v_set1(w[g * ld + r]), scale(&row, 0)) : v_set1(w[g * ld + r]);
@@ -80,29 +82,33 @@ INLINE void axpy_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC,
 #define AXPY_CHUNKS(GB) (NACC / (GB) < 8 ? NACC / (GB) : 8)
 
 /* GB heads over the whole row length: blocks of CB chunks, then the rest;
- * pf_bytes: axpy_block's, for the first. */
+ * pf_bytes and ahead: axpy_block's, for the first (pf_bytes only where the
+ * row is read in parts, or ahead is given). */
 INLINE void axpy_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB,
-                       const int per_row_scale, size_t pf_bytes, float *acc, const float *w, size_t ld,
+                       const int per_row_scale, size_t pf_bytes, size_t ahead, float *acc, const float *w, size_t ld,
                        const unsigned char *rows, size_t stride, size_t n_rows, size_t n)
 {
     const size_t CB = AXPY_CHUNKS(GB);
     size_t i = 0;
     if (n >= CB * W) { /* i0 = 0 a constant: a block's chunks then share its scale's load */
-        axpy_block(chunk, raw, scale, BC, GB, CB, per_row_scale, n > CB * W ? pf_bytes : 0, acc, w, ld, rows, stride,
-                   n_rows, n, 0, CB, W);
+        axpy_block(chunk, raw, scale, BC, GB, CB, per_row_scale, n > CB * W || ahead ? pf_bytes : 0, ahead, acc, w, ld,
+                   rows, stride, n_rows, n, 0, CB, W);
         i = CB * W;
     }
     for (; i + CB * W <= n; i += CB * W)
-        axpy_block(chunk, raw, scale, BC, GB, CB, per_row_scale, 0, acc, w, ld, rows, stride, n_rows, n, i, CB, W);
+        axpy_block(chunk, raw, scale, BC, GB, CB, per_row_scale, 0, 0, acc, w, ld, rows, stride, n_rows, n, i, CB, W);
     if (i < n) {
         const size_t nc = (n - i + W - 1) / W;
-        axpy_block(chunk, raw, scale, BC, GB, CB, per_row_scale, 0, acc, w, ld, rows, stride, n_rows, n, i, nc,
+        axpy_block(chunk, raw, scale, BC, GB, CB, per_row_scale, 0, 0, acc, w, ld, rows, stride, n_rows, n, i, nc,
                    n - i - (nc - 1) * W);
     }
 }
 
 #ifndef AXPY_CHEAP_PARTS
 #define AXPY_CHEAP_PARTS 0
+#endif
+#ifndef AXPY_F16_AHEAD
+#define AXPY_F16_AHEAD 0 /* rows ahead one head's f16 rows prefetch (axpy_tile); 0: none */
 #endif
 
 /* The heads in blocks of 4, 2 or 1, PASS_ROWS rows at a time: of 4 for
@@ -122,6 +128,7 @@ INLINE void axpy_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
                         : chunks <= AXPY_CHUNKS(2)                           ? 2
                                                                              : 1;
     const size_t pf_bytes = AXPY_CHEAP_PARTS ? cheap * n : 0; /* blocks of heads only: one head's rows gained nothing */
+    const size_t f16_ahead = cheap == 2 ? AXPY_F16_AHEAD : 0;  /* but one head's f16 rows, where asked */
     for (size_t r = 0; r < n_rows; r += PASS_ROWS) {
         const unsigned char *p = (const unsigned char *)rows + r * stride;
         const size_t nr = n_rows - r < PASS_ROWS ? n_rows - r : PASS_ROWS;
@@ -130,13 +137,14 @@ INLINE void axpy_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
             float *a = acc + g * n;
             const float *wg = w + g * ld + r;
             if (left >= 4 && gmax >= 4) { /* a constant GB per call */
-                axpy_heads(chunk, raw, scale, BC, 4, per_row_scale, pf_bytes, a, wg, ld, p, stride, nr, n);
+                axpy_heads(chunk, raw, scale, BC, 4, per_row_scale, pf_bytes, 0, a, wg, ld, p, stride, nr, n);
                 g += 4;
             } else if (left >= 2 && gmax >= 2) {
-                axpy_heads(chunk, raw, scale, BC, 2, per_row_scale, pf_bytes, a, wg, ld, p, stride, nr, n);
+                axpy_heads(chunk, raw, scale, BC, 2, per_row_scale, pf_bytes, 0, a, wg, ld, p, stride, nr, n);
                 g += 2;
             } else {
-                axpy_heads(chunk, raw, scale, BC, 1, per_row_scale, 0, a, wg, ld, p, stride, nr, n);
+                axpy_heads(chunk, raw, scale, BC, 1, per_row_scale, f16_ahead ? cheap * n : 0, f16_ahead, a, wg, ld,
+                           p, stride, nr, n);
                 g += 1;
             }
         }
