@@ -222,12 +222,19 @@ INLINE void v_reduce(float *sums, const V *part)
  * 0.97 and 0.97 (41 alternating steps, medians; the same sums) */
 #define AXPY_CHEAP_PARTS 1
 #define DOT_AHEAD 1 /* the rows ahead prefetched where the keys are decoded (codec_tiles_dot.h) */
-/* One head's f16 value rows: each row prefetches the one 8 rows on. The
- * hardware alone read them at 8 to 9 GB/s here (65536 cold rows: one
- * head's f32 rows 14); flash steps, cold, 65536 rows, G = 1, an AVX-512
- * Xeon, 31 to 41 alternating: f16 0.87 to 0.88 of the time (16 rows on
- * 0.90, 32 0.93); f32 1.03 and 1.00, so not there. */
-#define AXPY_F16_AHEAD 8
+/* f32 and f16 rows prefetched ahead of where they are read, where
+ * nothing else asks for them: the hardware alone read one head's f16 value
+ * rows at 8 to 9 GB/s here (f32's 14), and a group's cheap keys and values
+ * each in one stream. Each value row prefetches the one 16 rows on; a
+ * group's keys, the first block of heads, 64 rows on. Whole flash steps,
+ * cold, 65536 rows, an AVX-512 Xeon, 31 alternating with the former
+ * build's, medians: that took 1.14 to 1.16 times as long at G = 1 in f16
+ * (f32 0.99 to 1.02: unchanged), 1.33 at G = 2 in f16, 1.23 at G = 4, 1.13
+ * at G = 8, 1.09 at G = 4 in f32; q8_0 unchanged (8
+ * value rows on and no keys gave G = 1 f16 1.15; 16 to 256 key rows on
+ * and 8 to 32 value rows on were within the noise of each other). */
+#define AXPY_AHEAD 16
+#define DOT_KEYS_AHEAD 64
 #include "kernels/codec_tiles.h"
 
 /* --- the table -------------------------------------------------------------- */

@@ -24,8 +24,11 @@
  *   AXPY_CHEAP_PARTS   optional, 1: cheap rows too are added for 4 heads at
  *                      a time, in parts, each row's whole bytes prefetched
  *                      when its first part is read (axpy_tile)
- *   AXPY_F16_AHEAD     optional (default 0: none): how many rows ahead
- *                      one head's f16 value rows prefetch (axpy_tile)
+ *   AXPY_AHEAD         optional (default 0: none): how many rows ahead
+ *                      each cheap value row prefetches (axpy_tile)
+ *   DOT_KEYS_AHEAD     optional (default 0: none): how many rows ahead a
+ *                      group's cheap key rows are prefetched where no value
+ *                      rows are (dot_tile)
  *   DOT_AHEAD          optional (default 0: never): where dot_tile
  *                      prefetches the rows ahead (the values) while it
  *                      scores; 1 where it decodes the rows, 2 also for

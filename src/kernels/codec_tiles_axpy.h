@@ -107,8 +107,8 @@ INLINE void axpy_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC,
 #ifndef AXPY_CHEAP_PARTS
 #define AXPY_CHEAP_PARTS 0
 #endif
-#ifndef AXPY_F16_AHEAD
-#define AXPY_F16_AHEAD 0 /* rows ahead one head's f16 rows prefetch (axpy_tile); 0: none */
+#ifndef AXPY_AHEAD
+#define AXPY_AHEAD 0 /* rows ahead each cheap value row prefetches whole (axpy_tile); 0: none */
 #endif
 
 /* The heads in blocks of 4, 2 or 1, PASS_ROWS rows at a time: of 4 for
@@ -118,7 +118,9 @@ INLINE void axpy_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC,
  * 128 values (alternating calls, medians of 61): 4 heads f32 0.85 to 0.92
  * of the time, f16 0.87 to 0.97 (three runs each); 8 heads 0.86 and 0.88,
  * 2 heads 0.98 and 0.95. Without the prefetch f32 took 1.66 times as long
- * at 4 heads: the rows' first parts came from memory, then their second. */
+ * at 4 heads: the rows' first parts came from memory, then their second.
+ * With AXPY_AHEAD each cheap row prefetches a row that many rows on
+ * instead, in every block of heads (codec_avx512.c says what it gave). */
 INLINE void axpy_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const int per_row_scale,
                       const size_t cheap, float *acc, const float *w, size_t ld, size_t G, const void *rows,
                       size_t stride, size_t n_rows, size_t n)
@@ -127,8 +129,9 @@ INLINE void axpy_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
     const size_t gmax = !cheap || AXPY_CHEAP_PARTS || chunks <= AXPY_CHUNKS(4) ? 4
                         : chunks <= AXPY_CHUNKS(2)                           ? 2
                                                                              : 1;
-    const size_t pf_bytes = AXPY_CHEAP_PARTS ? cheap * n : 0; /* blocks of heads only: one head's rows gained nothing */
-    const size_t f16_ahead = cheap == 2 ? AXPY_F16_AHEAD : 0;  /* but one head's f16 rows, where asked */
+    const size_t ahead = cheap ? AXPY_AHEAD : 0;
+    /* one head's rows, without rows ahead, gained nothing from a prefetch (AVX2) */
+    const size_t pf_bytes = AXPY_CHEAP_PARTS || ahead ? cheap * n : 0, pf_one = ahead ? pf_bytes : 0;
     for (size_t r = 0; r < n_rows; r += PASS_ROWS) {
         const unsigned char *p = (const unsigned char *)rows + r * stride;
         const size_t nr = n_rows - r < PASS_ROWS ? n_rows - r : PASS_ROWS;
@@ -137,14 +140,13 @@ INLINE void axpy_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
             float *a = acc + g * n;
             const float *wg = w + g * ld + r;
             if (left >= 4 && gmax >= 4) { /* a constant GB per call */
-                axpy_heads(chunk, raw, scale, BC, 4, per_row_scale, pf_bytes, 0, a, wg, ld, p, stride, nr, n);
+                axpy_heads(chunk, raw, scale, BC, 4, per_row_scale, pf_bytes, ahead, a, wg, ld, p, stride, nr, n);
                 g += 4;
             } else if (left >= 2 && gmax >= 2) {
-                axpy_heads(chunk, raw, scale, BC, 2, per_row_scale, pf_bytes, 0, a, wg, ld, p, stride, nr, n);
+                axpy_heads(chunk, raw, scale, BC, 2, per_row_scale, pf_bytes, ahead, a, wg, ld, p, stride, nr, n);
                 g += 2;
             } else {
-                axpy_heads(chunk, raw, scale, BC, 1, per_row_scale, f16_ahead ? cheap * n : 0, f16_ahead, a, wg, ld,
-                           p, stride, nr, n);
+                axpy_heads(chunk, raw, scale, BC, 1, per_row_scale, pf_one, ahead, a, wg, ld, p, stride, nr, n);
                 g += 1;
             }
         }

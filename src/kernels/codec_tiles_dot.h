@@ -228,6 +228,9 @@ INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
 #ifndef DOT_AHEAD
 #define DOT_AHEAD 0
 #endif
+#ifndef DOT_KEYS_AHEAD
+#define DOT_KEYS_AHEAD 0
+#endif
 
 /* The heads in blocks of 4, 2 or 1, PASS_ROWS rows at a time. Rows of 8
  * chunks (and rows enough to pay for loading q): blocks of NACC / 8 heads
@@ -243,7 +246,9 @@ INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
  * go in streams (dot_heads), rows of 8 chunks too: with q in registers
  * but one stream, 65536 cold rows of 128 values on an AVX-512 Xeon took
  * 1.36x the streams' time in f16 and 1.08x in f32 (rows of 64 values on
- * AVX2: 1.31x and 1.13x; 31 alternating calls, medians). */
+ * AVX2: 1.31x and 1.13x; 31 alternating calls, medians). Where no rows
+ * ahead are prefetched, a group's cheap rows can prefetch their own,
+ * DOT_KEYS_AHEAD rows on (codec_avx512.c). */
 INLINE void dot_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const int per_row_scale, const int cheap,
                      float *out, size_t ld, const float *q, size_t G, const void *rows, size_t stride, size_t n_rows,
                      size_t n, const RowsAhead *ahead)
@@ -258,14 +263,16 @@ INLINE void dot_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, c
         const unsigned char *p = (const unsigned char *)rows + r * stride;
         const size_t nr = n_rows - r < PASS_ROWS ? n_rows - r : PASS_ROWS;
         const int pf = ahead && (DOT_AHEAD >= 2 ? G > 1 || !cheap : DOT_AHEAD == 1 && !cheap);
-        const RowsAhead pass = pf ? (RowsAhead){ (const unsigned char *)ahead->rows + r * ahead->stride,
-                                                 ahead->stride, ahead->bytes }
-                                  : (RowsAhead){ NULL, 0, 0 };
+        const int keys = !pf && cheap && G > 1 && DOT_KEYS_AHEAD; /* else the keys' own rows on */
+        const RowsAhead pass = pf     ? (RowsAhead){ (const unsigned char *)ahead->rows + r * ahead->stride,
+                                                     ahead->stride, ahead->bytes }
+                               : keys ? (RowsAhead){ p + DOT_KEYS_AHEAD * stride, stride, cheap * n }
+                                      : (RowsAhead){ NULL, 0, 0 };
         for (size_t g = 0; g < G;) {
             const size_t left = G - g;
             float *o = out + g * ld + r;
             const float *qg = q + g * n;
-            const RowsAhead *pg = pf && g == 0 ? &pass : NULL;
+            const RowsAhead *pg = (pf || keys) && g == 0 ? &pass : NULL;
             if (qreg && GQ >= 2 && left >= 2) { /* a constant GB per call: see UNROLL_16 */
                 dot_heads(chunk, raw, scale, BC, 2, 8, per_row_scale, cheap, o, ld, qg, p, stride, nr, n, pg);
                 g += 2;
