@@ -228,11 +228,11 @@ INLINE void v_reduce(float *sums, const V *part)
  * each in one stream. Each value row prefetches the one 16 rows on; a
  * group's keys, the first block of heads, 64 rows on. Whole flash steps,
  * cold, 65536 rows, an AVX-512 Xeon, 31 alternating with the former
- * build's, medians: that took 1.14 to 1.16 times as long at G = 1 in f16
- * (f32 0.99 to 1.02: unchanged), 1.33 at G = 2 in f16, 1.23 at G = 4, 1.13
- * at G = 8, 1.09 at G = 4 in f32; q8_0 unchanged (8
- * value rows on and no keys gave G = 1 f16 1.15; 16 to 256 key rows on
- * and 8 to 32 value rows on were within the noise of each other). */
+ * build's, medians: that took 1.14 times as long at G = 1 in f16 (f32
+ * 0.99: unchanged), 1.33 at G = 2 in f16, 1.23 at G = 4, 1.13 at G = 8,
+ * 1.09 at G = 4 in f32; q8_0 unchanged (8 value rows on and no keys gave
+ * G = 1 f16 1.15 and 1.16; 16 to 256 key rows on and 8 to 32 value rows on
+ * were within the noise of each other). */
 #define AXPY_AHEAD 16
 #define DOT_KEYS_AHEAD 64
 #include "kernels/codec_tiles.h"
