@@ -263,7 +263,7 @@ INLINE void dot_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, c
         const unsigned char *p = (const unsigned char *)rows + r * stride;
         const size_t nr = n_rows - r < PASS_ROWS ? n_rows - r : PASS_ROWS;
         const int pf = ahead && (DOT_AHEAD >= 2 ? G > 1 || !cheap : DOT_AHEAD == 1 && !cheap);
-        const int keys = !pf && cheap && G > 1 && DOT_KEYS_AHEAD; /* else the keys' own rows on */
+        const int keys = !pf && cheap && G > 1 && DOT_KEYS_AHEAD > 0; /* else the keys' own rows on */
         const RowsAhead pass = pf     ? (RowsAhead){ (const unsigned char *)ahead->rows + r * ahead->stride,
                                                      ahead->stride, ahead->bytes }
                                : keys ? (RowsAhead){ p + DOT_KEYS_AHEAD * stride, stride, cheap * n }
