@@ -119,12 +119,17 @@ sanitize:
 CROSS_CC  := aarch64-linux-gnu-gcc
 CROSS_SRC := $(filter-out %_avx2.c %_avx512.c %_vnni.c %/bench_blas.c,$(wildcard src/kernels/*.c)) src/util/err.c src/util/clock.c src/stats/counters.c
 CROSS_TESTS := test_kernels test_attend test_codec test_bench
-cross-test:
-	@mkdir -p $(BUILD)/cross
+CROSS_OBJ   := $(CROSS_SRC:%.c=$(BUILD)/cross/obj/%.o)
+CROSS_FLAGS := -std=c11 -O2 $(WARN) -D_DEFAULT_SOURCE -Itests/cross -Isrc
+# the sources built once for the four tests
+$(BUILD)/cross/obj/%.o: %.c $(wildcard src/*/*.h)
+	@mkdir -p $(dir $@)
+	@echo "  CC  $< (aarch64)"
+	@$(CROSS_CC) $(CROSS_FLAGS) -c -o $@ $<
+cross-test: $(CROSS_OBJ)
 	@set -e; for t in $(CROSS_TESTS); do \
 		echo "  CC  tests/unit/$$t.c (aarch64)"; \
-		$(CROSS_CC) -std=c11 -O2 $(WARN) -D_DEFAULT_SOURCE -Itests/cross -Isrc -Itests/unit -static \
-			-o $(BUILD)/cross/$$t tests/unit/$$t.c $(CROSS_SRC) -lm; \
+		$(CROSS_CC) $(CROSS_FLAGS) -Itests/unit -static -o $(BUILD)/cross/$$t tests/unit/$$t.c $(CROSS_OBJ) -lm; \
 		echo "== $$t (neon, qemu-aarch64)"; qemu-aarch64 $(BUILD)/cross/$$t; done
 
 # libFuzzer with ASan and UBSan on every parser of outside input, each for
