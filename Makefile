@@ -45,7 +45,7 @@ TEST_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 # tree is warning-free under a second compiler
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-.PHONY: corpus tokenizer models all bin run test unit-tests cli-tests sanitize cross-test deps deps-test clean plots check-lessons \
+.PHONY: corpus tokenizer models all bin run test test-bins unit-tests cli-tests sanitize cross-test deps deps-test clean plots check-lessons \
 	check-layers install uninstall fuzz
 
 # deps first, then a fresh make, so pkg-config is asked after any install
@@ -94,6 +94,9 @@ run: all
 plots: $(BIN)
 	$(BIN) plot --all --out $(BUILD)/plots
 
+# what the tests run, built two jobs at a time (this machine's two cores)
+test-bins: $(BIN) $(LIB) $(TEST_BIN)
+
 unit-tests: $(TEST_BIN)
 	@set -e; for t in $(TEST_BIN); do echo "== $$t"; $$t; done
 
@@ -111,6 +114,8 @@ cli-tests: $(BIN)
 	KVSCOPE_BIN=$(BIN) sh tests/cli/run.sh
 
 sanitize:
+	$(MAKE) --no-print-directory -j2 BUILD=$(BUILD)/san CC=clang OPT="$(SAN_FLAGS)" \
+		LDFLAGS="-fsanitize=address,undefined" test-bins
 	$(MAKE) --no-print-directory BUILD=$(BUILD)/san CC=clang OPT="$(SAN_FLAGS)" \
 		LDFLAGS="-fsanitize=address,undefined" unit-tests cli-tests
 
@@ -174,6 +179,7 @@ $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_util.h $$(FUZZ_SRC_$$*
 		-Itests/fuzz -o $@ $< $(FUZZ_SRC_$*) src/util/err.c $(FUZZ_LIBS_$*) -lm
 
 test: deps-test
+	$(MAKE) --no-print-directory -j2 test-bins
 	$(MAKE) --no-print-directory check-layers unit-tests cli-tests check-lessons
 	$(MAKE) --no-print-directory sanitize
 	$(MAKE) --no-print-directory fuzz
