@@ -102,20 +102,35 @@ static inline __attribute__((always_inline)) void rows4(const Kind k, float *con
         rows4_dot(k, y, w, x, nb, n);
 }
 
+/* q8_0's own rows prefetched this far ahead in each stream (30 rows of 128
+ * values). One head's --int-dot flash steps, cold, 65536 rows, on an
+ * AVX-512 Xeon (31 to 41 alternating with the former in one process,
+ * medians of the ratios): the former took 1.01 to 1.06x as long (three
+ * runs; a noisy spell, the steps' own times spread by 30%); 2 to 8 KiB
+ * alike, 1 KiB no gain; for q4_0 and int4 rows none (0.95, 1.01). */
+#define Q8_0_OWN_AHEAD 4096
+
 /* Every row against one x: QDOT_STREAMS rows at a time, from that many
  * parts of the matrix; the rows left over one by one, each as the four
  * rows of rows4 (a loop for one row summed in another order, and a run cut
  * into calls, a paged cache's, scored otherwise than the whole run). The
  * rows of ahead (or none) are prefetched as they are read, in the same
- * streams. */
+ * streams, and q8_0's own rows Q8_0_OWN_AHEAD bytes on. */
 static inline __attribute__((always_inline)) void qdot_rows(const Kind k, float *y, const unsigned char *rows,
                                                             size_t stride, size_t n_rows, XBlocks x, size_t nb,
                                                             size_t n, const RowsAhead *ahead)
 {
     const size_t span = n_rows / QDOT_STREAMS;
     for (size_t i = 0; i < span; i++) {
-        for (size_t s = 0; s < QDOT_STREAMS; s++)
+        for (size_t s = 0; s < QDOT_STREAMS; s++) {
             rows_ahead_prefetch(ahead, s * span + i, 1);
+            if (k == K_Q8_0) { /* every line the row touches */
+                const char *own = (const char *)rows + (s * span + i) * stride + Q8_0_OWN_AHEAD;
+                for (size_t o = 0; o < stride; o += 64)
+                    _mm_prefetch(own + o, _MM_HINT_T0);
+                _mm_prefetch(own + stride - 1, _MM_HINT_T0);
+            }
+        }
         float *const out[4] = { y + i, y + span + i, y + 2 * span + i, y + 3 * span + i };
         const unsigned char *const w[4] = { rows + i * stride, rows + (span + i) * stride,
                                             rows + (2 * span + i) * stride, rows + (3 * span + i) * stride };
