@@ -76,6 +76,7 @@ $(BUILD)/obj/%_vnni.o: src/%_vnni.c
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
+	@rm -f $@ # anew: a renamed or removed source's old object must not stay in the archive
 	@$(AR) rcs $@ $^
 
 $(BIN): $(APP_OBJ) $(LIB)

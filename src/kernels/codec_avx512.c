@@ -239,48 +239,53 @@ INLINE void v_reduce(float *sums, const V *part)
 
 /* --- the table -------------------------------------------------------------- */
 
-/* q4_0 rows of 128 values: q4_0_rows_avx512.c, however few (it sums in
- * its own order, and a run cut into calls, a paged cache's, must give the
- * whole run's bits). */
-static void dot_q4_0_any(float *out, const float *q, size_t G, const void *row, size_t n)
-{
-    if (n == 4 * QK4_0) /* a row is a run of one: the same sums as in any run */
-        q4_0_dot_rows_128_avx512(out, 1, q, G, row, 0, 1);
-    else
-        dot_q4_0(out, q, G, row, n);
-}
+/* q4_0, int4 and fp4 rows of 128 values: nibble_rows_avx512.c, however
+ * few (it sums in its own order, and a run cut into calls, a paged
+ * cache's, must give the whole run's bits; a row alone is a run of one).
+ * The rows ahead are not prefetched there (not measured). */
+#define NIBBLE_ANY(fmt)                                                                                             \
+    static void dot_##fmt##_any(float *out, const float *q, size_t G, const void *row, size_t n)                    \
+    {                                                                                                               \
+        if (n == 128)                                                                                               \
+            fmt##_dot_rows_128_avx512(out, 1, q, G, row, 0, 1);                                                     \
+        else                                                                                                        \
+            dot_##fmt(out, q, G, row, n);                                                                           \
+    }                                                                                                               \
+    static void axpy_##fmt##_any(float *acc, const float *w, size_t G, const void *row, size_t n)                   \
+    {                                                                                                               \
+        if (n == 128)                                                                                               \
+            fmt##_axpy_rows_128_avx512(acc, w, 1, G, row, 0, 1);                                                    \
+        else                                                                                                        \
+            axpy_##fmt(acc, w, G, row, n);                                                                          \
+    }                                                                                                               \
+    static void dot_rows_##fmt##_any(float *out, size_t ld, const float *q, size_t G, const void *rows,             \
+                                     size_t stride, size_t n_rows, size_t n, const RowsAhead *ahead)                \
+    {                                                                                                               \
+        if (n == 128)                                                                                               \
+            fmt##_dot_rows_128_avx512(out, ld, q, G, rows, stride, n_rows);                                         \
+        else                                                                                                        \
+            dot_rows_##fmt(out, ld, q, G, rows, stride, n_rows, n, ahead);                                          \
+    }                                                                                                               \
+    static void axpy_rows_##fmt##_any(float *acc, const float *w, size_t ld, size_t G, const void *rows,            \
+                                      size_t stride, size_t n_rows, size_t n)                                       \
+    {                                                                                                               \
+        if (n == 128)                                                                                               \
+            fmt##_axpy_rows_128_avx512(acc, w, ld, G, rows, stride, n_rows);                                        \
+        else                                                                                                        \
+            axpy_rows_##fmt(acc, w, ld, G, rows, stride, n_rows, n);                                                \
+    }
+NIBBLE_ANY(q4_0)
+NIBBLE_ANY(int4)
+NIBBLE_ANY(fp4)
 
-static void axpy_q4_0_any(float *acc, const float *w, size_t G, const void *row, size_t n)
-{
-    if (n == 4 * QK4_0)
-        q4_0_axpy_rows_128_avx512(acc, w, 1, G, row, 0, 1);
-    else
-        axpy_q4_0(acc, w, G, row, n);
-}
-
-static void dot_rows_q4_0_any(float *out, size_t ld, const float *q, size_t G, const void *rows, size_t stride,
-                              size_t n_rows, size_t n, const RowsAhead *ahead)
-{
-    if (n == 4 * QK4_0)
-        q4_0_dot_rows_128_avx512(out, ld, q, G, rows, stride, n_rows); /* ahead unused (not measured here) */
-    else
-        dot_rows_q4_0(out, ld, q, G, rows, stride, n_rows, n, ahead);
-}
-
-static void axpy_rows_q4_0_any(float *acc, const float *w, size_t ld, size_t G, const void *rows, size_t stride,
-                               size_t n_rows, size_t n)
-{
-    if (n == 4 * QK4_0)
-        q4_0_axpy_rows_128_avx512(acc, w, ld, G, rows, stride, n_rows);
-    else
-        axpy_rows_q4_0(acc, w, ld, G, rows, stride, n_rows, n);
-}
+#define NIBBLE_ENTRY(F, fmt, quantize)                                                                              \
+    [F] = { F, quantize, dequantize_##fmt, dot_##fmt##_any, axpy_##fmt##_any, dot_rows_##fmt##_any,                 \
+            axpy_rows_##fmt##_any }
 
 const FormatOps codec_avx512[FMT_COUNT] = {
     CODEC_ENTRY(FMT_F32, f32, codec_quantize_f32_ref),   CODEC_ENTRY(FMT_F16, f16, quantize_f16),
     CODEC_ENTRY(FMT_Q8_0, q8_0, codec_quantize_q8_0_ref),
-    [FMT_Q4_0] = { FMT_Q4_0, codec_quantize_q4_0_ref, dequantize_q4_0, dot_q4_0_any, axpy_q4_0_any, dot_rows_q4_0_any,
-                   axpy_rows_q4_0_any },
-    CODEC_ENTRY(FMT_INT4, int4, codec_quantize_int4_ref), CODEC_ENTRY(FMT_FP4, fp4, codec_quantize_fp4_ref),
+    NIBBLE_ENTRY(FMT_Q4_0, q4_0, codec_quantize_q4_0_ref),
+    NIBBLE_ENTRY(FMT_INT4, int4, codec_quantize_int4_ref), NIBBLE_ENTRY(FMT_FP4, fp4, codec_quantize_fp4_ref),
     CODEC_ENTRY(FMT_U4, u4, codec_quantize_u4_ref),       CODEC_ENTRY(FMT_U2, u2, codec_quantize_u2_ref),
 };

@@ -26,12 +26,21 @@
 #if defined(__x86_64__)
 extern const FormatOps codec_avx2[FMT_COUNT];
 extern const FormatOps codec_avx512[FMT_COUNT];
-/* codec_avx512's q4_0 tile forms for rows of exactly 4 blocks, 128 values
- * (q4_0_rows_avx512.c); the same contracts as dot_rows and axpy_rows. */
+/* codec_avx512's q4_0, int4 and fp4 tile forms for rows of exactly 128
+ * values (nibble_rows_avx512.c); the same contracts as dot_rows and
+ * axpy_rows. */
 void q4_0_dot_rows_128_avx512(float *out, size_t ld, const float *q, size_t G, const void *rows, size_t stride,
                               size_t n_rows);
 void q4_0_axpy_rows_128_avx512(float *acc, const float *w, size_t ld, size_t G, const void *rows, size_t stride,
                                size_t n_rows);
+void int4_dot_rows_128_avx512(float *out, size_t ld, const float *q, size_t G, const void *rows, size_t stride,
+                              size_t n_rows);
+void int4_axpy_rows_128_avx512(float *acc, const float *w, size_t ld, size_t G, const void *rows, size_t stride,
+                               size_t n_rows);
+void fp4_dot_rows_128_avx512(float *out, size_t ld, const float *q, size_t G, const void *rows, size_t stride,
+                             size_t n_rows);
+void fp4_axpy_rows_128_avx512(float *acc, const float *w, size_t ld, size_t G, const void *rows, size_t stride,
+                              size_t n_rows);
 #endif
 #if defined(__aarch64__)
 extern const FormatOps codec_neon[FMT_COUNT];
