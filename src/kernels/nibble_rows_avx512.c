@@ -92,6 +92,13 @@ static ViewIndex view_indexes(Format fmt)
     return vi;
 }
 
+/* A row of 128 floats (q, or a head's sums) in the views' lane order. */
+INLINE void gather_views(const ViewIndex *vi, const float *x, __m512 v[VIEWS])
+{
+    for (size_t i = 0; i < VIEWS; i++)
+        v[i] = _mm512_i32gather_ps(vi->idx[i], x, 4);
+}
+
 /* Word permutes of a row's bytes 0..63 (lo) and 64..71 (hi). WORDS(g): in
  * dword j, word 9b + 1 + 4g + i (block b's qs start at byte 18b + 2); the
  * upper word of each dword is not read. SCALES: words 9b, the d of block
@@ -214,8 +221,7 @@ INLINE void dot_rows_128(const Format fmt, float *out, size_t ld, const float *q
         const size_t GB = G - g0 >= 4 ? 4 : G - g0 >= 2 ? 2 : 1;
         __m512 qv[4][VIEWS];
         for (size_t g = 0; g < GB; g++)
-            for (size_t v = 0; v < VIEWS; v++)
-                qv[g][v] = _mm512_i32gather_ps(vi.idx[v], q + (g0 + g) * ROW_VALUES, 4);
+            gather_views(&vi, q + (g0 + g) * ROW_VALUES, qv[g]);
         float *o = out + g0 * ld;
         if (GB == 4) /* a constant GB per call: see CODEC_UNROLL */
             dot_heads(fmt, 4, o, ld, (const __m512(*)[VIEWS])qv, rows, stride, n_rows);
@@ -325,8 +331,7 @@ INLINE void axpy_rows_128(const Format fmt, float *acc, const float *w, size_t l
         const size_t GB = G - g0 >= 4 ? 4 : G - g0 >= 2 ? 2 : 1;
         __m512 a[4][VIEWS];
         for (size_t g = 0; g < GB; g++)
-            for (size_t v = 0; v < VIEWS; v++)
-                a[g][v] = _mm512_i32gather_ps(vi.idx[v], acc + (g0 + g) * ROW_VALUES, 4);
+            gather_views(&vi, acc + (g0 + g) * ROW_VALUES, a[g]);
         if (GB == 4)
             axpy_four(fmt, a, w + g0 * ld, ld, rows, stride, n_rows);
         else if (GB == 2)

@@ -105,7 +105,7 @@ static inline __attribute__((always_inline)) void rows4(const Kind k, float *con
 /* q8_0's own rows prefetched this far ahead in each stream (30 rows of 128
  * values). One head's --int-dot flash steps, cold, 65536 rows, on an
  * AVX-512 Xeon (31 to 41 alternating with the former in one process,
- * medians of the ratios): the former took 1.01 to 1.06x as long (three
+ * medians of the ratios): the former took 1.01 to 1.06x as long (five
  * runs; a noisy spell, the steps' own times spread by 30%); 2 to 8 KiB
  * alike, 1 KiB no gain; for q4_0 and int4 rows none (0.95, 1.01). */
 #define Q8_0_OWN_AHEAD 4096
