@@ -89,7 +89,12 @@ INLINE void add_pair512(Format fmt, const size_t GB, __m512i *a, const int16_t *
 }
 
 /* pass() of iaxpy_avx2.c, one block (b0) at a time: BB blocks one after the
- * other, each over all the rows, its sums in registers meanwhile. */
+ * other, each over all the rows, its sums in registers meanwhile. The rows
+ * that prefetch and the rows that do not are two loops: in one, with the
+ * prefetch's test inside, GCC copied all 8 sums of four heads to other
+ * registers and back every row pair (72 moves in iaxpy_q4_0_4, now 8):
+ * --int-dot flash steps, cold, the one loop took q4_0 1.03x to 1.08x as
+ * long at G = 4, 1.08x at G = 2, int4 and fp4 1.01x to 1.02x. */
 INLINE void pass512(Format fmt, const size_t GB, const size_t BB, int32_t *acc, const int16_t *wq, size_t ldw,
                     const unsigned char *rows, size_t stride, size_t n_rows, size_t n, size_t b0,
                     const unsigned char *pf, size_t pf_bytes)
@@ -101,13 +106,18 @@ INLINE void pass512(Format fmt, const size_t GB, const size_t BB, int32_t *acc, 
         for (size_t g = 0; g < GB; g++)
             load_block512(fmt, acc + g * n + b * QK, a + 2 * g);
         size_t r = 0;
-        for (; r + 2 <= n_rows; r += 2) {
-            const unsigned char *ra = rows + r * stride;
-            if (b == b0)
+        if (b == b0 && pf_bytes)
+            for (; r + 2 <= n_rows; r += 2) {
+                const unsigned char *ra = rows + r * stride;
                 for (size_t o = r * stride; o < (r + 2) * stride && o < pf_bytes; o += 64)
                     _mm_prefetch((const char *)pf + o, _MM_HINT_T0);
-            add_pair512(fmt, GB, a, wq, ldw, r * wpr + 2 * bw * b, ra, ra + stride, b);
-        }
+                add_pair512(fmt, GB, a, wq, ldw, r * wpr + 2 * bw * b, ra, ra + stride, b);
+            }
+        else
+            for (; r + 2 <= n_rows; r += 2) {
+                const unsigned char *ra = rows + r * stride;
+                add_pair512(fmt, GB, a, wq, ldw, r * wpr + 2 * bw * b, ra, ra + stride, b);
+            }
         if (r < n_rows) /* an odd row: paired with itself (nothing past the rows is read) and a weight of 0 */
             add_pair512(fmt, GB, a, wq, ldw, r * wpr + 2 * bw * b, rows + r * stride, rows + r * stride, b);
         CODEC_UNROLL
