@@ -39,8 +39,8 @@
  *
  * int4 and fp4 need no gathering: a row's 64 bytes are 16 words, and word
  * j's nibble v is element 8j + v, so view v is the row shifted by 4v and
- * looked up in a table of the 16 values times the row's scale (one
- * multiply a row, the reference's rounding of each value). Before, they
+ * looked up in a table of the 16 values times the row's scale (a multiply
+ * per half row decoded, the reference's rounding of each value). Before, they
  * went through the general decoder 16 values at a time (a permute to
  * spread two words, a variable shift, the lookup): whole cold flash steps
  * as above took 1.55x (int4) and 1.51x (fp4) as long at G = 1, 1.38x and
