@@ -246,14 +246,14 @@ INLINE void v_reduce(float *sums, const V *part)
 #define NIBBLE_ANY(fmt)                                                                                             \
     static void dot_##fmt##_any(float *out, const float *q, size_t G, const void *row, size_t n)                    \
     {                                                                                                               \
-        if (n == 128)                                                                                               \
+        if (n == NIBBLE_ROW_VALUES)                                                                                 \
             fmt##_dot_rows_128_avx512(out, 1, q, G, row, 0, 1);                                                     \
         else                                                                                                        \
             dot_##fmt(out, q, G, row, n);                                                                           \
     }                                                                                                               \
     static void axpy_##fmt##_any(float *acc, const float *w, size_t G, const void *row, size_t n)                   \
     {                                                                                                               \
-        if (n == 128)                                                                                               \
+        if (n == NIBBLE_ROW_VALUES)                                                                                 \
             fmt##_axpy_rows_128_avx512(acc, w, 1, G, row, 0, 1);                                                    \
         else                                                                                                        \
             axpy_##fmt(acc, w, G, row, n);                                                                          \
@@ -261,7 +261,7 @@ INLINE void v_reduce(float *sums, const V *part)
     static void dot_rows_##fmt##_any(float *out, size_t ld, const float *q, size_t G, const void *rows,             \
                                      size_t stride, size_t n_rows, size_t n, const RowsAhead *ahead)                \
     {                                                                                                               \
-        if (n == 128)                                                                                               \
+        if (n == NIBBLE_ROW_VALUES)                                                                                 \
             fmt##_dot_rows_128_avx512(out, ld, q, G, rows, stride, n_rows);                                         \
         else                                                                                                        \
             dot_rows_##fmt(out, ld, q, G, rows, stride, n_rows, n, ahead);                                          \
@@ -269,7 +269,7 @@ INLINE void v_reduce(float *sums, const V *part)
     static void axpy_rows_##fmt##_any(float *acc, const float *w, size_t ld, size_t G, const void *rows,            \
                                       size_t stride, size_t n_rows, size_t n)                                       \
     {                                                                                                               \
-        if (n == 128)                                                                                               \
+        if (n == NIBBLE_ROW_VALUES)                                                                                 \
             fmt##_axpy_rows_128_avx512(acc, w, ld, G, rows, stride, n_rows);                                        \
         else                                                                                                        \
             axpy_rows_##fmt(acc, w, ld, G, rows, stride, n_rows, n);                                                \

@@ -26,9 +26,10 @@
 #if defined(__x86_64__)
 extern const FormatOps codec_avx2[FMT_COUNT];
 extern const FormatOps codec_avx512[FMT_COUNT];
-/* codec_avx512's q4_0, int4 and fp4 tile forms for rows of exactly 128
- * values (nibble_rows_avx512.c); the same contracts as dot_rows and
- * axpy_rows. */
+/* codec_avx512's q4_0, int4 and fp4 tile forms for rows of exactly
+ * NIBBLE_ROW_VALUES values (nibble_rows_avx512.c); the same contracts as
+ * dot_rows and axpy_rows. */
+#define NIBBLE_ROW_VALUES 128
 void q4_0_dot_rows_128_avx512(float *out, size_t ld, const float *q, size_t G, const void *rows, size_t stride,
                               size_t n_rows);
 void q4_0_axpy_rows_128_avx512(float *acc, const float *w, size_t ld, size_t G, const void *rows, size_t stride,

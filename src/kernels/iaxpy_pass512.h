@@ -92,7 +92,9 @@ INLINE void add_pair512(Format fmt, const size_t GB, __m512i *a, const int16_t *
  * other, each over all the rows, its sums in registers meanwhile. The rows
  * that prefetch and the rows that do not are two loops: in one, with the
  * prefetch's test inside, GCC copied all 8 sums of four heads to other
- * registers and back every row pair (72 moves in iaxpy_q4_0_4, now 8):
+ * registers and back every row pair (72 moves in iaxpy_q4_0_4, now 8;
+ * one loop body in a function called with and without the bytes to
+ * prefetch brought them back, 115):
  * --int-dot flash steps, cold, the one loop took q4_0 1.03x to 1.08x as
  * long at G = 4, 1.08x at G = 2, int4 and fp4 1.01x to 1.02x. */
 INLINE void pass512(Format fmt, const size_t GB, const size_t BB, int32_t *acc, const int16_t *wq, size_t ldw,

@@ -59,7 +59,7 @@
 
 #define INLINE static inline __attribute__((always_inline))
 #define VIEWS 8 /* vectors of 16 values a row: 2 gathers x 4 nibbles */
-#define ROW_VALUES (4 * QK4_0)
+#define ROW_VALUES NIBBLE_ROW_VALUES /* 4 q4_0 blocks */
 #define PREFETCH_BYTES 2048 /* 28 rows ahead: see the header */
 
 /* Value index of lane j of view v. q4_0: gather g = v / 4 takes qs word
@@ -136,42 +136,43 @@ INLINE Decode decode_consts(Format fmt)
                      _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7) };
 }
 
-/* int4, fp4: half h of row p, views 4h .. 4h + 3, each code's value times
- * the row's scale (codec_ref's one rounding): word j's nibble v in lane j
- * of view v. */
-INLINE void decode_scaled_half(const Decode *c, size_t h, const unsigned char *p, __m512 k[4])
+/* Half h of row p decoded: k[v] the values of view 4h + v, *d the scale of
+ * each lane. q4_0: k the codes minus 8, d the blocks' scales, from the
+ * gather of the blocks' words h. int4, fp4: word j's nibble 4h + v in lane
+ * j of view v, looked up as its value times the row's scale (codec_ref's
+ * one rounding); d unset. The permute reads only the low 4 bits of each
+ * index. */
+INLINE void decode_half(const Format fmt, const Decode *c, size_t h, const unsigned char *p, __m512 k[4],
+                        __m512 *d)
 {
-    unsigned short bits;
-    memcpy(&bits, p + ROW_VALUES / 2, sizeof bits);
-    const __m512 t = _mm512_mul_ps(c->table, _mm512_cvtph_ps(_mm256_set1_epi16((short)bits)));
-    const __m512i x = _mm512_loadu_si512(p);
-    CODEC_UNROLL
-    for (size_t v = 0; v < 4; v++) /* the permute reads only the low 4 bits of each index */
-        k[v] = _mm512_permutexvar_ps(_mm512_srli_epi32(x, (unsigned)(16 * h + 4 * v)), t);
+    __m512i w;
+    __m512 t = c->table;
+    if (fmt == FMT_Q4_0) {
+        const __m512i lo = _mm512_loadu_si512(p);
+        const __m512i hi = _mm512_castsi128_si512(_mm_loadl_epi64((const __m128i *)(const void *)(p + 64)));
+        *d = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(c->scales, lo)));
+        w = _mm512_permutex2var_epi16(lo, c->words[h], hi);
+    } else {
+        unsigned short bits;
+        memcpy(&bits, p + ROW_VALUES / 2, sizeof bits);
+        t = _mm512_mul_ps(t, _mm512_cvtph_ps(_mm256_set1_epi16((short)bits)));
+        w = _mm512_loadu_si512(p);
+        if (h)
+            w = _mm512_srli_epi32(w, 16);
+    }
+    k[0] = _mm512_permutexvar_ps(w, t);
+    k[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(w, 4), t);
+    k[2] = _mm512_permutexvar_ps(_mm512_srli_epi32(w, 8), t);
+    k[3] = _mm512_permutexvar_ps(_mm512_srli_epi32(w, 12), t);
 }
 
-/* Row p decoded: k[v] view v's values, *d the scale of each lane (q4_0:
- * k the codes minus 8, d the blocks' scales; int4, fp4: k already scaled,
- * d unset). */
+/* Row p decoded, both halves (the compiler shares their loads, scales and
+ * table): k[v] view v's values, *d as decode_half's. */
 INLINE void decode_row(const Format fmt, const Decode *c, const unsigned char *p, __m512 k[VIEWS], __m512 *d)
 {
     _mm_prefetch((const char *)p + PREFETCH_BYTES, _MM_HINT_T0);
-    if (fmt != FMT_Q4_0) {
-        decode_scaled_half(c, 0, p, k);
-        decode_scaled_half(c, 1, p, k + 4);
-        return;
-    }
-    const __m512i lo = _mm512_loadu_si512(p);
-    const __m512i hi = _mm512_castsi128_si512(_mm_loadl_epi64((const __m128i *)(const void *)(p + 64)));
-    *d = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(c->scales, lo)));
-    CODEC_UNROLL
-    for (size_t g = 0; g < 2; g++) {
-        const __m512i w = _mm512_permutex2var_epi16(lo, c->words[g], hi);
-        k[4 * g] = _mm512_permutexvar_ps(w, c->table);
-        k[4 * g + 1] = _mm512_permutexvar_ps(_mm512_srli_epi32(w, 4), c->table);
-        k[4 * g + 2] = _mm512_permutexvar_ps(_mm512_srli_epi32(w, 8), c->table);
-        k[4 * g + 3] = _mm512_permutexvar_ps(_mm512_srli_epi32(w, 12), c->table);
-    }
+    decode_half(fmt, c, 0, p, k, d);
+    decode_half(fmt, c, 1, p, k + 4, d);
 }
 
 /* --- dot ---------------------------------------------------------------------- */
@@ -234,24 +235,6 @@ INLINE void dot_rows_128(const Format fmt, float *out, size_t ld, const float *q
 }
 
 /* --- axpy --------------------------------------------------------------------- */
-
-/* Half h of row p decoded: views 4h .. 4h + 3, *d as decode_row's. */
-INLINE void decode_half(const Format fmt, const Decode *c, size_t h, const unsigned char *p, __m512 k[4],
-                        __m512 *d)
-{
-    if (fmt != FMT_Q4_0) {
-        decode_scaled_half(c, h, p, k);
-        return;
-    }
-    const __m512i lo = _mm512_loadu_si512(p);
-    const __m512i hi = _mm512_castsi128_si512(_mm_loadl_epi64((const __m128i *)(const void *)(p + 64)));
-    *d = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(c->scales, lo)));
-    const __m512i w = _mm512_permutex2var_epi16(lo, c->words[h], hi);
-    k[0] = _mm512_permutexvar_ps(w, c->table);
-    k[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(w, 4), c->table);
-    k[2] = _mm512_permutexvar_ps(_mm512_srli_epi32(w, 8), c->table);
-    k[3] = _mm512_permutexvar_ps(_mm512_srli_epi32(w, 12), c->table);
-}
 
 /* Row r's weight for head g: w, times the lanes' scales where k are codes. */
 INLINE __m512 weight(const Format fmt, float w, __m512 d)
