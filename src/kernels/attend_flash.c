@@ -141,15 +141,16 @@ static void add_values_int(const Kernels *k, const AttnArgs *a, size_t qpos, Cur
 }
 
 /* Whether a tile's value rows are worth prefetching while its keys are
- * scored (codec.h's RowsAhead): where adding them waits on memory. f32,
+ * scored (codec.h's RowsAhead): where adding them waits on memory and the
+ * codec does not prefetch them itself (AVX-512: codec_avx512.c). f32,
  * f16 and q8_0 values did (whole cold flash steps at 65536 rows on the AVX2
  * EPYC, alternating with steps without: 0.84 to 0.95 of the time where the
  * scoring computes, G = 4 or quantized keys). The 4-bit ones decode slower
  * than memory, or prefetch their own rows with integer weights: 0.94 to
  * 1.16 of the time with it, fp4 at G = 1 1.08 (`--int-dot` 1.16). */
-static int values_wait_on_memory(Format v_fmt)
+static int values_wait_on_memory(const Kernels *k, Format v_fmt)
 {
-    return v_fmt == FMT_F32 || v_fmt == FMT_F16 || v_fmt == FMT_Q8_0;
+    return !k->values_prefetch_own && (v_fmt == FMT_F32 || v_fmt == FMT_F16 || v_fmt == FMT_Q8_0);
 }
 
 /* Fold the tile of n <= ld visible rows from *c on into the running state
@@ -166,7 +167,7 @@ static void fold_tile(const Kernels *k, const AttnArgs *a, const float *q, size_
         const Run run = next_run(a, qpos, c, &left);
         const RowsAhead values = { run.v, run.v_stride, format_row_bytes(run.v_fmt, hd) }; /* read after the scores */
         attend_score_rows(k, a, q, run.k_fmt, run.k_chan, run.k, run.k_stride, run.n, run.pos, qpos, s + off, ld,
-                          values_wait_on_memory(run.v_fmt) ? &values : NULL);
+                          values_wait_on_memory(k, run.v_fmt) ? &values : NULL);
         off += run.n;
     }
     for (size_t g = 0; g < G; g++) {

@@ -8,8 +8,9 @@
  * permute, so a q4_0, int4 or fp4 nibble indexes its (scaled) value
  * directly. Zen 4 runs 512-bit shuffles at half rate: the decoders avoid
  * the ones they can (a block's scale is a broadcast load and a conversion).
- * q4_0 rows of 128 values, the common head size, have their own tile forms
- * (q4_0_rows_avx512.c), which gather all four blocks into each vector.
+ * q4_0, int4 and fp4 rows of 128 values, the common head size, have their
+ * own tile forms (nibble_rows_avx512.c), which decode a row's four blocks
+ * into each vector.
  *
  * Agrees with codec_ref: dequantize bit for bit (each value is the
  * reference's one product, value times scale), dot and axpy within float
@@ -221,7 +222,6 @@ INLINE void v_reduce(float *sums, const V *part)
  * 65536 rows, G = 4, an AVX-512 Xeon: f16 0.94 and 0.96 of the time, f32
  * 0.97 and 0.97 (41 alternating steps, medians; the same sums) */
 #define AXPY_CHEAP_PARTS 1
-#define DOT_AHEAD 1 /* the rows ahead prefetched where the keys are decoded (codec_tiles_dot.h) */
 /* f32 and f16 rows prefetched ahead of where they are read, where
  * nothing else asks for them: the hardware alone read one head's f16 value
  * rows at 8 to 9 GB/s here (f32's 14), and a group's cheap keys and values
@@ -235,6 +235,17 @@ INLINE void v_reduce(float *sums, const V *part)
  * were within the noise of each other). */
 #define AXPY_AHEAD 16
 #define DOT_KEYS_AHEAD 64
+/* q8_0's value rows prefetch their own too, 16 rows on, and a group of 1,
+ * 2 or 4 heads reads its quantized keys in four streams: the key scoring
+ * no longer prefetches a tile's value rows on this table (Kernels'
+ * values_prefetch_own; it did, DOT_AHEAD 1: q8_0 0.86 to 0.92 of the time
+ * without). Whole flash steps, cold, 65536 rows, an AVX-512 Xeon,
+ * alternating with that (31 steps, medians; the same bits): q8_0 G = 1
+ * 0.74 and 0.76 of the time, G = 2 0.79, G = 4 0.91 to 0.95, G = 3 0.97,
+ * G = 8 1.01. The keys in streams with the values still prefetched by the
+ * dot: 0.89 and 0.90 at G = 1; streams and no value prefetch at all:
+ * 0.92. */
+#define QUANT_STREAMS 1
 #include "kernels/codec_tiles.h"
 
 /* --- the table -------------------------------------------------------------- */

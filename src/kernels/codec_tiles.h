@@ -25,7 +25,11 @@
  *                      a time, in parts, each row's whole bytes prefetched
  *                      when its first part is read (axpy_tile)
  *   AXPY_AHEAD         optional (default 0: none): how many rows ahead
- *                      each cheap value row prefetches (axpy_tile)
+ *                      each cheap or block-scaled value row prefetches
+ *                      (axpy_tile)
+ *   QUANT_STREAMS      optional, 1: where G is 1, 2 or 4 (one block of
+ *                      heads), quantized key rows are read in streams, in
+ *                      one pass, the rows ahead not prefetched (dot_tile)
  *   DOT_KEYS_AHEAD     optional (default 0: none): how many rows ahead a
  *                      group's cheap key rows are prefetched where no value
  *                      rows are (dot_tile)
@@ -100,10 +104,10 @@ INLINE void dequantize_row(ChunkFn chunk, float *dst, const Row *r, size_t n)
 /* The operations of one format: fmt its name, per_row_scale whether rows
  * carry an fp16 scale after their words (int4: 1, fp4: 2; row_of), cheap
  * the bytes of a value where decoding is a load (f32 4, f16 2), else 0, raw,
- * scale and bc the split (dot, axpy) of a
- * block-scaled format (PartFn), or NULL, NULL, 0. The per-row forms are
- * tiles of one row. */
-#define CODEC_TILE_OPS_(fmt, per_row_scale, cheap, raw, scale, bc)                                          \
+ * scale and bc the split (dot, axpy) of a block-scaled format (PartFn), or
+ * NULL, NULL, 0, and bb the bytes of its blocks (else 0). The per-row forms
+ * are tiles of one row. */
+#define CODEC_TILE_OPS_(fmt, per_row_scale, cheap, raw, scale, bc, bb)                                      \
     static void dequantize_##fmt(float *dst, const void *row, size_t n)                                     \
     {                                                                                                       \
         const Row r = row_of(row, n, per_row_scale);                                                        \
@@ -118,7 +122,8 @@ INLINE void dequantize_row(ChunkFn chunk, float *dst, const Row *r, size_t n)
     static void axpy_rows_##fmt(float *acc, const float *w, size_t ld, size_t G, const void *rows,          \
                                 size_t stride, size_t n_rows, size_t n)                                     \
     {                                                                                                       \
-        axpy_tile(chunk_##fmt, raw, scale, bc, per_row_scale, cheap, acc, w, ld, G, rows, stride, n_rows, n); \
+        axpy_tile(chunk_##fmt, raw, scale, bc, bb, per_row_scale, cheap, acc, w, ld, G, rows, stride, n_rows,  \
+                  n);                                                                                       \
     }                                                                                                       \
     static void dot_##fmt(float *out, const float *q, size_t G, const void *row, size_t n)                  \
     {                                                                                                       \
@@ -129,17 +134,17 @@ INLINE void dequantize_row(ChunkFn chunk, float *dst, const Row *r, size_t n)
         axpy_rows_##fmt(acc, w, 1, G, row, 0, 1, n);                                                        \
     }
 
-#define CODEC_TILE_OPS(fmt, per_row_scale, cheap) CODEC_TILE_OPS_(fmt, per_row_scale, cheap, NULL, NULL, 0)
-/* A block-scaled format: bc chunks a block, decoded by raw_<fmt> and scale_<fmt>. */
-#define CODEC_TILE_OPS_SPLIT(fmt, bc) CODEC_TILE_OPS_(fmt, 0, 0, raw_##fmt, scale_##fmt, bc)
+#define CODEC_TILE_OPS(fmt, per_row_scale, cheap) CODEC_TILE_OPS_(fmt, per_row_scale, cheap, NULL, NULL, 0, 0)
+/* A block-scaled format: bc chunks a block of bb bytes, decoded by raw_<fmt> and scale_<fmt>. */
+#define CODEC_TILE_OPS_SPLIT(fmt, bc, bb) CODEC_TILE_OPS_(fmt, 0, 0, raw_##fmt, scale_##fmt, bc, bb)
 
 CODEC_TILE_OPS(f32, 0, 4)
 CODEC_TILE_OPS(f16, 0, 2)
-CODEC_TILE_OPS_SPLIT(q8_0, QK8_0 / W)
-CODEC_TILE_OPS_SPLIT(q4_0, QK4_0 / W)
+CODEC_TILE_OPS_SPLIT(q8_0, QK8_0 / W, sizeof(BlockQ8_0))
+CODEC_TILE_OPS_SPLIT(q4_0, QK4_0 / W, sizeof(BlockQ4_0))
 #if ROW_SCALE_PARTS /* the ISA gives raw_<fmt> and scale_<fmt> of int4 and fp4 too */
-CODEC_TILE_OPS_(int4, 1, 0, raw_int4, scale_int4, 0)
-CODEC_TILE_OPS_(fp4, 2, 0, raw_fp4, scale_fp4, 0)
+CODEC_TILE_OPS_(int4, 1, 0, raw_int4, scale_int4, 0, 0)
+CODEC_TILE_OPS_(fp4, 2, 0, raw_fp4, scale_fp4, 0, 0)
 #else
 CODEC_TILE_OPS(int4, 1, 0)
 CODEC_TILE_OPS(fp4, 2, 0)

@@ -108,7 +108,7 @@ INLINE void axpy_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC,
 #define AXPY_CHEAP_PARTS 0
 #endif
 #ifndef AXPY_AHEAD
-#define AXPY_AHEAD 0 /* rows ahead each cheap value row prefetches whole (axpy_tile); 0: none */
+#define AXPY_AHEAD 0 /* rows ahead each cheap or block-scaled value row prefetches whole (axpy_tile); 0: none */
 #endif
 
 /* The heads in blocks of 4, 2 or 1, PASS_ROWS rows at a time: of 4 for
@@ -119,19 +119,21 @@ INLINE void axpy_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC,
  * of the time, f16 0.87 to 0.97 (three runs each); 8 heads 0.86 and 0.88,
  * 2 heads 0.98 and 0.95. Without the prefetch f32 took 1.66 times as long
  * at 4 heads: the rows' first parts came from memory, then their second.
- * With AXPY_AHEAD each cheap row prefetches a row that many rows on
- * instead, in every block of heads (codec_avx512.c says what it gave). */
-INLINE void axpy_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const int per_row_scale,
-                      const size_t cheap, float *acc, const float *w, size_t ld, size_t G, const void *rows,
-                      size_t stride, size_t n_rows, size_t n)
+ * With AXPY_AHEAD each cheap or block-scaled row (block_bytes a block of
+ * BC chunks) prefetches a row that many rows on instead, in every block of
+ * heads (codec_avx512.c says what it gave). */
+INLINE void axpy_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t block_bytes,
+                      const int per_row_scale, const size_t cheap, float *acc, const float *w, size_t ld, size_t G,
+                      const void *rows, size_t stride, size_t n_rows, size_t n)
 {
     const size_t chunks = (n + W - 1) / W;
     const size_t gmax = !cheap || AXPY_CHEAP_PARTS || chunks <= AXPY_CHUNKS(4) ? 4
                         : chunks <= AXPY_CHUNKS(2)                           ? 2
                                                                              : 1;
-    const size_t ahead = cheap ? AXPY_AHEAD : 0;
+    const size_t row_bytes = cheap ? cheap * n : BC ? n / (BC * W) * block_bytes : 0;
+    const size_t ahead = row_bytes ? AXPY_AHEAD : 0;
     /* one head's rows, without rows ahead, gained nothing from a prefetch (AVX2) */
-    const size_t pf_bytes = AXPY_CHEAP_PARTS || ahead ? cheap * n : 0, pf_one = ahead ? pf_bytes : 0;
+    const size_t pf_bytes = ahead || (AXPY_CHEAP_PARTS && cheap) ? row_bytes : 0, pf_one = ahead ? pf_bytes : 0;
     for (size_t r = 0; r < n_rows; r += PASS_ROWS) {
         const unsigned char *p = (const unsigned char *)rows + r * stride;
         const size_t nr = n_rows - r < PASS_ROWS ? n_rows - r : PASS_ROWS;

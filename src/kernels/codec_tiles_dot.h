@@ -54,8 +54,11 @@ INLINE void dot_part_mem(PartFn raw, PartFn scale, const size_t BC, const size_t
     dot_part(raw, scale, BC, GB, row, i, qv, BC, acc);
 }
 
-/* GB heads x nr <= NACC / GB rows at base + r * stride: out[g * ld + r] =
- * q[g * n ..] . decode(row r). The rows are read one after the other, each
+/* GB heads x nr <= NACC / GB rows: out[g * ld + r] = q[g * n ..] .
+ * decode(row r), row r at base + r * stride, or with S streams (dot_heads)
+ * row r % P of stream r / P, at base + (r / P) * sstride + (r % P) * stride,
+ * its score at out[(r / P) * sld + r % P] (P = NACC / GB / S); a row's sum
+ * does not depend on S. The rows are read one after the other, each
  * chunk decoded once for the GB heads (q from L1); NS chunks in flight per
  * head keep a long row from being bound by the FMA latency: 4 for one head;
  * for GB heads up to NACC / GB (at most 4) where decoding is a load
@@ -65,13 +68,14 @@ INLINE void dot_part_mem(PartFn raw, PartFn scale, const size_t BC, const size_t
  * gained nothing from more, q8_0 lost). */
 INLINE void dot_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB,
                       const int per_row_scale, const int cheap, float *out, size_t ld, const float *q,
-                      const unsigned char *base, size_t stride, size_t nr, size_t n)
+                      const unsigned char *base, size_t stride, size_t nr, size_t n, const size_t S, size_t sstride,
+                      size_t sld)
 {
-    const size_t RB = NACC / GB, NS = GB == 1 ? 4 : cheap ? (RB < 4 ? RB : 4) : GB == 2 ? 2 : 1;
+    const size_t RB = NACC / GB, P = RB / S, NS = GB == 1 ? 4 : cheap ? (RB < 4 ? RB : 4) : GB == 2 ? 2 : 1;
     V part[NACC];
 #pragma GCC unroll 1
     for (size_t r = 0; r < nr; r++) {
-        const Row row = row_of(base + r * stride, n, per_row_scale);
+        const Row row = row_of(base + r / P * sstride + r % P * stride, n, per_row_scale);
         V acc[4][4];
         UNROLL_16
         for (size_t s = 0; s < NS; s++)
@@ -110,7 +114,7 @@ INLINE void dot_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
             part[g * RB + r] = acc[0][g];
         }
     }
-    dot_store(out, ld, part, GB, 1, 0, nr);
+    dot_store(out, ld, part, GB, S, sld, nr);
 }
 
 /* dot_block for rows of exactly NC chunks (n = NC * W, GB * NC <= NACC): q
@@ -118,9 +122,9 @@ INLINE void dot_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
  * only. */
 INLINE void dot_block_q(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB, const size_t NC,
                         const int per_row_scale, float *out, size_t ld, const float *q, const unsigned char *base,
-                        size_t stride, size_t nr)
+                        size_t stride, size_t nr, const size_t S, size_t sstride, size_t sld)
 {
-    const size_t n = NC * W, RB = NACC / GB;
+    const size_t n = NC * W, RB = NACC / GB, P = RB / S;
     V qr[NACC], part[NACC];
     UNROLL_16
     for (size_t g = 0; g < GB; g++)
@@ -129,7 +133,7 @@ INLINE void dot_block_q(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC
             qr[g * NC + c] = v_load(q + g * n + c * W);
 #pragma GCC unroll 1
     for (size_t r = 0; r < nr; r++) {
-        const Row row = row_of(base + r * stride, n, per_row_scale);
+        const Row row = row_of(base + r / P * sstride + r % P * stride, n, per_row_scale);
         V acc[2][4];
         UNROLL_16
         for (size_t g = 0; g < GB; g++)
@@ -149,7 +153,7 @@ INLINE void dot_block_q(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC
         for (size_t g = 0; g < GB; g++)
             part[g * RB + r] = v_add(acc[0][g], acc[1][g]);
     }
-    dot_store(out, ld, part, GB, 1, 0, nr);
+    dot_store(out, ld, part, GB, S, sld, nr);
 }
 
 /* Streams one head's cheap rows are read in (dot_heads). */
@@ -188,39 +192,48 @@ INLINE void dot_block_streams(ChunkFn chunk, float *out, size_t ld, const float 
 
 /* GB heads over all the rows, NACC / GB rows a block; NQ = 8: the rows are 8
  * chunks and q stays in registers; the rows of ahead (or none) are
- * prefetched a block at a time. One head's cheap rows (f32, f16) are read as
- * DOT_STREAMS streams side by side (never with rows ahead), each block
- * NACC / 4 rows of each of four equal spans of the run: one stream from one core
- * reads about 14 GB/s on an AVX2 EPYC, four about 20 (kvscope bench's read
- * loops), and a cold f32 dot of 65536 rows took 0.84 to 0.88 of its time in
- * one stream (f16 0.84 to 0.87; alternating calls, medians). A row's score
- * does not depend on the block it is in (v_reduce adds every slot's lanes in
- * the same order), so the scores are the one-stream ones bit for bit. */
+ * prefetched a block at a time. With streams (never with rows ahead) the
+ * rows are read as DOT_STREAMS streams side by side, each block NACC / GB
+ * / 4 rows of each of four equal spans of the run: one stream from one
+ * core reads about 14 GB/s on an AVX2 EPYC, four about 20 (kvscope bench's
+ * read loops), and a cold f32 dot of 65536 rows took 0.84 to 0.88 of its
+ * time in one stream (f16 0.84 to 0.87; alternating calls, medians). A
+ * row's score does not depend on the block it is in (v_reduce adds every
+ * slot's lanes in the same order), so the scores are the one-stream ones
+ * bit for bit. */
 INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB, const size_t NQ,
-                      const int per_row_scale, const int cheap, float *out, size_t ld, const float *q,
-                      const unsigned char *rows, size_t stride, size_t n_rows, size_t n, const RowsAhead *ahead)
+                      const int per_row_scale, const int cheap, const int streams, float *out, size_t ld,
+                      const float *q, const unsigned char *rows, size_t stride, size_t n_rows, size_t n,
+                      const RowsAhead *ahead)
 {
-    const size_t RB = NACC / GB;
+    const size_t RB = NACC / GB, S = DOT_STREAMS;
     size_t r = 0;
-    if (!NQ && cheap && GB == 1 && n_rows >= DOT_STREAMS * RB) { /* whole blocks from the four spans */
-        const size_t P = RB / DOT_STREAMS, span = n_rows / DOT_STREAMS / P * P;
-        for (; r < span; r += P)
-            if (n == 16 * W) /* 16 chunks (128 values on AVX2): a constant, the rows written out */
-                dot_block_streams(chunk, out + r, ld, q, rows + r * stride, stride, span * stride, span, 16 * W);
-            else if (n == 8 * W) /* 128 values on AVX-512, 64 on AVX2 */
-                dot_block_streams(chunk, out + r, ld, q, rows + r * stride, stride, span * stride, span, 8 * W);
+    if (streams && RB >= S && n_rows >= S * RB) { /* whole blocks from the four spans */
+        const size_t P = RB / S, span = n_rows / S / P * P, ss = span * stride;
+        for (; r < span; r += P) {
+            const unsigned char *b = rows + r * stride;
+            if (cheap && GB == 1 && n == 16 * W) /* 16 chunks (128 values on AVX2): the rows written out */
+                dot_block_streams(chunk, out + r, ld, q, b, stride, ss, span, 16 * W);
+            else if (cheap && GB == 1 && n == 8 * W) /* 128 values on AVX-512, 64 on AVX2 */
+                dot_block_streams(chunk, out + r, ld, q, b, stride, ss, span, 8 * W);
+            else if (cheap && GB == 1)
+                dot_block_streams(chunk, out + r, ld, q, b, stride, ss, span, n);
+            else if (NQ)
+                dot_block_q(chunk, raw, scale, BC, GB, NQ, per_row_scale, out + r, ld, q, b, stride, RB, S, ss, span);
             else
-                dot_block_streams(chunk, out + r, ld, q, rows + r * stride, stride, span * stride, span, n);
-        r = span * DOT_STREAMS; /* the rest, fewer than NACC rows, in one stream */
+                dot_block(chunk, raw, scale, BC, GB, per_row_scale, cheap, out + r, ld, q, b, stride, RB, n, S, ss,
+                          span);
+        }
+        r = span * S; /* the rest, fewer than NACC / GB rows, in one stream */
     }
     for (; r < n_rows; r += RB) {
         const size_t nr = n_rows - r < RB ? n_rows - r : RB;
+        const unsigned char *b = rows + r * stride;
         rows_ahead_prefetch(ahead, r, nr); /* a block's worth at a time: their misses meet its work */
         if (NQ)
-            dot_block_q(chunk, raw, scale, BC, GB, NQ, per_row_scale, out + r, ld, q, rows + r * stride, stride, nr);
+            dot_block_q(chunk, raw, scale, BC, GB, NQ, per_row_scale, out + r, ld, q, b, stride, nr, 1, 0, 0);
         else
-            dot_block(chunk, raw, scale, BC, GB, per_row_scale, cheap, out + r, ld, q, rows + r * stride, stride, nr,
-                      n);
+            dot_block(chunk, raw, scale, BC, GB, per_row_scale, cheap, out + r, ld, q, b, stride, nr, n, 1, 0, 0);
     }
 }
 
@@ -231,6 +244,17 @@ INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
 #ifndef DOT_KEYS_AHEAD
 #define DOT_KEYS_AHEAD 0
 #endif
+#ifndef QUANT_STREAMS
+#define QUANT_STREAMS 0
+#endif
+
+/* Whether G heads' quantized rows (not cheap) are read in streams: the
+ * heads one block, the run one pass, the rows ahead not prefetched while
+ * they are scored (QUANT_STREAMS). */
+INLINE int quant_streams(size_t G)
+{
+    return QUANT_STREAMS && (G == 1 || G == 2 || G == 4);
+}
 
 /* The heads in blocks of 4, 2 or 1, PASS_ROWS rows at a time. Rows of 8
  * chunks (and rows enough to pay for loading q): blocks of NACC / 8 heads
@@ -242,27 +266,30 @@ INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
  * the keys are scored. One head's cheap rows are read as fast as memory
  * goes: never there. On AVX-512, cheap rows with G = 4 were too (flash
  * steps, cold, 65536 rows, alternating: f32 1.05 to 1.08 of the time
- * with their prefetch, f16 0.95 to 0.97; q8_0 0.86 to 0.92), so 1. They
+ * with their prefetch, f16 0.95 to 0.97), and there the value rows now
+ * prefetch their own (codec_avx512.c). One head's cheap rows
  * go in streams (dot_heads), rows of 8 chunks too: with q in registers
  * but one stream, 65536 cold rows of 128 values on an AVX-512 Xeon took
  * 1.36x the streams' time in f16 and 1.08x in f32 (rows of 64 values on
  * AVX2: 1.31x and 1.13x; 31 alternating calls, medians). Where no rows
  * ahead are prefetched, a group's cheap rows can prefetch their own,
- * DOT_KEYS_AHEAD rows on (codec_avx512.c). */
+ * DOT_KEYS_AHEAD rows on (codec_avx512.c). Where the G heads are one
+ * block (one head's cheap rows; quantized ones with quant_streams), the
+ * run is one pass, read in streams. */
 INLINE void dot_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const int per_row_scale, const int cheap,
                      float *out, size_t ld, const float *q, size_t G, const void *rows, size_t stride, size_t n_rows,
                      size_t n, const RowsAhead *ahead)
 {
     const size_t GQ = NACC / 8; /* heads whose q fits the registers */
-    const int qreg = n == 8 * W && (cheap || G <= GQ); /* whatever the rows: a cut run must sum as the whole */
-    if (cheap && G == 1) { /* one block of heads: no passes, the run in streams (even where q fits the registers) */
-        dot_heads(chunk, raw, scale, BC, 1, 0, per_row_scale, cheap, out, ld, q, rows, stride, n_rows, n, NULL);
-        return;
-    }
-    for (size_t r = 0; r < n_rows; r += PASS_ROWS) {
+    const int streams = cheap ? G == 1 : quant_streams(G);
+    /* q in registers, whatever the rows: a cut run must sum as the whole
+     * (not one head's cheap rows, whose streams load it) */
+    const int qreg = n == 8 * W && (cheap ? G > 1 : G <= GQ);
+    const size_t pass_rows = streams ? n_rows : PASS_ROWS;
+    for (size_t r = 0; r < n_rows; r += pass_rows) {
         const unsigned char *p = (const unsigned char *)rows + r * stride;
-        const size_t nr = n_rows - r < PASS_ROWS ? n_rows - r : PASS_ROWS;
-        const int pf = ahead && (DOT_AHEAD >= 2 ? G > 1 || !cheap : DOT_AHEAD == 1 && !cheap);
+        const size_t nr = n_rows - r < pass_rows ? n_rows - r : pass_rows;
+        const int pf = !streams && ahead && (DOT_AHEAD >= 2 ? G > 1 || !cheap : DOT_AHEAD == 1 && !cheap);
         const int keys = !pf && cheap && G > 1 && DOT_KEYS_AHEAD > 0; /* else the keys' own rows on */
         const RowsAhead pass = pf     ? (RowsAhead){ (const unsigned char *)ahead->rows + r * ahead->stride,
                                                      ahead->stride, ahead->bytes }
@@ -274,19 +301,19 @@ INLINE void dot_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, c
             const float *qg = q + g * n;
             const RowsAhead *pg = (pf || keys) && g == 0 ? &pass : NULL;
             if (qreg && GQ >= 2 && left >= 2) { /* a constant GB per call: see UNROLL_16 */
-                dot_heads(chunk, raw, scale, BC, 2, 8, per_row_scale, cheap, o, ld, qg, p, stride, nr, n, pg);
+                dot_heads(chunk, raw, scale, BC, 2, 8, per_row_scale, cheap, streams, o, ld, qg, p, stride, nr, n, pg);
                 g += 2;
             } else if (qreg) {
-                dot_heads(chunk, raw, scale, BC, 1, 8, per_row_scale, cheap, o, ld, qg, p, stride, nr, n, pg);
+                dot_heads(chunk, raw, scale, BC, 1, 8, per_row_scale, cheap, streams, o, ld, qg, p, stride, nr, n, pg);
                 g += 1;
             } else if (left >= 4) {
-                dot_heads(chunk, raw, scale, BC, 4, 0, per_row_scale, cheap, o, ld, qg, p, stride, nr, n, pg);
+                dot_heads(chunk, raw, scale, BC, 4, 0, per_row_scale, cheap, streams, o, ld, qg, p, stride, nr, n, pg);
                 g += 4;
             } else if (left >= 2) {
-                dot_heads(chunk, raw, scale, BC, 2, 0, per_row_scale, cheap, o, ld, qg, p, stride, nr, n, pg);
+                dot_heads(chunk, raw, scale, BC, 2, 0, per_row_scale, cheap, streams, o, ld, qg, p, stride, nr, n, pg);
                 g += 2;
             } else {
-                dot_heads(chunk, raw, scale, BC, 1, 0, per_row_scale, cheap, o, ld, qg, p, stride, nr, n, pg);
+                dot_heads(chunk, raw, scale, BC, 1, 0, per_row_scale, cheap, streams, o, ld, qg, p, stride, nr, n, pg);
                 g += 1;
             }
         }

@@ -28,7 +28,7 @@ static const Kernels table_avx2 = {
 static const Kernels table_avx512 = {
     .isa = "avx512", .matmul = matmul_avx512, .qdot = qdot_avx2, .rmsnorm = rmsnorm_avx512, .rope = rope_avx512,
     .iaxpy = iaxpy_avx2,
-    .swiglu = swiglu_avx512, .exp_sum = exp_sum_avx512, .codec = codec_avx512,
+    .swiglu = swiglu_avx512, .exp_sum = exp_sum_avx512, .codec = codec_avx512, .values_prefetch_own = 1,
 };
 /* The same where the CPU has VNNI, but for iaxpy (iaxpy_vnni.c) and a
  * group's key dots (qdot_vnni.c). */
@@ -36,7 +36,7 @@ static const Kernels table_avx512_vnni = {
     .isa = "avx512", .note = "VNNI for the integer value weights and a group's key dots",
     .matmul = matmul_avx512, .qdot = qdot_vnni, .rmsnorm = rmsnorm_avx512, .rope = rope_avx512,
     .iaxpy = iaxpy_vnni,
-    .swiglu = swiglu_avx512, .exp_sum = exp_sum_avx512, .codec = codec_avx512,
+    .swiglu = swiglu_avx512, .exp_sum = exp_sum_avx512, .codec = codec_avx512, .values_prefetch_own = 1,
 };
 #elif defined(__aarch64__)
 static const Kernels table_neon = {

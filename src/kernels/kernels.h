@@ -119,6 +119,9 @@ typedef struct {
     SwigluFn swiglu;
     ExpSumFn exp_sum;
     const FormatOps *codec; /* [FMT_COUNT], indexed by Format */
+    /* 1: the codec's value rows (axpy_rows) prefetch their own rows ahead,
+     * so a flash tile's key scoring is not asked to (RowsAhead) */
+    int values_prefetch_own;
 } Kernels;
 
 /* --- attention ---------------------------------------------------------- */
