@@ -220,6 +220,9 @@ INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
                 dot_block_streams(chunk, out + r, ld, q, b, stride, ss, span, n);
             else if (NQ)
                 dot_block_q(chunk, raw, scale, BC, GB, NQ, per_row_scale, out + r, ld, q, b, stride, RB, S, ss, span);
+            else if (n == 8 * W) /* a constant: the row's blocks unrolled, their addresses fixed */
+                dot_block(chunk, raw, scale, BC, GB, per_row_scale, cheap, out + r, ld, q, b, stride, RB, 8 * W, S,
+                          ss, span);
             else
                 dot_block(chunk, raw, scale, BC, GB, per_row_scale, cheap, out + r, ld, q, b, stride, RB, n, S, ss,
                           span);
@@ -232,6 +235,8 @@ INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
         rows_ahead_prefetch(ahead, r, nr); /* a block's worth at a time: their misses meet its work */
         if (NQ)
             dot_block_q(chunk, raw, scale, BC, GB, NQ, per_row_scale, out + r, ld, q, b, stride, nr, 1, 0, 0);
+        else if (n == 8 * W)
+            dot_block(chunk, raw, scale, BC, GB, per_row_scale, cheap, out + r, ld, q, b, stride, nr, 8 * W, 1, 0, 0);
         else
             dot_block(chunk, raw, scale, BC, GB, per_row_scale, cheap, out + r, ld, q, b, stride, nr, n, 1, 0, 0);
     }
