@@ -158,6 +158,13 @@ INLINE void dot_block_q(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC
 
 /* Streams one head's cheap rows are read in (dot_heads). */
 #define DOT_STREAMS 4
+/* Bytes ahead in each stream one head's quantized rows prefetch (0: none;
+ * codec_avx512.c). A stream's bytes are its rows' span, stride apart:
+ * where rows lie farther apart than their bytes, the gaps are prefetched
+ * too. */
+#ifndef DOT_STREAMS_AHEAD
+#define DOT_STREAMS_AHEAD 0
+#endif
 
 /* One head against a block of NACC rows of a cheap format (f32, f16) from
  * DOT_STREAMS streams: P = NACC / DOT_STREAMS consecutive rows of each,
@@ -207,11 +214,15 @@ INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
                       const RowsAhead *ahead)
 {
     const size_t RB = NACC / GB, S = DOT_STREAMS;
+    const size_t OWN_AHEAD = GB == 1 && !cheap ? DOT_STREAMS_AHEAD : 0; /* one head's quantized rows */
     size_t r = 0;
     if (streams && RB >= S && n_rows >= S * RB) { /* whole blocks from the four spans */
         const size_t P = RB / S, span = n_rows / S / P * P, ss = span * stride;
         for (; r < span; r += P) {
             const unsigned char *b = rows + r * stride;
+            for (size_t s = 0; OWN_AHEAD && s < S; s++) /* each stream's bytes OWN_AHEAD on */
+                for (size_t o = 0; o < P * stride; o += 64)
+                    __builtin_prefetch(b + s * ss + OWN_AHEAD + o);
             if (cheap && GB == 1 && n == 16 * W) /* 16 chunks (128 values on AVX2): the rows written out */
                 dot_block_streams(chunk, out + r, ld, q, b, stride, ss, span, 16 * W);
             else if (cheap && GB == 1 && n == 8 * W) /* 128 values on AVX-512, 64 on AVX2 */
