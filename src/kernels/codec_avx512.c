@@ -235,7 +235,8 @@ INLINE void v_reduce(float *sums, const V *part)
  * were within the noise of each other). */
 #define AXPY_AHEAD 16
 #define DOT_KEYS_AHEAD 64
-/* q8_0's value rows prefetch their own too, 16 rows on, and a group of 1,
+/* q8_0's value rows prefetch their own too, 16 rows on (q4_0's of other
+ * lengths than 128 as well, not measured), and a group of 1,
  * 2 or 4 heads reads its quantized keys in four streams: the key scoring
  * no longer prefetches a tile's value rows on this table (Kernels'
  * values_prefetch_own; it did, DOT_AHEAD 1: q8_0 0.86 to 0.92 of the time

@@ -30,6 +30,9 @@
  *   QUANT_STREAMS      optional, 1: where G is 1, 2 or 4 (one block of
  *                      heads), quantized key rows are read in streams, in
  *                      one pass, the rows ahead not prefetched (dot_tile)
+ *   DOT_STREAMS_AHEAD  optional (default 0: none): bytes ahead in each
+ *                      stream one head's quantized key rows prefetch
+ *                      (dot_heads)
  *   DOT_KEYS_AHEAD     optional (default 0: none): how many rows ahead a
  *                      group's cheap key rows are prefetched where no value
  *                      rows are (dot_tile)

@@ -156,7 +156,7 @@ INLINE void dot_block_q(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC
     dot_store(out, ld, part, GB, S, sld, nr);
 }
 
-/* Streams one head's cheap rows are read in (dot_heads). */
+/* Streams a run's rows are read in where its heads are one block (dot_heads). */
 #define DOT_STREAMS 4
 /* Bytes ahead in each stream one head's quantized rows prefetch (0: none;
  * codec_avx512.c). A stream's bytes are its rows' span, stride apart:
