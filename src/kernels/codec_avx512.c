@@ -236,8 +236,8 @@ INLINE void v_reduce(float *sums, const V *part)
 #define AXPY_AHEAD 16
 #define DOT_KEYS_AHEAD 64
 /* q8_0's value rows prefetch their own too, 16 rows on (q4_0's of other
- * lengths than 128 as well, not measured), and a group of 1,
- * 2 or 4 heads reads its quantized keys in four streams: the key scoring
+ * lengths than 128 as well, not measured), and a group of 1, 2 or 4 heads
+ * reads its keys in four streams, whatever their format: the key scoring
  * no longer prefetches a tile's value rows on this table (Kernels'
  * values_prefetch_own; it did, DOT_AHEAD 1: q8_0 0.86 to 0.92 of the time
  * without). Whole flash steps, cold, 65536 rows, an AVX-512 Xeon,
@@ -246,11 +246,15 @@ INLINE void v_reduce(float *sums, const V *part)
  * G = 8 1.01. The keys in streams with the values still prefetched by the
  * dot: 0.89 and 0.90 at G = 1; streams and no value prefetch at all:
  * 0.92. */
-#define QUANT_STREAMS 1
-/* One head's quantized key rows prefetch their own, 2 KiB on in each
- * stream: q8_0 at G = 1 0.92 to 0.95 of the time without (the same
- * steps; 1 KiB 0.96, 4 KiB 0.95 to 0.97, 8 KiB 1.00); G = 2 and 4 gained
- * nothing (1.00, 1.01), f16 and f32 rows neither (0.98 to 1.01). */
+#define GROUP_STREAMS 1
+/* Each stream's key rows prefetch their own, 2 KiB on: q8_0 at G = 1
+ * took 0.92 to 0.95 of the time without (the same steps; 1 KiB 0.96, 4
+ * KiB 0.95 to 0.97, 8 KiB 1.00), nothing at G = 2 and 4 (1.00, 1.01), nor
+ * one head's f16 and f32 rows (0.98 to 1.01). f16 and f32 groups of 2 and
+ * 4 (until then two blocks of 2 heads at G = 4, q in registers, in passes
+ * that prefetched the keys 64 rows on) in streams with this prefetch:
+ * f16 G = 4 0.84 to 0.86 of the time, G = 2 0.91; f32 0.93 and 0.95, 0.95
+ * (in streams without it, G = 4: f16 0.95, f32 1.07). */
 #define DOT_STREAMS_AHEAD 2048
 #include "kernels/codec_tiles.h"
 

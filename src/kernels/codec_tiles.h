@@ -27,12 +27,13 @@
  *   AXPY_AHEAD         optional (default 0: none): how many rows ahead
  *                      each cheap or block-scaled value row prefetches
  *                      (axpy_tile)
- *   QUANT_STREAMS      optional, 1: where G is 1, 2 or 4 (one block of
- *                      heads), quantized key rows are read in streams, in
- *                      one pass, the rows ahead not prefetched (dot_tile)
+ *   GROUP_STREAMS      optional, 1: where G is 1, 2 or 4 (one block of
+ *                      heads), every format's key rows are read in
+ *                      streams, in one pass, the rows ahead not
+ *                      prefetched (dot_tile; one head's cheap rows always
+ *                      are)
  *   DOT_STREAMS_AHEAD  optional (default 0: none): bytes ahead in each
- *                      stream one head's quantized key rows prefetch
- *                      (dot_heads)
+ *                      stream the key rows prefetch (dot_heads)
  *   DOT_KEYS_AHEAD     optional (default 0: none): how many rows ahead a
  *                      group's cheap key rows are prefetched where no value
  *                      rows are (dot_tile)

@@ -158,8 +158,7 @@ INLINE void dot_block_q(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC
 
 /* Streams a run's rows are read in where its heads are one block (dot_heads). */
 #define DOT_STREAMS 4
-/* Bytes ahead in each stream one head's quantized rows prefetch (0: none;
- * codec_avx512.c). A stream's bytes are its rows' span, stride apart:
+/* Bytes ahead in each stream the rows prefetch (0: none; codec_avx512.c). A stream's bytes are its rows' span, stride apart:
  * where rows lie farther apart than their bytes, the gaps are prefetched
  * too. */
 #ifndef DOT_STREAMS_AHEAD
@@ -214,15 +213,14 @@ INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
                       const RowsAhead *ahead)
 {
     const size_t RB = NACC / GB, S = DOT_STREAMS;
-    const size_t OWN_AHEAD = GB == 1 && !cheap ? DOT_STREAMS_AHEAD : 0; /* one head's quantized rows */
     size_t r = 0;
     if (streams && RB >= S && n_rows >= S * RB) { /* whole blocks from the four spans */
         const size_t P = RB / S, span = n_rows / S / P * P, ss = span * stride;
         for (; r < span; r += P) {
             const unsigned char *b = rows + r * stride;
-            for (size_t s = 0; OWN_AHEAD && s < S; s++) /* each stream's bytes OWN_AHEAD on */
+            for (size_t s = 0; DOT_STREAMS_AHEAD && s < S; s++) /* each stream's bytes DOT_STREAMS_AHEAD on */
                 for (size_t o = 0; o < P * stride; o += 64)
-                    __builtin_prefetch(b + s * ss + OWN_AHEAD + o);
+                    __builtin_prefetch(b + s * ss + DOT_STREAMS_AHEAD + o);
             if (cheap && GB == 1 && n == 16 * W) /* 16 chunks (128 values on AVX2): the rows written out */
                 dot_block_streams(chunk, out + r, ld, q, b, stride, ss, span, 16 * W);
             else if (cheap && GB == 1 && n == 8 * W) /* 128 values on AVX-512, 64 on AVX2 */
@@ -260,16 +258,16 @@ INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
 #ifndef DOT_KEYS_AHEAD
 #define DOT_KEYS_AHEAD 0
 #endif
-#ifndef QUANT_STREAMS
-#define QUANT_STREAMS 0
+#ifndef GROUP_STREAMS
+#define GROUP_STREAMS 0
 #endif
 
-/* Whether G heads' quantized rows (not cheap) are read in streams: the
- * heads one block, the run one pass, the rows ahead not prefetched while
- * they are scored (QUANT_STREAMS). */
-INLINE int quant_streams(size_t G)
+/* Whether G heads' rows are read in streams: one head's cheap rows always;
+ * with GROUP_STREAMS every format's where G is 1, 2 or 4 (the heads then
+ * one block). The run is one pass, the rows ahead not prefetched. */
+INLINE int group_streams(int cheap, size_t G)
 {
-    return QUANT_STREAMS && (G == 1 || G == 2 || G == 4);
+    return (cheap && G == 1) || (GROUP_STREAMS && (G == 1 || G == 2 || G == 4));
 }
 
 /* The heads in blocks of 4, 2 or 1, PASS_ROWS rows at a time. Rows of 8
@@ -289,24 +287,24 @@ INLINE int quant_streams(size_t G)
  * 1.36x the streams' time in f16 and 1.08x in f32 (rows of 64 values on
  * AVX2: 1.31x and 1.13x; 31 alternating calls, medians). Where no rows
  * ahead are prefetched, a group's cheap rows can prefetch their own,
- * DOT_KEYS_AHEAD rows on (codec_avx512.c). Where the G heads are one
- * block (one head's cheap rows; quantized ones with quant_streams), the
- * run is one pass, read in streams. */
+ * DOT_KEYS_AHEAD rows on (codec_avx512.c). Where the G heads are read in
+ * streams (group_streams), they are one block and the run one pass. */
 INLINE void dot_tile(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const int per_row_scale, const int cheap,
                      float *out, size_t ld, const float *q, size_t G, const void *rows, size_t stride, size_t n_rows,
                      size_t n, const RowsAhead *ahead)
 {
     const size_t GQ = NACC / 8; /* heads whose q fits the registers */
-    const int streams = cheap ? G == 1 : quant_streams(G);
+    const int streams = group_streams(cheap, G);
     /* q in registers, whatever the rows: a cut run must sum as the whole
-     * (not one head's cheap rows, whose streams load it) */
-    const int qreg = n == 8 * W && (cheap ? G > 1 : G <= GQ);
+     * (not one head's cheap rows, whose streams load it, nor a group in
+     * streams that would then be two blocks) */
+    const int qreg = n == 8 * W && (cheap ? G > 1 : G <= GQ) && !(streams && G > GQ);
     const size_t pass_rows = streams ? n_rows : PASS_ROWS;
     for (size_t r = 0; r < n_rows; r += pass_rows) {
         const unsigned char *p = (const unsigned char *)rows + r * stride;
         const size_t nr = n_rows - r < pass_rows ? n_rows - r : pass_rows;
         const int pf = !streams && ahead && (DOT_AHEAD >= 2 ? G > 1 || !cheap : DOT_AHEAD == 1 && !cheap);
-        const int keys = !pf && cheap && G > 1 && DOT_KEYS_AHEAD > 0; /* else the keys' own rows on */
+        const int keys = !pf && !streams && cheap && G > 1 && DOT_KEYS_AHEAD > 0; /* else the keys' own rows on */
         const RowsAhead pass = pf     ? (RowsAhead){ (const unsigned char *)ahead->rows + r * ahead->stride,
                                                      ahead->stride, ahead->bytes }
                                : keys ? (RowsAhead){ p + DOT_KEYS_AHEAD * stride, stride, cheap * n }
