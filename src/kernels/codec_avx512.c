@@ -250,11 +250,12 @@ INLINE void v_reduce(float *sums, const V *part)
 /* Each stream's key rows prefetch their own, 2 KiB on: q8_0 at G = 1
  * took 0.92 to 0.95 of the time without (the same steps; 1 KiB 0.96, 4
  * KiB 0.95 to 0.97, 8 KiB 1.00), nothing clear at G = 2 and 4 (1.00,
- * 1.01) nor for one head's f16 and f32 rows (0.95 to 1.01). f16 and f32 groups of 2 and
- * 4 (until then two blocks of 2 heads at G = 4, q in registers, in passes
- * that prefetched the keys 64 rows on) in streams with this prefetch:
- * f16 G = 4 0.84 to 0.86 of the time, G = 2 0.91; f32 0.93 and 0.95, 0.95
- * (in streams without it, G = 4: f16 0.95, f32 1.07). */
+ * 1.01) nor for one head's f16 and f32 rows (0.95 to 1.01). f16 and f32
+ * groups of 2 and 4 (until then two blocks of 2 heads at G = 4, q in
+ * registers, in passes that prefetched the keys 64 rows on) in streams
+ * with this prefetch: f16 G = 4 0.84 to 0.86 of the time, G = 2 0.91;
+ * f32 0.93 and 0.95, 0.95 (in streams without it, G = 4: f16 0.95, f32
+ * 1.07). */
 #define DOT_STREAMS_AHEAD 2048
 #include "kernels/codec_tiles.h"
 

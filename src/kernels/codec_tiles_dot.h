@@ -158,9 +158,9 @@ INLINE void dot_block_q(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC
 
 /* Streams a run's rows are read in where its heads are one block (dot_heads). */
 #define DOT_STREAMS 4
-/* Bytes ahead in each stream the rows prefetch (0: none; codec_avx512.c). A stream's bytes are its rows' span, stride apart:
- * where rows lie farther apart than their bytes, the gaps are prefetched
- * too. */
+/* Bytes ahead in each stream the rows prefetch (0: none; codec_avx512.c).
+ * A stream's bytes are its rows' span, stride apart: where rows lie
+ * farther apart than their bytes, the gaps are prefetched too. */
 #ifndef DOT_STREAMS_AHEAD
 #define DOT_STREAMS_AHEAD 0
 #endif
