@@ -196,6 +196,24 @@ INLINE void dot_block_streams(ChunkFn chunk, float *out, size_t ld, const float 
     dot_store(out, ld, part, 1, DOT_STREAMS, sld, NACC);
 }
 
+/* A block of nr rows for GB heads in the form GB and NQ choose: q in
+ * registers (dot_block_q), or dot_block with a row of 8 chunks as a
+ * constant (its blocks unrolled at fixed offsets); S, sstride, sld: their
+ * streams. */
+INLINE void dot_rows_block(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, const size_t GB,
+                           const size_t NQ, const int per_row_scale, const int cheap, float *out, size_t ld,
+                           const float *q, const unsigned char *base, size_t stride, size_t nr, size_t n,
+                           const size_t S, size_t sstride, size_t sld)
+{
+    if (NQ)
+        dot_block_q(chunk, raw, scale, BC, GB, NQ, per_row_scale, out, ld, q, base, stride, nr, S, sstride, sld);
+    else if (n == 8 * W)
+        dot_block(chunk, raw, scale, BC, GB, per_row_scale, cheap, out, ld, q, base, stride, nr, 8 * W, S, sstride,
+                  sld);
+    else
+        dot_block(chunk, raw, scale, BC, GB, per_row_scale, cheap, out, ld, q, base, stride, nr, n, S, sstride, sld);
+}
+
 /* GB heads over all the rows, NACC / GB rows a block; NQ = 8: the rows are 8
  * chunks and q stays in registers; the rows of ahead (or none) are
  * prefetched a block at a time. With streams (never with rows ahead) the
@@ -227,14 +245,9 @@ INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
                 dot_block_streams(chunk, out + r, ld, q, b, stride, ss, span, 8 * W);
             else if (cheap && GB == 1)
                 dot_block_streams(chunk, out + r, ld, q, b, stride, ss, span, n);
-            else if (NQ)
-                dot_block_q(chunk, raw, scale, BC, GB, NQ, per_row_scale, out + r, ld, q, b, stride, RB, S, ss, span);
-            else if (n == 8 * W) /* a constant: the row's blocks unrolled, their addresses fixed */
-                dot_block(chunk, raw, scale, BC, GB, per_row_scale, cheap, out + r, ld, q, b, stride, RB, 8 * W, S,
-                          ss, span);
             else
-                dot_block(chunk, raw, scale, BC, GB, per_row_scale, cheap, out + r, ld, q, b, stride, RB, n, S, ss,
-                          span);
+                dot_rows_block(chunk, raw, scale, BC, GB, NQ, per_row_scale, cheap, out + r, ld, q, b, stride, RB, n,
+                               S, ss, span);
         }
         r = span * S; /* the rest, fewer than NACC / GB rows, in one stream */
     }
@@ -242,12 +255,8 @@ INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
         const size_t nr = n_rows - r < RB ? n_rows - r : RB;
         const unsigned char *b = rows + r * stride;
         rows_ahead_prefetch(ahead, r, nr); /* a block's worth at a time: their misses meet its work */
-        if (NQ)
-            dot_block_q(chunk, raw, scale, BC, GB, NQ, per_row_scale, out + r, ld, q, b, stride, nr, 1, 0, 0);
-        else if (n == 8 * W)
-            dot_block(chunk, raw, scale, BC, GB, per_row_scale, cheap, out + r, ld, q, b, stride, nr, 8 * W, 1, 0, 0);
-        else
-            dot_block(chunk, raw, scale, BC, GB, per_row_scale, cheap, out + r, ld, q, b, stride, nr, n, 1, 0, 0);
+        dot_rows_block(chunk, raw, scale, BC, GB, NQ, per_row_scale, cheap, out + r, ld, q, b, stride, nr, n, 1, 0,
+                       0);
     }
 }
 
