@@ -214,12 +214,6 @@ INLINE void pass(Format fmt, const size_t GB, const size_t BB, int32_t *acc, con
             store_block(fmt, acc + g * n + (b0 + bb) * QK, a + 4 * (g * BB + bb));
 }
 
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-#include "kernels/iaxpy_pass512.h" /* the VNNI build's pass, in 512 bits */
-#define PASS pass512
-#else
-#define PASS pass
-#endif
 
 /* sum[j], j < wpr (dividing 8): a head's weights of block j (of the row,
  * wpr 1) summed over a chunk's m rows, their weights in pairs: 16 at a
@@ -369,6 +363,15 @@ INLINE void round_weights(const size_t WPR, int16_t *wq, const float *p, const f
             wq[pair_slot(WPR, m, b)] = 0;
 }
 
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+#include "kernels/iaxpy_pass512.h" /* the VNNI build's pass, weights and scales, in 512 bits */
+#define PASS pass512
+#define ROUND_WEIGHTS round_weights512
+#else
+#define PASS pass
+#define ROUND_WEIGHTS round_weights
+#endif
+
 /* Rows a chunk: its scales and a pass's heads' weights, 2 KiB a head at
  * most, on the stack, its rows (4.5 KiB of q4_0 rows of 128 values) in L1. */
 #define CHUNK 64
@@ -382,7 +385,7 @@ INLINE void add_heads(Format fmt, const size_t WPR, const size_t GB, int32_t *ac
 {
     CODEC_UNROLL
     for (size_t j = 0; j < GB; j++)
-        round_weights(WPR, wq + j * ldw, p + j * ld, d, to_int[j], m);
+        ROUND_WEIGHTS(WPR, wq + j * ldw, p + j * ld, d, to_int[j], m);
     for (size_t b = 0; b < n / QK; b++)
         PASS(fmt, GB, 1, acc, wq, ldw, rows, stride, m, n, b, pf, b == 0 ? pf_bytes : 0);
     CODEC_UNROLL
@@ -403,7 +406,7 @@ INLINE void add_chunk(Format fmt, const size_t WPR, int32_t *acc, const float *p
     int16_t wq[PASS_HEADS * CHUNK * 8];
     size_t g = 0;
     if (G == 1) {
-        round_weights(WPR, wq, p, d, to_int[0], m);
+        ROUND_WEIGHTS(WPR, wq, p, d, to_int[0], m);
         size_t b = 0;
         for (; b + 2 <= nb; b += 2)
             PASS(fmt, 1, 2, acc, wq, ldw, rows, stride, m, n, b, pf, b == 0 ? pf_bytes : 0);
@@ -439,6 +442,11 @@ INLINE void iaxpy_fmt(Format fmt, const size_t WPR, int32_t *acc, float *dmax, c
         const unsigned char *chunk = rows + r0 * stride;
         float d[CHUNK * 8];
         size_t r = 0;
+#ifdef PASS_SCALES_Q4_0
+        if (fmt == FMT_Q4_0 && WPR == 4)
+            for (; r + 4 <= m; r += 4)
+                scales_q4_0_128(d + r * WPR, &top, chunk + r * stride, stride);
+#endif
         for (; r + 8 <= m; r += 8)
             scales_of_8(WPR, d + r * WPR, &top, fmt, chunk + r * stride, stride, n);
         for (; r < m; r++)

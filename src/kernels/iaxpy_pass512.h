@@ -1,6 +1,7 @@
 /* iaxpy_pass512.h: iaxpy_avx2.c's pass (a block of the rows added for GB
- * heads) in 512-bit registers, for its VNNI build alone (included by it
- * where AVX-512 BW and VNNI are on; it uses that file's helpers).
+ * heads), its rounding of the weights and q4_0's reading of scales in
+ * 512-bit registers, for its VNNI build alone (included by it where
+ * AVX-512 BW and VNNI are on; it uses that file's helpers).
  *
  * A row pair's block goes in one vector: the pair's 16 bytes each are
  * interleaved byte by byte (a0 b0 a1 b1 ...) and widened to words, so
@@ -126,4 +127,58 @@ INLINE void pass512(Format fmt, const size_t GB, const size_t BB, int32_t *acc, 
         for (size_t g = 0; g < GB; g++)
             store_block512(fmt, acc + g * n + b * QK, a + 2 * g);
     }
+}
+
+/* round_weights() 16 weights a vector, the same integers: lane l takes the
+ * row and block whose weight pair_slot puts at l, its p and scale brought
+ * there by permutes; the rows past a multiple of 16 / WPR one by one. */
+INLINE void round_weights512(const size_t WPR, int16_t *wq, const float *p, const float *d, float k, size_t m)
+{
+    if (k == 0.0f) { /* iaxpy_weight's rule, whatever the scales */
+        memset(wq, 0, (m + 1) / 2 * 2 * WPR * sizeof *wq);
+        return;
+    }
+    const size_t rows = 16 / WPR; /* a vector's, even */
+    int32_t row_of[16], scale_of[16];
+    for (size_t l = 0; l < 16; l++) { /* pair_slot inverted */
+        const size_t r = l / (2 * WPR) * 2 + l % 2, b = l % (2 * WPR) / 2;
+        row_of[l] = (int32_t)r;
+        scale_of[l] = (int32_t)(r * WPR + b);
+    }
+    const __m512i pi = _mm512_loadu_si512(row_of), di = _mm512_loadu_si512(scale_of);
+    const __m512 kv = _mm512_set1_ps(k), lo = _mm512_set1_ps(-32767.0f), hi = _mm512_set1_ps(32767.0f);
+    size_t r = 0;
+    for (; r + rows <= m; r += rows) {
+        const __m512 pv = _mm512_permutexvar_ps(pi, _mm512_maskz_loadu_ps((__mmask16)((1u << rows) - 1), p + r));
+        const __m512 u = _mm512_mul_ps(pv, _mm512_permutexvar_ps(di, _mm512_loadu_ps(d + r * WPR)));
+        const __m512i x = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(u, kv), lo), hi));
+        _mm256_storeu_si256((__m256i *)(void *)(wq + r * WPR), _mm512_cvtsepi32_epi16(x));
+    }
+    for (; r < m; r++)
+        for (size_t b = 0; b < WPR; b++)
+            wq[pair_slot(WPR, r, b)] = iaxpy_weight(p[r] * d[r * WPR + b], k);
+    if (m % 2) /* the last row's partner */
+        for (size_t b = 0; b < WPR; b++)
+            wq[pair_slot(WPR, m, b)] = 0;
+}
+
+/* scales_of_8() for 4 rows of q4_0's 128 values (72 bytes; the scales in
+ * a row's first 64, words 0, 9, 18 and 27): each two rows' picked by one
+ * permute, where scales_of_8 inserts them word by word. */
+#define PASS_SCALES_Q4_0 1
+INLINE void scales_q4_0_128(float *d, __m256 *top, const unsigned char *rows, size_t stride)
+{
+    const __m512i pick = _mm512_zextsi128_si512(_mm_setr_epi16(0, 9, 18, 27, 32, 41, 50, 59)); /* b: a's, 32 + b's */
+    __m128i two[2];
+    for (size_t k = 0; k < 2; k++) {
+        const unsigned char *a = rows + 2 * k * stride;
+        two[k] = _mm512_castsi512_si128(_mm512_permutex2var_epi16(_mm512_loadu_si512(a), pick,
+                                                                  _mm512_loadu_si512(a + stride)));
+    }
+    const __m512 x = _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(two[0]), two[1], 1));
+    _mm512_storeu_ps(d, x);
+    const __m512 mag = _mm512_abs_ps(x);
+    /* a NaN scale left out, as the reference leaves it */
+    *top = _mm256_max_ps(_mm512_castps512_ps256(mag), *top);
+    *top = _mm256_max_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(mag), 1)), *top);
 }
