@@ -325,6 +325,18 @@ INLINE void store_pairs(const size_t WPR, int16_t *wq, __m128i x, __m128i y)
     }
 }
 
+/* round_weights()'s rows from r on, one by one, and the partner of the
+ * last row where m is odd. */
+INLINE void round_rest(const size_t WPR, int16_t *wq, const float *p, const float *d, float k, size_t r, size_t m)
+{
+    for (; r < m; r++)
+        for (size_t b = 0; b < WPR; b++)
+            wq[pair_slot(WPR, r, b)] = iaxpy_weight(p[r] * d[r * WPR + b], k);
+    if (m % 2)
+        for (size_t b = 0; b < WPR; b++)
+            wq[pair_slot(WPR, m, b)] = 0;
+}
+
 /* iaxpy_weight(p[r] * d[r * WPR + b], k) for the chunk's m rows, in pairs
  * (pair_slot): 8 rows at a time, their 8 weights p spread over the WPR
  * vectors of their scales by a permute; the rest one by one. */
@@ -355,12 +367,7 @@ INLINE void round_weights(const size_t WPR, int16_t *wq, const float *p, const f
         for (size_t c = 0; c < WPR; c += WPR == 8 ? 2 : 1)
             store_pairs(WPR, wq + (r + c * step) * WPR, w[c], w[WPR == 8 ? c + 1 : c]);
     }
-    for (; r < m; r++)
-        for (size_t b = 0; b < WPR; b++)
-            wq[pair_slot(WPR, r, b)] = iaxpy_weight(p[r] * d[r * WPR + b], k);
-    if (m % 2) /* the last row's partner */
-        for (size_t b = 0; b < WPR; b++)
-            wq[pair_slot(WPR, m, b)] = 0;
+    round_rest(WPR, wq, p, d, k, r, m);
 }
 
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)

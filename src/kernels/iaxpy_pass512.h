@@ -131,7 +131,8 @@ INLINE void pass512(Format fmt, const size_t GB, const size_t BB, int32_t *acc, 
 
 /* round_weights() 16 weights a vector, the same integers: lane l takes the
  * row and block whose weight pair_slot puts at l, its p and scale brought
- * there by permutes; the rows past a multiple of 16 / WPR one by one. */
+ * there by permutes; the rows past a multiple of 16 / WPR one by one
+ * (round_rest). */
 INLINE void round_weights512(const size_t WPR, int16_t *wq, const float *p, const float *d, float k, size_t m)
 {
     if (k == 0.0f) { /* iaxpy_weight's rule, whatever the scales */
@@ -154,12 +155,7 @@ INLINE void round_weights512(const size_t WPR, int16_t *wq, const float *p, cons
         const __m512i x = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(u, kv), lo), hi));
         _mm256_storeu_si256((__m256i *)(void *)(wq + r * WPR), _mm512_cvtsepi32_epi16(x));
     }
-    for (; r < m; r++)
-        for (size_t b = 0; b < WPR; b++)
-            wq[pair_slot(WPR, r, b)] = iaxpy_weight(p[r] * d[r * WPR + b], k);
-    if (m % 2) /* the last row's partner */
-        for (size_t b = 0; b < WPR; b++)
-            wq[pair_slot(WPR, m, b)] = 0;
+    round_rest(WPR, wq, p, d, k, r, m);
 }
 
 /* scales_of_8() for 4 rows of q4_0's 128 values (72 bytes; the scales in
