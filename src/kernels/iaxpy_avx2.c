@@ -214,7 +214,6 @@ INLINE void pass(Format fmt, const size_t GB, const size_t BB, int32_t *acc, con
             store_block(fmt, acc + g * n + (b0 + bb) * QK, a + 4 * (g * BB + bb));
 }
 
-
 /* sum[j], j < wpr (dividing 8): a head's weights of block j (of the row,
  * wpr 1) summed over a chunk's m rows, their weights in pairs: 16 at a
  * time, madd with ones adding each pair, lane l then holding block l % wpr. */
@@ -302,6 +301,23 @@ INLINE void scales_of_8(const size_t WPR, float *d, __m256 *top, Format fmt, con
     }
 }
 
+/* The scales of a chunk's rows r .. m - 1 into d[r * WPR + b] (fp4's
+ * halved), eight rows at a time and then one by one, their largest
+ * magnitude into top and *top_tail. */
+INLINE void read_scales(const size_t WPR, float *d, __m256 *top, float *top_tail, Format fmt,
+                        const unsigned char *chunk, size_t stride, size_t n, size_t r, size_t m)
+{
+    for (; r + 8 <= m; r += 8)
+        scales_of_8(WPR, d + r * WPR, top, fmt, chunk + r * stride, stride, n);
+    for (; r < m; r++)
+        for (size_t b = 0; b < WPR; b++) {
+            const float x = fp16_to_f32((unsigned short)scale_bits(fmt, chunk, stride, n, r, b)) *
+                            (fmt == FMT_FP4 ? 0.5f : 1.0f);
+            d[r * WPR + b] = x;
+            *top_tail = fabsf(x) > *top_tail ? fabsf(x) : *top_tail;
+        }
+}
+
 /* Where row r's weight of block b goes: beside the other row of its pair
  * (weight_pair). */
 INLINE size_t pair_slot(size_t WPR, size_t r, size_t b)
@@ -374,9 +390,11 @@ INLINE void round_weights(const size_t WPR, int16_t *wq, const float *p, const f
 #include "kernels/iaxpy_pass512.h" /* the VNNI build's pass, weights and scales, in 512 bits */
 #define PASS pass512
 #define ROUND_WEIGHTS round_weights512
+#define READ_SCALES read_scales512
 #else
 #define PASS pass
 #define ROUND_WEIGHTS round_weights
+#define READ_SCALES read_scales
 #endif
 
 /* Rows a chunk: its scales and a pass's heads' weights, 2 KiB a head at
@@ -438,7 +456,6 @@ INLINE void iaxpy_fmt(Format fmt, const size_t WPR, int32_t *acc, float *dmax, c
                       const float *to_int, const unsigned char *rows, size_t stride, size_t n_rows, size_t G,
                       size_t n)
 {
-    const float half = fmt == FMT_FP4 ? 0.5f : 1.0f;
     __m256 top = _mm256_setzero_ps();
     float top_tail = 0.0f;
     int adds = 0; /* every factor 0 (flash's first part): every weight is 0, only the scales are wanted */
@@ -448,20 +465,7 @@ INLINE void iaxpy_fmt(Format fmt, const size_t WPR, int32_t *acc, float *dmax, c
         const size_t m = n_rows - r0 < CHUNK ? n_rows - r0 : CHUNK;
         const unsigned char *chunk = rows + r0 * stride;
         float d[CHUNK * 8];
-        size_t r = 0;
-#ifdef PASS_SCALES_Q4_0
-        if (fmt == FMT_Q4_0 && WPR == 4)
-            for (; r + 4 <= m; r += 4)
-                scales_q4_0_128(d + r * WPR, &top, chunk + r * stride, stride);
-#endif
-        for (; r + 8 <= m; r += 8)
-            scales_of_8(WPR, d + r * WPR, &top, fmt, chunk + r * stride, stride, n);
-        for (; r < m; r++)
-            for (size_t b = 0; b < WPR; b++) {
-                const float x = fp16_to_f32((unsigned short)scale_bits(fmt, chunk, stride, n, r, b)) * half;
-                d[r * WPR + b] = x;
-                top_tail = fabsf(x) > top_tail ? fabsf(x) : top_tail;
-            }
+        READ_SCALES(WPR, d, &top, &top_tail, fmt, chunk, stride, n, 0, m);
         const size_t left = n_rows - r0 - m;
         if (adds)
             add_chunk(fmt, WPR, acc, p + r0, ld, to_int, d, chunk, stride, m, G, n, left < CHUNK ? left : CHUNK);

@@ -161,7 +161,6 @@ INLINE void round_weights512(const size_t WPR, int16_t *wq, const float *p, cons
 /* scales_of_8() for 4 rows of q4_0's 128 values (72 bytes; the scales in
  * a row's first 64, words 0, 9, 18 and 27): each two rows' picked by one
  * permute, where scales_of_8 inserts them word by word. */
-#define PASS_SCALES_Q4_0 1
 INLINE void scales_q4_0_128(float *d, __m256 *top, const unsigned char *rows, size_t stride)
 {
     const __m512i pick = _mm512_zextsi128_si512(_mm_setr_epi16(0, 9, 18, 27, 32, 41, 50, 59)); /* b: a's, 32 + b's */
@@ -177,4 +176,14 @@ INLINE void scales_q4_0_128(float *d, __m256 *top, const unsigned char *rows, si
     /* a NaN scale left out, as the reference leaves it */
     *top = _mm256_max_ps(_mm512_castps512_ps256(mag), *top);
     *top = _mm256_max_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(mag), 1)), *top);
+}
+
+/* read_scales(), q4_0's rows of 128 values 4 at a time (scales_q4_0_128). */
+INLINE void read_scales512(const size_t WPR, float *d, __m256 *top, float *top_tail, Format fmt,
+                           const unsigned char *chunk, size_t stride, size_t n, size_t r, size_t m)
+{
+    if (fmt == FMT_Q4_0 && WPR == 4)
+        for (; r + 4 <= m; r += 4)
+            scales_q4_0_128(d + r * WPR, top, chunk + r * stride, stride);
+    read_scales(WPR, d, top, top_tail, fmt, chunk, stride, n, r, m);
 }
