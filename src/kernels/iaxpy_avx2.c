@@ -13,8 +13,9 @@
  * interleaved, so that one madd multiplies both rows by their weights and
  * adds the products into 32-bit sums. The codes stay unsigned (q4_0 and
  * int4 their value + 8, fp4 its doubled value + 12, by a byte shuffle), and
- * the offset times the rows' weights is taken off once a chunk: exact, so
- * the sums do not depend on where the rows are cut into calls.
+ * the offset times the rows' weights (one sum a chunk, head and block)
+ * is taken off where a pass loads the sums: exact, so the sums do not
+ * depend on where the rows are cut into calls.
  *
  * A register holds 8 of a block's sums in the order the interleaving makes
  * (lanes j and j + 8 of the nibbles side by side); acc is turned into that
@@ -165,11 +166,12 @@ INLINE void add_pairs(__m256i s[4], const __m256i p[4], __m256i w)
 }
 
 /* BB blocks from block b0 on, for GB heads (GB * BB <= PASS_HEADS), over
- * all the rows; meanwhile the pf_bytes at pf (the next chunk's rows) are
- * prefetched, a row pair's worth a step, so that their misses meet this
- * work rather than the next chunk's reading of scales. */
+ * all the rows, each head's offsets (off, round_weights) taken off its
+ * sums as they are loaded; meanwhile the pf_bytes at pf (the next chunk's
+ * rows) are prefetched, a row pair's worth a step, so that their misses
+ * meet this work rather than the next chunk's reading of scales. */
 INLINE void pass(Format fmt, const size_t GB, const size_t BB, int32_t *acc, const int16_t *wq, size_t ldw,
-                 const unsigned char *rows, size_t stride, size_t n_rows, size_t n, size_t b0,
+                 const int32_t *off, const unsigned char *rows, size_t stride, size_t n_rows, size_t n, size_t b0,
                  const unsigned char *pf, size_t pf_bytes)
 {
     const size_t wpr = iaxpy_weights_per_row(fmt, n), bw = wpr > 1; /* bw: the weights go by block */
@@ -177,8 +179,14 @@ INLINE void pass(Format fmt, const size_t GB, const size_t BB, int32_t *acc, con
     CODEC_UNROLL
     for (size_t g = 0; g < GB; g++)
         CODEC_UNROLL
-        for (size_t bb = 0; bb < BB; bb++)
-            load_block(fmt, acc + g * n + (b0 + bb) * QK, a + 4 * (g * BB + bb));
+        for (size_t bb = 0; bb < BB; bb++) {
+            __m256i *v = a + 4 * (g * BB + bb);
+            load_block(fmt, acc + g * n + (b0 + bb) * QK, v);
+            const __m256i o = _mm256_set1_epi32(off[g * wpr + bw * (b0 + bb)]);
+            CODEC_UNROLL
+            for (size_t k = 0; k < 4; k++)
+                v[k] = _mm256_sub_epi32(v[k], o);
+        }
     size_t r = 0;
     for (; r + 2 <= n_rows; r += 2) {
         const unsigned char *ra = rows + r * stride, *rb = ra + stride;
@@ -232,22 +240,6 @@ INLINE void weight_sums(int32_t *sum, const int16_t *w, size_t m, size_t wpr)
         sum[l % wpr] += lane[l];
     for (; i < count; i++)
         sum[i / 2 % wpr] += w[i];
-}
-
-/* acc[i] -= offset * (the rows' weights of i), one head: the codes' offset
- * taken off. */
-INLINE void take_offset(int32_t *acc, const int16_t *wq, size_t wpr, int offset, size_t m, size_t n)
-{
-    const size_t span = n / wpr; /* values a weight covers: a block, or the row; a multiple of 8 */
-    int32_t sum[8];
-    weight_sums(sum, wq, m, wpr);
-    for (size_t j = 0; j < wpr; j++) {
-        const __m256i off = _mm256_set1_epi32(offset * sum[j]);
-        for (size_t i = j * span; i < (j + 1) * span; i += 8) {
-            __m256i *a = (__m256i *)(void *)(acc + i);
-            _mm256_storeu_si256(a, _mm256_sub_epi32(_mm256_loadu_si256(a), off));
-        }
-    }
 }
 
 INLINE __m256 abs_ps(__m256 x)
@@ -355,11 +347,14 @@ INLINE void round_rest(const size_t WPR, int16_t *wq, const float *p, const floa
 
 /* iaxpy_weight(p[r] * d[r * WPR + b], k) for the chunk's m rows, in pairs
  * (pair_slot): 8 rows at a time, their 8 weights p spread over the WPR
- * vectors of their scales by a permute; the rest one by one. */
-INLINE void round_weights(const size_t WPR, int16_t *wq, const float *p, const float *d, float k, size_t m)
+ * vectors of their scales by a permute; the rest one by one. off[b] =
+ * offset times the sum of block b's weights, b < WPR. */
+INLINE void round_weights(const size_t WPR, int16_t *wq, int32_t *off, int offset, const float *p, const float *d,
+                          float k, size_t m)
 {
     if (k == 0.0f) { /* iaxpy_weight's rule, whatever the scales */
         memset(wq, 0, (m + 1) / 2 * 2 * WPR * sizeof *wq);
+        memset(off, 0, WPR * sizeof *off);
         return;
     }
     const size_t step = 8 / WPR;
@@ -384,6 +379,10 @@ INLINE void round_weights(const size_t WPR, int16_t *wq, const float *p, const f
             store_pairs(WPR, wq + (r + c * step) * WPR, w[c], w[WPR == 8 ? c + 1 : c]);
     }
     round_rest(WPR, wq, p, d, k, r, m);
+    int32_t sum[8];
+    weight_sums(sum, wq, m, WPR);
+    for (size_t b = 0; b < WPR; b++)
+        off[b] = offset * sum[b];
 }
 
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
@@ -408,14 +407,12 @@ INLINE void add_heads(Format fmt, const size_t WPR, const size_t GB, int32_t *ac
                       const float *p, size_t ld, const float *to_int, const float *d, const unsigned char *rows,
                       size_t stride, size_t m, size_t n, const unsigned char *pf, size_t pf_bytes)
 {
+    int32_t off[PASS_HEADS * 8];
     CODEC_UNROLL
     for (size_t j = 0; j < GB; j++)
-        ROUND_WEIGHTS(WPR, wq + j * ldw, p + j * ld, d, to_int[j], m);
+        ROUND_WEIGHTS(WPR, wq + j * ldw, off + j * WPR, code_offset(fmt), p + j * ld, d, to_int[j], m);
     for (size_t b = 0; b < n / QK; b++)
-        PASS(fmt, GB, 1, acc, wq, ldw, rows, stride, m, n, b, pf, b == 0 ? pf_bytes : 0);
-    CODEC_UNROLL
-    for (size_t j = 0; j < GB; j++)
-        take_offset(acc + j * n, wq + j * ldw, WPR, code_offset(fmt), m, n);
+        PASS(fmt, GB, 1, acc, wq, ldw, off, rows, stride, m, n, b, pf, b == 0 ? pf_bytes : 0);
 }
 
 /* One chunk of m <= CHUNK rows, all heads, its scales d already there,
@@ -431,13 +428,13 @@ INLINE void add_chunk(Format fmt, const size_t WPR, int32_t *acc, const float *p
     int16_t wq[PASS_HEADS * CHUNK * 8];
     size_t g = 0;
     if (G == 1) {
-        ROUND_WEIGHTS(WPR, wq, p, d, to_int[0], m);
+        int32_t off[8];
+        ROUND_WEIGHTS(WPR, wq, off, code_offset(fmt), p, d, to_int[0], m);
         size_t b = 0;
         for (; b + 2 <= nb; b += 2)
-            PASS(fmt, 1, 2, acc, wq, ldw, rows, stride, m, n, b, pf, b == 0 ? pf_bytes : 0);
+            PASS(fmt, 1, 2, acc, wq, ldw, off, rows, stride, m, n, b, pf, b == 0 ? pf_bytes : 0);
         if (b < nb)
-            PASS(fmt, 1, 1, acc, wq, ldw, rows, stride, m, n, b, pf, b == 0 ? pf_bytes : 0);
-        take_offset(acc, wq, WPR, code_offset(fmt), m, n);
+            PASS(fmt, 1, 1, acc, wq, ldw, off, rows, stride, m, n, b, pf, b == 0 ? pf_bytes : 0);
         return;
     }
     for (; g + PASS_HEADS <= G; g += PASS_HEADS)

@@ -99,15 +99,19 @@ INLINE void add_pair512(Format fmt, const size_t GB, __m512i *a, const int16_t *
  * --int-dot flash steps, cold, the one loop took q4_0 1.03x to 1.08x as
  * long at G = 4, 1.08x at G = 2, int4 and fp4 1.01x to 1.02x. */
 INLINE void pass512(Format fmt, const size_t GB, const size_t BB, int32_t *acc, const int16_t *wq, size_t ldw,
-                    const unsigned char *rows, size_t stride, size_t n_rows, size_t n, size_t b0,
+                    const int32_t *off, const unsigned char *rows, size_t stride, size_t n_rows, size_t n, size_t b0,
                     const unsigned char *pf, size_t pf_bytes)
 {
     const size_t wpr = iaxpy_weights_per_row(fmt, n), bw = wpr > 1; /* bw: the weights go by block */
     for (size_t b = b0; b < b0 + BB; b++) {
         __m512i a[2 * PASS_HEADS];
         CODEC_UNROLL
-        for (size_t g = 0; g < GB; g++)
+        for (size_t g = 0; g < GB; g++) {
             load_block512(fmt, acc + g * n + b * QK, a + 2 * g);
+            const __m512i o = _mm512_set1_epi32(off[g * wpr + bw * b]);
+            a[2 * g] = _mm512_sub_epi32(a[2 * g], o);
+            a[2 * g + 1] = _mm512_sub_epi32(a[2 * g + 1], o);
+        }
         size_t r = 0;
         if (b == b0 && pf_bytes)
             for (; r + 2 <= n_rows; r += 2) {
@@ -131,12 +135,14 @@ INLINE void pass512(Format fmt, const size_t GB, const size_t BB, int32_t *acc, 
 
 /* round_weights() 16 weights a vector, the same integers: lane l takes the
  * row and block whose weight pair_slot puts at l, its p and scale brought
- * there by permutes; the rows past a multiple of 16 / WPR one by one
- * (round_rest). */
-INLINE void round_weights512(const size_t WPR, int16_t *wq, const float *p, const float *d, float k, size_t m)
+ * there by permutes, and adds it to lane l's sum (block l / 2 % WPR);
+ * the rows past a multiple of 16 / WPR one by one (round_rest). */
+INLINE void round_weights512(const size_t WPR, int16_t *wq, int32_t *off, int offset, const float *p,
+                             const float *d, float k, size_t m)
 {
     if (k == 0.0f) { /* iaxpy_weight's rule, whatever the scales */
         memset(wq, 0, (m + 1) / 2 * 2 * WPR * sizeof *wq);
+        memset(off, 0, WPR * sizeof *off);
         return;
     }
     const size_t rows = 16 / WPR; /* a vector's, even */
@@ -148,14 +154,29 @@ INLINE void round_weights512(const size_t WPR, int16_t *wq, const float *p, cons
     }
     const __m512i pi = _mm512_loadu_si512(row_of), di = _mm512_loadu_si512(scale_of);
     const __m512 kv = _mm512_set1_ps(k), lo = _mm512_set1_ps(-32767.0f), hi = _mm512_set1_ps(32767.0f);
+    __m512i sum = _mm512_setzero_si512();
     size_t r = 0;
     for (; r + rows <= m; r += rows) {
         const __m512 pv = _mm512_permutexvar_ps(pi, _mm512_maskz_loadu_ps((__mmask16)((1u << rows) - 1), p + r));
         const __m512 u = _mm512_mul_ps(pv, _mm512_permutexvar_ps(di, _mm512_loadu_ps(d + r * WPR)));
         const __m512i x = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(u, kv), lo), hi));
         _mm256_storeu_si256((__m256i *)(void *)(wq + r * WPR), _mm512_cvtsepi32_epi16(x));
+        sum = _mm512_add_epi32(sum, x);
     }
     round_rest(WPR, wq, p, d, k, r, m);
+    if (WPR == 1) {
+        off[0] = _mm512_reduce_add_epi32(sum);
+    } else {
+        int32_t lane[16];
+        _mm512_storeu_si512(lane, sum);
+        memset(off, 0, WPR * sizeof *off);
+        for (size_t l = 0; l < 16; l++)
+            off[l / 2 % WPR] += lane[l];
+    }
+    for (size_t i = r * WPR; i < (m + 1) / 2 * 2 * WPR; i++) /* round_rest's */
+        off[i / 2 % WPR] += wq[i];
+    for (size_t b = 0; b < WPR; b++)
+        off[b] *= offset;
 }
 
 /* scales_of_8() for 4 rows of q4_0's 128 values (72 bytes; the scales in
