@@ -95,9 +95,29 @@ static inline __attribute__((always_inline)) __m128 heads4_row(const Kind k, con
     return _mm_mul_ps(sum, _mm_set1_ps(row_scale(k, w, n)));
 }
 
-/* Four heads (g0 .. g0 + 3) of a group over every row, by
- * heads4_sums; rows four at a time, their results transposed into the
- * heads' rows of y. nb <= QDOT_VEC_BLOCKS / 4. */
+/* Rows r .. r + 3 against four heads (g0 .. g0 + 3): their results
+ * transposed into the heads' rows of y. */
+static inline __attribute__((always_inline)) void heads4_block(const Kind k, size_t g0, float *y, size_t ld,
+                                                               const unsigned char *rows, size_t stride, size_t r,
+                                                               const unsigned char *x0, size_t step,
+                                                               const __m256i *off, const __m256 *dx, size_t nb,
+                                                               size_t n, const RowsAhead *ahead)
+{
+    rows_ahead_prefetch(ahead, r, 4);
+    __m128 s0 = heads4_row(k, rows + r * stride, x0, step, off, dx, nb, n);
+    __m128 s1 = heads4_row(k, rows + (r + 1) * stride, x0, step, off, dx, nb, n);
+    __m128 s2 = heads4_row(k, rows + (r + 2) * stride, x0, step, off, dx, nb, n);
+    __m128 s3 = heads4_row(k, rows + (r + 3) * stride, x0, step, off, dx, nb, n);
+    _MM_TRANSPOSE4_PS(s0, s1, s2, s3); /* s_j: head j's four rows */
+    _mm_storeu_ps(y + g0 * ld + r, s0);
+    _mm_storeu_ps(y + (g0 + 1) * ld + r, s1);
+    _mm_storeu_ps(y + (g0 + 2) * ld + r, s2);
+    _mm_storeu_ps(y + (g0 + 3) * ld + r, s3);
+}
+
+/* Four heads (g0 .. g0 + 3) of a group over every row, by heads4_sums:
+ * rows four at a time, from QDOT_STREAMS parts of them in turn, then the
+ * rows past the parts. nb <= QDOT_VEC_BLOCKS / 4. */
 static inline __attribute__((always_inline)) void group4_rows(const Kind k, size_t g0, float *y, size_t ld,
                                                               const unsigned char *rows, size_t stride,
                                                               size_t n_rows, XBlocks x, size_t nb, size_t n,
@@ -111,19 +131,13 @@ static inline __attribute__((always_inline)) void group4_rows(const Kind k, size
         const float *d = x.dx + g0 * nb + b;
         dx[b] = _mm256_setr_ps(d[0], d[nb], d[2 * nb], d[3 * nb], d[0], d[nb], d[2 * nb], d[3 * nb]);
     }
-    size_t r = 0;
-    for (; r + 4 <= n_rows; r += 4) {
-        rows_ahead_prefetch(ahead, r, 4);
-        __m128 s0 = heads4_row(k, rows + r * stride, x0, x.step, off, dx, nb, n);
-        __m128 s1 = heads4_row(k, rows + (r + 1) * stride, x0, x.step, off, dx, nb, n);
-        __m128 s2 = heads4_row(k, rows + (r + 2) * stride, x0, x.step, off, dx, nb, n);
-        __m128 s3 = heads4_row(k, rows + (r + 3) * stride, x0, x.step, off, dx, nb, n);
-        _MM_TRANSPOSE4_PS(s0, s1, s2, s3); /* s_j: head j's four rows */
-        _mm_storeu_ps(y + g0 * ld + r, s0);
-        _mm_storeu_ps(y + (g0 + 1) * ld + r, s1);
-        _mm_storeu_ps(y + (g0 + 2) * ld + r, s2);
-        _mm_storeu_ps(y + (g0 + 3) * ld + r, s3);
-    }
+    const size_t span = n_rows / (QDOT_STREAMS * 4) * 4; /* a part's rows */
+    for (size_t i = 0; i < span; i += 4)
+        for (size_t s = 0; s < QDOT_STREAMS; s++)
+            heads4_block(k, g0, y, ld, rows, stride, s * span + i, x0, x.step, off, dx, nb, n, ahead);
+    size_t r = QDOT_STREAMS * span;
+    for (; r + 4 <= n_rows; r += 4)
+        heads4_block(k, g0, y, ld, rows, stride, r, x0, x.step, off, dx, nb, n, ahead);
     rows_ahead_prefetch(ahead, r, n_rows - r);
     for (; r < n_rows; r++) {
         float s[4];
