@@ -206,11 +206,7 @@ INLINE void dot_heads(const Format fmt, const size_t GB, float *out, size_t ld, 
                 part[g * RB + r] = fmt == FMT_Q4_0 ? _mm512_mul_ps(t, d) : t;
             }
         }
-        float sums[16];
-        _mm512_storeu_ps(sums, reduce16(part));
-        for (size_t g = 0; g < GB; g++)
-            for (size_t r = 0; r < nr; r++)
-                out[g * ld + r0 + r] = sums[g * RB + r];
+        store_heads(GB, out + r0, ld, reduce16(part), nr);
     }
 }
 

@@ -56,6 +56,7 @@
 
 #include "kernels/codec_isa.h" /* CODEC_UNROLL, the blocks */
 #include "kernels/kernels_isa.h"
+#include "kernels/reduce_avx512.h"
 
 #define INLINE static inline __attribute__((always_inline))
 #define ROW_VALUES 128
@@ -280,33 +281,14 @@ INLINE __m512 unit_scales(const size_t GB, const Head *h)
 }
 
 /* A reduction's scores (lane r * GB + g: row r, head g) to y[g * ld + r],
- * r < nr: each head's RB in one store where the block is whole. */
+ * r < nr: moved head by head (store_heads). */
 INLINE void store_scores(const size_t GB, float *y, size_t ld, __m512 s, size_t nr)
 {
     const size_t RB = 16 / GB;
-    if (nr < RB) {
-        float t[16];
-        _mm512_storeu_ps(t, s);
-        for (size_t g = 0; g < GB; g++)
-            for (size_t r = 0; r < nr; r++)
-                y[g * ld + r] = t[r * GB + g];
-        return;
-    }
     int32_t from[16]; /* lane g * RB + r takes lane r * GB + g */
     for (size_t l = 0; l < 16; l++)
         from[l] = (int32_t)(l % RB * GB + l / RB);
-    const __m512 h = GB == 1 ? s : _mm512_permutexvar_ps(_mm512_loadu_si512(from), s);
-    if (GB == 1)
-        _mm512_storeu_ps(y, h);
-    else if (GB == 2) {
-        _mm256_storeu_ps(y, _mm512_castps512_ps256(h));
-        _mm256_storeu_ps(y + ld, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(h), 1)));
-    } else {
-        _mm_storeu_ps(y, _mm512_extractf32x4_ps(h, 0));
-        _mm_storeu_ps(y + ld, _mm512_extractf32x4_ps(h, 1));
-        _mm_storeu_ps(y + 2 * ld, _mm512_extractf32x4_ps(h, 2));
-        _mm_storeu_ps(y + 3 * ld, _mm512_extractf32x4_ps(h, 3));
-    }
+    store_heads(GB, y, ld, GB == 1 ? s : _mm512_permutexvar_ps(_mm512_loadu_si512(from), s), nr);
 }
 
 /* GB heads (a constant), the nr <= 16 / GB rows from r0: y[g * ld + r] =
