@@ -165,14 +165,30 @@ INLINE void add_pairs(__m256i s[4], const __m256i p[4], __m256i w)
 #endif
 }
 
+/* What a pass does with a chunk's unpacked row pairs (UNPACKED_MAX_BLOCKS
+ * blocks a row at most): unpack them, unpack them and keep them, or take
+ * them as kept, [row pair][block][4]. Where a pass holds two heads (16
+ * registers), a group's later heads take what its first pair kept: four
+ * loads a block and row pair for int4 and fp4, whose unpacking flips or
+ * looks up the nibbles too. The kernel alone on an AVX-512 Xeon's AVX2
+ * table (a tile of 1024 rows from L2, 3001 calls alternating with the
+ * former): at G = 4 the former took int4 1.04x to 1.07x as long, fp4
+ * 1.10x, q4_0 at G = 8 1.08x; whole cold --int-dot flash steps at G = 4
+ * int4 1.04x, fp4 1.09x (G = 3 1.05x). q4_0's unpacking (a widening, a
+ * mask, a shift) costs what the loads and the first pair's stores do: kept,
+ * its G = 4 took 1.02x as long, so it unpacks for every pair. */
+typedef enum { UNPACK, UNPACK_KEEP, UNPACKED } Unpack;
+#define UNPACKED_MAX_BLOCKS 4 /* 16 KiB on the stack */
+
 /* BB blocks from block b0 on, for GB heads (GB * BB <= PASS_HEADS), over
  * all the rows, each head's offsets (off, round_weights) taken off its
  * sums as they are loaded; meanwhile the pf_bytes at pf (the next chunk's
  * rows) are prefetched, a row pair's worth a step, so that their misses
- * meet this work rather than the next chunk's reading of scales. */
+ * meet this work rather than the next chunk's reading of scales. kept:
+ * the row pairs (Unpack). */
 INLINE void pass(Format fmt, const size_t GB, const size_t BB, int32_t *acc, const int16_t *wq, size_t ldw,
                  const int32_t *off, const unsigned char *rows, size_t stride, size_t n_rows, size_t n, size_t b0,
-                 const unsigned char *pf, size_t pf_bytes)
+                 const unsigned char *pf, size_t pf_bytes, const Unpack mode, __m256i *kept)
 {
     const size_t wpr = iaxpy_weights_per_row(fmt, n), bw = wpr > 1; /* bw: the weights go by block */
     __m256i a[4 * PASS_HEADS];
@@ -194,11 +210,24 @@ INLINE void pass(Format fmt, const size_t GB, const size_t BB, int32_t *acc, con
             _mm_prefetch((const char *)pf + o, _MM_HINT_T0);
         CODEC_UNROLL
         for (size_t bb = 0; bb < BB; bb++) {
-            __m256i lo_a, hi_a, lo_b, hi_b;
-            codes(fmt, nibbles_of(fmt, ra, b0 + bb), &lo_a, &hi_a);
-            codes(fmt, nibbles_of(fmt, rb, b0 + bb), &lo_b, &hi_b);
-            const __m256i p[4] = { _mm256_unpacklo_epi16(lo_a, lo_b), _mm256_unpackhi_epi16(lo_a, lo_b),
-                                   _mm256_unpacklo_epi16(hi_a, hi_b), _mm256_unpackhi_epi16(hi_a, hi_b) };
+            __m256i p[4], *k = mode == UNPACK ? NULL : kept + (r / 2 * (n / QK) + b0 + bb) * 4;
+            if (mode == UNPACKED) {
+                CODEC_UNROLL
+                for (size_t j = 0; j < 4; j++)
+                    p[j] = _mm256_load_si256(k + j);
+            } else {
+                __m256i lo_a, hi_a, lo_b, hi_b;
+                codes(fmt, nibbles_of(fmt, ra, b0 + bb), &lo_a, &hi_a);
+                codes(fmt, nibbles_of(fmt, rb, b0 + bb), &lo_b, &hi_b);
+                p[0] = _mm256_unpacklo_epi16(lo_a, lo_b);
+                p[1] = _mm256_unpackhi_epi16(lo_a, lo_b);
+                p[2] = _mm256_unpacklo_epi16(hi_a, hi_b);
+                p[3] = _mm256_unpackhi_epi16(hi_a, hi_b);
+                if (mode == UNPACK_KEEP)
+                    CODEC_UNROLL
+                    for (size_t j = 0; j < 4; j++)
+                        _mm256_store_si256(k + j, p[j]);
+            }
             CODEC_UNROLL
             for (size_t g = 0; g < GB; g++)
                 add_pairs(a + 4 * (g * BB + bb), p, weight_pair(wq + g * ldw + r * wpr + 2 * bw * (b0 + bb)));
@@ -405,14 +434,15 @@ INLINE void round_weights(const size_t WPR, int16_t *wq, int32_t *off, int offse
  * prefetched during the first block. */
 INLINE void add_heads(Format fmt, const size_t WPR, const size_t GB, int32_t *acc, int16_t *wq, size_t ldw,
                       const float *p, size_t ld, const float *to_int, const float *d, const unsigned char *rows,
-                      size_t stride, size_t m, size_t n, const unsigned char *pf, size_t pf_bytes)
+                      size_t stride, size_t m, size_t n, const unsigned char *pf, size_t pf_bytes,
+                      const Unpack mode, __m256i *kept)
 {
     int32_t off[PASS_HEADS * 8];
     CODEC_UNROLL
     for (size_t j = 0; j < GB; j++)
         ROUND_WEIGHTS(WPR, wq + j * ldw, off + j * WPR, code_offset(fmt), p + j * ld, d, to_int[j], m);
     for (size_t b = 0; b < n / QK; b++)
-        PASS(fmt, GB, 1, acc, wq, ldw, off, rows, stride, m, n, b, pf, b == 0 ? pf_bytes : 0);
+        PASS(fmt, GB, 1, acc, wq, ldw, off, rows, stride, m, n, b, pf, b == 0 ? pf_bytes : 0, mode, kept);
 }
 
 /* One chunk of m <= CHUNK rows, all heads, its scales d already there,
@@ -432,21 +462,36 @@ INLINE void add_chunk(Format fmt, const size_t WPR, int32_t *acc, const float *p
         ROUND_WEIGHTS(WPR, wq, off, code_offset(fmt), p, d, to_int[0], m);
         size_t b = 0;
         for (; b + 2 <= nb; b += 2)
-            PASS(fmt, 1, 2, acc, wq, ldw, off, rows, stride, m, n, b, pf, b == 0 ? pf_bytes : 0);
+            PASS(fmt, 1, 2, acc, wq, ldw, off, rows, stride, m, n, b, pf, b == 0 ? pf_bytes : 0, UNPACK, NULL);
         if (b < nb)
-            PASS(fmt, 1, 1, acc, wq, ldw, off, rows, stride, m, n, b, pf, b == 0 ? pf_bytes : 0);
+            PASS(fmt, 1, 1, acc, wq, ldw, off, rows, stride, m, n, b, pf, b == 0 ? pf_bytes : 0, UNPACK, NULL);
         return;
     }
+#if PASS_HEADS == 2
+    if (fmt != FMT_Q4_0 && G > 2 && nb <= UNPACKED_MAX_BLOCKS) { /* the first pair of heads unpacks for the rest */
+        __m256i kept[CHUNK / 2 * UNPACKED_MAX_BLOCKS * 4];
+        add_heads(fmt, WPR, 2, acc, wq, ldw, p, ld, to_int, d, rows, stride, m, n, pf, pf_bytes, UNPACK_KEEP,
+                  kept);
+        for (g = 2; g + 2 <= G; g += 2)
+            add_heads(fmt, WPR, 2, acc + g * n, wq, ldw, p + g * ld, ld, to_int + g, d, rows, stride, m, n, pf, 0,
+                      UNPACKED, kept);
+        if (g < G)
+            add_heads(fmt, WPR, 1, acc + g * n, wq, ldw, p + g * ld, ld, to_int + g, d, rows, stride, m, n, pf, 0,
+                      UNPACKED, kept);
+        return;
+    }
+#endif
     for (; g + PASS_HEADS <= G; g += PASS_HEADS)
         add_heads(fmt, WPR, PASS_HEADS, acc + g * n, wq, ldw, p + g * ld, ld, to_int + g, d, rows, stride, m, n, pf,
-                  g == 0 ? pf_bytes : 0);
+                  g == 0 ? pf_bytes : 0, UNPACK, NULL);
     if (PASS_HEADS > 2 && G - g >= 2) {
         add_heads(fmt, WPR, 2, acc + g * n, wq, ldw, p + g * ld, ld, to_int + g, d, rows, stride, m, n, pf,
-                  g == 0 ? pf_bytes : 0);
+                  g == 0 ? pf_bytes : 0, UNPACK, NULL);
         g += 2;
     }
     if (g < G)
-        add_heads(fmt, WPR, 1, acc + g * n, wq, ldw, p + g * ld, ld, to_int + g, d, rows, stride, m, n, pf, 0);
+        add_heads(fmt, WPR, 1, acc + g * n, wq, ldw, p + g * ld, ld, to_int + g, d, rows, stride, m, n, pf, 0,
+                  UNPACK, NULL);
 }
 
 INLINE void iaxpy_fmt(Format fmt, const size_t WPR, int32_t *acc, float *dmax, const float *p, size_t ld,

@@ -100,8 +100,10 @@ INLINE void add_pair512(Format fmt, const size_t GB, __m512i *a, const int16_t *
  * long at G = 4, 1.08x at G = 2, int4 and fp4 1.01x to 1.02x. */
 INLINE void pass512(Format fmt, const size_t GB, const size_t BB, int32_t *acc, const int16_t *wq, size_t ldw,
                     const int32_t *off, const unsigned char *rows, size_t stride, size_t n_rows, size_t n, size_t b0,
-                    const unsigned char *pf, size_t pf_bytes)
+                    const unsigned char *pf, size_t pf_bytes, const Unpack mode, __m256i *kept)
 {
+    (void)mode; /* four heads a pass: nothing kept for other heads (pass()'s Unpack) */
+    (void)kept;
     const size_t wpr = iaxpy_weights_per_row(fmt, n), bw = wpr > 1; /* bw: the weights go by block */
     for (size_t b = b0; b < b0 + BB; b++) {
         __m512i a[2 * PASS_HEADS];
