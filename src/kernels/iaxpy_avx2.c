@@ -180,6 +180,32 @@ INLINE void add_pairs(__m256i s[4], const __m256i p[4], __m256i w)
 typedef enum { UNPACK, UNPACK_KEEP, UNPACKED } Unpack;
 #define UNPACKED_MAX_BLOCKS 4 /* 16 KiB on the stack */
 
+/* The row pair (ra, rb)'s block b as a pass adds it: p[0], p[1] the low
+ * nibbles' codes of the two rows interleaved, p[2], p[3] the high ones';
+ * unpacked, or taken from k where they were kept, or unpacked and kept
+ * there (mode). */
+INLINE void pair_codes(Format fmt, const Unpack mode, __m256i *k, const unsigned char *ra, const unsigned char *rb,
+                       size_t b, __m256i p[4])
+{
+    if (mode == UNPACKED) {
+        CODEC_UNROLL
+        for (size_t j = 0; j < 4; j++)
+            p[j] = _mm256_load_si256(k + j);
+        return;
+    }
+    __m256i lo_a, hi_a, lo_b, hi_b;
+    codes(fmt, nibbles_of(fmt, ra, b), &lo_a, &hi_a);
+    codes(fmt, nibbles_of(fmt, rb, b), &lo_b, &hi_b);
+    p[0] = _mm256_unpacklo_epi16(lo_a, lo_b);
+    p[1] = _mm256_unpackhi_epi16(lo_a, lo_b);
+    p[2] = _mm256_unpacklo_epi16(hi_a, hi_b);
+    p[3] = _mm256_unpackhi_epi16(hi_a, hi_b);
+    if (mode == UNPACK_KEEP)
+        CODEC_UNROLL
+        for (size_t j = 0; j < 4; j++)
+            _mm256_store_si256(k + j, p[j]);
+}
+
 /* BB blocks from block b0 on, for GB heads (GB * BB <= PASS_HEADS), over
  * all the rows, each head's offsets (off, round_weights) taken off its
  * sums as they are loaded; meanwhile the pf_bytes at pf (the next chunk's
@@ -210,24 +236,9 @@ INLINE void pass(Format fmt, const size_t GB, const size_t BB, int32_t *acc, con
             _mm_prefetch((const char *)pf + o, _MM_HINT_T0);
         CODEC_UNROLL
         for (size_t bb = 0; bb < BB; bb++) {
-            __m256i p[4], *k = mode == UNPACK ? NULL : kept + (r / 2 * (n / QK) + b0 + bb) * 4;
-            if (mode == UNPACKED) {
-                CODEC_UNROLL
-                for (size_t j = 0; j < 4; j++)
-                    p[j] = _mm256_load_si256(k + j);
-            } else {
-                __m256i lo_a, hi_a, lo_b, hi_b;
-                codes(fmt, nibbles_of(fmt, ra, b0 + bb), &lo_a, &hi_a);
-                codes(fmt, nibbles_of(fmt, rb, b0 + bb), &lo_b, &hi_b);
-                p[0] = _mm256_unpacklo_epi16(lo_a, lo_b);
-                p[1] = _mm256_unpackhi_epi16(lo_a, lo_b);
-                p[2] = _mm256_unpacklo_epi16(hi_a, hi_b);
-                p[3] = _mm256_unpackhi_epi16(hi_a, hi_b);
-                if (mode == UNPACK_KEEP)
-                    CODEC_UNROLL
-                    for (size_t j = 0; j < 4; j++)
-                        _mm256_store_si256(k + j, p[j]);
-            }
+            __m256i p[4];
+            pair_codes(fmt, mode, mode == UNPACK ? NULL : kept + (r / 2 * (n / QK) + b0 + bb) * 4, ra, rb, b0 + bb,
+                       p);
             CODEC_UNROLL
             for (size_t g = 0; g < GB; g++)
                 add_pairs(a + 4 * (g * BB + bb), p, weight_pair(wq + g * ldw + r * wpr + 2 * bw * (b0 + bb)));
