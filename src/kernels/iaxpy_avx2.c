@@ -282,6 +282,16 @@ INLINE void weight_sums(int32_t *sum, const int16_t *w, size_t m, size_t wpr)
         sum[i / 2 % wpr] += w[i];
 }
 
+/* off[b] = offset times the sum of a head's chunk weights of block b (wq,
+ * in pairs), b < wpr: what a pass takes off its sums (the codes' offset). */
+INLINE void weight_offsets(int32_t *off, int offset, const int16_t *wq, size_t m, size_t wpr)
+{
+    int32_t sum[8];
+    weight_sums(sum, wq, m, wpr);
+    for (size_t b = 0; b < wpr; b++)
+        off[b] = offset * sum[b];
+}
+
 INLINE __m256 abs_ps(__m256 x)
 {
     return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
@@ -419,10 +429,7 @@ INLINE void round_weights(const size_t WPR, int16_t *wq, int32_t *off, int offse
             store_pairs(WPR, wq + (r + c * step) * WPR, w[c], w[WPR == 8 ? c + 1 : c]);
     }
     round_rest(WPR, wq, p, d, k, r, m);
-    int32_t sum[8];
-    weight_sums(sum, wq, m, WPR);
-    for (size_t b = 0; b < WPR; b++)
-        off[b] = offset * sum[b];
+    weight_offsets(off, offset, wq, m, WPR);
 }
 
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)

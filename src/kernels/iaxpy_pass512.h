@@ -137,8 +137,8 @@ INLINE void pass512(Format fmt, const size_t GB, const size_t BB, int32_t *acc, 
 
 /* round_weights() 16 weights a vector, the same integers: lane l takes the
  * row and block whose weight pair_slot puts at l, its p and scale brought
- * there by permutes, and adds it to lane l's sum (block l / 2 % WPR);
- * the rows past a multiple of 16 / WPR one by one (round_rest). */
+ * there by permutes; the rows past a multiple of 16 / WPR one by one
+ * (round_rest); off as round_weights() makes it. */
 INLINE void round_weights512(const size_t WPR, int16_t *wq, int32_t *off, int offset, const float *p,
                              const float *d, float k, size_t m)
 {
@@ -156,29 +156,15 @@ INLINE void round_weights512(const size_t WPR, int16_t *wq, int32_t *off, int of
     }
     const __m512i pi = _mm512_loadu_si512(row_of), di = _mm512_loadu_si512(scale_of);
     const __m512 kv = _mm512_set1_ps(k), lo = _mm512_set1_ps(-32767.0f), hi = _mm512_set1_ps(32767.0f);
-    __m512i sum = _mm512_setzero_si512();
     size_t r = 0;
     for (; r + rows <= m; r += rows) {
         const __m512 pv = _mm512_permutexvar_ps(pi, _mm512_maskz_loadu_ps((__mmask16)((1u << rows) - 1), p + r));
         const __m512 u = _mm512_mul_ps(pv, _mm512_permutexvar_ps(di, _mm512_loadu_ps(d + r * WPR)));
         const __m512i x = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(u, kv), lo), hi));
         _mm256_storeu_si256((__m256i *)(void *)(wq + r * WPR), _mm512_cvtsepi32_epi16(x));
-        sum = _mm512_add_epi32(sum, x);
     }
     round_rest(WPR, wq, p, d, k, r, m);
-    if (WPR == 1) {
-        off[0] = _mm512_reduce_add_epi32(sum);
-    } else {
-        int32_t lane[16];
-        _mm512_storeu_si512(lane, sum);
-        memset(off, 0, WPR * sizeof *off);
-        for (size_t l = 0; l < 16; l++)
-            off[l / 2 % WPR] += lane[l];
-    }
-    for (size_t i = r * WPR; i < (m + 1) / 2 * 2 * WPR; i++) /* round_rest's */
-        off[i / 2 % WPR] += wq[i];
-    for (size_t b = 0; b < WPR; b++)
-        off[b] *= offset;
+    weight_offsets(off, offset, wq, m, WPR);
 }
 
 /* scales_of_8() for 4 rows of q4_0's 128 values (72 bytes; the scales in
