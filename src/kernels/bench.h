@@ -185,6 +185,17 @@ void bench_query_free(BenchQuery *bq);
 void bench_attend(const Kernels *k, BenchPool *p, BenchQuery *bq, BenchScratch *s, AttendAlgo algo, int cold,
                   double min_seconds, BenchResult *r);
 
+/* Time the cold steps of several queries (up to BENCH_MAX_QUERIES; the
+ * groups of one BenchKv) in turn, step by step: each step reads the next
+ * copy, the queries taking turns, one pass of the pool each; r[j] is
+ * bq[j]'s, as bench_attend's. A shared machine's load changes within a
+ * second, so two passes timed one after the other differ by it; taken in
+ * turn, the queries' times come from the same stretch and their ratio
+ * (G4/G1) holds from one run to the next. */
+#define BENCH_MAX_QUERIES 8
+void bench_attend_cold(const Kernels *k, BenchPool *p, BenchQuery *const *bq, size_t n_queries, BenchScratch *s,
+                       AttendAlgo algo, BenchResult *r);
+
 /* --- 3. matrix-vector product --------------------------------------------- */
 
 /* y = W x for W [rows][cols] row-major, in n_copies identical copies of W

@@ -186,37 +186,58 @@ int bench_query_init(BenchQuery *bq, const BenchKv *kv, size_t group, int int_do
 
 /* --- timing ----------------------------------------------------------------- */
 
+/* One cold step of bq over the pool's next copy; its seconds. */
+static double cold_step(const Kernels *k, BenchPool *p, BenchQuery *bq, BenchScratch *s, AttendAlgo algo,
+                        Counters *ctr)
+{
+    AttnArgs a = step_args(bq, s, &p->blocks[p->next], bq->out, bq->head_dim);
+    p->next = (p->next + 1) % p->n_copies;
+    double t0 = clock_seconds();
+    attend(k, algo, &a, ctr);
+    return clock_seconds() - t0;
+}
+
+static BenchResult step_result(const BenchQuery *bq, AttendAlgo algo, double seconds, size_t steps,
+                               const Counters *one)
+{
+    const float *ref = algo == ATTEND_MATERIALIZE && bq->ref_f32 ? bq->ref_f32 : bq->ref;
+    return (BenchResult){ .seconds = seconds, .seconds_min = seconds, .seconds_max = seconds,
+                          .bytes = one->kv_bytes_read, .view_bytes = one->view_bytes, .ops_per_rep = steps,
+                          .max_rel_diff = bench_rel_diff(bq->out, ref, bq->group * bq->head_dim) };
+}
+
+void bench_attend_cold(const Kernels *k, BenchPool *p, BenchQuery *const *bq, size_t n_queries, BenchScratch *s,
+                       AttendAlgo algo, BenchResult *r)
+{
+    Counters one[BENCH_MAX_QUERIES] = { 0 }, ctr = { 0 }; /* each query's first step; the rest (not read) */
+    double seconds[BENCH_MAX_QUERIES] = { 0 };
+    const size_t steps = p->n_copies;
+    n_queries = n_queries < BENCH_MAX_QUERIES ? n_queries : BENCH_MAX_QUERIES;
+    for (size_t i = 0; i < steps; i++)
+        for (size_t j = 0; j < n_queries; j++)
+            seconds[j] += cold_step(k, p, bq[j], s, algo, i == 0 ? &one[j] : &ctr);
+    for (size_t j = 0; j < n_queries; j++)
+        r[j] = step_result(bq[j], algo, seconds[j] / (double)steps, steps, &one[j]);
+}
+
 void bench_attend(const Kernels *k, BenchPool *p, BenchQuery *bq, BenchScratch *s, AttendAlgo algo, int cold,
                   double min_seconds, BenchResult *r)
 {
-    const size_t hd = bq->head_dim;
+    if (cold) {
+        bench_attend_cold(k, p, &bq, 1, s, algo, r);
+        return;
+    }
     Counters one = { 0 }, ctr = { 0 }; /* one step's counts; the timed steps' (not read) */
     size_t steps = 1;
-    double seconds;
-    if (cold) {
-        steps = p->n_copies;
-        double t0 = clock_seconds();
-        for (size_t i = 0; i < steps; i++) {
-            AttnArgs a = step_args(bq, s, &p->blocks[p->next], bq->out, hd);
-            p->next = (p->next + 1) % p->n_copies;
-            attend(k, algo, &a, i == 0 ? &one : &ctr);
-        }
-        seconds = (clock_seconds() - t0) / (double)steps;
-    } else {
-        /* the copy read last: the cold pass that may follow starts far from it */
-        AttnArgs a = step_args(bq, s, &p->blocks[(p->next + p->n_copies - 1) % p->n_copies], bq->out, hd);
-        double t0 = clock_seconds();
-        attend(k, algo, &a, &one); /* brings the rows in, counts, and calibrates */
-        double once = clock_seconds() - t0;
-        if (once < min_seconds)
-            steps = (size_t)(min_seconds / (once > 1e-7 ? once : 1e-7)) + 1;
-        t0 = clock_seconds();
-        for (size_t i = 0; i < steps; i++)
-            attend(k, algo, &a, &ctr);
-        seconds = (clock_seconds() - t0) / (double)steps;
-    }
-    const float *ref = algo == ATTEND_MATERIALIZE && bq->ref_f32 ? bq->ref_f32 : bq->ref;
-    *r = (BenchResult){ .seconds = seconds, .seconds_min = seconds, .seconds_max = seconds,
-                        .bytes = one.kv_bytes_read, .view_bytes = one.view_bytes, .ops_per_rep = steps,
-                        .max_rel_diff = bench_rel_diff(bq->out, ref, bq->group * hd) };
+    /* the copy read last: the cold pass that may follow starts far from it */
+    AttnArgs a = step_args(bq, s, &p->blocks[(p->next + p->n_copies - 1) % p->n_copies], bq->out, bq->head_dim);
+    double t0 = clock_seconds();
+    attend(k, algo, &a, &one); /* brings the rows in, counts, and calibrates */
+    double once = clock_seconds() - t0;
+    if (once < min_seconds)
+        steps = (size_t)(min_seconds / (once > 1e-7 ? once : 1e-7)) + 1;
+    t0 = clock_seconds();
+    for (size_t i = 0; i < steps; i++)
+        attend(k, algo, &a, &ctr);
+    *r = step_result(bq, algo, (clock_seconds() - t0) / (double)steps, steps, &one);
 }
