@@ -23,9 +23,29 @@
  * and scaling are done once for the four. */
 #include "kernels/qdot_blocks_avx2.h"
 
+/* Long rows, a weight matrix's (QDOT_LONG_VALUES values or more), fetch
+ * their own bytes QDOT_LONG_AHEAD on in each of the four streams as their
+ * blocks are read, about a line a step. A one-token matvec, cold (262144
+ * rows of 2048 values; 95325 of 5632 for q8_0), alternating with the
+ * former build on an AVX-512 Xeon's AVX2 code (15 to 21 calls, medians):
+ * the former, which prefetched q8_0 rows 4 KiB on a whole row at a time
+ * (as for keys, below) and q4_0 rows not at all, took q8_0 1.16x and
+ * 1.26x as long as with no prefetch, and no prefetch took q8_0 1.17x,
+ * q4_0 1.18x as long as this; 1536 and 2048 bytes on within the noise of
+ * 1024, 512 0.95x and 0.96x. */
+#define QDOT_LONG_VALUES 512
+#define QDOT_LONG_AHEAD 1024
+
+static inline __attribute__((always_inline)) void prefetch4(const Kind k, const unsigned char *const w[4], size_t b)
+{
+    CODEC_UNROLL
+    for (size_t j = 0; j < 4; j++)
+        _mm_prefetch((const char *)block_at(k, w[j], b) + QDOT_LONG_AHEAD, _MM_HINT_T0);
+}
+
 /* q8_0's four rows against x side by side: each block of x loaded once
  * (the 4-bit formats: rows4_offset_dot). */
-static inline __attribute__((always_inline)) void rows4_dot(const Kind k, float *const y[4],
+static inline __attribute__((always_inline)) void rows4_dot(const Kind k, const int pf, float *const y[4],
                                                             const unsigned char *const w[4], XBlocks x, size_t nb,
                                                             size_t n)
 {
@@ -36,6 +56,8 @@ static inline __attribute__((always_inline)) void rows4_dot(const Kind k, float 
         const __m256 d = _mm256_set1_ps(x.dx[b]);
         const unsigned char *b0 = block_at(k, w[0], b), *b1 = block_at(k, w[1], b);
         const unsigned char *b2 = block_at(k, w[2], b), *b3 = block_at(k, w[3], b);
+        if (pf)
+            prefetch4(k, w, b);
         a0 = _mm256_fmadd_ps(block_scale(k, b0, d), _mm256_cvtepi32_ps(block_sums(k, b0, xv, e)), a0);
         a1 = _mm256_fmadd_ps(block_scale(k, b1, d), _mm256_cvtepi32_ps(block_sums(k, b1, xv, e)), a1);
         a2 = _mm256_fmadd_ps(block_scale(k, b2, d), _mm256_cvtepi32_ps(block_sums(k, b2, xv, e)), a2);
@@ -63,7 +85,7 @@ static inline __m256 scales4(const unsigned char *const w[4], size_t b)
  * the offset's, summed by sums4 (the differences' products are at most
  * 12 * 128 in magnitude), so conversion and scaling are done once for
  * the four. */
-static inline __attribute__((always_inline)) void rows4_offset_dot(const Kind k, float *const y[4],
+static inline __attribute__((always_inline)) void rows4_offset_dot(const Kind k, const int pf, float *const y[4],
                                                                    const unsigned char *const w[4], XBlocks x,
                                                                    size_t nb, size_t n)
 {
@@ -71,6 +93,8 @@ static inline __attribute__((always_inline)) void rows4_offset_dot(const Kind k,
     for (size_t b = 0; b < nb; b++) {
         const __m256i xv = load32(x.codes + b * x.step);
         const __m256i mo = _mm256_maddubs_epi16(_mm256_set1_epi8((char)offset_of(k)), xv);
+        if (pf && b % 2 == 0) /* two blocks of 16 bytes a line */
+            prefetch4(k, w, b);
         __m256i m[4];
         CODEC_UNROLL
         for (size_t j = 0; j < 4; j++)
@@ -92,14 +116,14 @@ static inline __attribute__((always_inline)) void rows4_offset_dot(const Kind k,
 
 /* Four rows' sums take the same steps in their own lanes: a row's result
  * does not depend on the other three. */
-static inline __attribute__((always_inline)) void rows4(const Kind k, float *const y[4],
+static inline __attribute__((always_inline)) void rows4(const Kind k, const int pf, float *const y[4],
                                                         const unsigned char *const w[4], XBlocks x, size_t nb,
                                                         size_t n)
 {
     if (offset_codes(k))
-        rows4_offset_dot(k, y, w, x, nb, n);
+        rows4_offset_dot(k, pf, y, w, x, nb, n);
     else
-        rows4_dot(k, y, w, x, nb, n);
+        rows4_dot(k, pf, y, w, x, nb, n);
 }
 
 /* q8_0's own rows prefetched this far ahead in each stream (30 rows of 128
@@ -115,16 +139,17 @@ static inline __attribute__((always_inline)) void rows4(const Kind k, float *con
  * rows of rows4 (a loop for one row summed in another order, and a run cut
  * into calls, a paged cache's, scored otherwise than the whole run). The
  * rows of ahead (or none) are prefetched as they are read, in the same
- * streams, and q8_0's own rows Q8_0_OWN_AHEAD bytes on. */
-static inline __attribute__((always_inline)) void qdot_rows(const Kind k, float *y, const unsigned char *rows,
-                                                            size_t stride, size_t n_rows, XBlocks x, size_t nb,
-                                                            size_t n, const RowsAhead *ahead)
+ * streams; long rows (pf) fetch their own as they go (prefetch4), short
+ * q8_0 rows Q8_0_OWN_AHEAD bytes on, a row at a time. */
+static inline __attribute__((always_inline)) void qdot_rows(const Kind k, const int pf, float *y,
+                                                            const unsigned char *rows, size_t stride, size_t n_rows,
+                                                            XBlocks x, size_t nb, size_t n, const RowsAhead *ahead)
 {
     const size_t span = n_rows / QDOT_STREAMS;
     for (size_t i = 0; i < span; i++) {
         for (size_t s = 0; s < QDOT_STREAMS; s++) {
             rows_ahead_prefetch(ahead, s * span + i, 1);
-            if (k == K_Q8_0) { /* every line the row touches */
+            if (k == K_Q8_0 && !pf) { /* every line the row touches */
                 const char *own = (const char *)rows + (s * span + i) * stride + Q8_0_OWN_AHEAD;
                 for (size_t o = 0; o < stride; o += 64)
                     _mm_prefetch(own + o, _MM_HINT_T0);
@@ -134,28 +159,31 @@ static inline __attribute__((always_inline)) void qdot_rows(const Kind k, float 
         float *const out[4] = { y + i, y + span + i, y + 2 * span + i, y + 3 * span + i };
         const unsigned char *const w[4] = { rows + i * stride, rows + (span + i) * stride,
                                             rows + (2 * span + i) * stride, rows + (3 * span + i) * stride };
-        rows4(k, out, w, x, nb, n);
+        rows4(k, pf, out, w, x, nb, n);
     }
     rows_ahead_prefetch(ahead, QDOT_STREAMS * span, n_rows - QDOT_STREAMS * span);
     for (size_t r = QDOT_STREAMS * span; r < n_rows; r++) {
         float *const out[4] = { y + r, y + r, y + r, y + r };
         const unsigned char *const w[4] = { rows + r * stride, rows + r * stride, rows + r * stride,
                                             rows + r * stride };
-        rows4(k, out, w, x, nb, n);
+        rows4(k, 0, out, w, x, nb, n);
     }
 }
 
-/* qdot_rows with the rows ahead, or its own loop without them: the test
- * inside the rows' loop cost 6% to 9% of a cold G = 1 call. */
+/* qdot_rows for long rows, or short ones with the rows ahead, or its own
+ * loop without them: the test inside the rows' loop cost 6% to 9% of a
+ * cold G = 1 call over keys (nothing against a long row). */
 static inline __attribute__((always_inline)) void qdot_rows_or_ahead(const Kind k, float *y,
                                                                      const unsigned char *rows, size_t stride,
                                                                      size_t n_rows, XBlocks x, size_t nb, size_t n,
                                                                      const RowsAhead *ahead)
 {
-    if (ahead)
-        qdot_rows(k, y, rows, stride, n_rows, x, nb, n, ahead);
+    if (n >= QDOT_LONG_VALUES)
+        qdot_rows(k, 1, y, rows, stride, n_rows, x, nb, n, ahead);
+    else if (ahead)
+        qdot_rows(k, 0, y, rows, stride, n_rows, x, nb, n, ahead);
     else
-        qdot_rows(k, y, rows, stride, n_rows, x, nb, n, NULL);
+        qdot_rows(k, 0, y, rows, stride, n_rows, x, nb, n, NULL);
 }
 
 

@@ -333,7 +333,7 @@ static void check_stored_matvec(Format fmt)
  * cache's runs must. */
 static void check_qdot(Format fmt, size_t N)
 {
-    enum { ROWS = 37, NMAX = 352, GMAX = 5, LD = ROWS + 3, CUT = 13 }; /* 37 rows: four streams of 9, one left */
+    enum { ROWS = 37, NMAX = 1024, GMAX = 5, LD = ROWS + 3, CUT = 13 }; /* 37 rows: four streams of 9, one left */
     assert_true(N <= NMAX && N % 32 == 0);
     const FormatOps *ref = &codec_ref[fmt], *q8 = &codec_ref[FMT_Q8_0];
     const size_t wrow = format_row_bytes(fmt, N), xrow = format_row_bytes(FMT_Q8_0, N);
@@ -496,8 +496,8 @@ static void test_qdot_long_group(void **state)
     }
 }
 
-static void test_qdot_q8_0(void **state) { (void)state; check_qdot(FMT_Q8_0, 352); check_qdot(FMT_Q8_0, 128); }
-static void test_qdot_q4_0(void **state) { (void)state; check_qdot(FMT_Q4_0, 352); check_qdot(FMT_Q4_0, 128); }
+static void test_qdot_q8_0(void **state) { (void)state; check_qdot(FMT_Q8_0, 352); check_qdot(FMT_Q8_0, 128); check_qdot(FMT_Q8_0, 1024); }
+static void test_qdot_q4_0(void **state) { (void)state; check_qdot(FMT_Q4_0, 352); check_qdot(FMT_Q4_0, 128); check_qdot(FMT_Q4_0, 1024); }
 static void test_qdot_int4(void **state) { (void)state; check_qdot(FMT_INT4, 352); check_qdot(FMT_INT4, 128); }
 static void test_qdot_fp4(void **state) { (void)state; check_qdot(FMT_FP4, 352); check_qdot(FMT_FP4, 128); }
 
