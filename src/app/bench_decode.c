@@ -37,6 +37,7 @@ static int load_model(const BenchDecodeArgs *a, Model *m, Err *e)
                     e) < 0)
         return -1;
     m->int_dot = a->int_dot;
+    m->attend = ATTEND_FLASH; /* as `kvscope run` decodes */
     return 0;
 }
 

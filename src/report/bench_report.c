@@ -358,7 +358,8 @@ void bench_report_decode(BenchReport *rep, const Config *cfg, const BenchDecodeR
         printf("weights: %s, each of its %zu layers its own (matrices read as stored);\n", cfg->weights,
                cfg->n_layers);
     printf("the cache is filled to the context with seeded rows, then each step is timed (the median\n"
-           "of %zu); byte limit: (weights + K/V read) / read bandwidth\n", n ? rows[0].r.steps : 0);
+           "of %zu; flash attention, as `kvscope run` decodes); byte limit: (weights + K/V read) / read\n"
+           "bandwidth\n", n ? rows[0].r.steps : 0);
     if (rep->int_dot)
         printf("--int-dot: the q8_0 cache's keys (and stored q8_0/q4_0 matrices) by integer dots against the "
                "query\n(activation) rounded to q8_0\n");
