@@ -306,7 +306,7 @@ NIBBLE_ANY(fp4)
 
 const FormatOps codec_avx512[FMT_COUNT] = {
     CODEC_ENTRY(FMT_F32, f32, codec_quantize_f32_ref),   CODEC_ENTRY(FMT_F16, f16, quantize_f16),
-    CODEC_ENTRY(FMT_Q8_0, q8_0, codec_quantize_q8_0_ref),
+    CODEC_ENTRY(FMT_Q8_0, q8_0, codec_quantize_q8_0_avx2),
     NIBBLE_ENTRY(FMT_Q4_0, q4_0, codec_quantize_q4_0_ref),
     NIBBLE_ENTRY(FMT_INT4, int4, codec_quantize_int4_ref), NIBBLE_ENTRY(FMT_FP4, fp4, codec_quantize_fp4_ref),
     CODEC_ENTRY(FMT_U4, u4, codec_quantize_u4_ref),       CODEC_ENTRY(FMT_U2, u2, codec_quantize_u2_ref),

@@ -97,6 +97,8 @@ static inline size_t codec_row_words(size_t n)
  * to them. Same contract as FormatOps.quantize. */
 void codec_quantize_f32_ref(void *dst, const float *src, size_t n);
 void codec_quantize_q8_0_ref(void *dst, const float *src, size_t n);
+/* q8_0 by AVX2 (codec_avx2.c), the reference's bytes; the AVX-512 table's too */
+void codec_quantize_q8_0_avx2(void *dst, const float *src, size_t n);
 void codec_quantize_q4_0_ref(void *dst, const float *src, size_t n);
 void codec_quantize_int4_ref(void *dst, const float *src, size_t n);
 void codec_quantize_fp4_ref(void *dst, const float *src, size_t n);

@@ -757,12 +757,12 @@ static void check_isa_format(const Isa *isa, Format f, Worst *wst)
         }
 
         /* quantize: the ISA's bytes decode (with the reference) within the
-         * format's bound; f16's must be the reference's bytes */
+         * format's bound; f16's and q8_0's must be the reference's bytes */
         double wq = check_round_trip(f, ops->quantize, x, n, isa->name);
         wst->quant = wq > wst->quant ? wq : wst->quant;
         unsigned char *mine = malloc(rb);
         ops->quantize(mine, x, n);
-        if (f == FMT_F16 || ops->quantize == ref->quantize)
+        if (f == FMT_F16 || f == FMT_Q8_0 || ops->quantize == ref->quantize)
             expect_bytes(mine, row, rb, "quantize");
         free(mine);
         free(buf);
@@ -969,6 +969,40 @@ static void check_isa_f16(const Isa *isa)
     free(x);
 }
 
+/* Every table's q8_0 quantizer against the reference's bytes where they
+ * part most easily: ties (x / d = k + 1/2, away from zero), a scale past
+ * fp16's range, a NaN, zeros, and a short last block. */
+static void test_q8_0_bytes_every_table(void **state)
+{
+    (void)state;
+    enum { N = 5 * QK8_0 + 5 };
+    float x[N] = { 0 };
+    static const float ties[8] = { -127.0f, 2.5f, -2.5f, 0.5f, -0.5f, 126.5f, -126.5f, 1.5f };
+    for (int j = 0; j < QK8_0; j++) {
+        x[j] = j < 8 ? ties[j] : (float)(j - 16) + 0.5f; /* block 0: d = 1, every code a tie */
+        x[QK8_0 + j] = 127.0f * 65512.0f * (j == 0 ? 1.0f : (float)(j - 16) / 17.0f); /* block 1: d > 65504 */
+        x[2 * QK8_0 + j] = (float)j * 0.37f - 3.0f;                                   /* block 2: a NaN */
+        x[4 * QK8_0 + j] = (float)(j * j) / 7.0f - 40.0f;                              /* block 4; block 3 zeros */
+    }
+    x[QK8_0 + 1] = 100.49f * 65512.0f; /* 101 against the clamped scale, 100 against d (test_q8_0_bytes) */
+    x[2 * QK8_0 + 5] = NAN;
+    for (int j = 0; j < 5; j++)
+        x[5 * QK8_0 + j] = (float)j - 2.5f;
+    unsigned char want[6 * sizeof(BlockQ8_0)], got[6 * sizeof(BlockQ8_0)];
+    const size_t rb = format_row_bytes(FMT_Q8_0, N);
+    codec_ref[FMT_Q8_0].quantize(want, x, N);
+    Isa isa[4];
+    size_t ni = isa_list(isa), ran = 0;
+    for (size_t k = 0; k < ni; k++)
+        if (isa[k].ok) {
+            memset(got, 0xa5, sizeof got);
+            isa[k].ops[FMT_Q8_0].quantize(got, x, N);
+            expect_bytes(got, want, rb, isa[k].name);
+            ran++;
+        }
+    printf("  q8_0 quantize: %zu SIMD table(s) wrote the reference's %zu bytes\n", ran, rb);
+}
+
 static void test_isa_tables(void **state)
 {
     (void)state;
@@ -1126,6 +1160,7 @@ int main(void)
         cmocka_unit_test(test_constant_rows),
         cmocka_unit_test(test_huge_and_inf),
         cmocka_unit_test(test_nan),
+        cmocka_unit_test(test_q8_0_bytes_every_table),
         cmocka_unit_test(test_isa_tables),
         cmocka_unit_test(test_tiles),
         cmocka_unit_test(test_tiles_cut_anywhere),
