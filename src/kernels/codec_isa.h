@@ -14,7 +14,8 @@
  * dequantize and within the summation bounds of test_codec.c on dot and
  * axpy. Their quantize is the reference one (a row is quantized once per
  * token; it is not the hot path), except f16, which uses the hardware's
- * conversion and gives the reference's bytes. */
+ * conversion, and on x86 q8_0, which rounds every --int-dot activation
+ * (codec_quantize_q8_0_avx2): both give the reference's bytes. */
 #ifndef KVSCOPE_KERNELS_CODEC_ISA_H
 #define KVSCOPE_KERNELS_CODEC_ISA_H
 
