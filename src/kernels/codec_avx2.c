@@ -22,7 +22,6 @@
  * w times the block's scale rounded first). quantize is the
  * reference one except f16 (F16C) and q8_0, with the same bytes. */
 #include <immintrin.h>
-#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -265,8 +264,7 @@ void codec_quantize_q8_0_avx2(void *dst, const float *src, size_t n)
             codec_quantize_q8_0_ref(out, x, QK8_0);
             continue;
         }
-        const float inv = d != 0.0f ? 1.0f / d : 0.0f;
-        const __m256 id = _mm256_set1_ps(isfinite(inv) ? inv : 0.0f); /* the reference's inverse() */
+        const __m256 id = _mm256_set1_ps(codec_inverse(d));
         __m256i q[4];
         for (size_t k = 0; k < 4; k++) {
             const __m256 y = _mm256_mul_ps(v[k], id);

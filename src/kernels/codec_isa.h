@@ -19,6 +19,8 @@
 #ifndef KVSCOPE_KERNELS_CODEC_ISA_H
 #define KVSCOPE_KERNELS_CODEC_ISA_H
 
+#include <math.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -93,6 +95,16 @@ static inline size_t codec_row_words(size_t n)
 /* E2M1 magnitudes by 3-bit index (fp4's nibble without its sign bit), as a
  * list for initializers and set intrinsics. */
 #define FP4_MAGNITUDES 0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f
+
+/* A quantizer's 1/d, or 0 where that is not finite: d == 0 (a block of
+ * zeros), or a d so small (absmax below about 1e-36) that 1/d overflows;
+ * fp16(d) is 0 then anyway, so the codes do not matter, only that they stay
+ * defined. The reference's and the SIMD quantizers' alike (same bytes). */
+static inline float codec_inverse(float d)
+{
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    return isfinite(id) ? id : 0.0f;
+}
 
 /* The reference quantizers, which the SIMD tables name where they fall back
  * to them. Same contract as FormatOps.quantize. */

@@ -169,15 +169,6 @@ static float fit_scale(float d, int nan)
     return d;
 }
 
-/* 1/d, or 0 where that is not finite: d == 0 (a block of zeros), or a d so
- * small (absmax below about 1e-36) that 1/d overflows; fp16(d) is 0 then
- * anyway, so the codes do not matter, only that they stay defined. */
-static float inverse(float d)
-{
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    return isfinite(id) ? id : 0.0f;
-}
-
 /* v clamped to [lo, hi]; NaN goes to lo (never reached: NaN blocks are
  * caught first, but a float-to-int conversion must never see one). */
 static float clampf(float v, float lo, float hi)
@@ -226,7 +217,7 @@ void codec_quantize_q8_0_ref(void *dst, const float *src, size_t n)
         int nan;
         const float amax = absmax(x, m, &nan);
         const float d = fit_scale(amax / 127.0f, nan);
-        const float id = inverse(d);
+        const float id = codec_inverse(d);
         BlockQ8_0 blk;
         blk.d = fp16_from_f32(d);
         for (size_t j = 0; j < QK8_0; j++) {
@@ -265,7 +256,7 @@ void codec_quantize_q4_0_ref(void *dst, const float *src, size_t n)
             }
         }
         const float d = fit_scale(max / -8.0f, nan);
-        const float id = inverse(d);
+        const float id = codec_inverse(d);
         BlockQ4_0 blk;
         blk.d = fp16_from_f32(d);
         for (size_t j = 0; j < QK4_0 / 2; j++) {

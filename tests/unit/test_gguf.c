@@ -496,8 +496,20 @@ static void test_qdot_long_group(void **state)
     }
 }
 
-static void test_qdot_q8_0(void **state) { (void)state; check_qdot(FMT_Q8_0, 352); check_qdot(FMT_Q8_0, 128); check_qdot(FMT_Q8_0, 1024); }
-static void test_qdot_q4_0(void **state) { (void)state; check_qdot(FMT_Q4_0, 352); check_qdot(FMT_Q4_0, 128); check_qdot(FMT_Q4_0, 1024); }
+static void test_qdot_q8_0(void **state)
+{
+    (void)state;
+    check_qdot(FMT_Q8_0, 352);
+    check_qdot(FMT_Q8_0, 128);
+    check_qdot(FMT_Q8_0, 1024); /* long rows: the matvec's own prefetch (qdot_avx2.c) */
+}
+static void test_qdot_q4_0(void **state)
+{
+    (void)state;
+    check_qdot(FMT_Q4_0, 352);
+    check_qdot(FMT_Q4_0, 128);
+    check_qdot(FMT_Q4_0, 1024); /* long rows: the matvec's own prefetch (qdot_avx2.c) */
+}
 static void test_qdot_int4(void **state) { (void)state; check_qdot(FMT_INT4, 352); check_qdot(FMT_INT4, 128); }
 static void test_qdot_fp4(void **state) { (void)state; check_qdot(FMT_FP4, 352); check_qdot(FMT_FP4, 128); }
 
