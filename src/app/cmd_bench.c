@@ -22,7 +22,7 @@
 #define ASSUMED_LLC (32 * MIB) /* when the system does not say */
 #define SEED 20240601u
 #define MAX_GROUP 4 /* the largest of bench_groups */
-_Static_assert(BENCH_N_GROUPS <= BENCH_MAX_QUERIES, "bench_attend_cold takes every group at once");
+_Static_assert(2 * BENCH_N_GROUPS <= BENCH_MAX_QUERIES, "bench_attend_cold takes a format's and f32's groups at once");
 
 typedef struct {
     const char *isa;
@@ -52,8 +52,8 @@ static void help(void)
            "     for every cache format (f32, f16, q8_0, q4_0, int4, fp4), at each context, for\n"
            "     G = 1 and G = 4 query heads per KV head, in the flash, naive and materialize forms;\n"
            "     cold (each step reads the next of many identical K/V copies, together at least 8x\n"
-           "     the LLC, so the rows come from memory; G = 1 and G = 4 steps in turn) and warm (the\n"
-           "     same K/V every step);\n"
+           "     the LLC, so the rows come from memory; a format's G = 1 and G = 4 steps and f32's\n"
+           "     taken in turn) and warm (the same K/V every step);\n"
            "  3. a 4096 x 4096 f32 matvec by kvscope's kernels (the chosen ISA and ref), GSL's\n"
            "     CBLAS and OpenBLAS when libopenblas.so.0 is installed (loaded at run time, one\n"
            "     thread), cold over copies of the matrix.\n"
@@ -69,8 +69,9 @@ static void help(void)
            "more than 5%% above the bandwidth prints as >100%%, with a note naming it, its ratio and\n"
            "why (warm data from cache, or no read loop reached it). vs f32 is the f32 step's time over\n"
            "this format's (same context, form, G, cache): what the smaller format buys. G4/G1 is\n"
-           "the G = 4 step's time over the G = 1 step's: near 1 when the group shares each K/V read\n"
-           "(cold, the two groups' steps alternate, so both times come from the same seconds).\n"
+           "the G = 4 step's time over the G = 1 step's: near 1 when the group shares each K/V read.\n"
+           "Cold, both ratios divide steps taken in turn (each makes one pass of its copies, its\n"
+           "steps spread among the others'), so the two times come from the same seconds.\n"
            "The run makes --reps rounds, each measuring everything once (the bandwidth first; the\n"
            "bandwidth and the matvecs each after one untimed sweep of their data, idle since the\n"
            "round before); every figure is the median of its rounds, so a slow spell of a shared\n"
@@ -235,7 +236,7 @@ static size_t kv_copy_bytes(Format f, size_t n)
 /* Fail (ERR_USAGE) when everything the run holds at once would not fit. */
 static int check_memory(const BenchOpts *o, Err *e)
 {
-    size_t max_ctx = 0, masters = 0, pool = 0;
+    size_t max_ctx = 0, masters = 0, pool = 0, f32_pool = 0;
     for (size_t i = 0; i < o->n_contexts; i++) {
         max_ctx = o->contexts[i] > max_ctx ? o->contexts[i] : max_ctx;
         for (int f = 0; f < FMT_ROW_COUNT; f++) {
@@ -243,11 +244,13 @@ static int check_memory(const BenchOpts *o, Err *e)
             size_t need = bench_pool_bytes(copy, o->pool_mib * MIB);
             masters += copy;
             pool = need > pool ? need : pool;
+            f32_pool = f == FMT_F32 && need > f32_pool ? need : f32_pool;
         }
     }
     const size_t scratch = (MAX_GROUP + 2 * HEAD_DIM) * max_ctx * sizeof(float);
     const size_t mat = o->matvec_n * o->matvec_n * sizeof(float);
-    const size_t need = o->read_mib * MIB + masters + pool + scratch + bench_pool_bytes(mat, o->pool_mib * MIB);
+    const size_t need =
+        o->read_mib * MIB + masters + pool + f32_pool + scratch + bench_pool_bytes(mat, o->pool_mib * MIB);
     size_t have = sysmem_physical_bytes();
     if (have && need > have) {
         char b1[32], b2[32];
@@ -273,7 +276,8 @@ typedef struct {
     BenchKv *kv;          /* [n_contexts][FMT_COUNT], the row formats filled (FMT_ROW_COUNT) */
     BenchQuery *queries;  /* [n_contexts][FMT_COUNT][BENCH_N_GROUPS] */
     BenchScratch scratch;
-    BenchPool pool;
+    BenchPool pool;       /* the copies of the format measured */
+    BenchPool f32_pool;   /* f32's, whose steps are taken in turn with every format's (vs f32) */
     BenchMatrix mat;
     BenchOpenblas ob;
     int have_ob;
@@ -298,6 +302,7 @@ static void run_free(Bench *b)
     free(b->queries);
     bench_scratch_free(&b->scratch);
     bench_pool_free(&b->pool);
+    bench_pool_free(&b->f32_pool);
     bench_matrix_free(&b->mat);
     if (b->have_ob)
         bench_openblas_close(&b->ob);
@@ -308,7 +313,7 @@ static int run_prepare(Bench *b, Err *e)
 {
     const BenchOpts *o = b->o;
     const size_t n_kv = o->n_contexts * FMT_COUNT;
-    size_t max_ctx = 0, pool = 0;
+    size_t max_ctx = 0, pool = 0, f32_pool = 0;
     fprintf(stderr, "kvscope bench: preparing the data and the reference results\n");
     b->kv = calloc(n_kv, sizeof *b->kv);
     b->queries = calloc(n_kv * BENCH_N_GROUPS, sizeof *b->queries);
@@ -325,13 +330,17 @@ static int run_prepare(Bench *b, Err *e)
             if (bench_kv_init(kv, (Format)f, o->contexts[ci], HEAD_DIM, SEED + ci, e) < 0)
                 return -1;
             size_t need = bench_pool_bytes(kv->copy_bytes, o->pool_mib * MIB);
-            pool = need > pool ? need : pool;
+            if (f == FMT_F32)
+                f32_pool = need > f32_pool ? need : f32_pool;
+            else
+                pool = need > pool ? need : pool;
             for (size_t gi = 0; gi < BENCH_N_GROUPS; gi++)
                 if (bench_query_init(&b->queries[(ci * FMT_COUNT + (size_t)f) * BENCH_N_GROUPS + gi], kv,
                                      bench_groups[gi], o->int_dot, &b->scratch, SEED + 7 * gi, e) < 0)
                     return -1;
         }
     if (bench_pool_init(&b->pool, pool, o->pool_mib * MIB, e) < 0 ||
+        bench_pool_init(&b->f32_pool, f32_pool, o->pool_mib * MIB, e) < 0 ||
         bench_matrix_init(&b->mat, o->matvec_n, o->matvec_n, o->pool_mib * MIB, SEED, e) < 0)
         return -1;
 
@@ -364,6 +373,41 @@ static int run_prepare(Bench *b, Err *e)
     return 0;
 }
 
+/* One round's steps of format f at context ci, every form: cold, the
+ * groups' steps in turn with each other and with f32's (so G4/G1 and vs
+ * f32 compare like with like), then warm. f32 comes first: its pool is
+ * filled then and kept for the others. */
+static int attention_format(Bench *b, BenchReport *rep, size_t round, size_t ci, Format f, Err *e)
+{
+    const size_t R = b->o->reps, G = BENCH_N_GROUPS;
+    const double warm_min = b->o->quick ? 0.002 : 0.02;
+    BenchPool *pool = f == FMT_F32 ? &b->f32_pool : &b->pool;
+    if (bench_pool_fill(pool, &b->kv[ci * FMT_COUNT + (size_t)f], e) < 0)
+        return -1;
+    BenchQuery *bq[2 * BENCH_N_GROUPS]; /* f's groups, then f32's */
+    BenchPool *pools[2 * BENCH_N_GROUPS];
+    for (size_t gi = 0; gi < G; gi++) {
+        bq[gi] = &b->queries[(ci * FMT_COUNT + (size_t)f) * G + gi];
+        bq[G + gi] = &b->queries[ci * FMT_COUNT * G + gi];
+        pools[gi] = pool;
+        pools[G + gi] = &b->f32_pool;
+    }
+    const size_t n_queries = f == FMT_F32 ? G : 2 * G;
+    for (size_t ai = 0; ai < BENCH_N_ALGOS; ai++) {
+        BenchResult cold[2 * BENCH_N_GROUPS];
+        bench_attend_cold(b->k, pools, bq, n_queries, &b->scratch, bench_algos[ai], cold);
+        for (size_t gi = 0; gi < G; gi++) {
+            cold[gi].f32_seconds = cold[n_queries == G ? gi : G + gi].seconds;
+            size_t m = (size_t)(bench_attn_at(rep, ci, f, gi, ai, 1) - rep->attn);
+            b->rounds[(b->n_read + m) * R + round] = cold[gi];
+            m = (size_t)(bench_attn_at(rep, ci, f, gi, ai, 0) - rep->attn);
+            bench_attend(b->k, pool, bq[gi], &b->scratch, bench_algos[ai], 0, warm_min,
+                         &b->rounds[(b->n_read + m) * R + round]);
+        }
+    }
+    return 0;
+}
+
 /* One round: one repetition of every measurement, the bandwidth first.
  *
  * The bandwidth buffer and the matrix copies sit untouched while the
@@ -377,7 +421,6 @@ static int run_round(Bench *b, BenchReport *rep, size_t round, Err *e)
 {
     const BenchOpts *o = b->o;
     const size_t R = o->reps;
-    const double warm_min = o->quick ? 0.002 : 0.02;
     BenchResult untimed;
     fprintf(stderr, "kvscope bench: round %zu of %zu: read bandwidth\n", round + 1, R);
     bench_read(b->read_k, NULL, &b->read, &untimed);
@@ -387,25 +430,9 @@ static int run_round(Bench *b, BenchReport *rep, size_t round, Err *e)
     for (size_t ci = 0; ci < o->n_contexts; ci++) {
         fprintf(stderr, "kvscope bench: round %zu of %zu: decode attention, context %zu\n", round + 1, R,
                 o->contexts[ci]);
-        for (int f = 0; f < FMT_ROW_COUNT; f++) {
-            if (bench_pool_fill(&b->pool, &b->kv[ci * FMT_COUNT + (size_t)f], e) < 0)
+        for (int f = 0; f < FMT_ROW_COUNT; f++)
+            if (attention_format(b, rep, round, ci, (Format)f, e) < 0)
                 return -1;
-            BenchQuery *bq[BENCH_N_GROUPS];
-            for (size_t gi = 0; gi < BENCH_N_GROUPS; gi++)
-                bq[gi] = &b->queries[(ci * FMT_COUNT + (size_t)f) * BENCH_N_GROUPS + gi];
-            for (size_t ai = 0; ai < BENCH_N_ALGOS; ai++) {
-                /* cold: the groups' steps in turn, so G4/G1 compares like with like */
-                BenchResult cold[BENCH_N_GROUPS];
-                bench_attend_cold(b->k, &b->pool, bq, BENCH_N_GROUPS, &b->scratch, bench_algos[ai], cold);
-                for (size_t gi = 0; gi < BENCH_N_GROUPS; gi++) {
-                    size_t m = (size_t)(bench_attn_at(rep, ci, (Format)f, gi, ai, 1) - rep->attn);
-                    b->rounds[(b->n_read + m) * R + round] = cold[gi];
-                    m = (size_t)(bench_attn_at(rep, ci, (Format)f, gi, ai, 0) - rep->attn);
-                    bench_attend(b->k, &b->pool, bq[gi], &b->scratch, bench_algos[ai], 0, warm_min,
-                                 &b->rounds[(b->n_read + m) * R + round]);
-                }
-            }
-        }
     }
     fprintf(stderr, "kvscope bench: round %zu of %zu: matvec %zu x %zu\n", round + 1, R, o->matvec_n, o->matvec_n);
     bench_matvec(b->impl[0].fn, b->impl[0].ctx, &b->mat, &untimed);

@@ -81,7 +81,7 @@ size_t bench_llc_bytes(const char **source)
 
 void bench_summarize(BenchResult *out, const BenchResult *rounds, size_t n)
 {
-    double times[BENCH_MAX_REPS];
+    double times[BENCH_MAX_REPS], f32_times[BENCH_MAX_REPS];
     *out = n ? rounds[0] : (BenchResult){ 0 };
     if (n == 0)
         return;
@@ -89,14 +89,17 @@ void bench_summarize(BenchResult *out, const BenchResult *rounds, size_t n)
     out->seconds_min = out->seconds_max = rounds[0].seconds;
     for (size_t i = 0; i < n; i++) {
         const BenchResult *r = &rounds[i];
-        if (m < sizeof times / sizeof times[0])
+        if (m < sizeof times / sizeof times[0]) {
+            f32_times[m] = r->f32_seconds;
             times[m++] = r->seconds;
+        }
         out->seconds_min = fmin(out->seconds_min, r->seconds);
         out->seconds_max = fmax(out->seconds_max, r->seconds);
         if (!(r->max_rel_diff <= out->max_rel_diff))
             out->max_rel_diff = r->max_rel_diff;
     }
     out->seconds = bench_median(times, m);
+    out->f32_seconds = bench_median(f32_times, m);
 }
 
 /* --- 1. read bandwidth ---------------------------------------------------- */

@@ -46,13 +46,15 @@ typedef struct {
     uint64_t view_bytes;  /* attention, materialize form: Counters.view_bytes, the f32 view written and read */
     size_t ops_per_rep;   /* operations timed in the repetition */
     double max_rel_diff;  /* max |out - ref| / max |ref|; summarized: the worst (NaN stays NaN) */
+    double f32_seconds;   /* cold attention: the f32 step's time, its steps taken in turn with these
+                             (bench_attend_cold); summarized: median; 0 where not measured */
 } BenchResult;
 
 /* The most repetitions bench_summarize takes the median of. */
 #define BENCH_MAX_REPS 100
 
-/* rounds[0..n) (n <= BENCH_MAX_REPS) -> *out: the median time, the fastest and slowest, the
- * worst difference; bytes from rounds[0]. Repetitions are meant to be
+/* rounds[0..n) (n <= BENCH_MAX_REPS) -> *out: the median time (and f32_seconds), the fastest
+ * and slowest, the worst difference; bytes from rounds[0]. Repetitions are meant to be
  * spread over a run (one per round), so that a slow spell of a shared
  * machine touches every figure alike instead of a few. */
 void bench_summarize(BenchResult *out, const BenchResult *rounds, size_t n);
@@ -185,16 +187,18 @@ void bench_query_free(BenchQuery *bq);
 void bench_attend(const Kernels *k, BenchPool *p, BenchQuery *bq, BenchScratch *s, AttendAlgo algo, int cold,
                   double min_seconds, BenchResult *r);
 
-/* Time the cold steps of several queries (up to BENCH_MAX_QUERIES; the
- * groups of one BenchKv) in turn, step by step: each step reads the next
- * copy, the queries taking turns, one pass of the pool each; r[j] is
- * bq[j]'s, as bench_attend's. A shared machine's load changes within a
- * second, so two passes timed one after the other differ by it; taken in
- * turn, the queries' times come from the same stretch and their ratio
- * (G4/G1) holds from one run to the next. */
+/* Time the cold steps of several queries (up to BENCH_MAX_QUERIES) in
+ * turn: query j makes one pass of its pool, pools[j] (filled with the
+ * BenchKv bq[j] was made for; queries may share one), each step the
+ * pool's next copy, and the queries' steps are spread evenly among each
+ * other's, step by step, so that a smaller pool's queries step less often.
+ * r[j] is bq[j]'s, as bench_attend's. A shared machine's load changes
+ * within a second, so two passes timed one after the other differ by it;
+ * taken in turn, the queries' times come from the same stretch and their
+ * ratios (G4/G1, a format's time over f32's) hold from one run to the next. */
 #define BENCH_MAX_QUERIES 8
-void bench_attend_cold(const Kernels *k, BenchPool *p, BenchQuery *const *bq, size_t n_queries, BenchScratch *s,
-                       AttendAlgo algo, BenchResult *r);
+void bench_attend_cold(const Kernels *k, BenchPool *const *pools, BenchQuery *const *bq, size_t n_queries,
+                       BenchScratch *s, AttendAlgo algo, BenchResult *r);
 
 /* --- 3. matrix-vector product --------------------------------------------- */
 

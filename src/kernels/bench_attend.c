@@ -206,25 +206,32 @@ static BenchResult step_result(const BenchQuery *bq, AttendAlgo algo, double sec
                           .max_rel_diff = bench_rel_diff(bq->out, ref, bq->group * bq->head_dim) };
 }
 
-void bench_attend_cold(const Kernels *k, BenchPool *p, BenchQuery *const *bq, size_t n_queries, BenchScratch *s,
-                       AttendAlgo algo, BenchResult *r)
+void bench_attend_cold(const Kernels *k, BenchPool *const *pools, BenchQuery *const *bq, size_t n_queries,
+                       BenchScratch *s, AttendAlgo algo, BenchResult *r)
 {
     Counters one[BENCH_MAX_QUERIES] = { 0 }, ctr = { 0 }; /* each query's first step; the rest (not read) */
     double seconds[BENCH_MAX_QUERIES] = { 0 };
-    const size_t steps = p->n_copies;
+    size_t done[BENCH_MAX_QUERIES] = { 0 }, ticks = 0; /* ticks: the most steps a query makes */
     n_queries = n_queries < BENCH_MAX_QUERIES ? n_queries : BENCH_MAX_QUERIES;
-    for (size_t i = 0; i < steps; i++)
-        for (size_t j = 0; j < n_queries; j++)
-            seconds[j] += cold_step(k, p, bq[j], s, algo, i == 0 ? &one[j] : &ctr);
     for (size_t j = 0; j < n_queries; j++)
-        r[j] = step_result(bq[j], algo, seconds[j] / (double)steps, steps, &one[j]);
+        ticks = pools[j]->n_copies > ticks ? pools[j]->n_copies : ticks;
+    for (size_t i = 0; i < ticks; i++)
+        for (size_t j = 0; j < n_queries; j++) {
+            const size_t steps = pools[j]->n_copies; /* query j's share of the ticks: steps of ticks */
+            if ((i + 1) * steps / ticks == i * steps / ticks)
+                continue;
+            seconds[j] += cold_step(k, pools[j], bq[j], s, algo, done[j] == 0 ? &one[j] : &ctr);
+            done[j]++;
+        }
+    for (size_t j = 0; j < n_queries; j++)
+        r[j] = step_result(bq[j], algo, seconds[j] / (double)done[j], done[j], &one[j]);
 }
 
 void bench_attend(const Kernels *k, BenchPool *p, BenchQuery *bq, BenchScratch *s, AttendAlgo algo, int cold,
                   double min_seconds, BenchResult *r)
 {
     if (cold) {
-        bench_attend_cold(k, p, &bq, 1, s, algo, r);
+        bench_attend_cold(k, &p, &bq, 1, s, algo, r);
         return;
     }
     Counters one = { 0 }, ctr = { 0 }; /* one step's counts; the timed steps' (not read) */

@@ -192,12 +192,14 @@ void bench_report_bandwidth(BenchReport *rep, const BenchResult *loops, const ch
     over_note(rep, 0);
 }
 
-/* The time ratio of a (ci, f, gi, ai, cold) cell to f32's; -1 when undefined. */
+/* The time ratio of a (ci, f, gi, ai, cold) cell to f32's; -1 when undefined.
+ * Cold, f32's steps taken in turn with this format's (f32_seconds); warm,
+ * f32's own cell. */
 static double vs_f32(const BenchReport *rep, size_t ci, Format f, size_t gi, size_t ai, int cold)
 {
     const BenchResult *r = bench_attn_at(rep, ci, f, gi, ai, cold);
-    const BenchResult *base = bench_attn_at(rep, ci, FMT_F32, gi, ai, cold);
-    return r->seconds > 0 ? base->seconds / r->seconds : -1;
+    const double base = r->f32_seconds > 0 ? r->f32_seconds : bench_attn_at(rep, ci, FMT_F32, gi, ai, cold)->seconds;
+    return r->seconds > 0 ? base / r->seconds : -1;
 }
 
 static double g4_over_g1(const BenchReport *rep, size_t ci, Format f, size_t ai, int cold)
@@ -291,7 +293,8 @@ void bench_report_attention(BenchReport *rep)
     printf("warm: the same K/V every step, read once before timing; it stays cached only where it fits the LLC\n"
            "      (* marks a step whose bytes exceed the LLC: warm or not, they come from memory)\n");
     printf("bytes/step: the bytes the kernel counted reading K/V (materialize: plus its f32 view, written and\n"
-           "read back); vs f32: the f32 step's time over this one's, same context, form, G and cache;\n"
+           "read back); vs f32: the f32 step's time over this one's, same context, form, G and cache\n"
+           "(cold: f32's steps taken in turn with this format's);\n"
            "G4/G1: the G = 4 step's time over the G = 1 step's\n");
     if (rep->int_dot)
         printf("--int-dot: q8_0, q4_0, int4 and fp4 keys are scored by integer dots against the query rounded\n"

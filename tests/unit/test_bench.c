@@ -164,7 +164,10 @@ static void test_attention_agrees(void **state)
 /* Cold steps of G = 1 and G = 4 in turn: each query's output checked
  * against its own reference, its bytes as counted, one pass of the pool
  * each (so the pool's cursor is back where it started: two passes). */
-static void test_cold_groups_in_turn(void **state)
+/* A format's G = 1 and G = 4 steps and f32's, in turn over two pools of
+ * different copy counts: every output right, every query one pass of its
+ * own pool, both pools' cursors back where they started. */
+static void test_cold_queries_in_turn(void **state)
 {
     (void)state;
     const Kernels *ks[4];
@@ -172,9 +175,16 @@ static void test_cold_groups_in_turn(void **state)
     const size_t context = 100;
     Err e = { 0 };
     BenchScratch s;
-    BenchPool pool;
+    BenchPool pool, f32_pool;
+    BenchKv f32_kv;
+    BenchQuery f32_q1, f32_q4;
     assert_int_equal(bench_scratch_init(&s, context, 4, HD, &e), 0);
     assert_int_equal(bench_pool_init(&pool, 1 << 20, 1 << 18, &e), 0);
+    assert_int_equal(bench_pool_init(&f32_pool, 1 << 20, 1 << 18, &e), 0);
+    assert_int_equal(bench_kv_init(&f32_kv, FMT_F32, context, HD, 5, &e), 0);
+    assert_int_equal(bench_pool_fill(&f32_pool, &f32_kv, &e), 0);
+    assert_int_equal(bench_query_init(&f32_q1, &f32_kv, 1, 0, &s, 13, &e), 0);
+    assert_int_equal(bench_query_init(&f32_q4, &f32_kv, 4, 0, &s, 14, &e), 0);
     for (int f = 0; f < FMT_COUNT; f++)
         for (int int_dot = 0; int_dot < 2; int_dot++) {
             BenchKv kv;
@@ -183,25 +193,31 @@ static void test_cold_groups_in_turn(void **state)
             assert_int_equal(bench_pool_fill(&pool, &kv, &e), 0);
             assert_int_equal(bench_query_init(&q1, &kv, 1, int_dot, &s, 11, &e), 0);
             assert_int_equal(bench_query_init(&q4, &kv, 4, int_dot, &s, 12, &e), 0);
-            BenchQuery *const both[2] = { &q1, &q4 };
+            BenchQuery *const queries[4] = { &q1, &q4, &f32_q1, &f32_q4 };
+            BenchPool *const pools[4] = { &pool, &pool, &f32_pool, &f32_pool };
             for (size_t i = 0; i < n; i++) {
-                BenchResult r[2];
-                const size_t start = pool.next;
-                bench_attend_cold(ks[i], &pool, both, 2, &s, ATTEND_FLASH, r);
-                assert_true(pool.next == start);
-                for (int j = 0; j < 2; j++) {
+                BenchResult r[4];
+                const size_t start = pool.next, f32_start = f32_pool.next;
+                bench_attend_cold(ks[i], pools, queries, 4, &s, ATTEND_FLASH, r);
+                assert_true(pool.next == start && f32_pool.next == f32_start);
+                for (int j = 0; j < 4; j++) {
+                    const Format jf = j < 2 ? (Format)f : FMT_F32;
                     if (!(r[j].max_rel_diff <= BENCH_TOLERANCE))
-                        printf("  %s %s int_dot %d G=%zu in turn: rel diff %g\n", ks[i]->isa,
-                               format_name((Format)f), int_dot, both[j]->group, r[j].max_rel_diff);
+                        printf("  %s %s int_dot %d G=%zu in turn: rel diff %g\n", ks[i]->isa, format_name(jf),
+                               int_dot, queries[j]->group, r[j].max_rel_diff);
                     assert_true(r[j].max_rel_diff <= BENCH_TOLERANCE);
-                    assert_true(r[j].bytes == 2 * context * format_row_bytes((Format)f, HD));
-                    assert_true(r[j].ops_per_rep == pool.n_copies && r[j].seconds > 0);
+                    assert_true(r[j].bytes == 2 * context * format_row_bytes(jf, HD));
+                    assert_true(r[j].ops_per_rep == pools[j]->n_copies && r[j].seconds > 0);
                 }
             }
             bench_query_free(&q1);
             bench_query_free(&q4);
             bench_kv_free(&kv);
         }
+    bench_query_free(&f32_q1);
+    bench_query_free(&f32_q4);
+    bench_kv_free(&f32_kv);
+    bench_pool_free(&f32_pool);
     bench_pool_free(&pool);
     bench_scratch_free(&s);
 }
@@ -309,7 +325,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_median_and_summary), cmocka_unit_test(test_llc),
         cmocka_unit_test(test_read_sums),          cmocka_unit_test(test_attention_agrees),
-        cmocka_unit_test(test_cold_groups_in_turn),
+        cmocka_unit_test(test_cold_queries_in_turn),
         cmocka_unit_test(test_broken_kernel_caught), cmocka_unit_test(test_matvec_agrees),
         cmocka_unit_test(test_pool_copies),
     };
