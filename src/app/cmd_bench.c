@@ -98,8 +98,8 @@ static void help(void)
            "                      q4_0, int4 and fp4 values with 16-bit integer weights, and with --weights\n"
            "                      its q8_0/q4_0 matrices against the activation rounded to q8_0\n"
            "  --steps N           decode steps timed per context and cache (default 5, at most 64)\n\n"
-           "Progress goes to stderr, one line per section of each round. A full run takes a minute\n"
-           "or two and holds about 1.5 GiB.\n"
+           "Progress goes to stderr, one line per section of each round. Where the LLC is 32 MiB, a\n"
+           "full run takes a minute or two and holds about 1.3 GiB; both grow with the LLC.\n"
            "example: kvscope bench --contexts 4096,32768 --reps 7\n",
            HEAD_DIM, BENCH_TOLERANCE);
 }

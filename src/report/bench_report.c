@@ -294,7 +294,7 @@ void bench_report_attention(BenchReport *rep)
            "      (* marks a step whose bytes exceed the LLC: warm or not, they come from memory)\n");
     printf("bytes/step: the bytes the kernel counted reading K/V (materialize: plus its f32 view, written and\n"
            "read back); vs f32: the f32 step's time over this one's, same context, form, G and cache\n"
-           "(cold: f32's steps taken in turn with this format's);\n"
+           "(cold: f32's steps taken in turn with this format's, so not the f32 row's time);\n"
            "G4/G1: the G = 4 step's time over the G = 1 step's\n");
     if (rep->int_dot)
         printf("--int-dot: q8_0, q4_0, int4 and fp4 keys are scored by integer dots against the query rounded\n"
