@@ -194,8 +194,8 @@ void bench_attend(const Kernels *k, BenchPool *p, BenchQuery *bq, BenchScratch *
  * other's, step by step, so that a smaller pool's queries step less often.
  * r[j] is bq[j]'s, as bench_attend's. A shared machine's load changes
  * within a second, so two passes timed one after the other differ by it;
- * taken in turn, the queries' times come from the same stretch and their
- * ratios (G4/G1, a format's time over f32's) hold from one run to the next. */
+ * taken in turn, the queries' times come from the same stretch, and their
+ * ratios (G4/G1, a format's time over f32's) compare steps under one load. */
 #define BENCH_MAX_QUERIES 8
 void bench_attend_cold(const Kernels *k, BenchPool *const *pools, BenchQuery *const *bq, size_t n_queries,
                        BenchScratch *s, AttendAlgo algo, BenchResult *r);
