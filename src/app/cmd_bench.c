@@ -243,8 +243,10 @@ static int check_memory(const BenchOpts *o, Err *e)
             size_t copy = kv_copy_bytes((Format)f, o->contexts[i]);
             size_t need = bench_pool_bytes(copy, o->pool_mib * MIB);
             masters += copy;
-            pool = need > pool ? need : pool;
-            f32_pool = f == FMT_F32 && need > f32_pool ? need : f32_pool;
+            if (f == FMT_F32) /* f32's pool, kept beside the others' (vs f32 in turn) */
+                f32_pool = need > f32_pool ? need : f32_pool;
+            else
+                pool = need > pool ? need : pool;
         }
     }
     const size_t scratch = (MAX_GROUP + 2 * HEAD_DIM) * max_ctx * sizeof(float);
