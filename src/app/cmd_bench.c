@@ -233,6 +233,14 @@ static size_t kv_copy_bytes(Format f, size_t n)
     return 2 * (n * format_row_bytes(f, HEAD_DIM) + 64);
 }
 
+/* The largest pool yet (*pool, *f32_pool) raised to need, format f's:
+ * f32's copies stay beside the others' (vs f32 in turn). */
+static void raise_pool(Format f, size_t need, size_t *pool, size_t *f32_pool)
+{
+    size_t *p = f == FMT_F32 ? f32_pool : pool;
+    *p = need > *p ? need : *p;
+}
+
 /* Fail (ERR_USAGE) when everything the run holds at once would not fit. */
 static int check_memory(const BenchOpts *o, Err *e)
 {
@@ -243,10 +251,7 @@ static int check_memory(const BenchOpts *o, Err *e)
             size_t copy = kv_copy_bytes((Format)f, o->contexts[i]);
             size_t need = bench_pool_bytes(copy, o->pool_mib * MIB);
             masters += copy;
-            if (f == FMT_F32) /* f32's pool, kept beside the others' (vs f32 in turn) */
-                f32_pool = need > f32_pool ? need : f32_pool;
-            else
-                pool = need > pool ? need : pool;
+            raise_pool((Format)f, need, &pool, &f32_pool);
         }
     }
     const size_t scratch = (MAX_GROUP + 2 * HEAD_DIM) * max_ctx * sizeof(float);
@@ -331,11 +336,7 @@ static int run_prepare(Bench *b, Err *e)
             BenchKv *kv = &b->kv[ci * FMT_COUNT + (size_t)f];
             if (bench_kv_init(kv, (Format)f, o->contexts[ci], HEAD_DIM, SEED + ci, e) < 0)
                 return -1;
-            size_t need = bench_pool_bytes(kv->copy_bytes, o->pool_mib * MIB);
-            if (f == FMT_F32)
-                f32_pool = need > f32_pool ? need : f32_pool;
-            else
-                pool = need > pool ? need : pool;
+            raise_pool((Format)f, bench_pool_bytes(kv->copy_bytes, o->pool_mib * MIB), &pool, &f32_pool);
             for (size_t gi = 0; gi < BENCH_N_GROUPS; gi++)
                 if (bench_query_init(&b->queries[(ci * FMT_COUNT + (size_t)f) * BENCH_N_GROUPS + gi], kv,
                                      bench_groups[gi], o->int_dot, &b->scratch, SEED + 7 * gi, e) < 0)
@@ -399,7 +400,7 @@ static int attention_format(Bench *b, BenchReport *rep, size_t round, size_t ci,
         BenchResult cold[2 * BENCH_N_GROUPS];
         bench_attend_cold(b->k, pools, bq, n_queries, &b->scratch, bench_algos[ai], cold);
         for (size_t gi = 0; gi < G; gi++) {
-            cold[gi].f32_seconds = cold[n_queries == G ? gi : G + gi].seconds;
+            cold[gi].f32_seconds = cold[n_queries - G + gi].seconds; /* f32's own, or its in turn */
             size_t m = (size_t)(bench_attn_at(rep, ci, f, gi, ai, 1) - rep->attn);
             b->rounds[(b->n_read + m) * R + round] = cold[gi];
             m = (size_t)(bench_attn_at(rep, ci, f, gi, ai, 0) - rep->attn);

@@ -161,9 +161,6 @@ static void test_attention_agrees(void **state)
     bench_scratch_free(&s);
 }
 
-/* Cold steps of G = 1 and G = 4 in turn: each query's output checked
- * against its own reference, its bytes as counted, one pass of the pool
- * each (so the pool's cursor is back where it started: two passes). */
 /* A format's G = 1 and G = 4 steps and f32's, in turn over two pools of
  * different copy counts: every output right, every query one pass of its
  * own pool, both pools' cursors back where they started. */
