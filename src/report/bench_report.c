@@ -110,19 +110,21 @@ static void over_note(BenchReport *rep, int warm)
 
 static const char TSV_HEADER[] = "section\tisa\timpl\tform\tgroup\tcache\tsize\tformat\tseconds\tseconds_min\tseconds_max\tbytes\t"
                                  "view_bytes\t"
-                                 "gb_per_s\tpct_bandwidth\tspeedup_vs_f32\tg4_over_g1\tours_speedup\tmax_rel_diff\n";
+                                 "gb_per_s\tpct_bandwidth\tspeedup_vs_f32\tf32_seconds\tg4_over_g1\tours_speedup\t"
+                                 "max_rel_diff\n";
 
-/* One TSV row; a negative ratio prints as "-". */
+/* One TSV row; a negative ratio or f32_s (the f32 time vs_f32 divides) prints as "-". */
 static void tsv_row(const BenchReport *rep, const char *section, const char *impl, const char *form, const char *group,
                     const char *cache, const char *size, const char *format, const BenchResult *r, double vs_f32,
-                    double g4_g1, double ours)
+                    double f32_s, double g4_g1, double ours)
 {
     printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.9f\t%.9f\t%.9f\t%llu\t%llu\t%.3f\t%.1f\t", section, rep->isa, impl,
            form, group, cache, size, format, r->seconds, r->seconds_min, r->seconds_max, (unsigned long long)r->bytes,
            (unsigned long long)r->view_bytes, gbps(r), pct_bw(rep, r));
-    const double ratios[3] = { vs_f32, g4_g1, ours };
-    for (int i = 0; i < 3; i++)
-        printf(ratios[i] < 0 ? "-\t" : "%.3f\t", ratios[i]);
+    printf(vs_f32 < 0 ? "-\t" : "%.3f\t", vs_f32);
+    printf(f32_s < 0 ? "-\t" : "%.9f\t", f32_s);
+    printf(g4_g1 < 0 ? "-\t" : "%.3f\t", g4_g1);
+    printf(ours < 0 ? "-\t" : "%.3f\t", ours);
     printf("%.3g\n", r->max_rel_diff);
 }
 
@@ -166,7 +168,7 @@ void bench_report_bandwidth(BenchReport *rep, const BenchResult *loops, const ch
             snprintf(impl, sizeof impl, "%s", i < n_loops ? names[i] : rep->dot_how);
             for (char *c = impl; *c; c++)
                 *c = *c == ' ' ? '-' : *c == ',' ? ';' : *c;
-            tsv_row(rep, "bandwidth", impl, "-", "-", "cold", size, "f32", i < n_loops ? &loops[i] : dot, -1, -1, -1);
+            tsv_row(rep, "bandwidth", impl, "-", "-", "cold", size, "f32", i < n_loops ? &loops[i] : dot, -1, -1, -1, -1);
         }
         return;
     }
@@ -192,14 +194,20 @@ void bench_report_bandwidth(BenchReport *rep, const BenchResult *loops, const ch
     over_note(rep, 0);
 }
 
-/* The time ratio of a (ci, f, gi, ai, cold) cell to f32's; -1 when undefined.
- * Cold, f32's steps taken in turn with this format's (f32_seconds); warm,
- * f32's own cell. */
+/* The f32 step time a (ci, f, gi, ai, cold) cell is compared with: cold,
+ * f32's steps taken in turn with this format's (f32_seconds); warm, f32's
+ * own cell. */
+static double f32_base(const BenchReport *rep, size_t ci, Format f, size_t gi, size_t ai, int cold)
+{
+    const BenchResult *r = bench_attn_at(rep, ci, f, gi, ai, cold);
+    return r->f32_seconds > 0 ? r->f32_seconds : bench_attn_at(rep, ci, FMT_F32, gi, ai, cold)->seconds;
+}
+
+/* That time over the cell's; -1 when undefined. */
 static double vs_f32(const BenchReport *rep, size_t ci, Format f, size_t gi, size_t ai, int cold)
 {
     const BenchResult *r = bench_attn_at(rep, ci, f, gi, ai, cold);
-    const double base = r->f32_seconds > 0 ? r->f32_seconds : bench_attn_at(rep, ci, FMT_F32, gi, ai, cold)->seconds;
-    return r->seconds > 0 ? base / r->seconds : -1;
+    return r->seconds > 0 ? f32_base(rep, ci, f, gi, ai, cold) / r->seconds : -1;
 }
 
 static double g4_over_g1(const BenchReport *rep, size_t ci, Format f, size_t ai, int cold)
@@ -220,10 +228,11 @@ static void attention_tsv(const BenchReport *rep)
                         snprintf(size, sizeof size, "%zu", rep->contexts[ci]);
                         snprintf(group, sizeof group, "%zu", bench_groups[gi]);
                         const int int_keys = rep->int_dot && qdot_takes((Format)f);
+                        const double vs = vs_f32(rep, ci, (Format)f, gi, ai, cold);
                         tsv_row(rep, "attention", int_keys ? "kvscope-int-dot" : "kvscope",
-                                attend_algo_name(bench_algos[ai]), group,
-                                cold ? "cold" : "warm", size, format_name((Format)f),
-                                bench_attn_at(rep, ci, (Format)f, gi, ai, cold), vs_f32(rep, ci, (Format)f, gi, ai, cold),
+                                attend_algo_name(bench_algos[ai]), group, cold ? "cold" : "warm", size,
+                                format_name((Format)f), bench_attn_at(rep, ci, (Format)f, gi, ai, cold), vs,
+                                vs < 0 ? -1 : f32_base(rep, ci, (Format)f, gi, ai, cold),
                                 gi == 1 ? g4_over_g1(rep, ci, (Format)f, ai, cold) : -1, -1);
                     }
 }
@@ -317,7 +326,7 @@ void bench_report_matvec(BenchReport *rep, size_t rows, size_t cols, size_t n_co
         char size[48];
         snprintf(size, sizeof size, "%zux%zu", rows, cols);
         for (size_t i = 0; i < n; i++)
-            tsv_row(rep, "matvec", mv[i].id, "-", "-", "cold", size, "f32", &mv[i].r, -1, -1,
+            tsv_row(rep, "matvec", mv[i].id, "-", "-", "cold", size, "f32", &mv[i].r, -1, -1, -1,
                     ours > 0 ? mv[i].r.seconds / ours : -1);
         return;
     }
@@ -348,7 +357,7 @@ void bench_report_decode(BenchReport *rep, const Config *cfg, const BenchDecodeR
                               .bytes = d->weight_bytes + d->kv_bytes, .ops_per_rep = 1 };
             char size[32];
             snprintf(size, sizeof size, "%zu", d->context);
-            tsv_row(rep, "decode", cfg->name, "-", "-", "cold", size, rows[i].cache, &r, -1, -1, -1);
+            tsv_row(rep, "decode", cfg->name, "-", "-", "cold", size, rows[i].cache, &r, -1, -1, -1, -1);
         }
         return;
     }

@@ -56,10 +56,19 @@ rows=$(tail -n +2 "$out" | wc -l)
 bw=$(grep -c '^bandwidth	' "$out")
 attn=$(grep -c '^attention	' "$out")
 cols=$(awk -F'\t' '{ print NF }' "$out" | sort -u | tr '\n' ' ')
-if [ "$status" -eq 0 ] && [ "$bw" -ge 5 ] && [ "$attn" -eq 144 ] && [ "$rows" -ge $((bw + 147)) ] && [ "$cols" = "19 " ]
-then ok "bench tsv: one row per measurement, every row 19 columns"
-else bad "bench tsv: one row per measurement, every row 19 columns" \
+if [ "$status" -eq 0 ] && [ "$bw" -ge 5 ] && [ "$attn" -eq 144 ] && [ "$rows" -ge $((bw + 147)) ] && [ "$cols" = "20 " ]
+then ok "bench tsv: one row per measurement, every row 20 columns"
+else bad "bench tsv: one row per measurement, every row 20 columns" \
     "exit $status, bandwidth rows $bw, attention rows $attn, rows $rows, column counts: $cols"; fi
+
+# f32_seconds: the f32 time each attention row's speedup_vs_f32 divides (cold: f32's steps in turn with the
+# row's, so not the f32 row's time), "-" on the other sections
+mismatch=$(awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+    $1 == "attention" { r = $c["f32_seconds"] / $c["seconds"]; v = $c["speedup_vs_f32"];
+                        if (r - v > 0.0015 || v - r > 0.0015) n++ }
+    $1 != "attention" && $c["f32_seconds"] != "-" { n++ } END { print n + 0 }' "$out")
+[ "$mismatch" -eq 0 ] && ok "bench tsv: speedup_vs_f32 is f32_seconds over seconds" ||
+    bad "bench tsv: speedup_vs_f32 is f32_seconds over seconds" "$mismatch rows disagree"
 
 expect_fail "bench: unknown isa" 2 "unknown ISA 'sse9'" $KV bench --quick --isa sse9
 expect_fail "bench: --reps 0" 2 "--reps: must be at least 1, got 0" $KV bench --quick --reps 0
