@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "kernels/bench.h"
+#include "util/lines.h"
 
 /* The read loops, one table per ISA file (bench_loops.h), each ended by
  * { NULL, NULL }. Call the SIMD ones only where the CPU runs that ISA. */
@@ -18,11 +19,9 @@ extern const BenchLoop bench_loops_avx512[];
 /* bytes (> 0), 64-byte aligned, uninitialized; NULL with e set on failure. */
 static inline void *bench_alloc(size_t bytes, const char *what, Err *e)
 {
-    void *p = NULL;
-    if (bytes == 0 || posix_memalign(&p, 64, bytes) != 0) {
+    void *p = lines_alloc(bytes);
+    if (!p)
         err_set(e, ERR_RUNTIME, "bench: cannot allocate %zu bytes for %s", bytes, what);
-        return NULL;
-    }
     return p;
 }
 

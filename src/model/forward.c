@@ -5,6 +5,7 @@
 
 #include "model/mla.h"
 #include "model/sublayers.h"
+#include "util/lines.h"
 
 int forward_state_init(ForwardState *s, const Config *c, size_t max_rows, int keep_probs, Err *e)
 {
@@ -12,21 +13,21 @@ int forward_state_init(ForwardState *s, const Config *c, size_t max_rows, int ke
     size_t d = c->d_model, q = config_q_dim(c), kv = config_kv_dim(c), f = c->ffn_dim;
     size_t group = c->n_heads / c->n_kv_heads;
     s->max_rows = max_rows;
-    s->x = malloc(max_rows * d * sizeof(float));
-    s->xb = malloc(max_rows * d * sizeof(float));
-    s->q = malloc(max_rows * q * sizeof(float));
-    s->k = malloc(max_rows * kv * sizeof(float));
-    s->v = malloc(max_rows * kv * sizeof(float));
-    s->att = malloc(max_rows * q * sizeof(float));
-    s->hb = malloc(max_rows * f * sizeof(float));
-    s->hb2 = malloc(max_rows * f * sizeof(float));
-    s->scores = malloc(group * c->max_seq_len * sizeof(float)); /* flash's tiles are never longer */
-    s->view = malloc(2 * c->max_seq_len * c->head_dim * sizeof(float));
-    s->observed = malloc(group * c->max_seq_len * sizeof(float));
+    s->x = lines_alloc(max_rows * d * sizeof(float));
+    s->xb = lines_alloc(max_rows * d * sizeof(float));
+    s->q = lines_alloc(max_rows * q * sizeof(float));
+    s->k = lines_alloc(max_rows * kv * sizeof(float));
+    s->v = lines_alloc(max_rows * kv * sizeof(float));
+    s->att = lines_alloc(max_rows * q * sizeof(float));
+    s->hb = lines_alloc(max_rows * f * sizeof(float));
+    s->hb2 = lines_alloc(max_rows * f * sizeof(float));
+    s->scores = lines_alloc(group * c->max_seq_len * sizeof(float)); /* flash's tiles are never longer */
+    s->view = lines_alloc(2 * c->max_seq_len * c->head_dim * sizeof(float));
+    s->observed = lines_alloc(group * c->max_seq_len * sizeof(float));
     s->observed_q = 1;
-    s->chan_q = malloc(group * c->head_dim * sizeof(float));
-    s->q8 = malloc(group * format_row_bytes(FMT_Q8_0, c->head_dim));
-    s->iv = malloc(attend_iv_bytes(group, c->head_dim) + 1); /* + 1: never malloc(0) */
+    s->chan_q = lines_alloc(group * c->head_dim * sizeof(float));
+    s->q8 = lines_alloc(group * format_row_bytes(FMT_Q8_0, c->head_dim));
+    s->iv = lines_alloc(attend_iv_bytes(group, c->head_dim) + 1); /* + 1: never 0 bytes */
     s->blocks_cap = 4;
     s->blocks = malloc(s->blocks_cap * sizeof *s->blocks);
     s->view_blocks = malloc(s->blocks_cap * sizeof *s->view_blocks);
