@@ -113,7 +113,16 @@ static const char TSV_HEADER[] = "section\tisa\timpl\tform\tgroup\tcache\tsize\t
                                  "gb_per_s\tpct_bandwidth\tspeedup_vs_f32\tf32_seconds\tg4_over_g1\tours_speedup\t"
                                  "max_rel_diff\n";
 
-/* One TSV row; a negative ratio or f32_s (the f32 time vs_f32 divides) prints as "-". */
+/* v in fmt and a tab, or "-" where v is negative (not measured, or not defined). */
+static void tsv_cell(double v, const char *fmt)
+{
+    if (v < 0)
+        fputs("-\t", stdout);
+    else
+        printf(fmt, v);
+}
+
+/* One TSV row; f32_s: the f32 time vs_f32 divides. */
 static void tsv_row(const BenchReport *rep, const char *section, const char *impl, const char *form, const char *group,
                     const char *cache, const char *size, const char *format, const BenchResult *r, double vs_f32,
                     double f32_s, double g4_g1, double ours)
@@ -121,10 +130,10 @@ static void tsv_row(const BenchReport *rep, const char *section, const char *imp
     printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.9f\t%.9f\t%.9f\t%llu\t%llu\t%.3f\t%.1f\t", section, rep->isa, impl,
            form, group, cache, size, format, r->seconds, r->seconds_min, r->seconds_max, (unsigned long long)r->bytes,
            (unsigned long long)r->view_bytes, gbps(r), pct_bw(rep, r));
-    printf(vs_f32 < 0 ? "-\t" : "%.3f\t", vs_f32);
-    printf(f32_s < 0 ? "-\t" : "%.9f\t", f32_s);
-    printf(g4_g1 < 0 ? "-\t" : "%.3f\t", g4_g1);
-    printf(ours < 0 ? "-\t" : "%.3f\t", ours);
+    tsv_cell(vs_f32, "%.3f\t");
+    tsv_cell(f32_s, "%.9f\t");
+    tsv_cell(g4_g1, "%.3f\t");
+    tsv_cell(ours, "%.3f\t");
     printf("%.3g\n", r->max_rel_diff);
 }
 
