@@ -11,8 +11,7 @@
 #include <string.h>
 
 #include "model/mla_state.h"
-
-enum { CACHE_LINE = 64 };
+#include "util/lines.h" /* CACHE_LINE */
 
 static size_t tile_floats(const MlaState *st)
 {
