@@ -47,6 +47,36 @@ grep -q 'WRONG' "$out" && bad "bench --quick: no result differs from the referen
 [ "$(grep -c '^kvscope bench: ' "$err")" -ge 3 ] && ok "bench --quick reports progress on stderr" ||
     bad "bench --quick reports progress on stderr" "stderr: $(head -c 300 "$err")"
 
+# the summary: the longest context (however the list is ordered), each format's G4/G1 as the flash, cold
+# table has it, and its floor recomputed from the printed times: the warm G = 4 step at the context the
+# footnote names, scaled to the summary's rows, over the cold G = 1 step (or "-" where none was cached)
+run "bench summary" $KV bench --quick --contexts 2048,256 --reps 1
+bad_rows=$(awk '
+    function sec_of(u) { return u == "us" ? 1e-6 : u == "ms" ? 1e-3 : 1 }
+    /^flash, (cold|warm):/ { sec = $2; sub(":", "", sec); next }
+    /^summary: flash, cold, context / { L = $5; sec = "sum"; next }
+    /^  its floor: the G = 4 warm step at context / { W = $11 }
+    /^$/ { sec = "" }
+    (sec == "cold" || sec == "warm") && /^ +[0-9]+  [a-z0-9_]+ / {
+        t1[sec, $1, $2] = $5 * sec_of($6); t4[sec, $1, $2] = $10 * sec_of($11); r[sec, $1, $2] = $15 }
+    sec == "sum" && /^  [a-z0-9_]+ +[0-9.]+ (us|ms|s) / { n++; f[n] = $1; g[n] = $7; fl[n] = $8 }
+    END {
+        bad = 0
+        if (L != 2048 || n != 6) { print "summary context " L ", " n " rows"; exit }
+        for (i = 1; i <= n; i++) {
+            if (g[i] != r["cold", L, f[i]]) { print f[i] " G4/G1 " g[i] " vs table " r["cold", L, f[i]]; bad++ }
+            if (W == "") { if (fl[i] != "-") { print f[i] " floor " fl[i] " without a cached context"; bad++ }; continue }
+            want = t4["warm", W, f[i]] * L / W / t1["cold", L, f[i]]; got = fl[i] + 0; d = got - want
+            if (d < 0) d = -d
+            if (!(want > 0 && d <= 0.01 + 0.02 * want)) { print f[i] " floor " fl[i] " vs " want; bad++ }
+        }
+        if (!bad) print "none"
+    }' "$out")
+[ "$status" -eq 0 ] && [ "$bad_rows" = "none" ] &&
+    ok "bench summary: the longest context, G4/G1 as its table has it, the floor from the warm and cold times" ||
+    bad "bench summary: the longest context, G4/G1 as its table has it, the floor from the warm and cold times" \
+        "exit $status: $bad_rows" "$(sed -n '/^summary/,$p' "$out" | head -12)"
+
 run "bench tsv" $KV bench --quick --format tsv --contexts 64,128 --reps 1
 head -n 1 "$out" | grep -q '^section	isa	impl	form	group	cache	size	format	seconds	' &&
     ok "bench tsv has its header row" || bad "bench tsv has its header row" "first line: $(head -n 1 "$out")"
