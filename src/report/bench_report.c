@@ -330,7 +330,7 @@ static void attention_summary(BenchReport *rep)
                gbps(r), bench_pct_text(pct, sizeof pct, 6, pct_bw(rep, r) / 100.0),
                vs_f32(rep, ci, (Format)f, 0, 0, 1), g4_over_g1(rep, ci, (Format)f, 0, 1), fl);
     } /* no notes: the flash, cold table above named any figure past the bandwidth */
-    printf("  time/step to speedup: G = 1. G4/G1: the G = 4 step's time over G = 1's (one K/V read serves the group).\n");
+    printf("  time/step to speedup over f32: G = 1; G4/G1: the G = 4 step's time over the G = 1 step's\n");
     if (wi < rep->n_contexts)
         printf("  its floor: the G = 4 warm step at context %zu (rows in cache) times %zu / %zu, over the G = 1\n"
                "  cold step: a cold step does at least its warm step's work, so G4/G1 stays near or above its\n"
