@@ -323,9 +323,10 @@ static void attention_summary(BenchReport *rep)
            "its floor");
     for (int f = 0; f < FMT_ROW_COUNT; f++) {
         const BenchResult *r = bench_attn_at(rep, ci, (Format)f, 0, 0, 1);
+        const double floor_x = wi < rep->n_contexts ? g4_floor(rep, ci, wi, (Format)f) : -1;
         char t[32], pct[16], fl[16] = "-";
-        if (wi < rep->n_contexts)
-            snprintf(fl, sizeof fl, "%.2fx", g4_floor(rep, ci, wi, (Format)f));
+        if (floor_x >= 0) /* else not measured, or no G = 1 time to divide */
+            snprintf(fl, sizeof fl, "%.2fx", floor_x);
         printf("  %-6s %10s %7.2f %s %15.2fx %6.2fx %9s\n", format_name((Format)f), fmt_time(t, sizeof t, r->seconds),
                gbps(r), bench_pct_text(pct, sizeof pct, 6, pct_bw(rep, r) / 100.0),
                vs_f32(rep, ci, (Format)f, 0, 0, 1), g4_over_g1(rep, ci, (Format)f, 0, 1), fl);
