@@ -12,14 +12,14 @@
 #include "app/bench_decode.h"
 #include "app/commands.h"
 #include "util/parse.h"
-#include "util/sysmem.h"
+#include "util/machine.h"
 
 #define HEAD_DIM 128
 #define MAX_CONTEXTS 16
 #define MAX_CONTEXT ((size_t)1 << 26)
 #define MIB ((size_t)1 << 20)
 #define MAX_READ_MIB 4096 /* the read's sums stay exact well past it */
-#define ASSUMED_LLC (32 * MIB) /* when the system does not say */
+#define POOL_CEILING (256 * MIB) /* the default cold data at most: 8x a 32 MiB LLC */
 #define SEED 20240601u
 #define MAX_GROUP 4 /* the largest of bench_groups */
 _Static_assert(2 * BENCH_N_GROUPS <= BENCH_MAX_QUERIES, "bench_attend_cold takes a format's and f32's groups at once");
@@ -43,7 +43,7 @@ static void help(void)
     printf("usage: kvscope bench [OPTIONS]\n\n"
            "Measure, on one core and in one run:\n"
            "  1. this machine's read bandwidth: a float array as large as the cold data below (8x\n"
-           "     the last-level cache, LLC), summed by every plain read loop this CPU runs (scalar,\n"
+           "     the last-level cache, LLC, within the limits below), summed by every plain read loop this CPU runs (scalar,\n"
            "     AVX2, AVX-512, whatever --isa says; 1, 2, 4 or 8 streams, with and without software\n"
            "     prefetch): the fastest loop's median is the bandwidth, and the bench names it. Every\n"
            "     other figure is a percentage of it. The same read through the f32 dot kernel is\n"
@@ -89,7 +89,8 @@ static void help(void)
            "                      (default 5, at most 100)\n"
            "  --bandwidth-mib N   the bandwidth buffer in MiB (default --pool-mib's size, the cold data;\n"
            "                      at most 4096)\n"
-           "  --pool-mib N        the cold data in MiB (default 8x the LLC)\n"
+           "  --pool-mib N        the cold data in MiB (default 8x the LLC, at most 256 and an eighth of\n"
+           "                      the memory available now; this flag may ask for more)\n"
            "  --quick             tiny sizes, 3 rounds: finishes in seconds (for tests; the figures\n"
            "                      then say nothing about the machine)\n"
            "  --format F          table (default) or tsv (one row per measurement, a header row)\n"
@@ -102,10 +103,14 @@ static void help(void)
            "                      q4_0, int4 and fp4 values with 16-bit integer weights, and with --weights\n"
            "                      its q8_0/q4_0 matrices against the activation rounded to q8_0\n"
            "  --steps N           decode steps timed per context and cache (default 5, at most 64)\n\n"
-           "Progress goes to stderr, one line per section of each round. Where the LLC is 32 MiB, a\n"
-           "full run takes a minute or two and holds about 1.3 GiB; both grow with the LLC.\n"
+           "Progress goes to stderr, one line per section of each round. A full run takes a minute or\n"
+           "two and holds at most about 1.3 GiB, whatever the LLC.\n\n"
+           "The LLC is read from sysfs (else sysconf). Where it is more than the CPUs this process may\n"
+           "use could have (over 16 MiB a CPU, and over 32 MiB: a virtual machine shown its host's whole\n"
+           "cache), the bench says so and sizes by that cap. %s=SIZE (32M, 512MiB, bytes) sets\n"
+           "the LLC instead; the same limits apply to it.\n"
            "example: kvscope bench --contexts 4096,32768 --reps 7\n",
-           HEAD_DIM, BENCH_TOLERANCE);
+           HEAD_DIM, BENCH_TOLERANCE, MACHINE_LLC_ENV);
 }
 
 /* "1024,8192,65536" -> o->contexts */
@@ -202,14 +207,13 @@ static int parse_options(int argc, char **argv, BenchOpts *o, Err *e)
     return 0;
 }
 
-/* The options not given, from --quick and the cache size. */
-static void fill_defaults(BenchOpts *o, size_t llc)
+/* The options not given, from --quick and the machine (util/machine.h's rule). */
+static void fill_defaults(BenchOpts *o, const Machine *m)
 {
-    const size_t llc8 = 8 * (llc ? llc : ASSUMED_LLC) / MIB;
     if (!o->reps)
         o->reps = o->quick ? 3 : 5;
     if (!o->pool_mib)
-        o->pool_mib = o->quick ? 4 : llc8;
+        o->pool_mib = o->quick ? 4 : machine_buffer_bytes(m, 8 * m->llc, POOL_CEILING) / MIB;
     /* the read the kernels' cold figures are held against: as large as their pool */
     if (!o->read_mib)
         o->read_mib = o->quick ? 16 : o->pool_mib > MAX_READ_MIB ? MAX_READ_MIB : o->pool_mib;
@@ -245,8 +249,9 @@ static void raise_pool(Format f, size_t need, size_t *pool, size_t *f32_pool)
     *p = need > *p ? need : *p;
 }
 
-/* Fail (ERR_USAGE) when everything the run holds at once would not fit. */
-static int check_memory(const BenchOpts *o, Err *e)
+/* Fail (ERR_USAGE) when everything the run holds at once would not fit
+ * in the memory available now. */
+static int check_memory(const BenchOpts *o, const Machine *m, Err *e)
 {
     size_t max_ctx = 0, masters = 0, pool = 0, f32_pool = 0;
     for (size_t i = 0; i < o->n_contexts; i++) {
@@ -262,11 +267,11 @@ static int check_memory(const BenchOpts *o, Err *e)
     const size_t mat = o->matvec_n * o->matvec_n * sizeof(float);
     const size_t need =
         o->read_mib * MIB + masters + pool + f32_pool + scratch + bench_pool_bytes(mat, o->pool_mib * MIB);
-    size_t have = sysmem_physical_bytes();
+    const size_t have = m->mem_available;
     if (have && need > have) {
         char b1[32], b2[32];
-        return err_set(e, ERR_USAGE, "bench: these sizes need %s but this machine has %s (try smaller --contexts, "
-                       "--pool-mib or --bandwidth-mib)", human_bytes(b1, sizeof b1, (double)need),
+        return err_set(e, ERR_USAGE, "bench: these sizes need %s but this machine has %s available (try smaller "
+                       "--contexts, --pool-mib or --bandwidth-mib)", human_bytes(b1, sizeof b1, (double)need),
                        human_bytes(b2, sizeof b2, (double)have));
     }
     return 0;
@@ -486,15 +491,19 @@ int cmd_bench(int argc, char **argv)
     b.k = kernels_select(o.isa, &e);
     if (!b.k)
         return cli_fail(&e);
-    const char *llc_source;
-    size_t llc = bench_llc_bytes(&llc_source);
-    fill_defaults(&o, llc);
+    Machine mach;
+    if (machine_read(&mach, &e) < 0)
+        return cli_fail(&e);
+    char note[256], llc_text[128];
+    if (*machine_llc_note(&mach, note, sizeof note))
+        fprintf(stderr, "kvscope bench: %s\n", note);
+    fill_defaults(&o, &mach);
     if (o.decode) {
         BenchDecodeArgs da = { .isa = o.isa, .model = o.model, .weights = o.weights, .int_dot = o.int_dot, .contexts = o.contexts, .n_contexts = o.n_contexts,
                                .steps = o.steps, .read_bytes = o.read_mib * MIB, .reps = o.reps, .fmt = o.fmt };
         return bench_decode(&da);
     }
-    if (check_memory(&o, &e) < 0)
+    if (check_memory(&o, &mach, &e) < 0)
         return cli_fail(&e);
 
     const Kernels *have[4];
@@ -507,7 +516,8 @@ int cmd_bench(int argc, char **argv)
     b.n_read = b.n_loops + 1;
     snprintf(b.rep_dot_how, sizeof b.rep_dot_how, "%s f32 dot", b.read_k->isa);
     BenchReport rep = { .out = o.fmt, .int_dot = o.int_dot, .isa = b.k->isa, .isa_note = b.k->note, .isa_list = isa_list, .dot_how = b.rep_dot_how,
-                        .reps = o.reps, .quick = o.quick, .llc = llc, .llc_source = llc_source,
+                        .reps = o.reps, .quick = o.quick, .llc = mach.llc,
+                        .llc_text = machine_llc_text(&mach, llc_text, sizeof llc_text),
                         .read_bytes = o.read_mib * MIB, .pool_bytes = o.pool_mib * MIB, .head_dim = HEAD_DIM,
                         .contexts = o.contexts, .n_contexts = o.n_contexts };
     rep.attn = calloc(o.n_contexts * FMT_COUNT * BENCH_N_GROUPS * BENCH_N_ALGOS * 2, sizeof *rep.attn);

@@ -224,8 +224,8 @@ static int render(const PlotCtx *ctx, const PlotFigure *f, const char *term, cha
 }
 
 /* The context every maker gets: the options, the kernels to time, this
- * machine's name; the output directory made. A bad --model or --tokens is a
- * usage error here, before anything is written. */
+ * machine's name and size; the output directory made. A bad --model,
+ * --tokens or KVSCOPE_LLC is a usage error here, before anything is written. */
 static int plot_setup(const PlotOpts *o, PlotCtx *ctx, Err *e)
 {
     *ctx = (PlotCtx){ .out_dir = o->out, .seed = o->seed, .quick = o->quick, .model = o->model, .tokens = o->tokens };
@@ -237,9 +237,13 @@ static int plot_setup(const PlotOpts *o, PlotCtx *ctx, Err *e)
                 return -1;
             break;
         }
-    if (plot_prepare_dir(o->out, e) < 0)
+    if (machine_read(&ctx->mach, e) < 0 || plot_prepare_dir(o->out, e) < 0)
         return -1;
     plot_machine(ctx->machine, sizeof ctx->machine);
+    char note[256];
+    for (size_t i = 0; i < plot_n_figures; i++)
+        if (o->want[i] && plot_figures[i].make == plot_bandwidth && *machine_llc_note(&ctx->mach, note, sizeof note))
+            fprintf(stderr, "kvscope plot: %s\n", note);
     return 0;
 }
 

@@ -1,8 +1,6 @@
-/* bench.c: the clock, the cache size, read bandwidth and matrix-vector
+/* bench.c: medians, read bandwidth and matrix-vector
  * products (bench_attend.c times attention). */
-#include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "kernels/bench_mem.h"
 #include "util/clock.h"
@@ -22,61 +20,6 @@ double bench_median(double *v, size_t n)
         return 0;
     qsort(v, n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/* "32768K", "32M", "33554432" -> bytes; 0 when unreadable. */
-static size_t parse_cache_size(const char *s)
-{
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (end == s)
-        return 0;
-    if (*end == 'K' || *end == 'k')
-        v <<= 10;
-    else if (*end == 'M' || *end == 'm')
-        v <<= 20;
-    return (size_t)v;
-}
-
-size_t bench_llc_bytes(const char **source)
-{
-    /* the highest cache level sysfs lists for cpu0 is the last level */
-    size_t best = 0;
-    int best_level = 0;
-    for (int i = 0; i < 8; i++) {
-        char path[96], text[32];
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            break;
-        int level = 0;
-        if (fscanf(f, "%d", &level) != 1)
-            level = 0;
-        fclose(f);
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
-        f = fopen(path, "r");
-        if (!f)
-            continue;
-        size_t size = fgets(text, sizeof text, f) ? parse_cache_size(text) : 0;
-        fclose(f);
-        if (size && level >= best_level) {
-            best = size;
-            best_level = level;
-        }
-    }
-    if (best && best_level >= 2) {
-        *source = "sysfs";
-        return best;
-    }
-#ifdef _SC_LEVEL3_CACHE_SIZE
-    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (l3 > 0) {
-        *source = "sysconf";
-        return (size_t)l3;
-    }
-#endif
-    *source = "unknown";
-    return 0;
 }
 
 void bench_summarize(BenchResult *out, const BenchResult *rounds, size_t n)

@@ -32,11 +32,6 @@
 /* Median of v[0..n); sorts v in place. 0 when n is 0. */
 double bench_median(double *v, size_t n);
 
-/* The last-level cache's size in bytes, and in *source where it was read
- * ("sysfs" or "sysconf"); 0 and "unknown" when neither says. sysfs is asked
- * first: under some hypervisors sysconf reports the whole host's cache. */
-size_t bench_llc_bytes(const char **source);
-
 /* One timed repetition of a measurement, or (bench_summarize) all of them. */
 typedef struct {
     double seconds;       /* time of one operation (one step, one matvec, one full read); summarized: median */

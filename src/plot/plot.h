@@ -23,6 +23,7 @@
 
 #include "sim/setup.h"
 #include "util/human.h"
+#include "util/machine.h"
 #include "kernels/kernels.h"
 #include "kv/cache.h"
 #include "sim/eval.h"
@@ -35,6 +36,7 @@ typedef struct {
     size_t tokens;        /* figures 1-3: tokens generated; 0 = each figure's default */
     const Kernels *kern;  /* the kernels the measured figures time */
     char machine[160];    /* "AMD EPYC 7B13, 2 cores" */
+    Machine mach;         /* what the bandwidth figure sizes its data from (util/machine.h) */
 } PlotCtx;
 
 /* One line a maker hands back for the terminal ("slopes: cached 1.000, ..."). */

@@ -20,7 +20,8 @@
 #define BW_CONTEXT 8192
 #define BW_CONTEXT_QUICK 1024
 #define BW_REPS 5
-#define BW_ASSUMED_LLC (32 * MIB) /* when the system does not say */
+#define BW_POOL_CEILING (128 * MIB) /* the cold data at most: 4x a 32 MiB LLC */
+#define BW_READ_BYTES (256 * MIB)   /* the bandwidth read, memory allowing */
 
 static double gbps(const BenchResult *r)
 {
@@ -30,8 +31,6 @@ static double gbps(const BenchResult *r)
 /* What figure 5 measures, and at which sizes. */
 typedef struct {
     const Kernels *k;
-    size_t llc;               /* bytes; 0 = unknown */
-    const char *llc_source;
     size_t target;            /* the cold pool: each step's rows come from memory */
     size_t read_bytes;        /* the bandwidth buffer */
     size_t context, reps;
@@ -119,15 +118,14 @@ static int write_table(const PlotCtx *ctx, const BwRun *b, int *best_fmt, Err *e
 
 static int write_labels(const PlotCtx *ctx, const BwRun *b, Err *e)
 {
-    char caption[768], llc_s[32], pool_s[32], read_s[32];
+    char caption[768], llc_s[128], pool_s[32], read_s[32];
     snprintf(caption, sizeof caption,
              "one decode step over one KV head: context %zu, head_dim %d, %d query heads share it (GQA); K/V seed %"
-             PRIu64 "\ncold: steps cycle through %s of K/V copies (LLC %s, %s); bandwidth: a %s read, fastest loop %s"
+             PRIu64 "\ncold: steps cycle through %s of K/V copies (LLC %s); bandwidth: a %s read, fastest loop %s"
              "\nkernels %s; every figure the median of %zu runs%s; machine: %s\nlabels: the bytes the step read over "
              "its time, as a share of the read bandwidth; the black bars: those bytes at the read bandwidth",
              b->context, BW_HEAD_DIM, BW_GROUP, ctx->seed, human_bytes(pool_s, sizeof pool_s, (double)b->target),
-             b->llc ? human_bytes(llc_s, sizeof llc_s, (double)b->llc) : "unknown",
-             b->llc ? b->llc_source : "assumed 32 MiB", human_bytes(read_s, sizeof read_s, (double)b->read_bytes),
+             machine_llc_text(&ctx->mach, llc_s, sizeof llc_s), human_bytes(read_s, sizeof read_s, (double)b->read_bytes),
              b->read_how, b->k->isa, b->reps, ctx->quick ? " (quick: sizes too small to mean anything)" : "",
              ctx->machine);
     FILE *labels = plot_labels_open(ctx, "bandwidth", "Decode attention: one step's time per cache format, and the "
@@ -141,10 +139,8 @@ static int write_labels(const PlotCtx *ctx, const BwRun *b, Err *e)
 int plot_bandwidth(const PlotCtx *ctx, PlotNote *note, Err *e)
 {
     BwRun b = { .k = ctx->kern };
-    b.llc = bench_llc_bytes(&b.llc_source);
-    const size_t llc_or = b.llc ? b.llc : BW_ASSUMED_LLC;
-    b.target = ctx->quick ? 8 * MIB : 4 * llc_or; /* cold data at 4x the LLC */
-    b.read_bytes = ctx->quick ? 16 * MIB : (8 * llc_or > 256 * MIB ? 8 * llc_or : 256 * MIB);
+    b.target = ctx->quick ? 8 * MIB : machine_buffer_bytes(&ctx->mach, 4 * ctx->mach.llc, BW_POOL_CEILING);
+    b.read_bytes = ctx->quick ? 16 * MIB : machine_buffer_bytes(&ctx->mach, BW_READ_BYTES, BW_READ_BYTES);
     b.context = ctx->quick ? BW_CONTEXT_QUICK : BW_CONTEXT;
     b.reps = ctx->quick ? 1 : BW_REPS;
     int best_fmt;

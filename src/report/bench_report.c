@@ -143,18 +143,13 @@ void bench_report_start(BenchReport *rep)
         fputs(TSV_HEADER, stdout);
         return;
     }
-    char b1[32], b2[32];
+    char b2[32];
     printf("kvscope bench: kernels %s%s%s (this CPU runs: %s), one thread; %zu rounds, each measuring\n"
            "everything once, the bandwidth first; every figure is the median of its %zu repetitions\n",
            rep->isa, rep->isa_note ? ", " : "", rep->isa_note ? rep->isa_note : "", rep->isa_list, rep->reps,
            rep->reps);
-    if (rep->llc)
-        printf("last-level cache: %s (%s); cold data cycles through %s (%.1fx the LLC)\n",
-               human_bytes(b1, sizeof b1, (double)rep->llc), rep->llc_source,
-               human_bytes(b2, sizeof b2, (double)rep->pool_bytes), (double)rep->pool_bytes / (double)rep->llc);
-    else
-        printf("last-level cache: unknown (this system does not say); cold data cycles through %s\n",
-               human_bytes(b2, sizeof b2, (double)rep->pool_bytes));
+    printf("last-level cache: %s; cold data cycles through %s (%.1fx that)\n", rep->llc_text,
+           human_bytes(b2, sizeof b2, (double)rep->pool_bytes), (double)rep->pool_bytes / (double)rep->llc);
     if (rep->quick)
         printf("quick: sizes far too small to mean anything about this machine; for tests only\n");
     printf("GB/s is 10^9 bytes per second; %% bw is a figure's GB/s over the read bandwidth measured first\n");

@@ -25,8 +25,8 @@ typedef struct {
     const char *isa_list;    /* every table this CPU runs, "ref, avx2, avx512" */
     size_t reps;
     int quick;
-    size_t llc;              /* bytes; 0 = unknown */
-    const char *llc_source;
+    size_t llc;              /* bytes the sizes follow (util/machine.h: reported, capped or assumed) */
+    const char *llc_text;    /* what was reported and used (machine_llc_text) */
     size_t read_bytes;       /* the bandwidth buffer */
     size_t pool_bytes;       /* each cold pool */
     double bandwidth;        /* measured read bandwidth, bytes/s (0 until measured) */

@@ -5,6 +5,8 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 
 static int parse_ull(const char *s, const char *what, unsigned long long *out, Err *e)
 {
@@ -59,4 +61,31 @@ int parse_double(const char *s, const char *what, double *out, Err *e)
 int parse_u64(const char *s, const char *what, unsigned long long *out, Err *e)
 {
     return parse_ull(s, what, out, e);
+}
+
+int parse_bytes(const char *s, const char *what, size_t *out, Err *e)
+{
+    static const char units[] = "KMG";
+    if (!s || !isdigit((unsigned char)s[0]))
+        return err_set(e, ERR_USAGE, "%s: '%s' is not a size (a whole number of bytes, or with K, M or G)", what,
+                       s ? s : "");
+    errno = 0;
+    char *end = NULL;
+    unsigned long long v = strtoull(s, &end, 10);
+    unsigned shift = 0;
+    if (*end) {
+        const char *u = strchr(units, toupper((unsigned char)*end));
+        const char *rest = end + 1;
+        if (u && (rest[0] == '\0' || strcasecmp(rest, "iB") == 0 || strcasecmp(rest, "B") == 0))
+            shift = 10 * (unsigned)(u - units + 1);
+        else
+            return err_set(e, ERR_USAGE, "%s: '%s' is not a size (a whole number of bytes, or with K, M or G)",
+                           what, s);
+    }
+    if (errno == ERANGE || v > (SIZE_MAX / 4) >> shift)
+        return err_set(e, ERR_USAGE, "%s: '%s' is too large", what, s);
+    if (v == 0)
+        return err_set(e, ERR_USAGE, "%s: must be at least 1 byte, got '%s'", what, s);
+    *out = (size_t)v << shift;
+    return 0;
 }

@@ -15,6 +15,9 @@ int parse_size(const char *s, const char *what, size_t *out, Err *e);
 int parse_size0(const char *s, const char *what, size_t *out, Err *e);
 /* A finite real number. */
 int parse_double(const char *s, const char *what, double *out, Err *e);
+/* A byte count >= 1: a whole number with an optional binary unit, K, M or
+ * G (also KiB, MiB, GiB; any case): "32M" is 33554432. */
+int parse_bytes(const char *s, const char *what, size_t *out, Err *e);
 /* An unsigned 64-bit seed. */
 int parse_u64(const char *s, const char *what, unsigned long long *out, Err *e);
 

@@ -39,16 +39,6 @@ static void test_median_and_summary(void **state)
     assert_true(isnan(s.max_rel_diff));
 }
 
-static void test_llc(void **state)
-{
-    (void)state;
-    const char *src = NULL;
-    size_t llc = bench_llc_bytes(&src);
-    assert_non_null(src);
-    printf("  last-level cache: %zu bytes (%s)\n", llc, src);
-    assert_true(llc == 0 ? strcmp(src, "unknown") == 0 : llc >= 4096);
-}
-
 /* A loop that reads the first half twice and skips the second: the
  * reference must tell it apart. */
 static double skipping_sum(const float *p, size_t n)
@@ -320,7 +310,7 @@ static void test_pool_copies(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_median_and_summary), cmocka_unit_test(test_llc),
+        cmocka_unit_test(test_median_and_summary),
         cmocka_unit_test(test_read_sums),          cmocka_unit_test(test_attention_agrees),
         cmocka_unit_test(test_cold_queries_in_turn),
         cmocka_unit_test(test_broken_kernel_caught), cmocka_unit_test(test_matvec_agrees),
