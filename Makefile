@@ -112,13 +112,13 @@ check-layers:
 	@sh tests/layers.sh
 
 cli-tests: $(BIN)
-	KVSCOPE_BIN=$(BIN) sh tests/cli/run.sh
+	KVSCOPE_BIN=$(BIN) KVSCOPE_SANITIZED=$(SANITIZED) sh tests/cli/run.sh
 
 sanitize:
 	$(MAKE) --no-print-directory -j2 BUILD=$(BUILD)/san CC=clang OPT="$(SAN_FLAGS)" \
 		LDFLAGS="-fsanitize=address,undefined" test-bins
 	$(MAKE) --no-print-directory BUILD=$(BUILD)/san CC=clang OPT="$(SAN_FLAGS)" \
-		LDFLAGS="-fsanitize=address,undefined" unit-tests cli-tests
+		LDFLAGS="-fsanitize=address,undefined" SANITIZED=1 unit-tests cli-tests
 
 # The NEON kernels, on this x86 machine: the ISA tests cross-built for
 # AArch64 (a small stand-in for cmocka in tests/cross) and run under qemu.

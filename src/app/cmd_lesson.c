@@ -152,7 +152,9 @@ static void indent(const char *text, const char *pad, size_t max_lines)
 }
 
 /* Run every check block of d, printing ok or what failed; *passed of
- * *checks. -1 with e set when a check could not be run at all. */
+ * *checks. A measured check (a figure of this machine) whose command ran
+ * but whose value is outside its tolerance is a warning and counts as
+ * passed. -1 with e set when a check could not be run at all. */
 static int run_checks(const LessonDoc *d, size_t *checks, size_t *passed, Err *e)
 {
     *checks = *passed = 0;
@@ -167,6 +169,12 @@ static int run_checks(const LessonDoc *d, size_t *checks, size_t *passed, Err *e
         if (o.pass) {
             ++*passed;
             printf("  ok    %-34s %s\n", ck->id, o.actual_text);
+            continue;
+        }
+        if (*ck->measured && o.have_value) { /* this machine's figure, busy or unusual: shown, not held against it */
+            ++*passed;
+            printf("  warn  %-34s %s, expected %s within %s: measured on this machine, so not counted\n"
+                   "        hint:     %s\n", ck->id, o.actual_text, ck->expect, ck->tol, ck->hint);
             continue;
         }
         printf("  FAIL  %s\n", ck->id);

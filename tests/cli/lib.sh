@@ -17,6 +17,18 @@ run() {
     status=$?
 }
 
+# run_peak NAME CMD...: as run (a longer limit), and $peak_kib: the largest
+# resident set, in KiB, of the command and of everything it ran
+# (getrusage's RUSAGE_CHILDREN: Linux keeps the largest of the whole tree)
+run_peak() {
+    name=$1; shift
+    got=$(python3 -c 'import resource, subprocess, sys
+with open(sys.argv[1], "w") as o, open(sys.argv[2], "w") as e:
+    r = subprocess.run(["timeout", "300"] + sys.argv[3:], stdout=o, stderr=e)
+print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$out" "$err" "$@")
+    status=${got% *} peak_kib=${got#* }
+}
+
 # expect_ok NAME PATTERN CMD...: exit 0 and stdout matches PATTERN (grep -E)
 expect_ok() {
     name=$1 pat=$2; shift 2
