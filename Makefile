@@ -12,7 +12,7 @@ CPPFLAGS += -Isrc -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 # standard, the warnings and the library flags always apply
 OPT      ?= -O2 -g
 override CFLAGS += $(OPT) -std=c11 $(WARN) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -pthread
 
 # the library: every layer below app/ (tests and lesson exercises link it)
 LIB_DIRS := util stats kernels text ckpt kv model train sim report plot course

@@ -495,7 +495,7 @@ int cmd_bench(int argc, char **argv)
     if (machine_read(&mach, &e) < 0)
         return cli_fail(&e);
     char note[256], llc_text[128];
-    if (*machine_llc_note(&mach, note, sizeof note))
+    if (!o.quick && !o.pool_mib && *machine_llc_note(&mach, note, sizeof note)) /* the default sizes follow it */
         fprintf(stderr, "kvscope bench: %s\n", note);
     fill_defaults(&o, &mach);
     if (o.decode) {

@@ -16,6 +16,7 @@
 #include "util/checked.h"
 #include "util/files.h"
 #include "util/parse.h"
+#include "util/pool.h"
 #include "util/clock.h"
 
 #define MAX_CACHES 8
@@ -33,6 +34,7 @@ typedef struct {
     AttendAlgo attend;
     OutFormat fmt;
     int per_position;
+    int threads_set;     /* --threads was given (else the pool takes every CPU) */
 } EvalOpts;
 
 static void help(void)
@@ -54,7 +56,7 @@ static void help(void)
            "  --prefill P         tokens of the first pass (default 1); the rest one per step\n\n"
            "caches (repeatable, at most %d besides the reference):\n"
            "  --cache SPEC        one of:\n%s"
-           "  --attention FORM    flash (default), naive or materialize\n\n"
+           "  --attention FORM    flash (default), naive or materialize\n%s\n"
            "output:\n"
            "  --format F          table (default), tsv or json\n"
            "  --per-position      instead: -ln p of every scored token, a column per cache\n"
@@ -64,7 +66,7 @@ static void help(void)
            "a shift cache runs its rows at positions below its ctx (a ring at the text's).\n"
            "example: kvscope eval --model tiny --text README.md --tokens 600 \\\n"
            "             --cache ring:window=64,sinks=4 --cache contiguous+quant:k=q4_0,v=q4_0\n",
-           REFERENCE_SPEC, cli_model_help, cli_int_dot_help, MAX_CACHES - 1, caches);
+           REFERENCE_SPEC, cli_model_help, cli_int_dot_help, MAX_CACHES - 1, caches, cli_threads_help);
 }
 
 /* --split validation: the held-out books of the trained models' corpus,
@@ -94,6 +96,7 @@ static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
         { "tokens", required_argument, 0, 0 },  { "prefill", required_argument, 0, 0 },
         { "attention", required_argument, 0, 0 }, { "format", required_argument, 0, 0 },
         { "per-position", no_argument, 0, 0 },  { "help", no_argument, 0, 'h' },
+        { "threads", required_argument, 0, 0 },
         { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -124,6 +127,10 @@ static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
                 rc = out_format_parse(optarg, &o->fmt, e);
             else if (strcmp(name, "per-position") == 0)
                 o->per_position = 1;
+            else if (strcmp(name, "threads") == 0) {
+                rc = cli_threads_option(optarg, e);
+                o->threads_set = 1;
+            }
         }
         if (rc < 0)
             return -1;
@@ -134,7 +141,7 @@ static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
         return err_set(e, ERR_USAGE, "eval: unexpected argument '%s' (see `kvscope eval --help`)", argv[optind]);
     if (!o->text)
         return err_set(e, ERR_USAGE, "eval: --text FILE or --split validation is required (see `kvscope eval --help`)");
-    return 0;
+    return o->threads_set ? 0 : pool_set_threads(0, e);
 }
 
 /* A progress line on stderr, when it is a terminal and the run is longer

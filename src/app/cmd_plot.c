@@ -11,6 +11,7 @@
 #include "app/commands.h"
 #include "plot/plot.h"
 #include "util/parse.h"
+#include "util/pool.h"
 
 #define DEFAULT_OUT "kvscope-plots"
 #define DEFAULT_SEED 1
@@ -59,6 +60,7 @@ typedef struct {
     size_t tokens;
     int want[sizeof plot_figures / sizeof plot_figures[0]];
     size_t n_want;
+    int threads_set;     /* --threads was given (else the pool takes every CPU) */
 } PlotOpts;
 
 static void names(char *buf, size_t cap)
@@ -91,11 +93,11 @@ static void help(void)
            "  --model NAME        figures 1-3: the model (defaults: tiny for 1-2, small for 3)\n"
            "  --tokens N          figures 1-3: tokens generated (defaults 256 and 160)\n"
            "  --quick             smaller runs, for tests: shorter measured figures (they then mean\n"
-           "                      little) and beam search at widths 1, 2 and 4 only\n\n"
+           "                      little) and beam search at widths 1, 2 and 4 only\n%s\n"
            "Without gnuplot the data and scripts are still written; install it with\n"
            "sudo apt-get install gnuplot-nox. `make plots` writes every figure to build/plots.\n"
            "example: kvscope plot projection memory --term dumb\n",
-           DEFAULT_OUT, DEFAULT_SEED);
+           DEFAULT_OUT, DEFAULT_SEED, cli_threads_help);
 }
 
 static void list(void)
@@ -128,7 +130,8 @@ static int parse_options(int argc, char **argv, PlotOpts *o, Err *e)
         { "out", required_argument, 0, 0 },   { "term", required_argument, 0, 0 },
         { "seed", required_argument, 0, 0 },  { "quick", no_argument, 0, 0 },
         { "model", required_argument, 0, 0 }, { "tokens", required_argument, 0, 0 },
-        { "help", no_argument, 0, 'h' },      { 0, 0, 0, 0 },
+        { "threads", required_argument, 0, 0 }, { "help", no_argument, 0, 'h' },
+        { 0, 0, 0, 0 },
     };
     cli_options_begin();
     const char *name;
@@ -147,7 +150,10 @@ static int parse_options(int argc, char **argv, PlotOpts *o, Err *e)
             o->model = optarg;
         else if (strcmp(name, "tokens") == 0)
             rc = parse_size(optarg, "--tokens", &o->tokens, e);
-        else if (strcmp(name, "seed") == 0) {
+        else if (strcmp(name, "threads") == 0) {
+            rc = cli_threads_option(optarg, e);
+            o->threads_set = 1;
+        } else if (strcmp(name, "seed") == 0) {
             unsigned long long v;
             rc = parse_u64(optarg, "--seed", &v, e);
             o->seed = v;
@@ -187,7 +193,7 @@ static int parse_options(int argc, char **argv, PlotOpts *o, Err *e)
                 o->want[i] = 1;
                 o->n_want++;
             }
-    return 0;
+    return o->threads_set ? 0 : pool_set_threads(0, e);
 }
 
 static double now(void)
@@ -241,7 +247,7 @@ static int plot_setup(const PlotOpts *o, PlotCtx *ctx, Err *e)
         return -1;
     plot_machine(ctx->machine, sizeof ctx->machine);
     char note[256];
-    for (size_t i = 0; i < plot_n_figures; i++)
+    for (size_t i = 0; i < plot_n_figures && !o->quick; i++) /* --quick's sizes are fixed */
         if (o->want[i] && plot_figures[i].make == plot_bandwidth && *machine_llc_note(&ctx->mach, note, sizeof note))
             fprintf(stderr, "kvscope plot: %s\n", note);
     return 0;

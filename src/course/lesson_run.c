@@ -334,7 +334,7 @@ static int build_command(const ExercisePaths *p, void (*path)(const char *, char
     path(p->learner, learner, sizeof learner);
     path(p->harness, harness, sizeof harness);
     path(p->lib, lib, sizeof lib);
-    int n = snprintf(cmd, cap, "%s -std=c11 -Wall%s -I%s -I%s %s %s %s $(pkg-config --libs gsl inih jansson) -lm -o %s",
+    int n = snprintf(cmd, cap, "%s -std=c11 -Wall%s -I%s -I%s %s %s %s $(pkg-config --libs gsl inih jansson) -lm -pthread -o %s",
                      compiler(), extra_flags(), src, ex, learner, harness, lib, out_prog);
     return n < 0 || (size_t)n >= cap ? -1 : 0;
 }

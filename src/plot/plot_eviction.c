@@ -19,6 +19,7 @@
 #include "model/generate.h"
 #include "model/structure.h"
 #include "sim/quality.h"
+#include "util/pool.h"
 
 #define EV_MODEL "small"
 #define EV_PROMPT 256 /* prompt tokens */
@@ -156,44 +157,101 @@ static int structures(Structure s[N_WORK], char desc[N_WORK][256], Err *e)
     return 0;
 }
 
+/* One run of the figure: a workload, a policy, a budget, and its result. */
+typedef struct {
+    size_t w, B;
+    Policy p;
+    char spec[128];
+    EvResult r;
+    int rc;
+    Err err;
+} EvJob;
+
+typedef struct {
+    const Model *base;
+    const int *prompt;
+    Structure *s;
+    EvJob *jobs;
+} EvJobs;
+
+static void run_job(void *ctx, size_t i)
+{
+    const EvJobs *js = ctx;
+    EvJob *j = &js->jobs[i];
+    Model m = *js->base;
+    m.bias = structure_on(&js->s[j->w]) ? &js->s[j->w].bias : NULL;
+    j->rc = policy_spec(j->p, j->B, j->spec, sizeof j->spec, &j->err);
+    if (j->rc == 0)
+        j->rc = run_one(&m, js->prompt, j->spec, &j->r, &j->err);
+}
+
+/* (a)'s runs, then (b)'s and (c)'s at the budgets (a) did not run; each
+ * runs on its own on the pool, so the tables hold the same bytes for any
+ * thread count. */
+#define N_A_JOBS (N_WORK * N_POLICIES)
+#define N_JOBS (N_A_JOBS + N_SWEEP_WORK * N_POLICIES * (N_BUDGETS - 1))
+
+/* The run of workload w, policy p at budget B (B != EV_BUDGET: a sweep's). */
+static size_t job_index(size_t w, Policy p, size_t B)
+{
+    if (B == EV_BUDGET)
+        return w * N_POLICIES + (size_t)p;
+    size_t i = 0, k = 0; /* w's place in the sweep, B's among the budgets other than EV_BUDGET */
+    while (sweep_work[i] != w)
+        i++;
+    for (size_t b = 0; budgets[b] != B; b++)
+        k += budgets[b] != EV_BUDGET;
+    return N_A_JOBS + (i * N_POLICIES + (size_t)p) * (N_BUDGETS - 1) + k;
+}
+
 /* eviction.tsv: (a), and eviction.budget.tsv: (b) and (c), which reuse
  * (a)'s runs at its budget. */
 static int tables(const PlotCtx *ctx, const Model *base, const int *prompt, Structure s[N_WORK],
                   char desc[N_WORK][256], EvResult at[N_WORK][N_POLICIES], Err *e)
 {
-    Model m = *base;
-    char spec[128];
-    FILE *f = plot_open(ctx, "eviction.tsv", e);
-    int rc = f ? 0 : -1;
-    if (f)
-        header(f);
-    for (size_t w = 0; w < N_WORK && rc == 0; w++)
-        for (int p = 0; p < N_POLICIES && rc == 0; p++) {
-            m.bias = structure_on(&s[w]) ? &s[w].bias : NULL;
-            rc = policy_spec((Policy)p, EV_BUDGET, spec, sizeof spec, e);
-            if (rc == 0 && (rc = run_one(&m, prompt, spec, &at[w][p], e)) == 0)
-                row(f, w, desc[w], (Policy)p, spec, EV_BUDGET, &at[w][p]);
-        }
-    if (f && plot_close(f, "eviction.tsv", rc == 0 ? e : NULL) < 0)
-        rc = -1;
-    if (rc < 0 || !(f = plot_open(ctx, "eviction.budget.tsv", e)))
+    EvJob *jobs = calloc(N_JOBS, sizeof *jobs);
+    if (!jobs)
+        return err_set(e, ERR_RUNTIME, "plot: out of memory");
+    for (size_t w = 0; w < N_WORK; w++)
+        for (int p = 0; p < N_POLICIES; p++)
+            jobs[job_index(w, (Policy)p, EV_BUDGET)] = (EvJob){ .w = w, .p = (Policy)p, .B = EV_BUDGET };
+    for (size_t i = 0; i < N_SWEEP_WORK; i++)
+        for (int p = 0; p < N_POLICIES; p++)
+            for (size_t b = 0; b < N_BUDGETS; b++)
+                if (budgets[b] != EV_BUDGET)
+                    jobs[job_index(sweep_work[i], (Policy)p, budgets[b])] =
+                        (EvJob){ .w = sweep_work[i], .p = (Policy)p, .B = budgets[b] };
+    EvJobs js = { base, prompt, s, jobs };
+    pool_run(N_JOBS, run_job, &js);
+    int rc = 0;
+    for (size_t i = 0; i < N_JOBS && rc == 0; i++)
+        if ((rc = jobs[i].rc) < 0 && e)
+            *e = jobs[i].err;
+    FILE *f = rc == 0 ? plot_open(ctx, "eviction.tsv", e) : NULL;
+    if (!f) {
+        free(jobs);
         return -1;
+    }
     header(f);
-    for (size_t i = 0; i < N_SWEEP_WORK && rc == 0; i++)
-        for (int p = 0; p < N_POLICIES && rc == 0; p++)
-            for (size_t b = 0; b < N_BUDGETS && rc == 0; b++) {
-                size_t w = sweep_work[i];
-                EvResult r;
-                m.bias = structure_on(&s[w]) ? &s[w].bias : NULL;
-                rc = policy_spec((Policy)p, budgets[b], spec, sizeof spec, e);
-                if (rc == 0 && budgets[b] == EV_BUDGET)
-                    r = at[w][p];
-                else if (rc == 0)
-                    rc = run_one(&m, prompt, spec, &r, e);
-                if (rc == 0)
-                    row(f, w, desc[w], (Policy)p, spec, budgets[b], &r);
+    for (size_t w = 0; w < N_WORK; w++)
+        for (int p = 0; p < N_POLICIES; p++) {
+            const EvJob *j = &jobs[job_index(w, (Policy)p, EV_BUDGET)];
+            at[w][p] = j->r;
+            row(f, w, desc[w], (Policy)p, j->spec, EV_BUDGET, &j->r);
+        }
+    if (plot_close(f, "eviction.tsv", e) < 0 || !(f = plot_open(ctx, "eviction.budget.tsv", e))) {
+        free(jobs);
+        return -1;
+    }
+    header(f);
+    for (size_t i = 0; i < N_SWEEP_WORK; i++)
+        for (int p = 0; p < N_POLICIES; p++)
+            for (size_t b = 0; b < N_BUDGETS; b++) {
+                const EvJob *j = &jobs[job_index(sweep_work[i], (Policy)p, budgets[b])];
+                row(f, j->w, desc[j->w], (Policy)p, j->spec, budgets[b], &j->r);
             }
-    return plot_close(f, "eviction.budget.tsv", rc == 0 ? e : NULL) < 0 ? -1 : rc;
+    free(jobs);
+    return plot_close(f, "eviction.budget.tsv", e);
 }
 
 /* "window 79 / 64, ...": the rows each policy held at (a)'s budget, after

@@ -17,6 +17,7 @@
 #include "sim/eval.h"
 #include "text/tokenizer.h"
 #include "util/files.h"
+#include "util/pool.h"
 
 #define RETRIEVAL_MODEL "kjv-small"
 #define FILLER_BOOK "Ecclesiastes 1\n" /* where the filler starts in the held-out text */
@@ -275,29 +276,51 @@ typedef struct {
     double held[N_CACHES], gain[N_CACHES], bits[N_CACHES]; /* means over the facts */
 } DistRow;
 
-/* Every fact at one distance, stated and not: the rows of the table. */
+/* One document of a distance's row: a fact, stated or not, through every cache. */
+typedef struct {
+    const Bench *b;
+    size_t distance;
+    double held[N_FACTS][N_CACHES], bits[2][N_FACTS][N_CACHES]; /* bits[stated][fact] */
+    int rc[2][N_FACTS];
+    Err err[2][N_FACTS];
+} DistJobs;
+
+static void run_job(void *ctx, size_t i)
+{
+    DistJobs *js = ctx;
+    const size_t f = i / 2, stated = i % 2 == 0;
+    Doc d = { 0 };
+    Err *e = &js->err[stated][f];
+    int rc = build_doc(js->b, f, js->distance, (int)stated, &d, e);
+    if (rc == 0)
+        rc = run_doc(js->b, &d, js->bits[stated][f], stated ? js->held[f] : NULL, e);
+    free(d.ids);
+    js->rc[stated][f] = rc;
+}
+
+/* Every fact at one distance, stated and not, each document on its own on
+ * the pool: the rows of the table, the same bytes for any thread count. */
 static int measure_distance(const Bench *b, size_t distance, size_t n_facts, DistRow *row, Err *e)
 {
     memset(row, 0, sizeof *row);
+    DistJobs *js = calloc(1, sizeof *js);
+    if (!js)
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    js->b = b;
+    js->distance = distance;
+    pool_run(2 * n_facts, run_job, js);
     int rc = 0;
-    for (size_t f = 0; rc == 0 && f < n_facts; f++) {
-        Doc with = { 0 }, without = { 0 };
-        double held[N_CACHES], bits_with[N_CACHES], bits_without[N_CACHES];
-        rc = build_doc(b, f, distance, 1, &with, e);
-        if (rc == 0)
-            rc = build_doc(b, f, distance, 0, &without, e);
-        if (rc == 0)
-            rc = run_doc(b, &with, bits_with, held, e);
-        if (rc == 0)
-            rc = run_doc(b, &without, bits_without, NULL, e);
-        for (int c = 0; rc == 0 && c < N_CACHES; c++) {
-            row->held[c] += held[c] / (double)n_facts;
-            row->bits[c] += bits_with[c] / (double)n_facts;
-            row->gain[c] += (bits_without[c] - bits_with[c]) / (double)n_facts;
+    for (size_t f = 0; rc == 0 && f < n_facts; f++)
+        for (int stated = 1; rc == 0 && stated >= 0; stated--)
+            if ((rc = js->rc[stated][f]) < 0 && e)
+                *e = js->err[stated][f];
+    for (size_t f = 0; rc == 0 && f < n_facts; f++)
+        for (int c = 0; c < N_CACHES; c++) {
+            row->held[c] += js->held[f][c] / (double)n_facts;
+            row->bits[c] += js->bits[1][f][c] / (double)n_facts;
+            row->gain[c] += (js->bits[0][f][c] - js->bits[1][f][c]) / (double)n_facts;
         }
-        free(with.ids);
-        free(without.ids);
-    }
+    free(js);
     return rc;
 }
 

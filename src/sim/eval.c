@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "model/forward.h"
+#include "util/pool.h"
 
 /* log of the sum of exp(x[i]), stable: the softmax's normaliser. */
 static double log_sum_exp(const float *x, size_t n)
@@ -40,13 +41,34 @@ static double kl_div(const float *a, double la, const float *b, double lb, size_
     return kl > 0 ? kl : 0; /* rounding can dip below 0 when the two agree */
 }
 
-/* One cache's run: its scratch and the last pass's logits. */
+/* One cache's run: its scratch, the last pass's logits, and the pass's
+ * outcome (lanes run side by side on the pool, util/pool.h). */
 typedef struct {
     KvCache *cache;
     ForwardState fs;
     int fs_ready;
     float *logits; /* [vocab] */
+    Counters ctr;  /* the last pass's work */
+    int rc;        /* the last pass's return */
+    Err err;       /* its error, when rc < 0 */
 } Lane;
+
+/* One step of every lane: the same tokens through each cache. */
+typedef struct {
+    const Model *m;
+    Lane *lanes;
+    const int *ids;
+    size_t n_new, pos0;
+} Step;
+
+static void step_lane(void *ctx, size_t k)
+{
+    const Step *s = ctx;
+    Lane *l = &s->lanes[k];
+    l->ctr = (Counters){ 0 };
+    l->rc = model_forward(s->m, &l->fs, l->cache, s->ids + s->pos0, 1, s->n_new, s->pos0, l->logits, &l->ctr,
+                          &l->err);
+}
 
 /* The score of step t (logits predicting ids[t + 1]) for every lane. */
 static void score(Lane *lanes, size_t n_lanes, const int *ids, size_t t, size_t k, size_t V, const EvalOptions *o,
@@ -118,13 +140,15 @@ int eval_run(const Model *m, KvCache *const *caches, size_t n_caches, const int 
     /* step t feeds token t (the prefill feeds 0 .. P-1 at once) and its
      * logits predict token t + 1 */
     for (size_t t = P - 1; t + 1 < n; t++) {
-        const size_t pos0 = t == P - 1 ? 0 : t, n_new = t == P - 1 ? P : 1;
+        Step step = { .m = m, .lanes = lanes, .ids = ids, .pos0 = t == P - 1 ? 0 : t, .n_new = t == P - 1 ? P : 1 };
+        pool_run(n_caches, step_lane, &step);
         for (size_t k = 0; k < n_caches; k++) {
-            Counters ctr = { 0 };
-            if (model_forward(m, &lanes[k].fs, lanes[k].cache, ids + pos0, 1, n_new, pos0, lanes[k].logits, &ctr,
-                              e) < 0)
+            if (lanes[k].rc < 0) {
+                if (e)
+                    *e = lanes[k].err;
                 goto done;
-            counters_add(&results[k].total, &ctr);
+            }
+            counters_add(&results[k].total, &lanes[k].ctr);
         }
         score(lanes, n_caches, ids, t, t - (P - 1), V, o, results);
         if (progress && progress(user, t + 1, n - 1)) {

@@ -8,6 +8,18 @@ run "eval: a second exact layout agrees to the bit" $KV eval --text "$evtext" --
 if [ "$status" -eq 0 ] && awk -F'\t' 'NR == 2 { ref = $4 } NR == 3 { exit !($4 == ref && $7 == 0 && $8 == 1) }' "$out"
 then ok "eval: a second exact layout agrees to the bit"
 else bad "eval: a second exact layout agrees to the bit" "exit $status" "$(head -c 400 "$out")"; fi
+differ=""
+for t in 1 2 3; do
+    run "eval --threads $t" $KV eval --text "$evtext" --tokens 120 --threads $t --cache ring:window=16,sinks=2 \
+        --cache h2o:budget=24,recent=8 --cache contiguous+quant:k=q4_0,v=q4_0 --per-position --format tsv
+    [ "$status" -eq 0 ] || differ="$differ exit-$status"
+    cp "$out" "$evtext.$t"
+done
+cmp -s "$evtext.1" "$evtext.2" && cmp -s "$evtext.1" "$evtext.3" && [ -z "$differ" ] &&
+    ok "eval: the same bytes on 1, 2 and 3 threads" ||
+    bad "eval: the same bytes on 1, 2 and 3 threads" "$differ" "$(diff "$evtext.1" "$evtext.2" | head -4)"
+rm -f "$evtext.1" "$evtext.2" "$evtext.3"
+expect_fail "eval: --threads past the most" 2 '--threads: at most 64, got 65' $KV eval --text "$evtext" --threads 65
 run "eval: a window forgets: KL above zero, fewer bytes" \
     $KV eval --text "$evtext" --tokens 200 --cache ring:window=16,sinks=2 --format json
 if [ "$status" -eq 0 ] && python3 -c '

@@ -286,10 +286,11 @@ else
     ok "gnuplot is not installed: rendering checks skipped (sudo apt-get install gnuplot-nox)"
 fi
 
-# --- without gnuplot: data and scripts, the install hint; same seed, same bytes
+# --- without gnuplot: data and scripts, the install hint; same seed, same
+# bytes, on one thread here as on every CPU in A
 B=$plot_tmp/b
 run "plot without gnuplot" env PATH=/nonexistent "$KV" plot projection attention-flops memory quant-error paged \
-    eviction beam mla --quick --seed 3 --out "$B"
+    eviction beam mla streaming kv-formats budget mixed retrieval --quick --seed 3 --threads 1 --out "$B"
 if [ "$status" -eq 0 ] && grep -q 'sudo apt-get install gnuplot-nox' "$out" && [ -s "$B/memory.gp" ] &&
     [ -s "$B/memory.tsv" ] && [ -s "$B/memory.labels.gp" ] && [ ! -e "$B/memory.png" ]
 then ok "without gnuplot: data, labels and scripts written, the message says how to install it"
@@ -298,11 +299,12 @@ else bad "without gnuplot: data, labels and scripts written, the message says ho
 differ=""
 for f in projection.tsv projection.fits.tsv attention-flops.tsv attention-flops.fits.tsv memory.tsv \
     memory.formats.tsv quant-error.tsv quant-error.hist.tsv paged.tsv paged.prefix.tsv eviction.tsv \
-    eviction.budget.tsv beam.tsv mla.tsv mla.bytes.tsv; do
+    eviction.budget.tsv beam.tsv mla.tsv mla.bytes.tsv streaming.tsv kv-formats.tsv kv-formats.kivi.tsv budget.tsv \
+    mixed.tsv retrieval.tsv; do
     cmp -s "$A/$f" "$B/$f" || differ="$differ $f"
 done
-[ -z "$differ" ] && ok "same seed, byte-identical data files (timings aside)" ||
-    bad "same seed, byte-identical data files (timings aside)" "differ:$differ"
+[ -z "$differ" ] && ok "same seed, byte-identical data files (timings aside), on 1 thread and on every CPU" ||
+    bad "same seed, byte-identical data files (timings aside), on 1 thread and on every CPU" "differ:$differ"
 run "plot another seed" env PATH=/nonexistent "$KV" plot quant-error --seed 4 --out "$plot_tmp/c"
 cmp -s "$A/quant-error.tsv" "$plot_tmp/c/quant-error.tsv" && bad "another seed gives other synthetic data" \
     "quant-error.tsv is the same for seeds 3 and 4" || ok "another seed gives other synthetic data"
