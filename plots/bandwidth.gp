@@ -33,8 +33,8 @@ if (out ne "-") { set output out }
 set datafile separator "\t"
 set datafile columnheaders   # row 1 names the columns
 set title title font ",14"
-set label 101 caption at screen 0.01, screen 0.085 left font ",9"
-set bmargin 11
+set label 101 caption at screen 0.01, screen 0.1 left font ",9"
+set bmargin 12
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.85 border -1

@@ -121,7 +121,7 @@ static int write_labels(const PlotCtx *ctx, const BwRun *b, Err *e)
     char caption[768], llc_s[128], pool_s[32], read_s[32];
     snprintf(caption, sizeof caption,
              "one decode step over one KV head: context %zu, head_dim %d, %d query heads share it (GQA); K/V seed %"
-             PRIu64 "\ncold: steps cycle through %s of K/V copies (LLC %s); bandwidth: a %s read, fastest loop %s"
+             PRIu64 "\ncold: steps cycle through %s of K/V copies (LLC %s)\nbandwidth: a %s read, fastest loop %s"
              "\nkernels %s; every figure the median of %zu runs%s; machine: %s\nlabels: the bytes the step read over "
              "its time, as a share of the read bandwidth; the black bars: those bytes at the read bandwidth",
              b->context, BW_HEAD_DIM, BW_GROUP, ctx->seed, human_bytes(pool_s, sizeof pool_s, (double)b->target),
