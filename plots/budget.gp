@@ -50,7 +50,7 @@ set logscale y
 plot data using 1:(column("window_kl")) with linespoints lt 1 title "window (ring)", \
      data using 1:(column("sinks4_kl")) with linespoints lt 2 title "4 sinks + window", \
      data using 1:(column("h2o_kl")) with linespoints lt 3 title "heavy hitters (H2O), half recent", \
-     data using 1:(column("sparse_kl")) with linespoints lt 4 title "block-sparse pages (seed 001)"
+     data using 1:(column("sparse_kl")) with linespoints lt 4 title "block-sparse pages (the MLA notes)"
 
 unset label 101
 unset logscale y

@@ -1,4 +1,4 @@
-# mixed.gp: figure 15 of `kvscope plot`: seed 004's mixed-precision cache on
+# mixed.gp: figure 15 of `kvscope plot`: the mixed-precision proposal's mixed-precision cache on
 # a trained model and held-out text: the newest H rows in f16, the older ones
 # quantized to a cold format. Left: how far the next-token distributions move
 # from the exact cache's (KL, log scale) against H. Right: the same KL

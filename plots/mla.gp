@@ -95,7 +95,7 @@ set linetype 4 lc rgb "#000000" lw 1.2 dt 2
 plot data using 1:"absorbed_flops" with lines lt 1 title "absorbed: W_uk in the query, W_uv after, attention on the latent", \
      data using 1:"decompress_flops" with lines lt 3 title "decompress, no tile cache: every row up-projected every step", \
      data using 1:"decompress_lru_flops" with lines lt 2 \
-         title sprintf("decompress through an LRU of %d tiles (seed 001): only new rows, while they fit", tiles), \
+         title sprintf("decompress through an LRU of %d tiles (the MLA notes): only new rows, while they fit", tiles), \
      data using 1:"absorbed_closed_form" with lines lt 4 title "mla_flops() closed forms (absorbed; decompress, no reuse)", \
      data using 1:"decompress_closed_form" with lines lt 4 notitle
 unset multiplot

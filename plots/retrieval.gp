@@ -53,7 +53,7 @@ plot data using 1:(column("exact_held")) with linespoints lt 1 title "exact (q4_
      data using 1:(column("window_held")) with linespoints lt 2 title "window (ring)", \
      data using 1:(column("sinks4_held")) with linespoints lt 3 title "4 sinks + window", \
      data using 1:(column("h2o_held")) with linespoints lt 4 title "heavy hitters (H2O), half recent", \
-     data using 1:(column("sparse_held")) with linespoints lt 5 title "block-sparse pages (seed 001)"
+     data using 1:(column("sparse_held")) with linespoints lt 5 title "block-sparse pages (the MLA notes)"
 
 unset label 101
 set title "(b) what the fact is worth: bits it saves on the answer"

@@ -1,4 +1,4 @@
-/* memory_formula.c: the KV cache's size (lesson 3, seed 002's "easy"
+/* memory_formula.c: the KV cache's size (lesson 3, the teaching notes' "easy"
  * exercise). Fill in the TODOs; check it with
  * `kvscope lesson check 3 --file THIS_FILE`: it is compared with kvscope's
  * own figures (src/model/memory.h) for every model in data/models and every

@@ -1,4 +1,4 @@
-/* mla_tiles.c: count what seed 001's tile LRU and prefetch queue do in one
+/* mla_tiles.c: count what the MLA notes' tile LRU and prefetch queue do in one
  * generation (lesson 14). Fill in the TODOs; check it with
  * `kvscope lesson check 14 --file THIS_FILE`: your counts are compared with
  * the ones kvscope's own LRU kept when mla-tiny ran the same generations.

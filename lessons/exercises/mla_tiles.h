@@ -1,4 +1,4 @@
-/* mla_tiles.h: seed 001's tile LRU and prefetch queue, counted (lesson 14).
+/* mla_tiles.h: the MLA notes' tile LRU and prefetch queue, counted (lesson 14).
  *
  * An MLA model on the decompress path (`--mla decompress`) reads each
  * layer's cached latent rows in chunks of tile_rows positions: chunk c of a

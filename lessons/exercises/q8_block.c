@@ -56,7 +56,7 @@ void q4_0_block(BlockQ4_0 *out, const float x[QK4_0])
 }
 
 /* fp4 (E2M1) stores a sign and one of eight magnitudes, times the row's
- * scale s. Seed 000 writes the code as round(value / scale): that gives a
+ * scale s. The Marlin design writes the code as round(value / scale): that gives a
  * whole number, 5 among them, and E2M1 has no 5 (its index 5 stands for 3).
  * Find instead the magnitude nearest |x / s|; halfway between two (5 lies
  * between 4 and 6), take the one with the even index. */
@@ -70,7 +70,7 @@ unsigned fp4_code(float x, float s)
     (void)s;
 
     /* TODO: the index of the magnitude nearest a (ties: the even index),
-     * not seed 000's (unsigned)roundf(a) */
+     * not the Marlin design's (unsigned)roundf(a) */
     unsigned idx = 0;
     (void)a;
     (void)e2m1;

@@ -1,5 +1,5 @@
-/* window.c: a sliding window over a fixed buffer (lesson 6, seed 002's
- * "medium" exercise, seed 000's ring buffer). Fill in the TODOs; check it
+/* window.c: a sliding window over a fixed buffer (lesson 6, the teaching notes'
+ * "medium" exercise, the Marlin design's ring buffer). Fill in the TODOs; check it
  * with `kvscope lesson check 6 --file THIS_FILE`. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* mla_tiles.c, solved: seed 001's tile LRU and prefetch queue, counted
+/* mla_tiles.c, solved: the MLA notes' tile LRU and prefetch queue, counted
  * (lesson 14). */
 #include <string.h>
 

@@ -25,7 +25,7 @@ void window_free(Window *w)
     w->k = w->v = NULL;
 }
 
-/* Position p lives in slot p % window: seed 000's write_pos = seq_len % window_size. */
+/* Position p lives in slot p % window: the Marlin design's write_pos = seq_len % window_size. */
 static size_t slot(const Window *w, size_t pos)
 {
     return pos % w->window;

@@ -11,7 +11,7 @@
 #include "report/bench_report.h"
 #include "sim/decode_bench.h"
 
-/* The cache formats a decode is measured with: seed 004's and llama.cpp's
+/* The cache formats a decode is measured with: the mixed-precision proposal's and llama.cpp's
  * usual choices for a long context. */
 static const char *const caches[] = { "contiguous+quant:k=f16,v=f16", "contiguous+quant:k=q8_0,v=q8_0" };
 static const char *const cache_names[] = { "f16", "q8_0" };

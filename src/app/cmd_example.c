@@ -1,4 +1,4 @@
-/* cmd_example.c: `kvscope example`: seed 002's worked example, step by step.
+/* cmd_example.c: `kvscope example`: the teaching notes' worked example, step by step.
  *
  * One layer, one head, d_model = d_k = 4, the document's three prompt
  * embeddings, four generated tokens. Every figure printed here comes from the
@@ -19,7 +19,7 @@
 static void help(void)
 {
     printf("usage: kvscope example [--model NAME] [--set KEY=VALUE] [--cache SPEC]\n\n"
-           "Walk through the source document's worked example (seed 002): a one-layer,\n"
+           "Walk through the source document's worked example (the teaching notes): a one-layer,\n"
            "one-head model with d_model = d_k = 4 generates 4 tokens from a 3-token prompt.\n"
            "Each step shows the new tokens' Q, K and V, the cache after the append, the\n"
            "attention weights, and why; the end shows the document's summary table, with\n"
@@ -178,7 +178,7 @@ static int walk_cached(Walk *w, const Model *m, KvCache *cache, const int *promp
     if (rc < 0)
         return -1;
     /* only once the model is known to run: an error stays one line */
-    printf("The worked example of the source document (seed 002): model %s, d_model %zu, %zu layer(s),\n"
+    printf("The worked example of the source document (the teaching notes): model %s, d_model %zu, %zu layer(s),\n"
            "%zu head(s), d_k %zu; weights: %s; cache: %s.\n"
            "Prompt: tokens 0 1 2 (embeddings x0, x1, x2). Generating %d tokens takes %d forward passes.\n",
            c->name, c->d_model, c->n_layers, c->n_heads, c->head_dim, m->source, cache_spec, EXAMPLE_TOKENS,

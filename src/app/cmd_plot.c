@@ -42,7 +42,7 @@ const PlotFigure plot_figures[] = {
       NULL, 0, plot_kv_formats },
     { 14, "budget", "eviction at an equal budget on real text: window, sinks, H2O, block-sparse vs the budget",
       NULL, 0, plot_budget },
-    { 15, "mixed", "mixed precision (seed 004): hot f16 window size and cold format vs KL and bytes", NULL, 0,
+    { 15, "mixed", "the mixed-precision proposal's cache: hot f16 window size and cold format vs KL and bytes", NULL, 0,
       plot_mixed },
     { 16, "retrieval", "a fact stated early, asked for late: rows each cache still holds, bits the fact saves",
       NULL, 0, plot_retrieval },

@@ -1,5 +1,5 @@
 /* run_beam.c: `kvscope run --model encdec --beams W`: beam search over an
- * encoder-decoder (seed 003) with the self-attention cache the user names
+ * encoder-decoder (the encoder-decoder notes) with the self-attention cache the user names
  * and one shared cross-attention cache, without a cache, or both. This file
  * checks the options and runs the searches; report/beam_report.c prints. */
 #include "app/run_beam.h"

@@ -59,7 +59,7 @@ static int load_lesson(json_t *l, Lesson *out, size_t number, Err *e)
         return err_set(e, ERR_RUNTIME, "%s is not an object", where);
     const char *file = "";
     if (get_str(l, "id", 1, &out->id, where, e) < 0 || get_str(l, "title", 1, &out->title, where, e) < 0 ||
-        get_str(l, "file", 0, &file, where, e) < 0 || get_str(l, "seeds", 0, &out->seeds, where, e) < 0 ||
+        get_str(l, "file", 0, &file, where, e) < 0 || get_str(l, "sources", 0, &out->sources, where, e) < 0 ||
         get_str(l, "waiting_for", 0, &out->waiting_for, where, e) < 0 ||
         get_str(l, "probe", 0, &out->probe, where, e) < 0)
         return -1;

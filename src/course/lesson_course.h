@@ -49,7 +49,7 @@ typedef struct {
     const char *id;
     const char *title;
     const char *file;     /* NULL for a lesson that waits */
-    const char *seeds;    /* "002" or "000, 001": the source documents it teaches */
+    const char *sources;  /* "teaching notes, Marlin design": the source documents it teaches */
     const char *waiting_for; /* the engine part a lesson not yet written waits for */
     const char *probe;    /* a kvscope command that succeeds once that part exists */
     QuizQuestion *quiz;

@@ -444,18 +444,25 @@ size_t doc_numbers(const char *text, size_t line, int only_figures, DocFigure *o
 
 /* --- the figure rule ------------------------------------------------------ */
 
-static int is_seed_quote(const Block *b)
+/* A quote of a source document's own words, to be corrected: it begins
+ * with the document's short title (lessons/README.md, "The source documents"). */
+static int is_source_quote(const Block *b)
 {
+    static const char *const titles[] = { "The Marlin design", "The MLA notes", "The teaching notes",
+                                          "The encoder-decoder notes", "The mixed-precision proposal" };
     const char *p = b->text;
     while (*p == '>' || *p == ' ')
         p++;
-    return strncmp(p, "Seed ", 5) == 0 && isdigit((unsigned char)p[5]);
+    for (size_t i = 0; i < sizeof titles / sizeof titles[0]; i++)
+        if (strncmp(p, titles[i], strlen(titles[i])) == 0)
+            return 1;
+    return 0;
 }
 
 /* Blocks whose numbers are prose (ours to check). */
 static int is_prose(const Block *b)
 {
-    return b->kind == BLK_PARA || (b->kind == BLK_QUOTE && !is_seed_quote(b));
+    return b->kind == BLK_PARA || (b->kind == BLK_QUOTE && !is_source_quote(b));
 }
 
 /* A section: the blocks between two headings, [first, last]. */

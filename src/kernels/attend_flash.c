@@ -1,4 +1,4 @@
-/* attend_flash.c: attention in tiles with an online softmax (seed 000).
+/* attend_flash.c: attention in tiles with an online softmax (the Marlin design).
  *
  * The rows are consumed ATTEND_TILE at a time. For each tile, the scores are
  * computed, the running max m of each head is raised if needed, what was
@@ -18,7 +18,7 @@
  * with 16-bit integer weights in parts of ATTEND_IV_ROWS rows, cut by
  * position too (add_part_int).
  *
- * Why tiles of 1024 rows and not seed 000's 64 (kernels.h): a tile reads
+ * Why tiles of 1024 rows and not the Marlin design's 64 (kernels.h): a tile reads
  * its K rows, then its V rows, and each switch restarts a stream from
  * memory. At 64 rows that cost flash up to 2x over naive on the formats
  * bound by computation (q8_0, cold, 65536 rows: 1.1 to 2.6 ms against

@@ -3,7 +3,7 @@
  * Naive: every score of the query, one softmax, then the weighted sum; each
  * row is decoded by its format's codec where it is read, a block's visible
  * rows in one tile call. Materialize: first
- * decode every block into an f32 view (seed 004's merged f16 view, here f32),
+ * decode every block into an f32 view (the mixed-precision proposal's merged f16 view, here f32),
  * then run naive over the view: the view's traffic is what it costs. */
 #include <math.h>
 #include <string.h>

@@ -36,7 +36,7 @@
  *         A subnormal s (absmax < 6 * 2^-14) may lie up to 2^-25 below
  *         absmax / 6, as for int4: values past 6 s saturate at 6, off by
  *         at most absmax - 6s < 6 * 2^-25.
- *         (Seed 000 also lists 0.25 and 0.75; E2M1 has no such values.)
+ *         (The Marlin design also lists 0.25 and 0.75; E2M1 has no such values.)
  *   u4    the values are already codes (the kivi cache maps keys to code
  *   u2    space per channel): q = clamp(roundf(x), 0, 15) for u4, [0, 3]
  *         for u2, ties away from zero (2.5 -> 3). Within [0, max code] the

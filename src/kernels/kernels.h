@@ -198,8 +198,8 @@ typedef struct {
 
 typedef enum {
     ATTEND_NAIVE = 0,   /* all scores, softmax, weighted sum; rows decoded where they are read */
-    ATTEND_MATERIALIZE, /* naive over an f32 view decoded first (seed 004's merged view) */
-    ATTEND_FLASH,       /* tiles of ATTEND_TILE rows, online softmax, dequantization fused (seed 000) */
+    ATTEND_MATERIALIZE, /* naive over an f32 view decoded first (the mixed-precision proposal's merged view) */
+    ATTEND_FLASH,       /* tiles of ATTEND_TILE rows, online softmax, dequantization fused (the Marlin design) */
 } AttendAlgo;
 
 /* Run attention with kernels k. Counts scores, softmax, weighted sum, the
@@ -217,7 +217,7 @@ int attend_algo_parse(const char *name, AttendAlgo *out);
 /* Largest GQA group the attention kernels serve (query heads per KV head). */
 #define ATTEND_MAX_GROUP 128
 
-/* The tile of the flash form: rows per online-softmax update. Seed 000's
+/* The tile of the flash form: rows per online-softmax update. The Marlin design's
  * TILE_KV was 64; 1024 keeps the K and V streams from restarting every 64
  * rows, which cost the quantized formats up to 2x (attend_flash.c). Its
  * scratch: group * min(ATTEND_TILE, visible rows) scores. */

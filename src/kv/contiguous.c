@@ -1,4 +1,4 @@
-/* contiguous.c: the pre-allocated cache of seeds 000 and 002.
+/* contiguous.c: the pre-allocated cache of the Marlin design and the teaching notes.
  *
  * One buffer per tensor, K and V each [layer][seq][kv_head][max] rows, a row
  * being head_dim values in the storage format (f32 unless +quant says

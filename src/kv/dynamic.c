@@ -1,4 +1,4 @@
-/* dynamic.c: the cache that grows by concatenation (seed 002's dynamic mode).
+/* dynamic.c: the cache that grows by concatenation (the teaching notes' dynamic mode).
  *
  * Every append allocates new K and V buffers one append larger, copies the
  * old rows across and frees the old ones, as np.concatenate does. It never

@@ -1,4 +1,4 @@
-/* mixed.c: the mixed-precision cache of seed 004 (llama.cpp's mixed KV
+/* mixed.c: the mixed-precision cache of the mixed-precision proposal (llama.cpp's mixed KV
  * cache design), with gradual aging.
  *
  * Per (layer, sequence, KV head) the rows sit in up to three runs, oldest
@@ -7,7 +7,7 @@
  * rows are re-encoded into the next colder run; when warm holds more than
  * `warm_rows`, its oldest group moves to cold. Attention reads the runs as
  * three blocks, each in its own format: fused (the codecs decode in
- * registers) or, with --attention materialize, through seed 004's merged
+ * registers) or, with --attention materialize, through the mixed-precision proposal's merged
  * f32 view, its traffic counted.
  *
  * Each run is a contiguous array in position order; a move re-encodes the

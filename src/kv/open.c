@@ -44,7 +44,7 @@ static const char modifiers_help[] =
     "  +quant:k=FMT,v=FMT      store K and V in a format each (f32, f16, q8_0, q4_0, int4, fp4);\n"
     "                          every layout but kivi, which sets its own\n"
     "  +sparse:threshold=T,keep=R  (paged) past T tokens keep the most recent fraction R of the\n"
-    "                          pages and give the others back (seed 001's block-sparse mode)\n";
+    "                          pages and give the others back (the MLA notes' block-sparse mode)\n";
 
 void kv_spec_help(char *buf, size_t cap)
 {

@@ -1,5 +1,5 @@
 /* paged.c: a page pool shared by all sequences (vLLM's PagedAttention
- * layout; seed 001's pool with a free list).
+ * layout; the MLA notes' pool with a free list).
  *
  * The pool is reserved once: max_pages pages of `page` positions, each
  * holding those positions' K and V rows for every layer and KV head:
@@ -18,7 +18,7 @@
  * Copy on write: fork maps the parent's pages into the child; the first
  * append into a shared page copies it first.
  *
- * Block-sparse (+sparse:threshold=T,keep=R, seed 001): once a sequence holds
+ * Block-sparse (+sparse:threshold=T,keep=R, the MLA notes): once a sequence holds
  * more than T positions, only the most recent ceil(R * pages) of its logical
  * pages stay; the older ones are given back and attention no longer sees
  * them. The check runs before each pass, so a pass always sees its own rows. */

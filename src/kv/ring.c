@@ -1,4 +1,4 @@
-/* ring.c: a sliding-window cache with attention sinks (seed 000's ring
+/* ring.c: a sliding-window cache with attention sinks (the Marlin design's ring
  * buffer; Mistral's window; StreamingLLM's sinks).
  *
  * Per (layer, sequence, KV head): `sinks` rows for the first positions, kept

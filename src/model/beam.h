@@ -1,4 +1,4 @@
-/* beam.h: beam search over an encoder-decoder (seed 003), with a cache or
+/* beam.h: beam search over an encoder-decoder (the encoder-decoder notes), with a cache or
  * without one.
  *
  * W hypotheses ("beams") advance together. Each step feeds every live

@@ -17,7 +17,7 @@ typedef enum {
 
 typedef enum {
     ARCH_DECODER = 0, /* decoder-only: one causal stack over the prompt and what it generates */
-    ARCH_ENCDEC,      /* encoder-decoder (seed 003): a bidirectional encoder over a source, a decoder
+    ARCH_ENCDEC,      /* encoder-decoder (the encoder-decoder notes): a bidirectional encoder over a source, a decoder
                          with causal self-attention plus cross-attention to the encoder's output */
 } Arch;
 
@@ -46,7 +46,7 @@ typedef struct {
     int shared_layers;     /* 1: one set of layer weights serves every layer */
 
     AttnKind attention;
-    size_t kv_lora_rank;  /* MLA latent width (512 in seed 001) */
+    size_t kv_lora_rank;  /* MLA latent width (512 in the MLA notes) */
     size_t qk_rope_dim;   /* MLA shared RoPE key width (64) */
     size_t qk_nope_dim;   /* MLA per-head non-RoPE key width */
     size_t v_head_dim;    /* MLA per-head value width */

@@ -1,4 +1,4 @@
-/* encdec.h: the encoder-decoder of seed 003, and its two caches.
+/* encdec.h: the encoder-decoder of the encoder-decoder notes, and its two caches.
  *
  * The encoder reads the source once: embeddings, then encoder_layers of
  * bidirectional self-attention (every source token sees every other; RoPE
@@ -13,11 +13,11 @@
  *     layer. They depend on the source only, so they are computed once and
  *     every beam reads the same rows (CrossCache: one KvCache sequence,
  *     reference counted by the beams that read it, never copied).
- * Without a cache (the seed's "WITHOUT KV CACHE") every step re-runs the
+ * Without a cache (the encoder-decoder notes' "WITHOUT KV CACHE") every step re-runs the
  * whole target of every beam and recomputes the cross K and V from the
  * memory, per beam and per layer, as a decoder called with (memory, tokens)
  * must; the encoder's output itself is computed once either way (it is the
- * input of the decoder in the seed, not part of its cache). */
+ * input of the decoder in the encoder-decoder notes, not part of its cache). */
 #ifndef KVSCOPE_MODEL_ENCDEC_H
 #define KVSCOPE_MODEL_ENCDEC_H
 
@@ -100,11 +100,11 @@ int encdec_greedy(const Model *m, const int *src, KvCache *self, size_t max_len,
 
 /* The memory of the decoder's caches, computed from the config (f32):
  *   self per beam  = n_layers x n_kv_heads x tgt_len x head_dim x 4 B x 2 (K and V)
- *   cross per beam = the same with src_len (what the seed counts, one per beam) */
+ *   cross per beam = the same with src_len (what the notes count, one per beam) */
 typedef struct {
     size_t self_per_beam;
     size_t cross_per_beam;
-    size_t seed_per_beam; /* self + cross: the seed's "total per beam" */
+    size_t seed_per_beam; /* self + cross: the encoder-decoder notes' "total per beam" */
     size_t seed_total;    /* width x (self + cross): a cross cache per beam */
     size_t shared_total;  /* width x self + one cross cache: kvscope's sharing */
 } EncDecMemory;

@@ -248,7 +248,7 @@ static void decompress_rows(MlaState *st, const Group *g, const MlaChunk *ch, Ml
     st->stats.tiles.rows_decompressed += n;
 }
 
-/* Seed 001's way: decompress each chunk to per-head K and V (through the
+/* The MLA notes' way: decompress each chunk to per-head K and V (through the
  * tile LRU), then attend as usual. */
 static void attend_decompress(MlaState *st, const Group *g, Counters *ctr)
 {

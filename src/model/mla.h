@@ -1,5 +1,5 @@
-/* mla.h: multi-head latent attention (DeepSeek-V2; seed 001's compressed
- * latent cache), with its two read paths, seed 001's LRU of decompressed
+/* mla.h: multi-head latent attention (DeepSeek-V2; the MLA notes' compressed
+ * latent cache), with its two read paths, the MLA notes' LRU of decompressed
  * tiles and its prefetch of the next block.
  *
  * Per layer and token x (H heads; r = kv_lora_rank, p = qk_rope_dim,
@@ -10,10 +10,10 @@
  *   q_h    = [q_nope_h | RoPE(q_rope_h)]      [dn+p] from W_q (the layer's wq)
  *
  * The cache holds, per token and layer, only the latent row [c_kv | k_rope]:
- * r + p values (seed 001: 512 + 64 = 576), stored as the K row of a k_only
+ * r + p values (the MLA notes: 512 + 64 = 576), stored as the K row of a k_only
  * geometry (one "KV head" of r + p values, no V; model_kv_geometry). Any
  * layout and format serves: contiguous, dynamic, paged, ring, mixed, +quant.
- * c_kv is cached after its RMSNorm (as vLLM does); seed 001 caches it before
+ * c_kv is cached after its RMSNorm (as vLLM does); the MLA notes caches it before
  * and applies kv_a_layernorm at every decompression: the same numbers, the
  * norm paid once per token instead of once per read.
  *
@@ -23,11 +23,11 @@
  * and x += W_o [out_1 .. out_H]. Two ways to compute it, equal up to float
  * rounding (model.h's MlaPath):
  *
- * decompress (seed 001's decompress_kv): every row read is up-projected,
+ * decompress (the MLA notes' decompress_kv): every row read is up-projected,
  *   K_nope_hj = W_uk_h c_j and V_hj = W_uv_h c_j for every head, then
  *   ordinary attention over [K_nope_hj | k_rope_j] and V_hj. The rows are
  *   decompressed a tile at a time (MLA_TILE_ROWS positions of one block, all
- *   heads); an LRU of model->mla_tiles such tiles (seed 001's threadgroup
+ *   heads); an LRU of model->mla_tiles such tiles (the MLA notes' threadgroup
  *   cache, default 4) keeps them, so a tile met again (the same layer,
  *   sequence and positions, as the growing last tile is at every decode
  *   step) is reused and only its new rows are decompressed.
@@ -71,7 +71,7 @@
 #define MLA_TILE_ROWS 64      /* positions per decompressed tile (a block of more is cut at multiples) */
 #define MLA_PREFETCH_DEPTH 8  /* prefetches in flight at most; the oldest is retired past it */
 
-/* Seed 001's LRU of decompressed tiles (decompress path). A lookup is one
+/* The MLA notes' LRU of decompressed tiles (decompress path). A lookup is one
  * tile needed by one pass of one layer and sequence; it hits when the LRU
  * holds that tile, whose rows are then reused (only rows added since are
  * decompressed). */

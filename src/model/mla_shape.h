@@ -12,7 +12,7 @@
 #include "model/model.h"
 #include "util/err.h"
 
-#define MLA_DEFAULT_TILES 4   /* seed 001's threadgroup_cache_size */
+#define MLA_DEFAULT_TILES 4   /* the MLA notes' threadgroup_cache_size */
 
 /* Values one cached latent row holds: kv_lora_rank + qk_rope_dim. */
 size_t mla_latent_dim(const Config *c);

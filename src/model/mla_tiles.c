@@ -1,12 +1,12 @@
-/* mla_tiles.c: seed 001's LRU of decompressed tiles and its prefetch queue.
+/* mla_tiles.c: the MLA notes' LRU of decompressed tiles and its prefetch queue.
  *
- * The seed's CompressedKVCacheMLA keeps threadgroup_cache_size (4) tiles of
+ * The MLA notes' CompressedKVCacheMLA keeps threadgroup_cache_size (4) tiles of
  * decompressed K/V, checked before decompressing a block again; and a queue
  * of prefetches of the next block, issued while the current one is worked
  * on. Here a tile is MLA_TILE_ROWS positions of one layer and sequence, all
  * heads' K_nope and V plus the RoPE key; the prefetch is a real
  * __builtin_prefetch over the latent rows' cache lines, its requests
- * counted as the seed's queue statistics. */
+ * counted as the MLA notes' queue statistics. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -49,7 +49,7 @@ typedef struct {
     float *wo;   /* [d_model][n_heads * head_dim] */
 } CrossWeights;
 
-/* The multi-head latent attention of one layer (DeepSeek-V2, seed 001; no
+/* The multi-head latent attention of one layer (DeepSeek-V2, the MLA notes; no
  * query compression), beside its LayerWeights: the layer's wq is MLA's
  * query projection ([n_heads * (qk_nope_dim + qk_rope_dim)][d_model], with
  * head_dim = qk_nope_dim + qk_rope_dim), its wk, wv and wo are not used.
@@ -68,7 +68,7 @@ typedef struct {
 /* How MLA attention reads its latent cache (model/mla.h). */
 typedef enum {
     MLA_ABSORBED = 0, /* W_uk folded into the query, W_uv applied after attention: K, V never built */
-    MLA_DECOMPRESS,   /* every cached row up-projected to per-head K and V (seed 001's way) */
+    MLA_DECOMPRESS,   /* every cached row up-projected to per-head K and V (the MLA notes' way) */
 } MlaPath;
 
 /* The source document's four pitfalls, committed on purpose so a learner
@@ -104,7 +104,7 @@ typedef struct {
     /* MLA only (attention = mla; NULL otherwise) */
     MlaWeights *mla;      /* [n_layers], or [1] with shared_layers */
     MlaPath mla_path;     /* absorbed (default) or decompress */
-    size_t mla_tiles;     /* decompress: tiles the LRU of decompressed tiles holds (seed 001: 4); 0 = off */
+    size_t mla_tiles;     /* decompress: tiles the LRU of decompressed tiles holds (the MLA notes: 4); 0 = off */
     QuantMat q_unembed;   /* the classifier as a checkpoint stores it (unembed NULL then) */
     int int_dot;          /* stored q8_0/q4_0 matrices multiply the activation rounded to q8_0, and
                              q8_0/q4_0 cache keys are scored against the query rounded to q8_0, by

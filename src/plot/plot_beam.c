@@ -140,7 +140,7 @@ static int write_beam_labels(const PlotCtx *ctx, const Model *m, const EncDecMem
     const Config *c = &m->cfg;
     char caption[1024];
     snprintf(caption, sizeof caption,
-             "model %s (seed 003's encoder-decoder): decoder %zu layers x %zu KV heads x %zu, f32 (%zu B of self "
+             "model %s (the encoder-decoder notes' encoder-decoder): decoder %zu layers x %zu KV heads x %zu, f32 (%zu B of self "
              "cache per beam at %zu tokens); weights %s\n"
              "source: %zu random ids (seed %" PRIu64 "); beam search up to %zu tokens, score = log p / len; self "
              "cache: contiguous (a fork copies the rows) vs paged:page=16 and paged:page=4 (copy-on-write)\n"

@@ -1,5 +1,5 @@
 /* plot_budget.c: figure 14, eviction at an equal budget on real text: a
- * window, a window with 4 sinks, heavy hitters (H2O) and seed 001's
+ * window, a window with 4 sinks, heavy hitters (H2O) and the MLA notes'
  * block-sparse pages, each holding about B rows per layer, streamed over
  * held-out text through the trained kjv-small inside its context, so the
  * exact cache is the reference every policy is measured against. */

@@ -1,4 +1,4 @@
-/* plot_mixed.c: figure 15, seed 004's mixed-precision cache on a trained
+/* plot_mixed.c: figure 15, the mixed-precision proposal's mixed-precision cache on a trained
  * model and held-out text: the newest `hot` rows kept in f16, older ones
  * quantized to a cold format in groups of 16; how far the next-token
  * distributions move from the exact cache's, and what the cache holds,
@@ -70,7 +70,7 @@ int plot_mixed(const PlotCtx *ctx, PlotNote *note, Err *e)
         snprintf(caption, sizeof caption,
                  "%s streams the first %zu tokens of the held-out books, inside its trained context (the exact f32 "
                  "cache: %.4f bits per byte).\nmixed:hot=H,group=%d,cold=C keeps the newest H rows in f16 and "
-                 "quantizes older ones to C, %d rows at a time (seed 004); H = 0 is the whole cache in C, the "
+                 "quantizes older ones to C, %d rows at a time (the mixed-precision proposal); H = 0 is the whole cache in C, the "
                  "dashed line the whole cache in f16.\nKL: mean KL(exact || cache) of the next-token distributions; "
                  "bytes: what the cache holds after the last token.",
                  MIXED_MODEL, j.n, j.res[0].bits_per_byte, GROUP, GROUP);

@@ -5,7 +5,7 @@
  * token, measured by the engine's counters in real generation runs, on the
  * two read paths: absorbed (W_uk and W_uv folded into the query and the
  * output, attention straight on the latent) and decompress (every row
- * up-projected to per-head K and V), with seed 001's LRU of decompressed
+ * up-projected to per-head K and V), with the MLA notes' LRU of decompressed
  * tiles and without one. */
 #include "plot/plot.h"
 

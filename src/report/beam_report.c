@@ -1,5 +1,5 @@
 /* beam_report.c: what `kvscope run` prints of a beam search (beam_report.h):
- * a row per step, the hypotheses, the memory per beam beside seed 003's
+ * a row per step, the hypotheses, the memory per beam beside the encoder-decoder notes'
  * estimate, what the run measured, and the cached/uncached comparison. */
 #include "report/beam_report.h"
 
@@ -16,7 +16,7 @@
 #include "model/beam.h"
 #include "model/encdec.h"
 
-/* The width the seed's memory estimate is worked for ("beam_width=8"). */
+/* The width the encoder-decoder notes' memory estimate is worked for ("beam_width=8"). */
 #define SEED_WIDTH 8
 
 void beam_report_step_header(OutFormat fmt)
@@ -70,7 +70,7 @@ int beam_report_step(void *user, const BeamStep *st)
     return 0;
 }
 
-/* "163.8 kB" / "1.23 MB": the seed's decimal units. */
+/* "163.8 kB" / "1.23 MB": the encoder-decoder notes' decimal units. */
 static const char *dec_bytes(char *buf, size_t cap, double b)
 {
     if (b < 1e6)
@@ -107,7 +107,7 @@ json_t *beam_report_hyps_json(const BeamResult *r)
     return a;
 }
 
-/* The seed's estimate recomputed from the config, and kvscope's sharing. */
+/* The encoder-decoder notes' estimate recomputed from the config, and kvscope's sharing. */
 int beam_report_memory(const Config *c, size_t width, json_t *root, OutFormat fmt, Err *e)
 {
     EncDecMemory mem, mem8;
@@ -128,16 +128,16 @@ int beam_report_memory(const Config *c, size_t width, json_t *root, OutFormat fm
     if (fmt != OUT_TABLE)
         return 0;
     char a[32], b[32], x[32], y[32];
-    printf("memory per beam, from the config (f32, K and V) - seed 003's estimate, recomputed:\n");
+    printf("memory per beam, from the config (f32, K and V) - the encoder-decoder notes' estimate, recomputed:\n");
     printf("  self-attention   %zu layers x %zu heads x %zu tokens x %zu x 4 B x 2 = %zu B (%s, %s)\n", c->n_layers,
            c->n_kv_heads, c->max_seq_len, c->head_dim, mem.self_per_beam,
            dec_bytes(a, sizeof a, (double)mem.self_per_beam), human_bytes(b, sizeof b, (double)mem.self_per_beam));
     printf("  cross-attention  %zu layers x %zu heads x %zu tokens x %zu x 4 B x 2 = %zu B (%s, %s)\n", c->n_layers,
            c->n_kv_heads, c->src_len, c->head_dim, mem.cross_per_beam,
            dec_bytes(a, sizeof a, (double)mem.cross_per_beam), human_bytes(b, sizeof b, (double)mem.cross_per_beam));
-    printf("  per beam with a cross cache each (the seed's count): %zu B (%s; %.1f MB rounded)\n", mem.seed_per_beam,
+    printf("  per beam with a cross cache each (the encoder-decoder notes' count): %zu B (%s; %.1f MB rounded)\n", mem.seed_per_beam,
            dec_bytes(a, sizeof a, (double)mem.seed_per_beam), rounded);
-    printf("  %d beams (the seed's example): %zu B (%s); %d x the rounded %.1f MB gives %.1f MB\n", SEED_WIDTH,
+    printf("  %d beams (the encoder-decoder notes' example): %zu B (%s); %d x the rounded %.1f MB gives %.1f MB\n", SEED_WIDTH,
            mem8.seed_total, dec_bytes(a, sizeof a, (double)mem8.seed_total), SEED_WIDTH, rounded, SEED_WIDTH * rounded);
     printf("  %zu beam(s), one cross cache shared (kvscope): %zu x %zu + %zu = %zu B (%s) instead of %zu B (%s)\n",
            width, width, mem.self_per_beam, mem.cross_per_beam, mem.shared_total,

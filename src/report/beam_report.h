@@ -1,5 +1,5 @@
 /* beam_report.h: `kvscope run` on an encoder-decoder, printed: a row per
- * beam-search step, the hypotheses, the memory per beam (seed 003's
+ * beam-search step, the hypotheses, the memory per beam (the encoder-decoder notes'
  * estimate recomputed, and kvscope's shared cross cache), what the run
  * measured, and the cached/uncached comparison. Tables and TSV go to
  * stdout; JSON members are added to a root object the caller prints. */

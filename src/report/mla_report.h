@@ -1,6 +1,6 @@
 /* mla_report.h: what `kvscope run` prints about an MLA model's attention: the
  * read path, the latent cache's bytes per token against memory.h and the
- * MHA cache it stands for, seed 001's tile LRU and prefetch queue. */
+ * MHA cache it stands for, the MLA notes' tile LRU and prefetch queue. */
 #ifndef KVSCOPE_REPORT_MLA_REPORT_H
 #define KVSCOPE_REPORT_MLA_REPORT_H
 

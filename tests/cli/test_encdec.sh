@@ -1,15 +1,15 @@
-# test_encdec.sh: the encoder-decoder of seed 003 and beam search through
+# test_encdec.sh: the encoder-decoder of the encoder-decoder notes and beam search through
 # `kvscope run`, as a user drives them.
 
 expect_ok "encdec: run --help explains --beams" '--beams W' $KV run --help
 expect_ok "encdec: beam search of width 4" '^hypotheses, cached' $KV run --model encdec --beams 4
 expect_ok "encdec: the cross cache is computed once for every beam" \
     'computed 1 time\(s\) \(600 memory rows projected\), read by up to 4 beams' $KV run --model encdec --beams 4
-expect_ok "encdec: seed 003's self cache per beam, recomputed" \
+expect_ok "encdec: the encoder-decoder notes' self cache per beam, recomputed" \
     'self-attention +4 layers x 8 heads x 20 tokens x 32 x 4 B x 2 = 163840 B' $KV run --model encdec --beams 4
-expect_ok "encdec: seed 003's cross cache per beam, recomputed" \
+expect_ok "encdec: the encoder-decoder notes' cross cache per beam, recomputed" \
     'cross-attention +4 layers x 8 heads x 150 tokens x 32 x 4 B x 2 = 1228800 B \(1.23 MB' $KV run --model encdec --beams 4
-expect_ok "encdec: 8 beams: 11.14 MB exactly, the seed's 11.2 MB from rounding" \
+expect_ok "encdec: 8 beams: 11.14 MB exactly, the notes' 11.2 MB from rounding" \
     '8 beams .*11141120 B \(11.14 MB\); 8 x the rounded 1.4 MB gives 11.2 MB' $KV run --model encdec --beams 4
 expect_ok "encdec: one shared cross cache for 4 beams" \
     '4 x 163840 \+ 1228800 = 1884160 B' $KV run --model encdec --beams 4

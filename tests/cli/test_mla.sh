@@ -25,7 +25,7 @@ expect_ok "mla: prefetch statistics" '^cached MLA prefetch: [0-9]+ queued, [0-9]
     $KV run --model mla-tiny --tokens 4 --cache paged:page=4
 expect_ok "mla: json reports path, tiles and prefetch" '"hit_rate": 0\.91' \
     $KV run --model mla-tiny --tokens 12 --mla decompress --format json
-expect_ok "mla: the seed 001 preset runs with --shared (576 values, 17.78x)" \
+expect_ok "mla: the MLA notes preset runs with --shared (576 values, 17.78x)" \
     'memory.h 4608 B \(576 values x 2 layers, f32\); the decompressed MHA cache: 81920 B, 17\.78x more' \
     $KV run --model mla --shared --set n_layers=2 --tokens 2
 expect_ok "mla: deepseek-v2-lite --shared runs a few tokens" \

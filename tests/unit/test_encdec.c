@@ -1,11 +1,11 @@
-/* test_encdec.c: the encoder-decoder of seed 003 and beam search.
+/* test_encdec.c: the encoder-decoder of the encoder-decoder notes and beam search.
  *
  * Beam search with a cache (contiguous, dynamic, paged) chooses the same
  * beams, with the same scores, as beam search that recomputes everything;
  * the cross cache is computed once, shared, never copied, its bytes the same
  * whatever the width; forks copy rows (contiguous) or share pages (paged,
  * copies on first write only) and every page comes back; width 1 is plain
- * greedy decoding; the memory figures are seed 003's closed form. */
+ * greedy decoding; the memory figures are the encoder-decoder notes' closed form. */
 #include "testutil.h"
 
 #include "kv/cache.h"
@@ -309,7 +309,7 @@ static void test_cross_cache_shared(void **state)
     model_free(&m);
 }
 
-/* Seed 003's estimate, recomputed from the preset: 163,840 B of self cache
+/* The encoder-decoder notes' estimate, recomputed from the preset: 163,840 B of self cache
  * and 1,228,800 B of cross cache per beam, 11,141,120 B for 8 beams (the
  * seed rounds to 1.4 MB per beam and writes 11.2 MB). */
 static void test_memory_closed_form(void **state)

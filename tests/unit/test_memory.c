@@ -89,7 +89,7 @@ static void test_format_names(void **state)
     assert_string_equal(format_name(FMT_F32), "f32");
 }
 
-/* --- seed 002: the 7B model ------------------------------------------------ */
+/* --- the teaching notes: the 7B model ------------------------------------------------ */
 
 static void test_llama2_7b(void **state)
 {
@@ -97,14 +97,14 @@ static void test_llama2_7b(void **state)
     Config c = load("llama-2-7b");
     /* 2 (K,V) x 32 layers x 32 KV heads x 128 head_dim x 2 bytes */
     size_t per_token = (size_t)2 * 32 * 32 * 128 * 2;
-    assert_int_equal(per_token, 524288); /* seed 002: "524,288 x seq_len bytes" */
+    assert_int_equal(per_token, 524288); /* the teaching notes: "524,288 x seq_len bytes" */
     KvBytes b = cache_bytes(&c, FMT_F16, 4096, 1);
     assert_int_equal(b.token_layer, per_token / 32);
     assert_int_equal(b.token, per_token);
     assert_int_equal(b.layer, per_token / 32 * 4096);
     assert_int_equal(b.total, per_token * 4096);
-    assert_int_equal(b.total, 2 * GiB); /* seed 002: 4,096 tokens "2 GB" (GiB) */
-    /* seed 002's table: 32,768 tokens "16 GB", batch 32 at 4,096 "64 GB",
+    assert_int_equal(b.total, 2 * GiB); /* the teaching notes: 4,096 tokens "2 GB" (GiB) */
+    /* the teaching notes' table: 32,768 tokens "16 GB", batch 32 at 4,096 "64 GB",
      * batch 32 at 8K "128 GB": all right, in GiB */
     assert_int_equal(cache_bytes(&c, FMT_F16, 32768, 1).total, 16 * GiB);
     assert_int_equal(cache_bytes(&c, FMT_F16, 4096, 32).total, 64 * GiB);
@@ -114,7 +114,7 @@ static void test_llama2_7b(void **state)
     assert_int_equal(memory_shape_reference(&c, &ref), -1);
 }
 
-/* --- seed 002, exercise 1: Llama 3 8B, GQA vs MHA at 8,192 ---------------- */
+/* --- the teaching notes, exercise 1: Llama 3 8B, GQA vs MHA at 8,192 ---------------- */
 
 static void test_llama3_8b_gqa_vs_mha(void **state)
 {
@@ -133,17 +133,17 @@ static void test_llama3_8b_gqa_vs_mha(void **state)
     assert_int_equal(m.total, 4 * GiB);
     assert_int_equal(m.total / b.total, 4);
     assert_int_equal(m.total % b.total, 0);
-    /* seed 002's quiz: "0.5 MB per token drops to ~0.125 MB": 131,072 B = 0.125 MiB */
+    /* the teaching notes' quiz: "0.5 MB per token drops to ~0.125 MB": 131,072 B = 0.125 MiB */
     assert_int_equal(b.token, 128 * KiB);
 }
 
-/* --- seed 000: the Metal Marlin cache -------------------------------------- */
+/* --- the Marlin design: the Metal Marlin cache -------------------------------------- */
 
 static void test_seed000_marlin(void **state)
 {
     (void)state;
     Config c = load("marlin-gqa-32l");
-    /* Seed 000 writes: "FP16: 32 layers * 2(K+V) * 8 heads * 4096 seq * 128 dim
+    /* The Marlin design writes: "FP16: 32 layers * 2(K+V) * 8 heads * 4096 seq * 128 dim
      * * 2 bytes = 4 GB". The product it writes is 536,870,912 bytes = 512 MiB,
      * not 4 GB: the document's figure is 8x too large (and so are its 32K
      * "32.0 GB" -> 4 GiB, and its decode read "4 GB ... ~10ms" -> 512 MiB,
@@ -158,7 +158,7 @@ static void test_seed000_marlin(void **state)
 
     /* FP4 / INT4: per row (one position, one KV head) 128 values in 16
      * uint32 words = 64 bytes, plus a 2-byte fp16 scale = 66 bytes.
-     * Rows: 32 layers x 2 (K,V) x 8 heads x 4096 positions. Seed 000 says
+     * Rows: 32 layers x 2 (K,V) x 8 heads x 4096 positions. The Marlin design says
      * "~1.06 GB (3.8x savings)"; the product is 138,412,032 bytes = 132 MiB
      * (the same 8x slip as above), and the saving is 256/66 = 3.88x, which
      * the document rounds down to 3.8x. Its 32K "~8.5 GB" is 1,056 MiB. */
@@ -185,7 +185,7 @@ static void test_seed000_marlin(void **state)
     assert_int_equal(cache_bytes(&c, FMT_F32, 4096, 1).total, values * 4);
 }
 
-/* --- seed 001: the MLA latent ---------------------------------------------- */
+/* --- the MLA notes: the MLA latent ---------------------------------------------- */
 
 static void test_mla_glm(void **state)
 {
@@ -196,7 +196,7 @@ static void test_mla_glm(void **state)
     /* the latent: kv_lora_rank + qk_rope_head_dim = 512 + 64 values */
     assert_int_equal(memory_shape_values(&s), 512 + 64);
     assert_int_equal(memory_shape_values(&s), 576);
-    assert_int_equal(memory_token_layer_bytes(&s, FMT_F16), 576 * 2); /* seed 001: 1,152 bytes */
+    assert_int_equal(memory_token_layer_bytes(&s, FMT_F16), 576 * 2); /* the MLA notes: 1,152 bytes */
 
     /* decompressed: 20 heads x (192 + 64 K + 256 V) = 10,240 values, the
      * seed's "512 dims vs 10240 dims" (its 512 leaves out the 64 RoPE dims) */
@@ -205,10 +205,10 @@ static void test_mla_glm(void **state)
     assert_int_equal(ref.kind, KV_SHAPE_MLA_DECOMPRESSED);
     assert_int_equal(memory_shape_values(&ref), 20 * (192 + 64 + 256));
     assert_int_equal(memory_shape_values(&ref), 10240);
-    /* Seed 001: "For GLM-4-9B: 20 * 256 * 2 * 2 = 20,480 bytes per token".
+    /* The MLA notes: "For GLM-4-9B: 20 * 256 * 2 * 2 = 20,480 bytes per token".
      * The product is right, but it is per token *per layer* (one layer's K
      * and V of 20 heads); per token over GLM-4.7-Flash's 47 layers it is
-     * 962,560 bytes. And the model is GLM-4.7-Flash (the seed's own title):
+     * 962,560 bytes. And the model is GLM-4.7-Flash (the MLA notes' own title):
      * GLM-4-9B has no MLA (see test_glm4_9b below). */
     assert_int_equal(memory_token_layer_bytes(&ref, FMT_F16), 20 * 256 * 2 * 2);
     assert_int_equal(memory_token_layer_bytes(&ref, FMT_F16), 20480);
@@ -220,7 +220,7 @@ static void test_mla_glm(void **state)
     assert_true(fabs(r - 20480.0 / 1152.0) < 1e-12);
     assert_true(fabs(r - 17.78) < 0.005);
 
-    /* Seed 001's benchmark, "32-layer model, 16K sequence": "32 * 64 pages *
+    /* The MLA notes' benchmark, "32-layer model, 16K sequence": "32 * 64 pages *
      * 128 tokens/page * 576 dims * 2 bytes = 288 MB", standard "5,120 MB".
      * 64 pages of 128 tokens are 8,192 tokens, not 16K: at 16,384 tokens the
      * latent cache is 576 MiB and the standard one 10,240 MiB. The document's
@@ -257,7 +257,7 @@ static void test_mla_deepseek_v2_lite(void **state)
 
 /* The real GLM-4-9B (THUDM/glm-4-9b-chat config.json: 40 layers, 32 heads,
  * multi_query_group_num 2, kv_channels 128) is GQA, not MLA: its f16 cache
- * is 1,024 bytes per token per layer, not the 20,480 seed 001 gives it. */
+ * is 1,024 bytes per token per layer, not the 20,480 the MLA notes gives it. */
 static void test_glm4_9b(void **state)
 {
     (void)state;

@@ -1,4 +1,4 @@
-/* test_mixed.c: the mixed-precision cache (seed 004): rows age from f16 to
+/* test_mixed.c: the mixed-precision cache (the mixed-precision proposal): rows age from f16 to
  * the cold format in groups past the hot threshold (through warm when set);
  * attention sees them in order as up to three blocks; memory shrinks as
  * rows age; the merged view and the fused read give the same output. */
@@ -29,7 +29,7 @@ static void append_rows(KvCache *c, size_t n)
     }
 }
 
-/* The seed's defaults: threshold 32, group 16, cold q4_0. */
+/* The mixed-precision proposal's defaults: threshold 32, group 16, cold q4_0. */
 static void test_aging_in_groups(void **state)
 {
     (void)state;

@@ -224,7 +224,7 @@ static void test_latent_bytes_per_token(void **state)
     }
     model_free(&m);
 
-    /* seed 001's shape (the mla preset): 512 + 64 = 576 values */
+    /* the MLA notes' shape (the mla preset): 512 + 64 = 576 values */
     Config seed;
     Err e = { 0 };
     assert_int_equal(config_load(&seed, "mla", &e), 0);
@@ -234,7 +234,7 @@ static void test_latent_bytes_per_token(void **state)
     assert_int_equal(g.head_dim, 576);
     assert_int_equal(g.n_kv_heads, 1);
     assert_true(g.k_only);
-    assert_int_equal(kv_row_pair_bytes(&g, FMT_F16, FMT_F16), 1152); /* the seed's 1,152 bytes at fp16 */
+    assert_int_equal(kv_row_pair_bytes(&g, FMT_F16, FMT_F16), 1152); /* the MLA notes' 1,152 bytes at fp16 */
     KvShape s = memory_shape(&seed);
     assert_int_equal(memory_token_layer_bytes(&s, FMT_F16), 1152);
     /* a real cache of that geometry (2 layers) holds exactly that */
@@ -317,7 +317,7 @@ static void test_flops_closed_forms(void **state)
     assert_true(worst_rel(&ld, &la) <= PATH_REL_TOL);
     assert_true(worst_rel(&lt, &ld) <= CACHE_REL_TOL);
 
-    /* the paths' cost at seed 001's shape, context 1024 (per layer, decode):
+    /* the paths' cost at the MLA notes' shape, context 1024 (per layer, decode):
      * absorbed does far less arithmetic than decompressing every row */
     Config seed;
     Err e = { 0 };

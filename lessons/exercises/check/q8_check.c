@@ -12,7 +12,7 @@
  * nibble kvscope's reference codec (codec_ref[FMT_FP4].quantize) stored,
  * given the row's scale as stored: Gaussian rows, and a row of scale 1 whose
  * values sit on E2M1's magnitudes and on every midpoint between two (0.25,
- * 0.75, ..., 5), where seed 000's round(value / scale) goes wrong. */
+ * 0.75, ..., 5), where the Marlin design's round(value / scale) goes wrong. */
 #include <math.h>
 #include <string.h>
 
@@ -72,7 +72,7 @@ static int check_fp4(void)
             printf("\n");
             float a = roundf(fabsf(x[j] / s));
             if ((got & 7u) == (unsigned)a && a != mag[got & 7u] && !seed_rule++)
-                printf("  that is seed 000's round(value / scale) = %g used as a code: E2M1's index %g stands "
+                printf("  that is the Marlin design's round(value / scale) = %g used as a code: E2M1's index %g stands "
                        "for %g; take the nearest of the eight magnitudes instead\n",
                        a, a, mag[got & 7u]);
         }

@@ -1,0 +1,40 @@
+# test_readme.sh: the README's commands run as printed. Every indented
+# `kvscope ...` line of README.md that needs no terminal is run (its
+# trailing comment dropped) and must exit 0 with output; the tour's claims
+# are checked against what the commands print.
+
+readme_cmds=$(mktemp)
+sed -n 's/^    kvscope \(.*\)$/\1/p' README.md | sed 's/  *#.*$//' >"$readme_cmds"
+n_cmds=0
+while IFS= read -r args; do
+    case "$args" in
+    view*|plot\ --all*|lesson*|"") continue ;;  # a terminal, or most of a minute
+    eval\ --model\ kjv-small\ --split\ validation\ --tokens\ 3000*) continue ;; # tour 4, below
+    esac
+    n_cmds=$((n_cmds + 1))
+    eval "run readme $KV $args"
+    if [ "$status" -eq 0 ] && [ -s "$out" ]; then ok "README: kvscope $args"
+    else bad "README: kvscope $args" "exit $status" "stderr: $(head -c 300 "$err")"; fi
+done <"$readme_cmds"
+rm -f "$readme_cmds"
+[ "$n_cmds" -ge 8 ] && ok "README: $n_cmds commands found and run" || bad "README: commands found" "only $n_cmds"
+
+# tour 2: identical tokens, and the ratio of rows the text gives
+run "README tour 2" $KV run --compare
+grep -q '^tokens identical: yes$' "$out" && grep -q '(13.27x)$' "$out" && grep -q '13.27x the token rows' README.md &&
+    ok "README tour 2: identical tokens, 13.27x the rows, as the text says" ||
+    bad "README tour 2: identical tokens, 13.27x the rows, as the text says" "$(grep -E '^tokens identical|^token rows' "$out")"
+
+# tour 4: the window's and the full cache's bits per byte, as printed in the text
+if [ -n "${KVSCOPE_SANITIZED:-}" ]; then
+    ok "README tour 4: skipped under the sanitizers (3,000 tokens through three caches)"
+else
+    run "README tour 4" $KV eval --model kjv-small --split validation --tokens 3000 --cache ring:window=512 \
+        --cache ring:window=508,sinks=4
+    win=$(awk '$1 == "ring:window=512" { printf "%.3f", $2 }' "$out")
+    full=$(awk '$1 == "contiguous" { printf "%.3f", $2 }' "$out")
+    if [ "$status" -eq 0 ] && [ -n "$win" ] && grep -q "the window scores $win, the\$" README.md &&
+        grep -q "^full cache $full\. " README.md; then ok "README tour 4: the window $win, the full cache $full"
+    else bad "README tour 4: the window's and the full cache's bits per byte as the text gives them" \
+        "exit $status, window '$win', full '$full'" "$(head -c 400 "$out")"; fi
+fi
