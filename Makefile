@@ -207,7 +207,7 @@ tokenizer: corpus $(BIN)
 # (minutes for kjv-tiny, under an hour for kjv-small on one core); each run
 # writes data/weights/NAME.kvw, NAME.kvw.json (how it was made) and
 # NAME.log.tsv (every step: the loss curve of `kvscope plot loss`).
-TRAIN := $(BIN) train --set weights=synthetic --text $(BUILD)/corpus/kjv-train.txt \
+TRAIN := $(BIN) train --init scratch --text $(BUILD)/corpus/kjv-train.txt \
 	--valid $(BUILD)/corpus/kjv-valid.txt --f16
 models: corpus $(BIN)
 	$(TRAIN) --model kjv-tiny --out data/weights/kjv-tiny.kvw --steps 3000 --batch 16 --lr 3e-3 --warmup 100 \

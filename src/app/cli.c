@@ -16,7 +16,9 @@ const char cli_model_help[] =
     "  --shared            one set of layer weights for every layer, vocab capped at 4096:\n"
     "                      runs a real model's shape in little memory, same bytes per step\n"
     "  --isa ISA           kernels: auto (default; KVSCOPE_ISA overrides) or ref\n"
-    "  --weights PATH      a GGUF or llama2.c checkpoint: its shape and weights instead of --model's\n";
+    "  --weights PATH      a GGUF or llama2.c checkpoint, or a kvscope weights file (.kvw, its\n"
+    "                      tokenizer named in PATH.json beside it): its shape and weights instead\n"
+    "                      of --model's\n";
 
 const char cli_int_dot_help[] =
     "  --int-dot           integer dots, as llama.cpp computes them: a checkpoint's (--weights)\n"

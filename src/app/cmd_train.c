@@ -15,6 +15,7 @@
 #include "app/cli.h"
 #include "app/commands.h"
 #include "app/train_progress.h"
+#include "ckpt/kvw.h"
 #include "util/clock.h"
 #include "util/files.h"
 #include "util/parse.h"
@@ -31,8 +32,11 @@ static void help(void)
            "tokenizer. The validation loss is shown in bits per byte of the held-out text.\n\n"
            "options:\n"
            "%s"
+           "  --init FROM         where the weights start: scratch (default: random, from the config's\n"
+           "                      seed) or FILE, a kvscope weights file (.kvw) of the same shape to\n"
+           "                      train further, e.g. data/weights/kjv-tiny.kvw\n"
            "  --text FILE         the training text (`make corpus` makes build/corpus/kjv-train.txt)\n"
-           "  --valid FILE        the held-out text\n"
+           "  --valid FILE        the held-out text (`make corpus` makes build/corpus/kjv-valid.txt)\n"
            "  --out FILE          the weights, a kvscope weights file; FILE.ckpt holds the run's state\n"
            "                      and FILE.json how it was made\n"
            "  --steps N           optimizer steps (default 1000)\n"
@@ -54,8 +58,9 @@ static void help(void)
            "One thread; the same seed and ISA give the same weights. GFLOP/s counts the matmuls'\n"
            "and the attention's multiply-adds of the forwards and backwards (2 FLOPs each); the\n"
            "run first times the matmul kernel on the model's own shapes, the rate to compare with.\n"
-           "example: kvscope train --model kjv-tiny --text build/corpus/kjv-train.txt \\\n"
-           "             --valid build/corpus/kjv-valid.txt --out kjv-tiny.kvw --steps 200\n",
+           "example, after `make corpus` (it makes the two texts):\n"
+           "  kvscope train --model kjv-tiny --init scratch --text build/corpus/kjv-train.txt \\\n"
+           "      --valid build/corpus/kjv-valid.txt --out kjv-tiny.kvw --steps 200\n",
            cli_model_help);
 }
 
@@ -72,7 +77,7 @@ static int parse_options(int argc, char **argv, TrainArgs *a, Err *e)
         { "seed", required_argument, 0, 0 },       { "eval-every", required_argument, 0, 0 },
         { "eval-windows", required_argument, 0, 0 }, { "ckpt-every", required_argument, 0, 0 },
         { "resume", required_argument, 0, 0 },     { "f16", no_argument, 0, 0 },
-        { "log", required_argument, 0, 0 },
+        { "log", required_argument, 0, 0 },        { "init", required_argument, 0, 0 },
         { "help", no_argument, 0, 'h' },           { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -94,6 +99,8 @@ static int parse_options(int argc, char **argv, TrainArgs *a, Err *e)
             a->out = optarg;
         else if (strcmp(name, "resume") == 0)
             a->resume = optarg;
+        else if (strcmp(name, "init") == 0)
+            a->init = optarg;
         else if (strcmp(name, "log") == 0)
             a->log = optarg;
         else if (strcmp(name, "f16") == 0)
@@ -131,6 +138,12 @@ static int parse_options(int argc, char **argv, TrainArgs *a, Err *e)
         return err_set(e, ERR_USAGE, "train: --text, --valid and --out are required (see `kvscope train --help`)");
     if (!(a->t.opt.lr > 0 && a->t.opt.lr < 1))
         return err_set(e, ERR_USAGE, "--lr: between 0 and 1, got %g", a->t.opt.lr);
+    if (a->init && a->resume)
+        return err_set(e, ERR_USAGE, "train: --init and --resume exclude each other (a resumed run continues from "
+                       "its checkpoint)");
+    if (a->init && strcmp(a->init, "scratch") != 0 && !kvw_probe(a->init))
+        return err_set(e, ERR_USAGE, "--init: '%s' is %s; give scratch or a kvscope weights file (.kvw)", a->init,
+                       access(a->init, R_OK) == 0 ? "not a kvscope weights file" : "not a file kvscope can read");
     return 0;
 }
 
@@ -180,12 +193,35 @@ static int check_writable(const char *out, Err *e)
     return 0;
 }
 
+/* A text that is not there: the corpus is made, not shipped. */
+static int check_text(const char *path, Err *e)
+{
+    if (strcmp(path, "-") == 0 || access(path, F_OK) == 0)
+        return 0;
+    return err_set(e, ERR_RUNTIME, "train: cannot read '%s': %s (`make corpus` makes the training text, "
+                   "build/corpus/kjv-train.txt and kjv-valid.txt)", path, strerror(errno));
+}
+
+/* --init: the config's weights become the start asked for. */
+static int set_start(Config *cfg, const char *init, Err *e)
+{
+    if (!init || strcmp(init, "scratch") == 0) {
+        cfg->checkpoint[0] = '\0';
+        snprintf(cfg->weights, sizeof cfg->weights, "synthetic");
+        return 0;
+    }
+    if (strlen(init) >= sizeof cfg->checkpoint)
+        return err_set(e, ERR_USAGE, "--init: a path of %zu bytes is too long", strlen(init));
+    snprintf(cfg->checkpoint, sizeof cfg->checkpoint, "%s", init); /* model_init reads it (model/checkpoint.h) */
+    return 0;
+}
+
 static int run_open(Run *r, TrainArgs *a, Err *e)
 {
-    if (check_writable(a->out, e) < 0)
+    if (check_writable(a->out, e) < 0 || check_text(a->text, e) < 0 || check_text(a->valid, e) < 0)
         return -1;
     Config cfg;
-    if (setup_load_config(&a->mo, &cfg, e) < 0)
+    if (setup_load_config(&a->mo, &cfg, e) < 0 || set_start(&cfg, a->init, e) < 0)
         return -1;
     if (setup_text_ids(&cfg, a->text, MAX_TEXT_BYTES, &r->train, NULL, &r->n_train, &r->b_train, r->tokenizer,
                        sizeof r->tokenizer, e) < 0 ||
@@ -276,9 +312,18 @@ int cmd_train(int argc, char **argv)
         p.train_bytes_per_token = (double)r.b_train / (double)r.n_train;
         p.first_step = trainer_steps(r.tr);
         p.matmul_gflops = matmul_gflops(&r.m, a.t.seq_len);
-        printf("train %s: %zu parameters, %s tokens; text %zu tokens (%.2f bytes each), valid %zu; %zu steps of %zu "
-               "windows of %zu tokens from step %llu; the matmul kernel (%s) runs %.2f GFLOP/s on this shape\n",
-               r.m.cfg.name, model_param_floats(&r.m.cfg), r.tokenizer, r.n_train, p.train_bytes_per_token,
+        char start[4200];
+        if (a.resume)
+            snprintf(start, sizeof start, "the run in %s (--resume)", a.resume);
+        else if (a.init && strcmp(a.init, "scratch") != 0)
+            snprintf(start, sizeof start, "the weights in %s (--init)", a.init);
+        else
+            snprintf(start, sizeof start, "scratch (random weights from seed %llu; --init FILE continues a "
+                     ".kvw)", (unsigned long long)r.m.cfg.seed);
+        printf("train %s from %s: %zu parameters, %s tokens; text %zu tokens (%.2f bytes each), valid %zu; %zu "
+               "steps of %zu windows of %zu tokens from step %llu; the matmul kernel (%s) runs %.2f GFLOP/s on this "
+               "shape\n", r.m.cfg.name, start, model_param_floats(&r.m.cfg), r.tokenizer, r.n_train,
+               p.train_bytes_per_token,
                r.n_valid, a.t.steps, a.t.batch, a.t.seq_len, (unsigned long long)p.first_step, r.m.kern->isa,
                p.matmul_gflops);
         fflush(stdout);

@@ -94,9 +94,10 @@ int train_write_sidecar(const Progress *p, const Model *m, uint64_t text_hash, E
     char sets[512] = "";
     for (size_t i = 0; i < a->mo.n_sets; i++)
         snprintf(sets + strlen(sets), sizeof sets - strlen(sets), " --set %s", a->mo.sets[i]);
-    fprintf(f, "{\n  \"kvscope\": \"%s\",\n  \"model\": \"%s\",\n  \"command\": \"kvscope train --model %s%s --text %s "
-            "--valid %s --out %s --steps %zu --batch %zu --seq-len %zu --lr %g --warmup %zu --weight-decay %g "
-            "--clip %g --seed %llu%s\",\n", KVSCOPE_VERSION, m->cfg.name, a->mo.model, sets, a->text, a->valid, a->out,
+    fprintf(f, "{\n  \"kvscope\": \"%s\",\n  \"model\": \"%s\",\n  \"tokenizer\": \"%s\",\n  \"command\": \"kvscope "
+            "train --model %s%s --init %s --text %s --valid %s --out %s --steps %zu --batch %zu --seq-len %zu --lr %g "
+            "--warmup %zu --weight-decay %g --clip %g --seed %llu%s\",\n", KVSCOPE_VERSION, m->cfg.name,
+            m->cfg.tokenizer, a->mo.model, sets, a->init ? a->init : "scratch", a->text, a->valid, a->out,
             a->t.steps, a->t.batch, a->t.seq_len, a->t.opt.lr, a->t.opt.warmup, a->t.opt.weight_decay, a->t.opt.clip,
             (unsigned long long)a->t.seed, a->f16 ? " --f16" : "");
     if (a->resume)

@@ -15,6 +15,7 @@
 typedef struct {
     ModelOpts mo;
     const char *text, *valid, *out, *resume, *log;
+    const char *init;   /* --init: "scratch" or a .kvw file; NULL = scratch */
     TrainOpts t;
     size_t ckpt_every;
     int f16;

@@ -131,6 +131,45 @@ static int read_tensor(FILE *f, const char *path, const Entry *en, KvwTensor *t,
     return 0;
 }
 
+/* The magic, the version and the shape of an open file, at its start;
+ * *count its tensors. */
+static int read_header(FILE *f, const char *path, KvwShape *got, uint32_t *count, Err *e)
+{
+    char magic[8];
+    uint32_t ver = 0, dims[8];
+    if (get(f, magic, 8) || memcmp(magic, MAGIC, 8) != 0)
+        return err_set(e, ERR_USAGE, "'%s' is not a kvscope weights file (no KVSCOPEW magic)", path);
+    if (get(f, &ver, 4) || get(f, count, 4) || ver != VERSION)
+        return err_set(e, ERR_USAGE, "'%s': version %u, kvscope reads version %u", path, ver, VERSION);
+    if (*count > MAX_TENSORS || get(f, dims, sizeof dims) || get(f, &got->rope_theta, 8) ||
+        get(f, &got->norm_eps, 8))
+        return err_set(e, ERR_USAGE, "'%s': its header is cut short or holds %u tensors", path, *count);
+    *got = (KvwShape){ dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6], dims[7],
+                       got->rope_theta, got->norm_eps };
+    return 0;
+}
+
+int kvw_probe(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char magic[8];
+    int is = f && !get(f, magic, 8) && memcmp(magic, MAGIC, 8) == 0;
+    if (f)
+        fclose(f);
+    return is;
+}
+
+int kvw_read_shape(const char *path, KvwShape *out, Err *e)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return err_set(e, ERR_RUNTIME, "cannot read weights file '%s': %s", path, strerror(errno));
+    uint32_t count;
+    int rc = read_header(f, path, out, &count, e);
+    fclose(f);
+    return rc;
+}
+
 int kvw_read(const char *path, const KvwShape *want, KvwTensor *t, size_t n, int optional, Err *e)
 {
     FILE *f = fopen(path, "rb");
@@ -139,21 +178,11 @@ int kvw_read(const char *path, const KvwShape *want, KvwTensor *t, size_t n, int
     fseek(f, 0, SEEK_END);
     const uint64_t file_bytes = (uint64_t)ftell(f);
     rewind(f);
-    char magic[8];
-    uint32_t ver, count, dims[8];
+    uint32_t count;
     KvwShape got;
     Entry *table = NULL;
-    int rc = 0;
-    if (get(f, magic, 8) || memcmp(magic, MAGIC, 8) != 0)
-        rc = err_set(e, ERR_USAGE, "'%s' is not a kvscope weights file (no KVSCOPEW magic)", path);
-    else if (get(f, &ver, 4) || get(f, &count, 4) || ver != VERSION)
-        rc = err_set(e, ERR_USAGE, "'%s': version %u, kvscope reads version %u", path, ver, VERSION);
-    else if (count > MAX_TENSORS || get(f, dims, sizeof dims) || get(f, &got.rope_theta, 8) ||
-             get(f, &got.norm_eps, 8))
-        rc = err_set(e, ERR_USAGE, "'%s': its header is cut short or holds %u tensors", path, count);
+    int rc = read_header(f, path, &got, &count, e);
     if (rc == 0) {
-        got = (KvwShape){ dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6], dims[7],
-                          got.rope_theta, got.norm_eps };
         uint64_t a, b;
         const char *field = shape_differs(&got, want, &a, &b);
         if (field)

@@ -48,4 +48,12 @@ int kvw_write(const char *path, const KvwShape *shape, const KvwTensor *t, size_
  * set, a tensor t[i] the file lacks is left alone and t[i].rows set to 0. */
 int kvw_read(const char *path, const KvwShape *want, KvwTensor *t, size_t n, int optional, Err *e);
 
+/* 1 when the file at path begins with a weights file's magic; 0 when it
+ * does not or cannot be read. */
+int kvw_probe(const char *path);
+
+/* The shape path's header records (ERR_USAGE: not a weights file, or a
+ * header cut short; ERR_RUNTIME: it cannot be read). */
+int kvw_read_shape(const char *path, KvwShape *out, Err *e);
+
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ckpt/ckpt.h"
+#include "ckpt/kvw.h"
 #include "model/gguf_vocab.h"
 
 /* 1 when kvscope reads the vocabulary v: a SentencePiece-style one, or a
@@ -26,6 +27,8 @@ static int vocab_readable(CkptVocab *v, int (**merges)[2], Err *e)
 
 int config_from_checkpoint(Config *cfg, const char *path, Err *e)
 {
+    if (kvw_probe(path))
+        return config_from_kvw(cfg, path, e);
     config_defaults(cfg);
     if (strlen(path) >= sizeof cfg->checkpoint)
         return err_set(e, ERR_USAGE, "--weights: a path of %zu bytes is too long (at most %zu)", strlen(path),

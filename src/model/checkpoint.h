@@ -16,13 +16,21 @@
 #include "text/tokenizer.h"
 #include "util/err.h"
 
-/* The config of the checkpoint at path (GGUF or llama2.c, found by its
- * magic), with cfg->checkpoint set to path so model_init loads it. Opens
+/* The config of the checkpoint at path (GGUF, llama2.c or kvscope's own
+ * .kvw, found by its magic), with cfg->checkpoint set to path so model_init loads it. Opens
  * and checks the whole file (ckpt_open) and its tokenizer (ckpt_vocab);
  * does not read tensor data. A tokenizer kvscope reads makes
  * cfg->tokenizer CHECKPOINT_TOKENIZER; otherwise cfg->tokenizer_note says
  * why the model runs on ids. Fails with the reader's one-line message. */
 int config_from_checkpoint(Config *cfg, const char *path, Err *e);
+
+/* config_from_checkpoint for one of kvscope's own weights files (found by
+ * its magic, ckpt/kvw.h; checkpoint_kvw.c): the shape from its header (its
+ * max_seq_len the context it was trained at); the name and the tokenizer
+ * from the sidecar PATH.json (`kvscope train` writes it), else the file's
+ * base name and no tokenizer, cfg->tokenizer_note saying why. model_init
+ * then reads the weights (weights_load_kvw). */
+int config_from_kvw(Config *cfg, const char *path, Err *e);
 
 /* The tokenizer name that means "the one cfg->checkpoint carries". */
 #define CHECKPOINT_TOKENIZER "checkpoint"

@@ -223,10 +223,19 @@ int model_alloc(Model *m, const Config *cfg, const Kernels *kern, Err *e)
 
 int model_init(Model *m, const Config *cfg, const Kernels *kern, Err *e)
 {
-    if (cfg->checkpoint[0]) /* --weights: a GGUF or llama2.c file (model/checkpoint.h) */
+    const int kvw = cfg->checkpoint[0] && kvw_probe(cfg->checkpoint);
+    if (cfg->checkpoint[0] && !kvw) /* --weights: a GGUF or llama2.c file (model/checkpoint.h) */
         return weights_load_checkpoint(m, cfg, kern, e);
     if (model_alloc(m, cfg, kern, e) < 0)
         return -1;
+    if (kvw) { /* --weights FILE.kvw (config_from_kvw) */
+        if (weights_load_kvw(m, cfg->checkpoint, e) < 0) {
+            model_free(m);
+            return -1;
+        }
+        snprintf(m->source, sizeof m->source, "file %s", cfg->weights);
+        return 0;
+    }
     if (strcmp(cfg->weights, "synthetic") == 0) {
         fill_synthetic(m);
         return 0;
@@ -241,8 +250,8 @@ int model_init(Model *m, const Config *cfg, const Kernels *kern, Err *e)
                        cfg->name, cfg->weights);
     }
     size_t wl = strlen(cfg->weights);
-    int kvw = wl > 4 && strcmp(cfg->weights + wl - 4, ".kvw") == 0;
-    if ((kvw ? weights_load_kvw(m, path, e) : weights_load_file(m, path, e)) < 0) {
+    int named_kvw = wl > 4 && strcmp(cfg->weights + wl - 4, ".kvw") == 0;
+    if ((named_kvw ? weights_load_kvw(m, path, e) : weights_load_file(m, path, e)) < 0) {
         model_free(m);
         return err_wrap(e, "weights file '%s'", cfg->weights);
     }

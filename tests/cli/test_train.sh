@@ -33,6 +33,32 @@ run "train: the trained weights load and run" $KV run --model "$tr_tmp/micro.ini
     --prompt "The cache" --tokens 4 --compare
 [ "$status" -eq 0 ] && grep -q 'tokens identical: yes' "$out" && ok "train: the trained weights load and run" ||
     bad "train: the trained weights load and run" "exit $status" "$(head -c 300 "$err")"
+# where a run starts is said on its first line: scratch unless --init names weights
+run "train: --init FILE" $KV train $common --init "$tr_tmp/a.kvw" --out "$tr_tmp/i.kvw" --steps 2 --eval-every 0
+if [ "$status" -eq 0 ] && head -n 1 "$out" | grep -q "^train micro from the weights in $tr_tmp/a.kvw (--init): " &&
+    $KV train $common --out "$tr_tmp/s.kvw" --steps 1 --eval-every 0 | head -n 1 | grep -q '^train micro from scratch '
+then ok "train: the first line says where the weights start (scratch, or --init FILE)"
+else bad "train: the first line says where the weights start (scratch, or --init FILE)" "exit $status" \
+    "$(head -n 1 "$out")" "$(head -c 300 "$err")"; fi
+expect_fail "train: --init of another shape" 2 "holds a model with d_model = 32; the config says 64" \
+    $KV train --model kjv-tiny --text "$tr_tmp/train.txt" --valid "$tr_tmp/valid.txt" --out "$tr_tmp/x.kvw" \
+    --init "$tr_tmp/a.kvw"
+expect_fail "train: --init of a file that holds no weights" 2 "is not a kvscope weights file" \
+    $KV train $common --out "$tr_tmp/x.kvw" --init "$tr_tmp/train.txt"
+# --weights reads a .kvw (its tokenizer named in the sidecar): the same tokens as --set weights=FILE
+run "run --weights FILE.kvw" $KV run --weights "$tr_tmp/i.kvw" --prompt "The cache" --tokens 6
+kvw_tokens=$(grep '^tokens (sequence 0)' "$out")
+set_tokens=$($KV run --model "$tr_tmp/micro.ini" --set weights="$tr_tmp/i.kvw" --prompt "The cache" --tokens 6 |
+    grep '^tokens (sequence 0)')
+if [ "$status" -eq 0 ] && [ -n "$kvw_tokens" ] && [ "$kvw_tokens" = "$set_tokens" ] &&
+    grep -q '^model micro: d_model 32, 1 layers' "$out"; then ok "run --weights FILE.kvw: the tokens of --set weights=FILE"
+else bad "run --weights FILE.kvw: the tokens of --set weights=FILE" "exit $status" "--weights: $kvw_tokens" \
+    "--set weights=: $set_tokens" "$(head -c 300 "$err")"; fi
+cp "$tr_tmp/i.kvw" "$tr_tmp/bare.kvw"
+expect_fail "run --weights FILE.kvw without its sidecar: text needs a tokenizer" 2 \
+    "runs on token ids: no bare.kvw.json names its tokenizer" $KV run --weights "$tr_tmp/bare.kvw" --prompt "The" --tokens 1
+expect_ok "run --weights FILE.kvw without its sidecar runs on ids" 'tokens identical: yes' \
+    $KV run --weights "$tr_tmp/bare.kvw" --prompt-ids 1,2,3 --tokens 2 --compare
 # 40 steps at once, or 20, a stop, and 20 more from the checkpoint: the same weights
 # (and the same --log: one row per step, the resumed run's appended)
 $KV train $common --out "$tr_tmp/b.kvw" --steps 40 --eval-every 10 --log "$tr_tmp/b.tsv" >/dev/null 2>&1
@@ -54,7 +80,10 @@ fi
 expect_fail "train: an unwritable --log" 1 "cannot write" \
     $KV train $common --out "$tr_tmp/x.kvw" --steps 1 --log /nonexistent/dir/x.tsv
 expect_fail "train: --text is required" 2 "are required" $KV train --model "$tr_tmp/micro.ini"
-expect_fail "train: a missing text" 1 "cannot read" $KV train $common --text "$tr_tmp/none.txt" --out "$tr_tmp/x.kvw"
+expect_fail "train: a missing text says how to make it" 1 "cannot read .*none.txt.*\`make corpus\` makes the training text" \
+    $KV train $common --text "$tr_tmp/none.txt" --out "$tr_tmp/x.kvw"
+expect_fail "train: a corpus not yet made" 1 "build/corpus/kjv-valid.txt.*\`make corpus\`" \
+    $KV train $common --valid "$tr_tmp/build/corpus/kjv-valid.txt" --out "$tr_tmp/x.kvw"
 printf 'tiny' >"$tr_tmp/short.txt"
 expect_fail "train: a text too short for a window" 2 "one window needs" \
     $KV train --model "$tr_tmp/micro.ini" --text "$tr_tmp/short.txt" --valid "$tr_tmp/valid.txt" --out "$tr_tmp/x.kvw"

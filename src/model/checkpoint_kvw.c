@@ -1,0 +1,56 @@
+/* checkpoint_kvw.c: `--weights FILE.kvw`: a model from one of kvscope's own
+ * weights files (ckpt/kvw.h). Its header holds the shape; the sidecar
+ * FILE.kvw.json that `kvscope train` writes beside it names the model and
+ * its tokenizer (model/checkpoint.h). */
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ckpt/kvw.h"
+#include "model/checkpoint.h"
+
+/* The sidecar's string member `key` into out [cap]; "" when there is no
+ * sidecar, or no such member. */
+static void sidecar_string(const char *path, const char *key, char *out, size_t cap)
+{
+    char side[sizeof ((Config *)0)->checkpoint + 8];
+    snprintf(side, sizeof side, "%s.json", path);
+    json_t *root = json_load_file(side, 0, NULL);
+    const char *v = json_string_value(json_object_get(root, key));
+    snprintf(out, cap, "%s", v ? v : "");
+    json_decref(root);
+}
+
+int config_from_kvw(Config *cfg, const char *path, Err *e)
+{
+    config_defaults(cfg);
+    if (strlen(path) >= sizeof cfg->checkpoint)
+        return err_set(e, ERR_USAGE, "--weights: a path of %zu bytes is too long (at most %zu)", strlen(path),
+                       sizeof cfg->checkpoint - 1);
+    KvwShape s;
+    if (kvw_read_shape(path, &s, e) < 0)
+        return -1;
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    const size_t stem = strlen(base) > 4 && strcmp(base + strlen(base) - 4, ".kvw") == 0 ? strlen(base) - 4
+                                                                                          : strlen(base);
+    sidecar_string(path, "model", cfg->name, sizeof cfg->name);
+    if (!cfg->name[0])
+        snprintf(cfg->name, sizeof cfg->name, "%.*s", (int)stem, base);
+    snprintf(cfg->weights, sizeof cfg->weights, "%s", base);
+    snprintf(cfg->checkpoint, sizeof cfg->checkpoint, "%s", path);
+    cfg->d_model = s.d_model;
+    cfg->n_layers = s.n_layers;
+    cfg->n_heads = s.n_heads;
+    cfg->n_kv_heads = s.n_kv_heads;
+    cfg->head_dim = s.head_dim;
+    cfg->ffn_dim = s.ffn_dim;
+    cfg->vocab = s.vocab;
+    cfg->max_seq_len = s.max_seq_len;
+    cfg->rope_theta = s.rope_theta;
+    cfg->norm_eps = s.norm_eps;
+    sidecar_string(path, "tokenizer", cfg->tokenizer, sizeof cfg->tokenizer);
+    if (!cfg->tokenizer[0])
+        snprintf(cfg->tokenizer_note, sizeof cfg->tokenizer_note, "no %.32s.json names its tokenizer (--model NAME "
+                 "--set weights=FILE gives NAME's)", base);
+    return 0;
+}
