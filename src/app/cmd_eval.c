@@ -176,6 +176,7 @@ typedef struct {
     KvCache *caches[MAX_CACHES];
     EvalResult results[MAX_CACHES];
     size_t used[MAX_CACHES];
+    size_t trained_ctx; /* the model's max_seq_len before the text stretched it */
 } EvalJob;
 
 static void job_free(EvalJob *j, size_t n_caches)
@@ -208,6 +209,7 @@ static int job_open(EvalJob *j, EvalOpts *o, size_t *n, Err *e)
         return err_set(e, ERR_USAGE, "--tokens %zu: '%s' holds only %zu tokens", *n, o->text_label, n_ids);
     if (*n <= o->prefill)
         return err_set(e, ERR_USAGE, "eval: %zu tokens leave nothing to score after --prefill %zu", *n, o->prefill);
+    j->trained_ctx = cfg.max_seq_len;
     if (cfg.max_seq_len < *n)
         cfg.max_seq_len = *n; /* positions past the trained context: the cache decides what is kept */
     KvGeometry shape = config_kv_geometry(&cfg, 1);
@@ -255,7 +257,7 @@ int cmd_eval(int argc, char **argv)
     for (size_t i = 0; i < n_caches; i++)
         j.used[i] = kv_bytes_used(j.caches[i]);
     EvalRun run = { .model = j.m.cfg.name, .weights = j.m.source, .text = o.text_label, .tokenizer = j.tokenizer,
-                    .tokens = n, .prefill = o.prefill, .text_bytes = j.text_len,
+                    .tokens = n, .prefill = o.prefill, .text_bytes = j.text_len, .trained_ctx = j.trained_ctx,
                     .seconds = clock_seconds() - prog.start };
     if (o.per_position)
         eval_report_positions(stdout, o.fmt, &run, o.caches, j.results, n_caches);

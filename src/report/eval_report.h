@@ -17,6 +17,7 @@ typedef struct {
     const char *tokenizer;   /* how the text became tokens */
     size_t tokens, prefill;
     size_t text_bytes;
+    size_t trained_ctx;      /* the model's max_seq_len before eval stretched it to the text */
     double seconds;          /* wall time of the whole run */
 } EvalRun;
 

@@ -49,6 +49,7 @@ typedef struct {
     int fs_ready;
     float *logits; /* [vocab] */
     Counters ctr;  /* the last pass's work */
+    size_t reach;  /* the most positions a step spanned so far (EvalResult.reach) */
     int rc;        /* the last pass's return */
     Err err;       /* its error, when rc < 0 */
 } Lane;
@@ -61,6 +62,26 @@ typedef struct {
     size_t n_new, pos0;
 } Step;
 
+/* The positions the last query at text position t spans in c: from the
+ * oldest row held in any layer and KV head to the query, both at the
+ * cache's positions (a shift cache's are below the text's); a model's
+ * sliding window caps it, as attention reads no further. */
+static size_t reach_at(const KvCache *c, const Config *cfg, size_t t)
+{
+    const size_t q = t - kv_pos_shift(c, 0);
+    size_t oldest = q;
+    for (size_t l = 0; l < cfg->n_layers; l++)
+        for (size_t h = 0; h < cfg->n_kv_heads; h++)
+            for (size_t i = 0, nb = c->ops->n_blocks(c, l, 0); i < nb; i++) {
+                KvBlock b;
+                c->ops->block(c, l, 0, h, i, &b);
+                if (b.n && b.pos < oldest)
+                    oldest = b.pos;
+            }
+    const size_t span = q - oldest + 1;
+    return cfg->sliding_window && span > cfg->sliding_window ? cfg->sliding_window : span;
+}
+
 static void step_lane(void *ctx, size_t k)
 {
     const Step *s = ctx;
@@ -68,6 +89,10 @@ static void step_lane(void *ctx, size_t k)
     l->ctr = (Counters){ 0 };
     l->rc = model_forward(s->m, &l->fs, l->cache, s->ids + s->pos0, 1, s->n_new, s->pos0, l->logits, &l->ctr,
                           &l->err);
+    if (l->rc == 0) {
+        const size_t r = reach_at(l->cache, &s->m->cfg, s->pos0 + s->n_new - 1);
+        l->reach = r > l->reach ? r : l->reach;
+    }
 }
 
 /* The score of step t (logits predicting ids[t + 1]) for every lane. */
@@ -156,6 +181,8 @@ int eval_run(const Model *m, KvCache *const *caches, size_t n_caches, const int 
             goto done;
         }
     }
+    for (size_t k = 0; k < n_caches; k++)
+        results[k].reach = lanes[k].reach;
     finish(results, n_caches);
     rc = 0;
 done:

@@ -35,6 +35,8 @@ typedef struct {
     double kl;               /* mean KL(reference || this) per scored step, nats */
     double top1_agree;       /* share of steps whose greedy token agrees */
     double max_logit_err;    /* largest |logit - reference logit| */
+    size_t reach;            /* the most positions a step spanned: from the oldest row the cache holds
+                                after it (any layer, KV head) to its query, at the cache's positions */
     double *nll_at;          /* [scored] -ln p per scored token (per_position), else NULL; owned */
     Counters total;          /* the run's work */
 } EvalResult;

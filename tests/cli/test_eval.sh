@@ -51,8 +51,20 @@ assert whole["cache_bytes_used"] == ref["cache_bytes_used"]
 else bad "eval: snapkv keeps its budget after the prompt, then every token" "exit $status" "$(head -c 400 "$err")"; fi
 expect_fail "eval: a snapkv window larger than its budget" 2 "cache 'snapkv': window=16 must not exceed budget=8" \
     $KV eval --text "$evtext" --cache snapkv:budget=8,window=16
-expect_ok "eval: past the model's context, the text sets the positions" 'prefill 1 tokens' \
-    $KV eval --text README.md --tokens 300 --set max_seq_len=64 --cache ring:window=32
+run "eval: past the model's context, the text sets the positions" \
+    $KV eval --text README.md --tokens 300 --set max_seq_len=64 --cache ring:window=32 --cache ring:window=32,sinks=4
+scored_bytes=$($KV eval --text README.md --tokens 300 --set max_seq_len=64 --cache ring:window=32 --format json |
+    python3 -c 'import json, sys; c = json.load(sys.stdin)["caches"]; print("%.0f" % c[0]["bytes"])')
+if [ "$status" -eq 0 ] && grep -q "^read 300 tokens: a prefill of 1 token, then one per step; scored 299 tokens ($scored_bytes bytes) per cache" "$out" &&
+    [ "$scored_bytes" -lt "$(wc -c <README.md)" ] &&
+    grep -Eq '^contiguous .* 299  past the trained context$' "$out" && grep -Eq '^ring:window=32 .* 32$' "$out" &&
+    grep -Eq '^ring:window=32,sinks=4 .* 299  past the trained context$' "$out" &&
+    grep -q "^past the trained context: model kjv-tiny learnt 64 positions" "$out"
+then ok "eval: the bytes scored, and which caches reach past the trained context"
+else bad "eval: the bytes scored, and which caches reach past the trained context" "exit $status, $scored_bytes bytes" \
+    "$(head -c 1200 "$out")" "$(head -c 200 "$err")"; fi
+expect_ok "eval: a cache within the trained context is not marked" '^contiguous .* 120$' \
+    $KV eval --text "$evtext" --tokens 121
 run "eval: shift runs past the context in its 64 rows" \
     $KV eval --text README.md --tokens 300 --set max_seq_len=64 --cache shift:ctx=64,keep=4 --format json
 if [ "$status" -eq 0 ] && python3 -c '
