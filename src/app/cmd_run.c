@@ -32,6 +32,7 @@
 typedef struct {
     const char *label;
     OutFormat fmt;
+    FILE *out;     /* where its rows go: stdout, or (table) the rows held back until the text is shown */
     size_t n_seqs, vocab;
     Counters total;
     json_t *steps;
@@ -44,7 +45,7 @@ static int on_step(void *user, const StepReport *r)
 {
     Collector *col = user;
     StepRow row = { .run = col->label, .rep = *r, .n_seqs = col->n_seqs, .sampled0 = r->sampled ? r->sampled[0] : -1 };
-    report_step(stdout, col->fmt, &row, col->steps);
+    report_step(col->out, col->fmt, &row, col->steps);
     counters_add(&col->total, &r->ctr);
     mla_report_collect(&col->mla, r);
     if (r->sampled) {
@@ -184,19 +185,36 @@ static int compare(Run *r, const RunOpts *o, Err *e)
     return 0;
 }
 
-/* Generate cached, uncached or both, then the totals, the tokens and the
- * comparison: 0; 1 with e set when an exact cache disagrees; -1 with e set
- * when a pass fails. */
+/* Generate cached, uncached or both, then (table) the tokens and text
+ * generated first, where a reader sees them, then every pass's row, the
+ * totals and the comparison: 0; 1 with e set when an exact cache disagrees;
+ * -1 with e set when a pass fails. */
 static int run_generate(Run *r, const RunOpts *o, Err *e)
 {
-    if (o->fmt == OUT_TABLE)
-        print_header(r, o, o->no_cache ? "none (recompute every step)" : o->cache_spec);
-    report_header(stdout, o->fmt);
+    char *rows = NULL;
+    size_t rows_len = 0;
+    FILE *out = o->fmt == OUT_TABLE ? open_memstream(&rows, &rows_len) : stdout;
+    if (!out)
+        return err_set(e, ERR_RUNTIME, "out of memory for the table of passes");
+    r->cc.out = r->cu.out = out;
+    report_header(out, o->fmt);
     int run_cached = !o->no_cache, run_uncached = o->no_cache || o->compare;
-    if ((run_cached && generate(&r->m, r->cache, r->prompt, r->batch, r->plen, &o->go, r->out_c, on_step, &r->cc,
-                                e) < 0) ||
-        (run_uncached && generate(&r->m, NULL, r->prompt, r->batch, r->plen, &o->go, r->out_u, on_step, &r->cu,
-                                  e) < 0))
+    int rc = (run_cached && generate(&r->m, r->cache, r->prompt, r->batch, r->plen, &o->go, r->out_c, on_step,
+                                     &r->cc, e) < 0) ||
+             (run_uncached && generate(&r->m, NULL, r->prompt, r->batch, r->plen, &o->go, r->out_u, on_step, &r->cu,
+                                       e) < 0) ? -1 : 0;
+    if (out != stdout)
+        fclose(out);
+    RunTokens tokens = { .tok = r->tok, .prompt = r->prompt, .plen = r->plen,
+                         .out = run_cached ? r->out_c : r->out_u, .batch = r->batch, .n = o->go.n_generate };
+    if (rc == 0 && o->fmt == OUT_TABLE) {
+        print_header(r, o, o->no_cache ? "none (recompute every step)" : o->cache_spec);
+        report_tokens(stdout, o->fmt, &tokens, NULL);
+        printf("\n");
+        fwrite(rows, 1, rows_len, stdout);
+    }
+    free(rows);
+    if (rc < 0)
         return -1;
 
     json_t *totals = r->root ? json_object() : NULL;
@@ -211,10 +229,6 @@ static int run_generate(Run *r, const RunOpts *o, Err *e)
     }
     if (r->root)
         json_object_set_new(r->root, "totals", totals);
-    RunTokens tokens = { .tok = r->tok, .prompt = r->prompt, .plen = r->plen,
-                         .out = run_cached ? r->out_c : r->out_u, .batch = r->batch, .n = o->go.n_generate };
-    if (o->fmt == OUT_TABLE)
-        report_tokens(stdout, o->fmt, &tokens, NULL);
     if (o->compare && compare(r, o, e) != 0)
         return 1;
     if (r->root)

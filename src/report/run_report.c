@@ -85,10 +85,11 @@ void report_totals(FILE *f, OutFormat fmt, const char *run, const Counters *t, j
     if (fmt != OUT_TABLE)
         return;
     char used[32], reserved[32], copied[32];
-    fprintf(f, "%s totals: %" PRIu64 " token rows projected, %" PRIu64 " FLOPs (projections %" PRIu64
-               ", attention %" PRIu64 ", FFN %" PRIu64 "), %.3f ms\n",
-            run, t->tokens_projected, counters_total_flops(t), counters_proj_flops(t), counters_attn_flops(t),
-            t->flops_ffn, t->seconds * 1e3);
+    fprintf(f, "%s totals: %" PRIu64 " token rows projected, %.3f ms; %" PRIu64 " FLOPs = projections %" PRIu64
+               " + attention %" PRIu64 " + FFN %" PRIu64 " + other %" PRIu64 " (the logits' matmul, norms, RoPE, "
+               "residual adds and scalings)\n",
+            run, t->tokens_projected, t->seconds * 1e3, counters_total_flops(t), counters_proj_flops(t),
+            counters_attn_flops(t), t->flops_ffn, t->flops_other);
     fprintf(f, "%s bytes: weights read %" PRIu64 ", K/V read %" PRIu64 ", K/V written %" PRIu64, run,
             t->weight_bytes_read, t->kv_bytes_read, t->kv_bytes_written);
     if (t->view_bytes) /* a materialized f32 view (MLA's decompressed tiles), written and read back */

@@ -15,6 +15,20 @@ expect_fail "example: an MLA model has no K and V rows to print" 2 "caches MLA l
 expect_fail "example: an encoder-decoder is not the walk's decoder" 2 "is an encoder-decoder" $KV example --model encdec
 
 expect_ok "run --compare: identical tokens" '^tokens identical: yes' $KV run --tokens 6 --compare
+# what was generated comes first, where a reader sees it; then the table of passes
+run "run: the text before the table" $KV run --tokens 6
+text_at=$(grep -n '^text (sequence 0' "$out" | cut -d: -f1)
+table_at=$(grep -n '^run  *step' "$out" | cut -d: -f1)
+[ "$status" -eq 0 ] && [ -n "$text_at" ] && [ -n "$table_at" ] && [ "$text_at" -lt "$table_at" ] &&
+    ok "run: the text before the table" || bad "run: the text before the table" "text at line $text_at, table at $table_at"
+# the FLOPs' parts add up to the total, for each run and each model kind
+for m in kjv-tiny mla-tiny; do
+    run "run --compare: FLOPs' parts sum to the total ($m)" $KV run --model $m --tokens 5 --compare
+    sums=$(sed -n 's/.* \([0-9]*\) FLOPs = projections \([0-9]*\) + attention \([0-9]*\) + FFN \([0-9]*\) + other \([0-9]*\) .*/\1 \2 \3 \4 \5/p' "$out" |
+        awk '{ print ($1 == $2 + $3 + $4 + $5 && $5 > 0) ? "yes" : "no" }' | tr '\n' ' ')
+    [ "$status" -eq 0 ] && [ "$sums" = "yes yes " ] && ok "$name" || bad "$name" "exit $status, sums: $sums" \
+        "$(grep 'FLOPs =' "$out")"
+done
 expect_ok "run --compare on small, GQA, chunked prefill, batch 2" '^tokens identical: yes' \
     $KV run --model small --prompt-len 12 --chunk 5 --batch 2 --tokens 5 --compare
 expect_ok "run --compare with the dynamic cache counts copies" 'copied by reallocation' \
