@@ -15,7 +15,8 @@ const char cli_model_help[] =
     "  --set KEY=VALUE     override one config key (repeatable), e.g. --set n_layers=2\n"
     "  --shared            one set of layer weights for every layer, vocab capped at 4096:\n"
     "                      runs a real model's shape in little memory, same bytes per step\n"
-    "  --isa ISA           kernels: auto (default; KVSCOPE_ISA overrides) or ref\n"
+    "  --isa ISA           kernels: auto (default: the best this CPU runs; KVSCOPE_ISA overrides) or\n"
+    "                      one this build has: " KERNELS_BUILT "\n"
     "  --weights PATH      a GGUF or llama2.c checkpoint, or a kvscope weights file (.kvw, its\n"
     "                      tokenizer named in PATH.json beside it): its shape and weights instead\n"
     "                      of --model's\n";

@@ -242,6 +242,15 @@ static inline size_t attend_iv_bytes(size_t group, size_t head_dim)
  * "auto"). Fails with ERR_USAGE naming what this CPU supports. */
 const Kernels *kernels_select(const char *isa, Err *e);
 
+/* The tables this build holds, for --help (a CPU may run fewer). */
+#if defined(__x86_64__)
+#define KERNELS_BUILT "ref, avx2, avx512"
+#elif defined(__aarch64__)
+#define KERNELS_BUILT "ref, neon"
+#else
+#define KERNELS_BUILT "ref"
+#endif
+
 /* Every table this CPU can run, best last; returns how many (<= cap). */
 size_t kernels_available(const Kernels **out, size_t cap);
 

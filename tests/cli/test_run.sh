@@ -29,6 +29,16 @@ for m in kjv-tiny mla-tiny; do
     [ "$status" -eq 0 ] && [ "$sums" = "yes yes " ] && ok "$name" || bad "$name" "exit $status, sums: $sums" \
         "$(grep 'FLOPs =' "$out")"
 done
+# --help names every kernel table this machine runs
+isa_help=$($KV run --help | grep -A1 -- '--isa ISA')
+isa_missing=""
+for isa in ref avx2 avx512 neon; do
+    if $KV run --model tiny --isa $isa --tokens 1 >/dev/null 2>&1; then
+        printf '%s' "$isa_help" | grep -qw $isa || isa_missing="$isa_missing $isa"
+    fi
+done
+[ -z "$isa_missing" ] && ok "run --help names every --isa this machine runs" ||
+    bad "run --help names every --isa this machine runs" "missing:$isa_missing" "$isa_help"
 expect_ok "run --compare on small, GQA, chunked prefill, batch 2" '^tokens identical: yes' \
     $KV run --model small --prompt-len 12 --chunk 5 --batch 2 --tokens 5 --compare
 expect_ok "run --compare with the dynamic cache counts copies" 'copied by reallocation' \
