@@ -18,7 +18,7 @@
 
 static void help(void)
 {
-    printf("usage: kvscope lesson                       list the lessons, then resume at the first unfinished\n"
+    printf("usage: kvscope lesson                       list the lessons and say which to open next\n"
            "       kvscope lesson list                  list the lessons with their done marks\n"
            "       kvscope lesson show N                print lesson N (a number or an id)\n"
            "       kvscope lesson check N [--file F]    run lesson N's checks, and build and check its exercise\n"
@@ -333,16 +333,15 @@ int cmd_lesson(int argc, char **argv)
     }
     Progress p;
     switch (which) {
-    case SUB_RESUME: /* list, then resume */
+    case SUB_RESUME: /* the list, and the lesson to open next */
         progress_load(&p);
         print_list(&c, &p);
         l = first_unfinished(&c, &p);
-        if (!l) {
+        if (!l)
             printf("\nEvery written lesson is done. More come as the engine grows.\n");
-            break;
-        }
-        printf("\nResuming at lesson %zu, %s:\n\n", l->number, l->id);
-        rc = show(&c, l);
+        else
+            printf("\nNext: lesson %zu, %s. Read it with\n    kvscope lesson show %zu\nthen check it with "
+                   "`kvscope lesson check %zu`.\n", l->number, l->title, l->number, l->number);
         break;
     case SUB_LIST:
         progress_load(&p);

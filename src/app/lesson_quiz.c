@@ -25,7 +25,8 @@ static int read_answer(char *buf, size_t cap)
 }
 
 /* Ask question q until an answer (or EOF: *line empty, returns 0); `hint`
- * shows the hint. *hinted says whether it was shown. */
+ * shows the hint, and a numeric question asks again for what is not a
+ * number. *hinted says whether the hint was shown. */
 static int ask(const QuizQuestion *q, char *line, size_t cap, int *hinted)
 {
     *hinted = 0;
@@ -36,10 +37,15 @@ static int ask(const QuizQuestion *q, char *line, size_t cap, int *hinted)
             return 0;
         }
         const char *t = line + strspn(line, " ");
-        if (strcmp(t, "hint") != 0 && strcmp(t, "?") != 0)
+        double v;
+        if (strcmp(t, "hint") == 0 || strcmp(t, "?") == 0) {
+            printf("hint: %s%s\n", q->hint, *hinted ? " (that is the only hint)" : "");
+            *hinted = 1;
+        } else if (*t && !q->n_choices && quiz_answer_number(t, &v) < 0) {
+            printf("a number is expected (such as 15,150 or 52.4); `hint` shows the hint, an empty line skips\n");
+        } else {
             return 1;
-        printf("hint: %s%s\n", q->hint, *hinted ? " (that is the only hint)" : "");
-        *hinted = 1;
+        }
     }
 }
 

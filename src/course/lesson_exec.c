@@ -265,6 +265,10 @@ void exec_display_path(const char *path, char *out, size_t cap)
     }
     if (!cwd[i] && (abs_path[i] == '/' || !abs_path[i]))
         last = i;
+    if (last == 0) { /* only the root in common: a path up to it and down again reads oddly; this one pastes */
+        snprintf(out, cap, "%s", strcmp(cwd, "/") == 0 ? abs_path + 1 : abs_path);
+        return;
+    }
     size_t ups = 0;
     for (const char *p = cwd + last; *p; p++)
         if (*p == '/')

@@ -43,8 +43,10 @@ int exec_self_dir(char *out, size_t cap);
  * ./lessons. Fills dir (absolute) and returns 0, or -1 with e set. */
 int exec_find_course(char *dir, size_t cap, Err *e);
 
-/* `path` (absolute) relative to the current directory:
- * "lessons/exercises/window.c", "../lessons/...". A path that is not
+/* `path` (absolute) as a user pastes it from the current directory:
+ * relative, "lessons/exercises/window.c", "../lessons/...", when the two
+ * share a directory below the root; else whole (an installed course seen
+ * from a home directory: no "../../../usr/..."). A path that is not
  * absolute, or cannot be resolved, is copied as it is. */
 void exec_display_path(const char *path, char *out, size_t cap);
 

@@ -195,6 +195,25 @@ int run_quiz_answer(const QuizQuestion *q, double *value, int *choice, char *how
     return 0;
 }
 
+int quiz_answer_number(const char *typed, double *v)
+{
+    while (isspace((unsigned char)*typed))
+        typed++;
+    char num[64];
+    size_t k = 0;
+    for (const char *p = typed; *p && k + 1 < sizeof num; p++) {
+        if (*p == ',')
+            continue;
+        if (!(isdigit((unsigned char)*p) || *p == '.' || *p == '-' || *p == '+' || *p == 'e' || *p == 'E'))
+            break;
+        num[k++] = *p;
+    }
+    num[k] = '\0';
+    char *end;
+    *v = strtod(num, &end);
+    return end == num ? -1 : 0;
+}
+
 int quiz_answer_matches(const QuizQuestion *q, const char *typed, double value, int choice)
 {
     while (isspace((unsigned char)*typed))
@@ -207,19 +226,8 @@ int quiz_answer_matches(const QuizQuestion *q, const char *typed, double value, 
             return 1;
         return n == strlen(q->choices[choice]) && strncasecmp(typed, q->choices[choice], n) == 0;
     }
-    char num[64];
-    size_t k = 0;
-    for (const char *p = typed; *p && k + 1 < sizeof num; p++) {
-        if (*p == ',')
-            continue;
-        if (!(isdigit((unsigned char)*p) || *p == '.' || *p == '-' || *p == '+' || *p == 'e' || *p == 'E'))
-            break;
-        num[k++] = *p;
-    }
-    num[k] = '\0';
-    char *end;
-    double v = strtod(num, &end);
-    if (end == num)
+    double v;
+    if (quiz_answer_number(typed, &v) < 0)
         return 0;
     LvTol tol;
     if (lv_parse_tol(q->tol, &tol, NULL) < 0 || !tol.given) {

@@ -39,6 +39,10 @@ int run_quiz_answer(const QuizQuestion *q, double *value, int *choice, char *how
  * choices: the name or its letter a, b, c ...). */
 int quiz_answer_matches(const QuizQuestion *q, const char *typed, double value, int choice);
 
+/* The number a typed answer begins with ("15,150", "52.4x", "275 rows")
+ * into *v: 0, or -1 when it begins with none. */
+int quiz_answer_number(const char *typed, double *v);
+
 typedef struct {
     int compiled;
     int passed;

@@ -20,15 +20,31 @@ expect_ok "lesson show by id" '^# 3\. Memory math' $KV lesson show memory-math
 expect_ok "lesson show 03 (leading zero)" '^# 3\. Memory math' $KV lesson show 03
 expect_ok "lesson show names the exercise to copy" 'cp .*lessons/exercises/window\.c my_window\.c' \
     $KV lesson show 6
+# the copy command pastes from where the learner is, and climbs no higher than it must
+kv_abs=$(cd "$(dirname "$KV")" && pwd)/$(basename "$KV")
+for where in "$lesson_src" "$(pwd)/src/kv" "$(pwd)"; do
+    starter=$(cd "$where" && "$kv_abs" lesson show 6 2>/dev/null | sed -n 's/^ *cp \(.*\) my_window\.c$/\1/p' | tail -n 1)
+    common=$(python3 -c 'import os, sys; print(os.path.commonpath([os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2])]))' \
+        "$where" lessons)
+    ups=$(printf '%s' "$starter" | grep -o '\.\./' | wc -l)
+    if [ -n "$starter" ] && (cd "$where" && [ -f "$starter" ]) &&
+        { [ "$common" != / ] || [ "$ups" -eq 0 ]; }; then ok "lesson show 6 from $where: cp $starter"
+    else bad "lesson show 6 from $where: the starter's path pastes" "got: '$starter' (common directory $common)"; fi
+done
 
 # checks pass, and the lesson is marked done in the state directory
 expect_ok "lesson check 1 passes" '^lesson 1: 9 of 9 checks pass; done\.$' $KV lesson check 1
 if grep -qx 'done why-cache' "$lesson_state/kvscope/progress" 2>/dev/null; then ok "progress is in XDG_STATE_HOME"
 else bad "progress is in XDG_STATE_HOME" "no 'done why-cache' in \$XDG_STATE_HOME/kvscope/progress"; fi
 expect_ok "lesson list shows the done mark" '^  \[x\]  1  why-cache' $KV lesson list
-expect_ok "lesson resumes at the first unfinished lesson" 'Resuming at lesson 2, prefill-decode' $KV lesson
+run "lesson: the list, then the lesson to open next" $KV lesson
+if [ "$status" -eq 0 ] && grep -q '^kvscope lessons: ' "$out" && grep -q '^Next: lesson 2, ' "$out" &&
+    grep -q '^    kvscope lesson show 2$' "$out" && ! grep -q '^# 2\.' "$out" && [ "$(wc -l <"$out")" -lt 40 ]
+then ok "lesson: the list, then the lesson to open next (not the whole lesson)"
+else bad "lesson: the list, then the lesson to open next (not the whole lesson)" "exit $status, $(wc -l <"$out") lines" \
+    "$(tail -n 5 "$out")"; fi
 expect_ok "lesson check 2 (the worked example)" '^lesson 2: 8 of 8 checks pass; done\.$' $KV lesson check 2
-expect_ok "lesson resumes further on" 'Resuming at lesson 3, memory-math' $KV lesson
+expect_ok "lesson names the next one further on" '^    kvscope lesson show 3$' $KV lesson
 
 # a quiz reads answers from stdin: right, a hint then wrong, skipped
 run "lesson quiz 1 with piped answers" sh -c "printf '275\nhint\n31\n\n' | $KV lesson quiz 1"
@@ -48,6 +64,10 @@ if [ "$status" -eq 0 ] && grep -q '^right: c) rope-on-v$' "$out" &&
     grep -q '^wrong: the answer is b) mask-in-decode (you said rope-position)$' "$out" &&
     grep -q '^2 of 3 right\.$' "$out"; then ok "lesson quiz 8: a choice by letter, a choice by name"
 else bad "lesson quiz 8: a choice by letter, a choice by name" "stdout: $(head -c 900 "$out")" "stderr: $(head -c 300 "$err")"; fi
+run "lesson quiz: not a number, asked again" sh -c "printf 'many\n275\n' | $KV lesson quiz 1"
+if [ "$status" -eq 0 ] && [ "$(grep -c '^a number is expected' "$out")" -eq 1 ] && grep -q '^right: 275$' "$out" &&
+    ! grep -q 'you said many' "$out"; then ok "lesson quiz: not a number, asked again"
+else bad "lesson quiz: not a number, asked again" "stdout: $(head -c 900 "$out")"; fi
 run "lesson quiz stops cleanly at the end of input" sh -c "printf '46\n' | $KV lesson quiz 2"
 if [ "$status" -eq 0 ] && grep -q '(no more answers)' "$out" && grep -q '^0 of 3 right\.$' "$out"
 then ok "lesson quiz stops cleanly at the end of input"
