@@ -48,9 +48,11 @@ SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sa
 .PHONY: corpus tokenizer models all bin run test test-bins unit-tests cli-tests sanitize cross-test deps deps-test clean plots check-lessons \
 	check-layers install uninstall fuzz
 
-# deps first, then a fresh make, so pkg-config is asked after any install
+# deps first, then a fresh make, so pkg-config is asked after any install;
+# two compiles at a time (this machine's two cores) unless -j says otherwise
+JOBS = $(if $(filter -j%,$(MAKEFLAGS)),,-j2)
 all: deps
-	@$(MAKE) --no-print-directory bin
+	@$(MAKE) --no-print-directory $(JOBS) bin
 
 bin: $(BIN)
 

@@ -40,6 +40,13 @@ left=$(find "$inst/usr" -type f | wc -l)
     bad "uninstall: nothing left behind" "exit $status, $left files left" "$(find "$inst/usr" -type f | head -5)"
 rm -rf "$inst"
 
+# make and make run build two files at a time, or as many as -j says
+run "make: two compiles at a time" env -u MAKEFLAGS -u MFLAGS make --no-print-directory -n all BUILD="$bindir"
+if [ "$status" -eq 0 ] && grep -q -- '-j2 bin$' "$out" &&
+    ! env -u MAKEFLAGS -u MFLAGS make --no-print-directory -n -j3 all BUILD="$bindir" | grep -q -- '-j2 bin$'
+then ok "make: two compiles at a time, unless -j says otherwise"
+else bad "make: two compiles at a time, unless -j says otherwise" "exit $status" "$(grep ' bin$' "$out")"; fi
+
 # the page itself
 run "man page: no warnings" man --warnings -l data/kvscope.1
 [ "$status" -eq 0 ] && [ ! -s "$err" ] && ok "man page: no warnings" ||
