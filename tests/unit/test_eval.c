@@ -2,7 +2,7 @@
  * cache's log-likelihood equals the uncached forward's, position by
  * position; a second exact layout agrees with it to the bit; a window that
  * drops rows moves the distribution (KL > 0) and the bytes and perplexity
- * follow from the log-likelihood. */
+ * follow from the log-likelihood; each cache's reach is what it holds. */
 #include "testutil.h"
 
 #include "kv/cache.h"
@@ -102,6 +102,37 @@ static void test_eval_against_uncached(void **state)
     model_free(&m);
 }
 
+/* reach: the most positions from the oldest row held to a query. The exact
+ * cache spans all the text fed (the last token is only predicted); a window
+ * its window; sinks keep position 0 in reach; a shift cache its ctx. */
+static void test_eval_reach(void **state)
+{
+    (void)state;
+    Config cfg = test_config(2, 4, 2);
+    Model m;
+    test_model(&m, &cfg);
+    int ids[N_TOK];
+    test_tokens(ids, N_TOK, cfg.vocab, 4);
+    const char *specs[] = { "contiguous", "ring:window=8", "ring:window=8,sinks=2", "shift:ctx=16,keep=2" };
+    const size_t want[] = { N_TOK - 1, 8, N_TOK - 1, 16 };
+    enum { N = sizeof specs / sizeof specs[0] };
+    KvCache *caches[N];
+    for (size_t i = 0; i < N; i++)
+        caches[i] = open_cache(&m, specs[i]);
+    EvalOptions o = { .prefill = PREFILL };
+    EvalResult r[N];
+    Err e = { 0 };
+    if (eval_run(&m, caches, N, ids, N_TOK, &o, r, NULL, NULL, &e) < 0)
+        fail_msg("eval: %s", e.msg);
+    for (size_t i = 0; i < N; i++) {
+        if (r[i].reach != want[i])
+            fail_msg("%s: reach %zu, want %zu", specs[i], r[i].reach, want[i]);
+        eval_result_free(&r[i]);
+        kv_free(caches[i]);
+    }
+    model_free(&m);
+}
+
 static void test_eval_bad_input(void **state)
 {
     (void)state;
@@ -155,6 +186,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_eval_against_uncached),
+        cmocka_unit_test(test_eval_reach),
         cmocka_unit_test(test_eval_bad_input),
         cmocka_unit_test(test_recompute_window),
     };
