@@ -213,6 +213,7 @@ static int set_start(Config *cfg, const char *init, Err *e)
     if (strlen(init) >= sizeof cfg->checkpoint)
         return err_set(e, ERR_USAGE, "--init: a path of %zu bytes is too long", strlen(init));
     snprintf(cfg->checkpoint, sizeof cfg->checkpoint, "%s", init); /* model_init reads it (model/checkpoint.h) */
+    snprintf(cfg->weights, sizeof cfg->weights, "%s", strrchr(init, '/') ? strrchr(init, '/') + 1 : init);
     return 0;
 }
 
