@@ -16,7 +16,7 @@ static const struct {
     [G_SLOT_LOSSY] = { 0x2592, 'q' },
     [G_SLOT_EVICTED] = { 0x00d7, 'x' }, [G_SLOT_SHARED] = { 0x2593, 's' }, [G_NEW] = { 0x25b2, '^' },
     [G_PAGE] = { 0x2575, '|' },         [G_FOCUS] = { 0x25b8, '>' },     [G_PLAY] = { 0x25b6, '>' },
-    [G_PAUSE] = { 0x2016, '=' },        [G_ARROW] = { 0x2192, '>' },     [G_ELLIPSIS] = { 0x2026, '~' },
+    [G_PAUSE] = { 0x2016, '=' },        [G_ARROW] = { 0x2192, '>' },
     [G_SHADE0] = { ' ', ' ' },          [G_SHADE1] = { 0x2591, '.' },    [G_SHADE2] = { 0x2592, ':' },
     [G_SHADE3] = { 0x2593, '*' },       [G_SHADE4] = { 0x2588, '#' },    [G_SPARK0] = { 0x2581, '_' },
     [G_SPARK1] = { 0x2582, '.' },       [G_SPARK2] = { 0x2583, '-' },    [G_SPARK3] = { 0x2584, '~' },
@@ -159,11 +159,29 @@ int text_width(const char *utf8)
     return n;
 }
 
+int frame_ellipsis(Frame *f, Rect clip, int x, int y, int role)
+{
+    if (!f->ascii) {
+        frame_put(f, clip, x, y, 0x2026, role); /* HORIZONTAL ELLIPSIS */
+        return x + 1;
+    }
+    for (int i = 0; i < 3; i++)
+        frame_put(f, clip, x + i, y, '.', role);
+    return x + 3;
+}
+
 int frame_text(Frame *f, Rect clip, int x, int y, int role, const char *utf8)
 {
+    const int x0 = x, edge = clip.x + clip.w > f->w ? f->w - clip.x : clip.w; /* the first column not shown */
+    int cut = 0;
     while (*utf8) {
         uint32_t cp = utf8_next(&utf8);
+        cut |= x >= edge && cp != ' ';
         frame_put(f, clip, x++, y, cp, role);
+    }
+    if (cut && x0 < edge) { /* the last visible columns say the line goes on */
+        const int at = edge - frame_ellipsis_w(f) > x0 ? edge - frame_ellipsis_w(f) : x0;
+        frame_ellipsis(f, rect_sub(clip, 0, 0, edge, clip.h), at, y, role);
     }
     return x;
 }
@@ -188,6 +206,38 @@ int frame_print_right(Frame *f, Rect clip, int x_end, int y, int role, const cha
     return frame_text(f, clip, x_end - text_width(buf), y, role, buf);
 }
 
+int frame_wrap(Frame *f, Rect r, int role, const char *utf8)
+{
+    int row = 0;
+    const char *p = utf8;
+    while (*p && row < r.h && r.w > 0) {
+        if (row > 0)
+            while (*p == ' ')
+                p++;
+        /* the longest part that fits, back to its last space when a word goes on */
+        const char *q = p, *space = NULL;
+        for (int w = 0; *q && w < r.w; w++) {
+            if (*q == ' ')
+                space = q;
+            (void)utf8_next(&q);
+        }
+        const char *end = !*q || row == r.h - 1 ? NULL : *q == ' ' || !space || space == p ? q : space;
+        if (f) {
+            char line[1024];
+            size_t n = end ? (size_t)(end - p) : strlen(p);
+            n = n < sizeof line ? n : sizeof line - 1;
+            memcpy(line, p, n);
+            line[n] = '\0';
+            frame_text(f, r, 0, row, role, line);
+        }
+        row++;
+        if (!end)
+            break;
+        p = end;
+    }
+    return row;
+}
+
 void frame_fill(Frame *f, Rect r, uint32_t ch, int role)
 {
     Rect whole = frame_rect(f);
@@ -210,10 +260,7 @@ void frame_rule(Frame *f, Rect clip, int y, const char *title, int focused)
     for (int x = 0; x < clip.w; x++)
         frame_put_glyph(f, clip, x, y, G_HLINE, ROLE_DIM);
     frame_put_glyph(f, clip, 0, y, focused ? G_FOCUS : G_HLINE, focused ? ROLE_FOCUS : ROLE_DIM);
-    int end = frame_print(f, clip, 1, y, role, " %s ", title);
-    /* a title cut by the panel's edge ends in an ellipsis */
-    if (end > clip.w && clip.w > 2)
-        frame_put_glyph(f, clip, clip.w - 1, y, G_ELLIPSIS, role);
+    frame_print(f, clip, 1, y, role, " %s ", title);
 }
 
 void frame_box(Frame *f, Rect r, const char *title, int role)

@@ -10,7 +10,11 @@
  *
  * Every write is clipped to the frame and to the Rect it is given, so a
  * screen can draw at any size without checking bounds. Text is UTF-8; in
- * ASCII mode each character outside ASCII is replaced by its fallback. */
+ * ASCII mode each character outside ASCII is replaced by its fallback.
+ *
+ * One rule for text that does not fit: a line of text cut by the right edge
+ * of its Rect (or of the frame) ends in an ellipsis, "…" or, in ASCII
+ * mode, "..." (frame_ellipsis); frame_text applies it to every write. */
 #ifndef KVSCOPE_UI_FRAME_H
 #define KVSCOPE_UI_FRAME_H
 
@@ -46,7 +50,7 @@ typedef enum {
 typedef enum {
     G_HLINE, G_VLINE, G_TL, G_TR, G_BL, G_BR,
     G_SLOT_EMPTY, G_SLOT_EXACT, G_SLOT_F16, G_SLOT_LOSSY, G_SLOT_EVICTED, G_SLOT_SHARED,
-    G_NEW, G_PAGE, G_FOCUS, G_PLAY, G_PAUSE, G_ARROW, G_ELLIPSIS,
+    G_NEW, G_PAGE, G_FOCUS, G_PLAY, G_PAUSE, G_ARROW,
     G_SHADE0, G_SHADE1, G_SHADE2, G_SHADE3, G_SHADE4,
     G_SPARK0, G_SPARK1, G_SPARK2, G_SPARK3, G_SPARK4, G_SPARK5, G_SPARK6, G_SPARK7,
     G_COUNT
@@ -86,13 +90,24 @@ uint32_t frame_glyph(const Frame *f, Glyph g);
 void frame_put(Frame *f, Rect clip, int x, int y, uint32_t ch, int role);
 void frame_put_glyph(Frame *f, Rect clip, int x, int y, Glyph g, int role);
 /* Write UTF-8 text at (x, y) of clip, clipped; returns the column after it
- * (as if unclipped), so calls chain. */
+ * (as if unclipped), so calls chain. When the right edge cuts off any of it
+ * but spaces, the last visible columns become an ellipsis. */
 int frame_text(Frame *f, Rect clip, int x, int y, int role, const char *utf8);
 int frame_print(Frame *f, Rect clip, int x, int y, int role, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
 /* Text right-aligned to end at column x_end (exclusive) of clip. */
 int frame_print_right(Frame *f, Rect clip, int x_end, int y, int role, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
+/* The ellipsis at (x, y) of clip, clipped: "…", or "..." in ASCII mode;
+ * returns the column after it. */
+int frame_ellipsis(Frame *f, Rect clip, int x, int y, int role);
+/* UTF-8 text over the rows of r, broken at spaces (mid-word only for a
+ * word longer than a row); the last row cut with an ellipsis when the text
+ * goes on. Returns the rows it takes (at most r.h); with f NULL it only
+ * counts them. */
+int frame_wrap(Frame *f, Rect r, int role, const char *utf8);
+/* Columns frame_ellipsis takes in f's mode. */
+static inline int frame_ellipsis_w(const Frame *f) { return f->ascii ? 3 : 1; }
 /* Fill a rectangle of clip with one character. */
 void frame_fill(Frame *f, Rect r, uint32_t ch, int role);
 /* Set the role of cells already drawn (a highlight), clipped. */

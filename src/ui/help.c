@@ -4,14 +4,16 @@
 
 #include "ui/screens.h"
 
+/* Every key the view takes (view.c's handlers, chooser.c's, prompt_edit.c's);
+ * data/kvscope.1's KEYS section says the same (tests/cli/test_view.sh). */
 static const char *const keys[][2] = {
     { "Space, \u2192", "one step forward (one forward pass)" },
     { "\u2190", "one step back (rewind by deterministic replay)" },
     { "p", "play / pause (at the end: play again)" },
-    { "+  -", "faster / slower play" },
+    { "+ -, = _", "faster / slower play" },
     { "Tab, S-Tab", "next / previous panel (the focused one: \u25b8)" },
-    { "[ ]  h l", "previous / next layer" },
-    { "{ }", "previous / next head" },
+    { "[ ] h l  { }", "previous / next layer; previous / next head" },
+    { "s", "the cache map of the batch's next sequence (--batch)" },
     { "c", "choose a cache (compare: for the focused side)" },
     { "m", "choose a model" },
     { "t", "type a prompt (models with a tokenizer)" },
@@ -19,6 +21,9 @@ static const char *const keys[][2] = {
     { "1 2 3", "worked example, simulation, compare" },
     { "? F1", "this help (any key closes it)" },
     { "q, Ctrl-C", "quit" },
+    { "\u2191 \u2193 j k", "in c's and m's lists: move; PgUp Home, PgDn End: the ends" },
+    { "Enter, Esc", "lists: choose (or Space), close (or q); t: run, cancel" },
+    { "\u2190 \u2192 Home End", "in t's line: move; Backspace deletes, Ctrl-U clears" },
 };
 
 typedef struct {
@@ -50,7 +55,7 @@ void help_draw(Frame *f, const View *v)
     (void)v;
     const int n_keys = (int)(sizeof keys / sizeof keys[0]), n_leg = (int)(sizeof legend / sizeof legend[0]);
     int w = f->w - 4 < 76 ? f->w - 4 : 76;
-    int h = n_keys + n_leg + 4;
+    int h = n_keys + n_leg + 3;
     if (h > f->h)
         h = f->h;
     Rect box = { (f->w - w) / 2, (f->h - h) / 2, w, h };
@@ -69,7 +74,6 @@ void help_draw(Frame *f, const View *v)
             x = frame_text(f, in, x + 2, y, ROLE_NORMAL, legend[i][j].text) + 3;
         }
     }
-    frame_text(f, in, 0, y, ROLE_DIM, "any key closes this; q quits");
 }
 
 void small_draw(Frame *f, const View *v)

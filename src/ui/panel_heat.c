@@ -26,11 +26,16 @@ static void top_keys(Frame *f, Rect r, int y, const float *w, size_t qp, const T
         if (at < TOP_KEYS)
             best[at] = j;
     }
-    char line[256], label[64];
+    char line[256], item[96], label[64];
     int used = snprintf(line, sizeof line, "%zu looks most at:", qp);
-    for (size_t i = 0; i < n && used < (int)sizeof line; i++)
-        used += snprintf(line + used, sizeof line - (size_t)used, " %zu \"%s\" %.2f", best[i],
-                         panel_token_label(tk, tok[best[i]], label, sizeof label), (double)w[best[i]]);
+    for (size_t i = 0; i < n; i++) { /* as many whole keys as fit (the first always) */
+        int len = snprintf(item, sizeof item, " %zu \"%s\" %.2f", best[i],
+                           panel_token_label(tk, tok[best[i]], label, sizeof label), (double)w[best[i]]);
+        if (i > 0 && text_width(line) + text_width(item) > r.w)
+            break;
+        if (used + len < (int)sizeof line)
+            used += snprintf(line + used, sizeof line - (size_t)used, "%s", item);
+    }
     frame_text(f, r, 0, y, ROLE_NORMAL, line);
 }
 

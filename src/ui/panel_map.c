@@ -60,13 +60,13 @@ static int is_new_row(const StepRecord *last, size_t j)
 
 /* The rule: the panel's name, the layers and positions, and how the cache
  * is stored (pages, blocks); shortened when the panel is narrow. */
-static void map_title(Frame *f, Rect r, const KvCache *cache, const MapGeom *mg, KvCell *cells, const char *title,
-                      int focused)
+static void map_title(Frame *f, Rect r, const KvCache *cache, const MapGeom *mg, KvCell *cells, size_t seq,
+                      const char *title, int focused)
 {
     /* pages, or blocks of storage (a page start past 0) for other layouts */
     KvStats st;
     kv_stats(cache, &st);
-    kv_cells(cache, 0, 0, cells, mg->P);
+    kv_cells(cache, 0, seq, cells, mg->P);
     size_t blocks = 1;
     for (size_t j = 1; j < mg->P; j++)
         blocks += cells[j].page_start;
@@ -87,13 +87,13 @@ static void map_title(Frame *f, Rect r, const KvCache *cache, const MapGeom *mg,
 
 /* Layer l's row at y: a column shows the most telling state of its
  * positions; this pass's rows are marked new. */
-static void map_layer_row(Frame *f, Rect r, const KvCache *cache, const MapGeom *mg, KvCell *cells, size_t l, int y,
-                          int sel, const StepRecord *last)
+static void map_layer_row(Frame *f, Rect r, const KvCache *cache, const MapGeom *mg, KvCell *cells, size_t seq,
+                          size_t l, int y, int sel, const StepRecord *last)
 {
     if (sel)
         frame_put_glyph(f, r, 0, y, G_PLAY, ROLE_FOCUS);
     frame_print(f, r, 1, y, sel ? ROLE_FOCUS : ROLE_DIM, "L%zu", l);
-    kv_cells(cache, l, 0, cells, mg->P);
+    kv_cells(cache, l, seq, cells, mg->P);
     for (int x = 0; x < mg->cols && (size_t)x * mg->per < mg->P; x++) {
         size_t lo = (size_t)x * mg->per, hi = lo + mg->per < mg->P ? lo + mg->per : mg->P;
         int best = CELL_EMPTY, is_new = 0;
@@ -113,11 +113,11 @@ static void map_layer_row(Frame *f, Rect r, const KvCache *cache, const MapGeom 
 }
 
 /* The axis at row ay: this pass's slots, page starts, and where the run ends. */
-static void map_axis(Frame *f, Rect r, const KvCache *cache, const MapGeom *mg, KvCell *cells, int ay,
+static void map_axis(Frame *f, Rect r, const KvCache *cache, const MapGeom *mg, KvCell *cells, size_t seq, int ay,
                      const StepRecord *last)
 {
     frame_text(f, r, 0, ay, ROLE_DIM, "pos");
-    kv_cells(cache, 0, 0, cells, mg->P);
+    kv_cells(cache, 0, seq, cells, mg->P);
     int used = 0;
     for (int x = 0; x < mg->cols && (size_t)x * mg->per < mg->P; x++, used++) {
         size_t lo = (size_t)x * mg->per, hi = lo + mg->per < mg->P ? lo + mg->per : mg->P;
@@ -140,7 +140,7 @@ static void map_axis(Frame *f, Rect r, const KvCache *cache, const MapGeom *mg, 
     }
 }
 
-void panel_map(Frame *f, Rect r, const View *v, const Session *s, const char *title, int focused)
+void panel_map(Frame *f, Rect r, const View *v, const Session *s, size_t seq, const char *title, int focused)
 {
     const KvCache *cache = session_cache(s);
     const Config *c = &session_model(s)->cfg;
@@ -152,12 +152,13 @@ void panel_map(Frame *f, Rect r, const View *v, const Session *s, const char *ti
     KvCell *cells = calloc(mg.P, sizeof *cells);
     if (!cells)
         return;
-    map_title(f, r, cache, &mg, cells, title, focused);
+    map_title(f, r, cache, &mg, cells, seq, title, focused);
     const StepRecord *last = session_steps(s) ? session_record(s, session_steps(s) - 1) : NULL;
     size_t n_tok;
     const int *tok = session_tokens(s, &n_tok);
     const Tokenizer *tk = session_tokenizer(s);
-    const int text = tk && mg.per == 1 && r.h - 3 >= (int)c->n_layers;
+    /* the text row: sequence 0's tokens are the ones the view has */
+    const int text = tk && seq == 0 && mg.per == 1 && r.h - 3 >= (int)c->n_layers;
     const int rows = r.h - 2 - text;
     const size_t L = c->n_layers;
     size_t first = 0, shown = L < (size_t)rows ? L : (size_t)rows;
@@ -178,12 +179,12 @@ void panel_map(Frame *f, Rect r, const View *v, const Session *s, const char *ti
         frame_print(f, r, 1, y++, ROLE_DIM, "+%zu layer%s above (L0-L%zu; [ moves up)", first, fmt_s(first),
                     first - 1);
     for (size_t l = first; l < first + shown; l++)
-        map_layer_row(f, r, cache, &mg, cells, l, y++, l == v->layer, last);
+        map_layer_row(f, r, cache, &mg, cells, seq, l, y++, l == v->layer, last);
     if (first + shown < L && rows >= 3)
         frame_print(f, r, 1, y++, ROLE_DIM, "+%zu more layer%s (L%zu-L%zu; ] moves down)", L - first - shown,
                     fmt_s(L - first - shown), first + shown, L - 1);
     const int ay = y;
-    map_axis(f, r, cache, &mg, cells, ay, last);
+    map_axis(f, r, cache, &mg, cells, seq, ay, last);
     if (text)
         panel_token_axis(f, r, ay + 1, "text", LABEL_W, mg.cw, mg.P < n_tok ? mg.P : n_tok, tk, tok);
     free(cells);

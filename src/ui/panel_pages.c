@@ -65,15 +65,13 @@ static void block_table(Frame *f, Rect r, int y, const size_t *tables, const siz
         int w = phys[i] < total ? snprintf(item, sizeof item, "%zu>%zu", i, phys[i])
                                 : snprintf(item, sizeof item, "%zu>x", i);
         w += mapped_elsewhere(tables, n, batch, cap, seq, phys[i]); /* the shared glyph */
-        if (x + need + w + 1 + 2 > r.w)
+        if (x + need + w + 1 + frame_ellipsis_w(f) + 1 > r.w)
             break;
         need += w + 1;
         first--;
     }
-    if (first > 0) {
-        frame_put_glyph(f, r, x, y, G_ELLIPSIS, ROLE_DIM);
-        x += 2;
-    }
+    if (first > 0)
+        x = frame_ellipsis(f, r, x, y, ROLE_DIM) + 1;
     for (size_t i = first; i < n[seq]; i++) {
         if (phys[i] >= total) { /* a page a policy gave back maps to nothing: x */
             snprintf(item, sizeof item, "%zu%s%s", i, "\u2192", "\u00d7");

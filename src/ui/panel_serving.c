@@ -46,8 +46,8 @@ static int draw_requests(Frame *f, Rect r, int y, const char *label, const Serve
             snprintf(item, sizeof item, "%c:%zu", mark_of((int)q), held[q]);
         else
             snprintf(item, sizeof item, "%c", mark_of((int)q));
-        if (x + (int)text_width(item) >= r.w) {
-            frame_put_glyph(f, r, x, y, G_ELLIPSIS, ROLE_DIM);
+        if (x + (int)text_width(item) + frame_ellipsis_w(f) > r.w) {
+            frame_ellipsis(f, r, x, y, ROLE_DIM);
             break;
         }
         x = frame_text(f, r, x, y, want == SERVE_RUNNING ? ROLE_NORMAL : ROLE_DIM, item) + 1;

@@ -43,12 +43,21 @@ void panel_token_axis(Frame *f, Rect r, int y, const char *name, int lw, int cw,
                       const int *tok)
 {
     frame_text(f, r, 0, y, ROLE_DIM, name);
+    const int cols = cw > 1 ? cw - 1 : 1;
     for (size_t j = 0; j < P && lw + (int)j * cw < r.w; j++) {
         char label[64];
         char *shown = (char *)panel_token_label(tk, tok[j], label, sizeof label);
+        const int x = lw + (int)j * cw;
         if (cw <= 2 && strncmp(shown, "\u2423", 3) == 0 && shown[3])
             shown += 3;
-        frame_text(f, r, lw + (int)j * cw, y, ROLE_DIM, panel_clip(shown, cw > 1 ? cw - 1 : 1));
+        if (cols < 4 && shown[0] == '\\' && shown[1] == 'x' && strlen(shown) == 4) { /* a byte: its hex digits */
+            if (cols < 2) { /* no room for them: cut */
+                frame_ellipsis(f, rect_sub(r, x, 0, 1, r.h), 0, y, ROLE_DIM);
+                continue;
+            }
+            shown += 2;
+        }
+        frame_text(f, r, x, y, ROLE_DIM, panel_clip(shown, cols));
     }
 }
 
@@ -80,10 +89,8 @@ void panel_tokens(Frame *f, Rect r, const View *v, const Session *s, int focused
         first--;
     }
     int x = 0, y = 1;
-    if (first > 0) {
-        frame_put_glyph(f, r, 0, y, G_ELLIPSIS, ROLE_DIM);
-        x = 2;
-    }
+    if (first > 0)
+        x = frame_ellipsis(f, r, 0, y, ROLE_DIM) + 1;
     for (size_t i = first; i < len; i++) {
         char label[64], buf[72];
         int newest = i + 1 == len && i >= plen;

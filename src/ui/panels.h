@@ -8,9 +8,10 @@
 #include "ui/frame.h"
 #include "ui/view.h"
 
-/* Cache map: layers x positions, each slot's state by glyph; an axis row
- * marks this pass's slots and page starts. */
-void panel_map(Frame *f, Rect r, const View *v, const Session *s, const char *title, int focused);
+/* Cache map of sequence seq (< session_batch): layers x positions, each
+ * slot's state by glyph; an axis row marks this pass's slots and page
+ * starts, and for sequence 0 a row under it its text. */
+void panel_map(Frame *f, Rect r, const View *v, const Session *s, size_t seq, const char *title, int focused);
 /* Counters of this pass, the run so far and its uncached equivalent. */
 void panel_counters(Frame *f, Rect r, const View *v, const Session *s, int focused);
 /* Attention weights of (v->layer, v->head): query positions x key positions. */
@@ -26,7 +27,9 @@ const char *panel_token_label(const Tokenizer *tk, int id, char *buf, size_t cap
 char *panel_clip(char *s, int cols);
 /* Row y, under columns of cw cells from x = lw, one per position 0..P-1:
  * the start of each position's piece, `name` at the left. Past a piece's
- * leading space when a piece gets one column: the letters read better. */
+ * leading space when a piece gets one column: the letters read better; a
+ * byte (\xHH) in fewer than 4 columns as its hex digits HH, or an ellipsis
+ * in one. */
 void panel_token_axis(Frame *f, Rect r, int y, const char *name, int lw, int cw, size_t P, const Tokenizer *tk,
                       const int *tok);
 

@@ -19,6 +19,8 @@ enum { P_A, P_B, P_TOKENS, P_COUNT };
 static const char *const panel_names[P_COUNT] = { "cache A", "cache B", "tokens" };
 
 #define MAP_ROWS_MAX 4
+#define TOKEN_COLS_MAX 10   /* a token's label on the tokens rows, at most */
+#define TOKENS_SHOWN_MAX 256 /* tokens on those rows, at most (a wide terminal) */
 
 /* How one run's tokens and logits stand against the exact run's. */
 typedef struct {
@@ -77,7 +79,7 @@ static void side(Frame *f, Rect r, const View *v, int which)
     int map_rows = (int)c->n_layers < MAP_ROWS_MAX ? (int)c->n_layers : MAP_ROWS_MAX;
     char title[128];
     snprintf(title, sizeof title, "%c: %s", 'A' + which, session_cache_spec(s));
-    panel_map(f, rect_sub(r, 0, 0, r.w, 2 + map_rows), v, s, title, v->focus[SCR_COMPARE] == which);
+    panel_map(f, rect_sub(r, 0, 0, r.w, 2 + map_rows), v, s, 0, title, v->focus[SCR_COMPARE] == which);
 
     Counters run, unc;
     int formula;
@@ -126,6 +128,25 @@ static void side(Frame *f, Rect r, const View *v, int which)
         panel_heat(f, rect_sub(r, 0, y, r.w, r.h - y), v, s, 0);
 }
 
+/* Generated token g of run i (0 exact, 1 A, 2 B), or -1 when it has none. */
+static int token_id(const View *v, int i, size_t g)
+{
+    static const int order[3] = { 2, 0, 1 };
+    size_t len;
+    const int *t = session_tokens(v->cmp[order[i]], &len);
+    const size_t at = session_prompt_len(v->cmp[2]) + g;
+    return at < len ? t[at] : -1;
+}
+
+/* A token as the panels show it (its piece with a tokenizer, else its id),
+ * at most TOKEN_COLS_MAX columns; "" for none. */
+static const char *token_label(const View *v, int id, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    return id < 0 ? buf
+                  : panel_clip((char *)panel_token_label(session_tokenizer(v->cmp[2]), id, buf, cap), TOKEN_COLS_MAX);
+}
+
 static void tokens(Frame *f, Rect r, const View *v)
 {
     char title[128]; /* the model too: the two caches run the same one */
@@ -133,21 +154,35 @@ static void tokens(Frame *f, Rect r, const View *v)
              session_model(v->cmp[2])->cfg.name);
     frame_rule(f, r, 0, title, v->focus[SCR_COMPARE] == P_TOKENS);
     static const char *const names[3] = { "exact", "A", "B" };
-    static const int order[3] = { 2, 0, 1 };
     size_t len_e;
-    const int *te = session_tokens(v->cmp[2], &len_e);
-    const size_t plen = session_prompt_len(v->cmp[2]);
-    const int cw = 5, x0 = 7;
-    size_t gen = len_e - plen, cols = r.w > x0 ? (size_t)(r.w - x0) / cw : 0;
-    size_t first = gen > cols ? gen - cols : 0;
+    (void)session_tokens(v->cmp[2], &len_e);
+    const size_t gen = len_e - session_prompt_len(v->cmp[2]);
+    const int x0 = 7;
+    /* a column per token, as wide as its widest label, a '*' and a blank: the newest that fit */
+    int width[TOKENS_SHOWN_MAX], used = 0;
+    size_t first = gen;
+    while (first > 0 && gen - first < TOKENS_SHOWN_MAX) {
+        char buf[64];
+        int w = 0;
+        for (int i = 0; i < 3; i++) {
+            const int wi = text_width(token_label(v, token_id(v, i, first - 1), buf, sizeof buf));
+            w = wi > w ? wi : w;
+        }
+        if (x0 + used + w + 1 > r.w)
+            break;
+        width[gen - first] = w + 2;
+        used += w + 2;
+        first--;
+    }
     for (int i = 0; i < 3 && 1 + i < r.h; i++) {
-        size_t len;
-        const int *t = session_tokens(v->cmp[order[i]], &len);
         frame_text(f, r, 0, 1 + i, ROLE_HEAD, names[i]);
-        for (size_t g = first; g < gen && plen + g < len; g++) {
-            int diff = t[plen + g] != te[plen + g];
-            frame_print(f, r, x0 + cw * (int)(g - first), 1 + i, diff ? ROLE_WARN : ROLE_NORMAL, "%4d%s",
-                        t[plen + g], diff ? "*" : " ");
+        int x = x0;
+        for (size_t g = first; g < gen; g++) {
+            char buf[64];
+            const int id = token_id(v, i, g), diff = id != token_id(v, 0, g);
+            frame_print(f, r, x, 1 + i, diff ? ROLE_WARN : ROLE_NORMAL, "%s%s", token_label(v, id, buf, sizeof buf),
+                        diff && id >= 0 ? "*" : "");
+            x += width[gen - 1 - g];
         }
     }
 }

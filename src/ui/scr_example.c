@@ -36,7 +36,7 @@ static int vec(Frame *f, Rect r, int x, int y, int role, const float *v, size_t 
     for (size_t i = 0; i < n && i < VEC_MAX; i++)
         x = frame_print(f, r, x, y, role, "%7.3f", v[i]);
     if (n > VEC_MAX)
-        frame_put_glyph(f, r, x++, y, G_ELLIPSIS, ROLE_DIM);
+        x = frame_ellipsis(f, r, x, y, ROLE_DIM);
     return x;
 }
 

@@ -54,13 +54,14 @@ static void draw(Frame *f, Rect b, const View *v)
         char desc[96];
         snprintf(shape, sizeof shape, ", structure %s", structure_describe(sp.structure, desc, sizeof desc));
     }
-    char seq[48] = ""; /* a batch: the map is sequence 0's */
+    const size_t shown = v->seq < session_batch(s) ? v->seq : 0;
+    char seq[48] = ""; /* a batch: the sequence the map shows (s: the next) */
     if (session_batch(s) > 1)
-        snprintf(seq, sizeof seq, ", sequence 0 of %zu", session_batch(s));
+        snprintf(seq, sizeof seq, ", sequence %zu of %zu", shown, session_batch(s));
     snprintf(title, sizeof title, "model %s%s, cache %s%s", c->name, shape, session_cache_spec(s), seq);
-    if ((shape[0] || seq[0]) && text_width(title) + 4 > b.w) /* narrow: the model and the cache come first */
-        snprintf(title, sizeof title, "model %s, cache %s", c->name, session_cache_spec(s));
-    panel_map(f, rect_sub(b, 0, 1, b.w, map_h), v, s, title, focus == P_MAP);
+    if (shape[0] && text_width(title) + 4 > b.w) /* narrow: the model, the cache and the sequence first */
+        snprintf(title, sizeof title, "model %s, cache %s%s", c->name, session_cache_spec(s), seq);
+    panel_map(f, rect_sub(b, 0, 1, b.w, map_h), v, s, shown, title, focus == P_MAP);
     Rect mid = rect_sub(b, 0, 1 + map_h, b.w, mid_h);
     panel_counters(f, rect_sub(mid, 0, 0, cw, mid.h), v, s, focus == P_COUNTERS);
     Rect right = rect_sub(mid, cw + 1, 0, mid.w - cw - 1, mid.h);

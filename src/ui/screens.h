@@ -35,8 +35,8 @@ unsigned chooser_key(Chooser *c, int key, ChooseKind *chosen);
 void small_draw(Frame *f, const View *v);      /* too small to lay out */
 
 /* The prompt line (prompt_edit.c). Open it on the simulation's prompt as
- * text: 0, or -1 with *why (a model that reads ids has no text to type). */
-int prompt_edit_open(PromptEdit *p, const Session *sim, const char **why);
+ * text, selected; sim's model must have a tokenizer. */
+void prompt_edit_open(PromptEdit *p, const Session *sim);
 /* Type into the open line; Enter closes it and sets *submit, Esc closes it. */
 unsigned prompt_edit_key(PromptEdit *p, int key, int *submit);
 void prompt_edit_draw(Frame *f, const View *v);

@@ -322,17 +322,79 @@ static unsigned overlay_key(View *v, int key)
 {
     const char *why = NULL;
     v->playing = 0;
-    if (!v->sim) {
-        view_status(v, 1, "the cache and model lists and the prompt line step one decoder; this view shows "
-                    "a recorded run of model %s (its options set it)", replay_model(v));
-        return KR_HANDLED | KR_CHANGED;
-    }
-    if (key == 't' && prompt_edit_open(&v->edit, v->sim, &why) < 0)
+    if (key == 't')
+        prompt_edit_open(&v->edit, v->sim);
+    else if (chooser_open(&v->chooser, v, key == 'c' ? CHOOSE_CACHE : CHOOSE_MODEL, &why) < 0)
         view_status(v, 1, "%s", why);
-    else if (key != 't' && chooser_open(&v->chooser, v, key == 'c' ? CHOOSE_CACHE : CHOOSE_MODEL, &why) < 0)
-        view_status(v, 1, "%s", why);
-    else if (key != 't' && v->chooser.left_out[0])
+    else if (v->chooser.left_out[0])
         view_status(v, 0, "%s", v->chooser.left_out);
+    return KR_HANDLED | KR_CHANGED;
+}
+
+/* Why `key` does nothing on the screen shown, or NULL when it applies (and
+ * for keys every screen takes: 1-3, ?, q). The footer lists only keys that
+ * apply; a key that does not says this. */
+static const char *why_not(const View *v, int key, char *buf, size_t cap)
+{
+    Session *ss[3];
+    const size_t n = view_sessions(v, ss);
+    const int replay = !v->sim && v->screen == SCR_SIM;
+    const Config *c = n ? &session_model(ss[0])->cfg : NULL;
+    /* nothing to step: compare without its sessions */
+    const char *idle = n || replay ? NULL
+                       : v->sim    ? "compare could not start (3 tries again)"
+                                   : "compare runs one decoder's caches side by side; this view's recorded run is "
+                                     "screen 2";
+    if (!v->sim) {
+        const char *what = key == 'c' ? "the cache list" : key == 'm' ? "the model list" : key == 't' ? "the prompt line"
+                           : key == 's' ? "a batch's sequences" : "layers and heads";
+        snprintf(buf, cap, "%s belong to a decoder stepped live; this is a recorded run of model %s (its options "
+                 "set it)", what, replay_model(v));
+    }
+    const char *recorded = v->sim ? idle : buf;
+    switch (key) {
+    case ' ': case VK_RIGHT: case VK_LEFT: case 'r': case 'p': case '+': case '=': case '-': case '_':
+        return idle;
+    case VK_TAB: case VK_BTAB:
+        return replay ? "a recorded run is one panel: Tab has nothing to move to" : idle;
+    case '[': case ']': case 'h': case 'l': case '{': case '}': {
+        const int layer = key == '[' || key == ']' || key == 'h' || key == 'l';
+        if (!c)
+            return recorded;
+        if ((layer ? c->n_layers : c->n_heads) > 1)
+            return NULL;
+        snprintf(buf, cap, "model %s has one %s", c->name, layer ? "layer" : "head");
+        return buf;
+    }
+    case 'c':
+        return n ? NULL : recorded;
+    case 'm':
+        return v->sim ? NULL : buf;
+    case 't':
+        if (!v->sim)
+            return buf;
+        return session_tokenizer(v->sim) ? NULL : "this model reads token ids, not text: choose one with a "
+                                                  "tokenizer (m, e.g. kjv-tiny)";
+    case 's':
+        if (!v->sim)
+            return buf;
+        if (session_batch(v->sim) < 2)
+            return "one sequence runs: --batch N runs more, and s shows each one's cache map";
+        return v->screen == SCR_SIM ? NULL : "s shows another sequence's cache map on the simulation (2)";
+    default:
+        return NULL;
+    }
+}
+
+/* s: the simulation's map shows the next sequence of the batch. */
+static unsigned sequence_key(View *v)
+{
+    const size_t batch = session_batch(v->sim);
+    v->seq = (v->seq + 1) % batch;
+    const char *what = v->seq == 0           ? "runs the prompt"
+                       : v->seq + 1 == batch ? "forked from 0 after the prefill"
+                                             : "the prompt with its last token changed";
+    view_status(v, 0, "the cache map shows sequence %zu of %zu (%s); s shows the next", v->seq, batch, what);
     return KR_HANDLED | KR_CHANGED;
 }
 
@@ -340,6 +402,12 @@ static unsigned overlay_key(View *v, int key)
 static unsigned global_key(View *v, int key)
 {
     const Screen *scr = screens[v->screen];
+    char buf[256];
+    const char *why = why_not(v, key, buf, sizeof buf);
+    if (why) {
+        view_status(v, 1, "%s", why);
+        return KR_HANDLED | KR_CHANGED;
+    }
     switch (key) {
     case 'q':
         return KR_HANDLED | KR_QUIT;
@@ -369,6 +437,8 @@ static unsigned global_key(View *v, int key)
     case 'm':
     case 't':
         return overlay_key(v, key);
+    case 's':
+        return sequence_key(v);
     default: {
         unsigned r = play_key(v, key);
         return r != KR_NONE ? r : layer_head_key(v, key);
@@ -418,11 +488,11 @@ static int apply_choice(View *v, ChooseKind kind, int side, const char *item)
 }
 
 /* Run the simulation (and compare) on the typed prompt, from its first
- * pass; 0, or -1 with the reason in the status and the old prompt kept. */
+ * pass; 0, or -1 with the reason in v->edit.error and the old prompt kept. */
 static int apply_prompt(View *v)
 {
     if (v->edit.len == 0) {
-        view_status(v, 1, "an empty prompt: t and type some text");
+        snprintf(v->edit.error, sizeof v->edit.error, "an empty prompt: type some text (Esc keeps the old one)");
         return -1;
     }
     int *ids = NULL;
@@ -434,7 +504,7 @@ static int apply_prompt(View *v)
         session_set_model(v->sim, &cfg, m->kern, ids, n, &e) < 0 || session_reset(v->sim, &e) < 0 ||
         session_step(v->sim, &e) < 0) {
         free(ids);
-        view_status(v, 1, "prompt: %s", e.msg);
+        snprintf(v->edit.error, sizeof v->edit.error, "%s", e.msg);
         return -1;
     }
     free(ids);
@@ -462,8 +532,8 @@ unsigned view_key(View *v, int key)
     if (v->edit.open) {
         int submit;
         unsigned r = prompt_edit_key(&v->edit, key, &submit);
-        if (submit)
-            (void)apply_prompt(v);
+        if (submit && apply_prompt(v) < 0)
+            v->edit.open = 1; /* refused: the line stays, with the typed text and why */
         return r | had_status;
     }
     if (v->chooser.kind != CHOOSE_NONE) {
@@ -525,52 +595,39 @@ static void draw_title(const View *v, Frame *f)
 static void draw_footer(const View *v, Frame *f)
 {
     Rect row = { 0, f->h - 1, f->w, 1 };
-    if (v->status[0]) {
-        /* a long message takes the row above too, broken at a space */
-        int role = v->status_warn ? ROLE_WARN : ROLE_NORMAL, fit = f->w - 2;
-        const char *msg = v->status;
-        if (text_width(msg) > fit) {
-            int cut = fit;
-            while (cut > 0 && msg[cut] != ' ')
-                cut--;
-            if (cut == 0)
-                cut = fit;
-            Rect above = { 0, f->h - 2, f->w, 1 };
-            frame_fill(f, above, ' ', ROLE_NORMAL);
-            frame_print(f, above, 1, 0, role, "%.*s", cut, msg);
-            msg += cut + (msg[cut] == ' ');
-        }
-        frame_text(f, row, 1, 0, role, msg);
+    if (v->status[0]) { /* a long message takes the row above too */
+        const int role = v->status_warn ? ROLE_WARN : ROLE_NORMAL;
+        const int rows = frame_wrap(NULL, (Rect){ 1, 0, f->w - 2, 2 }, role, v->status);
+        Rect at = { 0, f->h - rows, f->w, rows };
+        frame_fill(f, at, ' ', ROLE_NORMAL);
+        frame_wrap(f, rect_sub(at, 1, 0, f->w - 2, rows), role, v->status);
         return;
     }
-    /* In the order shown; rank: which stay when the row is short (0 first).
-     * ? help lists them all. */
+    /* In the order shown; rank: which stay when the row is short (0 first);
+     * key: one the hint stands for, to leave out a hint whose keys do not
+     * apply here. ? help lists them all. */
     static const struct {
         const char *key, *what;
-        int rank;
+        int rank, code;
     } hints[] = {
-        { "Spc/\u2192", "step", 0 }, { "\u2190", "back", 1 },  { "p", "play", 4 },    { "+/-", "speed", 11 },
-        { "Tab", "panel", 5 },        { "[ ]", "layer", 8 },     { "{ }", "head", 9 },   { "c", "cache", 7 },
-        { "m", "model", 10 },         { "t", "prompt", 12 },     { "r", "reset", 13 },   { "1-3", "screen", 6 },
-        { "?", "help", 3 },           { "q", "quit", 2 },
+        { "Spc/\u2192", "step", 0, ' ' }, { "\u2190", "back", 1, VK_LEFT }, { "p", "play", 4, 'p' },
+        { "+/-", "speed", 12, '+' },      { "Tab", "panel", 5, VK_TAB },   { "s", "sequence", 6, 's' },
+        { "[ ]", "layer", 9, '[' },       { "{ }", "head", 10, '{' },      { "c", "cache", 8, 'c' },
+        { "m", "model", 11, 'm' },        { "t", "prompt", 13, 't' },      { "r", "reset", 14, 'r' },
+        { "1-3", "screen", 7, '1' },      { "?", "help", 3, '?' },         { "q", "quit", 2, 'q' },
     };
     enum { N_HINTS = sizeof hints / sizeof hints[0], SPEED = 3 /* "+/-" */ };
-    Session *ss[3];
-    const Session *s = view_sessions(v, ss) ? ss[0] : NULL;
-    const Config *c = s ? &session_model(s)->cfg : NULL;
+    char why[256];
     int show[N_HINTS] = { 0 }, used = 1;
     for (int rank = 0; rank < N_HINTS; rank++)
         for (int i = 0; i < N_HINTS; i++) {
-            if (hints[i].rank != rank)
-                continue;
-            /* one layer or one head: nothing for [ ] or { } to move to */
-            if ((hints[i].key[0] == '[' && c && c->n_layers < 2) || (hints[i].key[0] == '{' && c && c->n_heads < 2))
+            if (hints[i].rank != rank || why_not(v, hints[i].code, why, sizeof why))
                 continue;
             int need = text_width(hints[i].key) + 1 + text_width(hints[i].what) + 2;
             if (used + need <= f->w)
                 show[i] = 1, used += need;
         }
-    if (v->playing && !show[SPEED]) { /* playing, the speed keys matter more: in place of the lowest-ranked */
+    if (v->playing && !show[SPEED] && !why_not(v, '+', why, sizeof why)) { /* playing, the speed keys matter more: in place of the lowest-ranked */
         int drop = -1;
         for (int i = 0; i < N_HINTS; i++)
             if (show[i] && hints[i].rank > 4 && (drop < 0 || hints[i].rank > hints[drop].rank))

@@ -62,11 +62,16 @@ typedef struct {
 
 #define PROMPT_EDIT_MAX 512
 
-/* The line behind t: a prompt typed as text (UTF-8), for the simulation. */
+/* The line behind t: a prompt typed as text (UTF-8), for the simulation.
+ * It opens on the old prompt, selected: the first character typed replaces
+ * it, a cursor key keeps it to edit. */
 typedef struct {
     int open;
     char text[PROMPT_EDIT_MAX];
     size_t len;
+    size_t cur;             /* the cursor, a byte offset at a character's start: 0 .. len */
+    int selected;           /* the whole text is selected */
+    char error[512];        /* why the last Enter was refused ("" when it was not), until the next key */
 } PromptEdit;
 
 typedef struct {
@@ -81,6 +86,7 @@ typedef struct {
     ScreenId screen;
     int focus[SCR_COUNT];   /* the focused panel of each screen */
     size_t layer, head;     /* for the heatmap and the map's marker */
+    size_t seq;             /* the sequence of the simulation's batch its cache map shows (s) */
     int playing;
     int speed;              /* index into the speeds (view_speed_name) */
     int help;               /* the help overlay is shown */

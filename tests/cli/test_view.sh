@@ -349,4 +349,205 @@ run "view: an empty typed prompt" $KV view --headless --model kjv-tiny --screen 
 [ "$status" -eq 0 ] && grep -q 'an empty prompt' "$out" && ok "view: an empty typed prompt is refused, the old one kept" ||
     bad "view: an empty typed prompt is refused, the old one kept" "exit $status" "$(tail -3 "$out")"
 
+
+# t opens the line on the old prompt, selected: a character typed replaces
+# it, and a cursor key (Home) keeps it to edit
+run "view: t selects the old prompt" $KV view --headless --model kjv-tiny --prompt 'In the beginning' --screen sim \
+    --size 80x24 --frames all --keys 't G o d <esc> t <home> X'
+if [ "$status" -eq 0 ] && python3 - "$out" <<'EOF'
+import re, sys
+frames = open(sys.argv[1], encoding="utf-8").read().split("--- frame ")
+def line(n):  # the typed line of frame n, inside the box
+    m = re.search(r"│ > (.*?) *│", frames[n + 1])
+    return m.group(1) if m else None
+assert "selected: typing replaces it" in frames[2], frames[2]
+assert line(1) == "In the beginning█", line(1)
+assert line(4) == "God█", line(4)
+assert line(8) == "XIn the beginning", line(8)
+assert "selected" not in frames[9], frames[9]
+EOF
+then ok "view: t selects the old prompt; typing replaces it, Home keeps it"
+else bad "view: t selects the old prompt; typing replaces it, Home keeps it" "exit $status" "$(grep '│ >' "$out" | head -9)"; fi
+
+# a prompt longer than the model's positions: warned as it is typed; Enter
+# refuses it and the line stays open with the text and the reason
+run "view: a prompt too long" $KV view --headless --model kjv-tiny --prompt 'In the' --tokens 120 --screen sim \
+    --size 80x24 --frames all --keys "t <end> $(printf '<space>and%.0s' $(seq 8)) <enter>"
+if [ "$status" -eq 0 ] && python3 - "$out" <<'EOF'
+import re, sys
+frames = open(sys.argv[1], encoding="utf-8").read().split("--- frame ")[2:]
+warned = 0
+for f in frames[:-1]:  # every key typed: the warning exactly when the tokens and 120 more pass 128 positions
+    n = int(re.search(r"(\d+) tokens? \(of kjv-tiny's context of 128\)", f).group(1))
+    want = "%d tokens and 120 to generate: more than the model's 128 positions" % n
+    assert (want in f) == (n + 120 - 1 > 128), (n, f)
+    warned += want in f
+assert warned >= 3, warned
+last = frames[-1]
+assert "type a prompt" in last and "> In the and and and and and and and and█" in last, last
+assert "needs 130 positions" in last, last
+EOF
+then ok "view: a prompt too long is warned of as it is typed; Enter keeps it in the line with why"
+else bad "view: a prompt too long is warned of as it is typed; Enter keeps it in the line with why" "exit $status" \
+    "$(tail -14 "$out")"; fi
+expect_ok "view: a prompt alone longer than the model's positions" "300 tokens: more than the model's 256 positions" \
+    $KV view --headless --model tiny --screen sim --size 80x24 --frames last --keys "t <c-u> $(printf 'a%.0s' $(seq 300))"
+
+# the key bar lists only keys that apply: none that then say they do not
+if python3 - "$KV" <<'EOF'
+import subprocess, sys
+kv = sys.argv[1]
+refused = ("belong to a decoder stepped live", "compare could not start", "compare runs one decoder", "has one layer",
+           "has one head", "reads token ids, not text", "one sequence runs", "s shows another sequence",
+           "a recorded run is one panel", "that key does nothing here")
+send = {"Spc/→": "<space>", "←": "<left>", "p": "p", "+/-": "+", "Tab": "<tab>", "s": "s", "[ ]": "]", "{ }": "}",
+        "c": "c", "m": "m", "t": "t", "r": "r", "?": "?"}
+def last_frame(args, keys):
+    return subprocess.run([kv, "view", "--headless", "--size", "200x40", "--frames", "last", "--keys", keys] + args,
+                          capture_output=True, text=True).stdout
+bad, bars = [], {}
+for args in (["--serve"], ["--preset", "encdec"], ["--model", "small"], ["--model", "tiny", "--batch", "2"],
+             ["--model", "tiny"], []):
+    for screen in "123":
+        footer = last_frame(args, screen + " ? <esc>").split("\n")[-3]
+        keys = [item.rsplit(" ", 1)[0] for item in footer.strip().split("  ")]
+        bars[(" ".join(args), screen)] = keys
+        for k in keys:
+            if k in ("1-3", "q"):
+                continue
+            footer = "\n".join(last_frame(args, screen + " ? <esc> " + send[k]).split("\n")[-4:-2])
+            bad += [(args, screen, k, r) for r in refused if r in footer]
+for sim in ("--serve", "--preset encdec"):  # a recorded run: none of these
+    bad += [(sim, k) for k in ("c", "m", "t", "s", "Tab", "[ ]", "{ }") if k in bars[(sim, "2")]]
+bad += [("--model small", "t")] * ("t" in bars[("--model small", "2")])
+bad += [("--batch 2", "no s")] * ("s" not in bars[("--model tiny --batch 2", "2")])
+if bad:
+    print(bad)
+    sys.exit(1)
+EOF
+then ok "view: the key bar shows only keys that apply (--serve, encdec, small, --batch, every screen)"
+else bad "view: the key bar shows only keys that apply (--serve, encdec, small, --batch, every screen)"; fi
+
+# every line cut at the terminal's width ends in an ellipsis: a full row
+# ending in a letter or digit must end there in a wide terminal too
+if python3 - "$KV" <<'EOF'
+import re, subprocess, sys
+kv = sys.argv[1]
+steps = lambda n: " ".join(["<space>"] * n)
+cases = [["--model", "tiny", "--keys", steps(3)], ["--model", "tiny", "--cache", "ring:window=8,sinks=2", "--keys", steps(21)],
+         ["--keys", steps(2)], ["--model", "tiny", "--keys", "3 " + steps(3)], ["--serve", "--keys", steps(30)],
+         ["--preset", "encdec", "--keys", steps(4)], ["--keys", "?"], ["--model", "kjv-tiny", "--keys", "2 t"],
+         ["--model", "tiny", "--keys", "c"], ["--model", "tiny", "--keys", "m"], ["--serve", "--keys", "2 c"],
+         ["--model", "tiny", "--cache", "paged:page=3", "--batch", "3", "--keys", steps(2) + " s s"]]
+bad = []
+for args in cases:
+    for ascii in ([], ["--ascii"]):
+        run = lambda size: subprocess.run([kv, "view", "--headless", "--frames", "last", "--size", size] + ascii + args,
+                                          capture_output=True, text=True).stdout.split("\n")[1:-2]
+        wide = "\n".join(run("250x24"))
+        for row in run("80x24"):
+            if len(row) < 80 or not row[79].isalnum():
+                continue
+            tail = row[-14:].lstrip()
+            if not any(not wide[m.end():m.end() + 1].isalnum() for m in re.finditer(re.escape(tail), wide)):
+                bad.append((args, ascii, row))
+if bad:
+    print("\n".join(map(repr, bad)))
+    sys.exit(1)
+EOF
+then ok "view: at 80x24 a line cut at the edge ends in an ellipsis (12 screens, UTF-8 and ASCII)"
+else bad "view: at 80x24 a line cut at the edge ends in an ellipsis (12 screens, UTF-8 and ASCII)"; fi
+expect_ok "view: the status line cut at 80 columns ends in …" '^Step 20 decode: .{63}…$' \
+    $KV view --headless --model tiny --cache ring:window=8,sinks=2 --size 80x24 --frames last --keys "$(printf '<space>%.0s' $(seq 21))"
+expect_ok "view: and in ... with --ascii" '^Step 20 decode: .{61}\.\.\.$' \
+    $KV view --headless --ascii --model tiny --cache ring:window=8,sinks=2 --size 80x24 --frames last --keys "$(printf '<space>%.0s' $(seq 21))"
+
+# --batch 3: s cycles the sequence the cache map shows, and the map says
+# which; an evicting cache keeps other rows for another sequence
+run "view: s cycles the sequence of the map" $KV view --headless --model tiny --cache h2o:budget=8,recent=4 --batch 3 \
+    --tokens 12 --size 120x30 --frames all --keys "$(printf '<space>%.0s' $(seq 8)) s s s"
+if [ "$status" -eq 0 ] && python3 - "$out" <<'EOF'
+import re, sys
+frames = open(sys.argv[1], encoding="utf-8").read().split("--- frame ")[1:]
+rows = lambda f: [l[5:] for l in f.split("\n") if re.match(r"^.L[01] ", l)]
+for n, seq in ((8, 0), (9, 1), (10, 2), (11, 0)):
+    assert "cache h2o:budget=8,recent=4, sequence %d of 3" % seq in frames[n], frames[n]
+assert rows(frames[8]) != rows(frames[9]), "sequence 1's map is its own"
+assert rows(frames[8]) == rows(frames[11])
+assert " s sequence " in frames[8] and "the cache map shows sequence 1 of 3" in frames[9]
+EOF
+then ok "view: s cycles the sequence the map shows (--batch 3), named in its title"
+else bad "view: s cycles the sequence the map shows (--batch 3), named in its title" "exit $status" \
+    "$(grep -E 'sequence|L[01] ' "$out" | tail -8)"; fi
+
+# text wherever a tokenizer exists: compare's tokens as pieces (the exact
+# run's as the simulation's strip shows them); a byte token under the map as
+# its hex digits
+run "view: compare's tokens as text" $KV view --headless --model kjv-tiny --tokens 6 --size 120x30 --frames last \
+    --keys '3 <space> <space> <space> <space> <space> <space>'
+cmp_row=$(sed -n 's/^exact  *//p' "$out" | tr -s ' ')
+$KV view --headless --model kjv-tiny --tokens 6 --size 250x30 --frames last \
+    --keys '<space> <space> <space> <space> <space> <space>' >"$view_ref" 2>&1
+sim_row=$(grep -A1 '─ tokens as text' "$view_ref" | tail -1 | sed 's/.*│ //; s/[][]//g' | tr -s ' ')
+[ -n "$sim_row" ] && [ "$cmp_row" = "$sim_row" ] && ok "view: compare shows tokens as text ($cmp_row)" ||
+    bad "view: compare shows tokens as text" "compare: $cmp_row" "strip:   $sim_row"
+run "view: byte tokens under the map" $KV view --headless --model tiny --tokens 8 --size 100x30 --frames last --keys '<space>'
+if [ "$status" -eq 0 ] && python3 - "$out" <<'EOF'
+import sys
+lines = open(sys.argv[1], encoding="utf-8").read().split("\n")
+text = [l for l in lines if l.startswith("text ")][0][5:].split()
+strip = lines[lines.index([l for l in lines if "─ tokens as text" in l][0]) + 1].split("│")[0].split()
+want = [t[2:] if t.startswith("\\x") else t[0] for t in strip]
+assert any(t.startswith("\\x") for t in strip), strip
+assert text[:len(want)] == want, (text, want)
+EOF
+then ok "view: byte tokens under the map as their hex digits"
+else bad "view: byte tokens under the map as their hex digits" "exit $status" "$(grep -E '^text|│' "$out" | head -3)"; fi
+
+# every key the view takes (found by pressing each: on a screen, in a list,
+# in the prompt line) is in the help overlay and in the man page's Keys
+if python3 - "$KV" <<'EOF'
+import re, subprocess, sys
+kv = sys.argv[1]
+named = {"<space>": "Space", "<left>": "Left", "<right>": "Right", "<up>": "Up", "<down>": "Down", "<tab>": "Tab",
+         "<btab>": "Shift-Tab", "<enter>": "Enter", "<esc>": "Esc", "<f1>": "F1", "<pgup>": "PgUp", "<pgdn>": "PgDn",
+         "<home>": "Home", "<end>": "End", "<bs>": "Backspace", "<c-u>": "Ctrl-U"}
+printable = [c for c in map(chr, range(33, 127)) if c not in "q<"] + ["<lt>"]
+def frames(keys, *args):
+    out = subprocess.run([kv, "view", "--headless", "--model", "tiny", "--size", "100x30", "--keys", " ".join(keys)]
+                         + list(args), capture_output=True, text=True).stdout
+    return re.split(r"--- frame \d+: .*\n", out.split("--- end")[0])[1:]
+taken = {"q", "Ctrl-C"}
+# on the simulation: a key is taken unless it does nothing
+keys = []
+for k in printable + list(named):
+    keys += [k, "<esc>", "<esc>", "2"]
+for k, f in zip(keys[::4], frames(keys, "--screen", "sim")[1::4]):
+    if "that key does nothing here" not in f:
+        taken.add(named.get(k, "<" if k == "<lt>" else k))
+# in a list (c), from its middle: a key is taken when the frame changes
+for k in ["j", "k", "q", "x"] + list(named):
+    f = frames(["2", "c", "<down>", "<down>", k])
+    if f[-1] != f[-2]:
+        taken.add(named.get(k, k))
+# in the prompt line (t), on the old prompt and after a key that ends the selection
+for k in named:
+    f = frames(["2", "t", k]), frames(["2", "t", "<end>", "<left>", k])
+    if f[0][-1] != f[0][-2] or f[1][-1] != f[1][-2]:
+        taken.add(named[k])
+help_text = frames(["?"])[-1]
+help_words = set(re.split(r"[\s,;:()/]+", help_text.replace("→", " Right ").replace("←", " Left ")
+                          .replace("↑", " Up ").replace("↓", " Down ").replace("S-Tab", "Shift-Tab")))
+man = open("data/kvscope.1").read()
+man = man[man.find(".SS Keys"):].split("\n.SH")[0].replace("\\-", "-").replace('"', " ") if ".SS Keys" in man else ""
+man_words = set(re.split(r"[\s,;:()/.]+", man)) | set(re.findall(r"[\[\]{}+=_?-]", man))
+missing = sorted((k, where) for k in taken for where, words in (("help", help_words), ("man", man_words))
+                 if k not in words)
+if missing or len(taken) < 35:
+    print(len(taken), missing)
+    sys.exit(1)
+EOF
+then ok "view: every key the view takes is in its help and the man page's Keys"
+else bad "view: every key the view takes is in its help and the man page's Keys"; fi
+
 rm -f "$view_out" "$view_ref"

@@ -124,6 +124,58 @@ else
     wait_for 'EXIT=0' 5
     T resize-window -t v -x 120 -y 40
 
+    # at 80x24: t opens the line on the old prompt, selected, and typing
+    # replaces it; a prompt too long is warned of, and Enter keeps it in the
+    # line with why; a cut status line ends in an ellipsis; --serve's key bar
+    # has no key that does not apply; s shows another sequence's map
+    T resize-window -t v -x 80 -y 24
+    T send-keys -t v "clear; $KV view --model kjv-tiny --prompt 'In the beginning'; echo EXIT=\$?" Enter
+    wait_for '\[2 simulation\]' 10
+    step "80x24: t opens the old prompt, selected" 'selected: typing replaces it' t
+    step "80x24: typing replaces the selection" '│ > God(█|#) +│' G o d
+    step "80x24: Enter runs the typed prompt" 'prompt now [0-9]+ tokens?; the first pass' Enter
+    T send-keys -t v q
+    wait_for 'EXIT=0' 5
+    T send-keys -t v "clear; $KV view --model kjv-tiny --prompt 'In the' --tokens 120; echo EXIT=\$?" Enter
+    wait_for '\[2 simulation\]' 10
+    T send-keys -t v t End
+    T send-keys -t v -l ' and and and and and and and and'
+    if wait_for "11 tokens and 120 to generate: more than the model's 128 positions"; then
+        ok "tmux: 80x24: a prompt too long is warned of as it is typed"
+    else bad "tmux: 80x24: a prompt too long is warned of as it is typed" "$(cat "$tdir/pane")"; fi
+    T send-keys -t v Enter
+    if wait_for 'needs 130 positions' && grep -q 'type a prompt' "$tdir/pane" && grep -q '> In the and and' "$tdir/pane"
+    then ok "tmux: 80x24: Enter on a prompt too long keeps the line, the text and why"
+    else bad "tmux: 80x24: Enter on a prompt too long keeps the line, the text and why" "$(cat "$tdir/pane")"; fi
+    step "80x24: Esc keeps the old prompt" 'Nothing has run yet' Escape
+    T send-keys -t v q
+    wait_for 'EXIT=0' 5
+    T send-keys -t v "clear; $KV view --model tiny --cache ring:window=8,sinks=2; echo EXIT=\$?" Enter
+    wait_for '\[2 simulation\]' 10
+    for _ in $(seq 21); do T send-keys -t v Space; done
+    if wait_for '^Step 20 decode: .*(…|\.\.\.) *$' 8; then ok "tmux: 80x24: the cut status line ends in an ellipsis"
+    else bad "tmux: 80x24: the cut status line ends in an ellipsis" "$(cat "$tdir/pane")"; fi
+    T send-keys -t v q
+    wait_for 'EXIT=0' 5
+    T send-keys -t v "clear; $KV view --serve; echo EXIT=\$?" Enter
+    wait_for '\[2 simulation\]' 10
+    if wait_for 'Spc/(→|>) step' && ! grep -Eq ' c cache | m model | t prompt |Tab panel|\[ \] layer' "$tdir/pane"
+    then ok "tmux: 80x24: --serve's key bar lists no key that does not apply"
+    else bad "tmux: 80x24: --serve's key bar lists no key that does not apply" "$(cat "$tdir/pane")"; fi
+    step "80x24: --serve: c says why it does not apply" 'the cache list belong' c
+    T send-keys -t v q
+    wait_for 'EXIT=0' 5
+    T send-keys -t v "clear; $KV view --model tiny --cache paged:page=3 --batch 3; echo EXIT=\$?; stty -a >$tdir/after4" Enter
+    wait_for '\[2 simulation\]' 10
+    step "80x24: --batch 3: the key bar has s" ' s sequence ' Space
+    step "80x24: s shows sequence 1's map" 'cache paged:page=3, sequence 1 of 3' s
+    step "80x24: q quits, the exit status is 0" 'EXIT=0' q
+    # (the size is the window's: compare the settings after the first line)
+    if [ -s "$tdir/after4" ] && [ "$(tail -n +2 "$tdir/before")" = "$(tail -n +2 "$tdir/after4")" ]; then
+        ok "tmux: 80x24: terminal settings restored (stty -a)"
+    else bad "tmux: 80x24: terminal settings restored (stty -a)" "$(diff "$tdir/before" "$tdir/after4" | head -5)"; fi
+    T resize-window -t v -x 120 -y 40
+
     # random keys, interleaved with resizes: no crash, q still quits
     T send-keys -t v "clear; $KV view --model tiny --tokens 24; echo EXIT=\$?" Enter
     wait_for '\[2 simulation\]' 10
