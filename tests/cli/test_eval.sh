@@ -1,7 +1,7 @@
 # test_eval.sh: `kvscope eval` scores caches on a text against the exact one.
 
 evtext=$(mktemp)
-head -c 400 README.md >"$evtext"
+head -c 800 README.md >"$evtext"
 expect_ok "eval: the exact cache is the reference row" '^contiguous .*\(reference\)' \
     $KV eval --text "$evtext" --tokens 120
 run "eval: a second exact layout agrees to the bit" $KV eval --text "$evtext" --tokens 120 --cache dynamic --format tsv
