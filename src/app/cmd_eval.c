@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "app/cli.h"
 #include "app/commands.h"
+#include "app/progress_line.h"
 #include "kv/cache.h"
 #include "report/eval_report.h"
 #include "sim/eval.h"
@@ -34,6 +34,7 @@ typedef struct {
     AttendAlgo attend;
     OutFormat fmt;
     int per_position;
+    int quiet;           /* --quiet: no progress line */
     int threads_set;     /* --threads was given (else the pool takes every CPU) */
 } EvalOpts;
 
@@ -60,13 +61,15 @@ static void help(void)
            "output:\n"
            "  --format F          table (default), tsv or json\n"
            "  --per-position      instead: -ln p of every scored token, a column per cache\n"
-           "                      (tsv; json: an array per cache), for plots\n\n"
+           "                      (tsv; json: an array per cache), for plots\n"
+           "%s\n"
            "The model's positions are extended to the text's length: a cache that forgets\n"
            "(a window, eviction) keeps what its policy keeps, the exact cache keeps all;\n"
            "a shift cache runs its rows at positions below its ctx (a ring at the text's).\n"
            "example: kvscope eval --model tiny --text README.md --tokens 600 \\\n"
            "             --cache ring:window=64,sinks=4 --cache contiguous+quant:k=q4_0,v=q4_0\n",
-           REFERENCE_SPEC, cli_model_help, cli_int_dot_help, MAX_CACHES - 1, caches, cli_threads_help);
+           REFERENCE_SPEC, cli_model_help, cli_int_dot_help, MAX_CACHES - 1, caches, cli_threads_help,
+           progress_line_help);
 }
 
 /* --split validation: the held-out books of the trained models' corpus,
@@ -96,7 +99,7 @@ static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
         { "tokens", required_argument, 0, 0 },  { "prefill", required_argument, 0, 0 },
         { "attention", required_argument, 0, 0 }, { "format", required_argument, 0, 0 },
         { "per-position", no_argument, 0, 0 },  { "help", no_argument, 0, 'h' },
-        { "threads", required_argument, 0, 0 },
+        { "threads", required_argument, 0, 0 }, { "quiet", no_argument, 0, 0 },
         { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -127,6 +130,8 @@ static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
                 rc = out_format_parse(optarg, &o->fmt, e);
             else if (strcmp(name, "per-position") == 0)
                 o->per_position = 1;
+            else if (strcmp(name, "quiet") == 0)
+                o->quiet = 1;
             else if (strcmp(name, "threads") == 0) {
                 rc = cli_threads_option(optarg, e);
                 o->threads_set = 1;
@@ -144,24 +149,10 @@ static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
     return o->threads_set ? 0 : pool_set_threads(0, e);
 }
 
-/* A progress line on stderr, when it is a terminal and the run is longer
- * than a second; redrawn at most ten times a second. */
-typedef struct {
-    double start, last;
-    int shown;
-} Progress;
-
+/* The count of positions on the progress line. */
 static int on_progress(void *user, size_t done, size_t total)
 {
-    Progress *p = user;
-    double now = clock_seconds();
-    if (now - p->start < 1.0 || (now - p->last < 0.1 && done < total))
-        return 0;
-    double eta = (now - p->start) * (double)(total - done) / (double)done;
-    fprintf(stderr, "\reval: %zu of %zu positions (%3.0f%%), %.1f s, about %.0f s left ", done, total,
-            100.0 * (double)done / (double)total, now - p->start, eta);
-    p->last = now;
-    p->shown = 1;
+    progress_line_count(user, done, total);
     return 0;
 }
 
@@ -240,16 +231,19 @@ int cmd_eval(int argc, char **argv)
         return cli_fail(&e);
     EvalJob j = { 0 };
     size_t n = 0, n_caches = o.n_caches + 1;
+    ProgressLine line;
+    progress_line_init(&line, o.quiet);
+    progress_line_begin(&line, "kvscope eval: the text and the model", NULL);
     if (job_open(&j, &o, &n, &e) < 0) {
+        progress_line_end(&line);
         job_free(&j, n_caches);
         return cli_fail(&e);
     }
     EvalOptions eo = { .prefill = o.prefill, .token_bytes = j.bytes, .per_position = o.per_position };
-    Progress prog = { .start = clock_seconds() };
-    int rc = eval_run(&j.m, j.caches, n_caches, j.ids, n, &eo, j.results, isatty(2) ? on_progress : NULL, &prog,
-                      &e);
-    if (prog.shown)
-        fprintf(stderr, "\r%*s\r", 72, "");
+    const double start = clock_seconds();
+    progress_line_begin(&line, "kvscope eval", "position");
+    int rc = eval_run(&j.m, j.caches, n_caches, j.ids, n, &eo, j.results, on_progress, &line, &e);
+    progress_line_end(&line);
     if (rc < 0) {
         job_free(&j, n_caches);
         return cli_fail(&e);
@@ -258,7 +252,7 @@ int cmd_eval(int argc, char **argv)
         j.used[i] = kv_bytes_used(j.caches[i]);
     EvalRun run = { .model = j.m.cfg.name, .weights = j.m.source, .text = o.text_label, .tokenizer = j.tokenizer,
                     .tokens = n, .prefill = o.prefill, .text_bytes = j.text_len, .trained_ctx = j.trained_ctx,
-                    .seconds = clock_seconds() - prog.start };
+                    .seconds = clock_seconds() - start };
     if (o.per_position)
         eval_report_positions(stdout, o.fmt, &run, o.caches, j.results, n_caches);
     else
