@@ -9,6 +9,7 @@
 
 #include "app/cli.h"
 #include "app/commands.h"
+#include "app/progress_line.h"
 #include "plot/plot.h"
 #include "util/parse.h"
 #include "util/pool.h"
@@ -56,6 +57,7 @@ typedef struct {
     const char *term; /* NULL: png and svg */
     uint64_t seed;
     int all, list, quick;
+    int quiet;           /* --quiet: no progress line */
     const char *model;
     size_t tokens;
     int want[sizeof plot_figures / sizeof plot_figures[0]];
@@ -93,11 +95,11 @@ static void help(void)
            "  --model NAME        figures 1-3: the model (defaults: tiny for 1-2, small for 3)\n"
            "  --tokens N          figures 1-3: tokens generated (defaults 256 and 160)\n"
            "  --quick             smaller runs, for tests: shorter measured figures (they then mean\n"
-           "                      little) and beam search at widths 1, 2 and 4 only\n%s\n"
+           "                      little) and beam search at widths 1, 2 and 4 only\n%s%s\n"
            "Without gnuplot the data and scripts are still written; install it with\n"
            "sudo apt-get install gnuplot-nox. `make plots` writes every figure to build/plots.\n"
            "example: kvscope plot projection memory --term dumb\n",
-           DEFAULT_OUT, DEFAULT_SEED, cli_threads_help);
+           DEFAULT_OUT, DEFAULT_SEED, cli_threads_help, progress_line_help);
 }
 
 static void list(void)
@@ -131,6 +133,7 @@ static int parse_options(int argc, char **argv, PlotOpts *o, Err *e)
         { "seed", required_argument, 0, 0 },  { "quick", no_argument, 0, 0 },
         { "model", required_argument, 0, 0 }, { "tokens", required_argument, 0, 0 },
         { "threads", required_argument, 0, 0 }, { "help", no_argument, 0, 'h' },
+        { "quiet", no_argument, 0, 0 },
         { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -144,6 +147,8 @@ static int parse_options(int argc, char **argv, PlotOpts *o, Err *e)
             o->list = 1;
         else if (strcmp(name, "quick") == 0)
             o->quick = 1;
+        else if (strcmp(name, "quiet") == 0)
+            o->quiet = 1;
         else if (strcmp(name, "out") == 0)
             o->out = optarg;
         else if (strcmp(name, "model") == 0)
@@ -253,14 +258,35 @@ static int plot_setup(const PlotOpts *o, PlotCtx *ctx, Err *e)
     return 0;
 }
 
-/* Make figure f: its data, its script and (have: gnuplot is installed) its
- * pictures; then its two lines: the maker's note and the files written. */
-static int make_figure(const PlotCtx *ctx, const PlotFigure *f, const char *term, int have, Err *e)
+/* The progress line of the figure being made, and the unit its maker counts. */
+typedef struct {
+    ProgressLine line;
+    char label[96];
+    const char *unit;
+} PlotShow;
+
+static void on_progress(void *user, const char *unit, size_t done, size_t total)
+{
+    PlotShow *s = user;
+    if (!s->unit || strcmp(s->unit, unit) != 0) /* the maker's count begins: time left from its pace */
+        progress_line_begin(&s->line, s->label, s->unit = unit);
+    progress_line_count(&s->line, done, total);
+}
+
+/* Make figure f, the k-th of n: its data and its script, the progress line
+ * shown meanwhile; (have: gnuplot is installed) its pictures; then its two
+ * lines: the maker's note and the files written. */
+static int make_figure(const PlotCtx *ctx, const PlotFigure *f, size_t k, size_t n, const char *term, int have,
+                       PlotShow *show, Err *e)
 {
     double t0 = now();
     PlotNote note = { "" };
+    snprintf(show->label, sizeof show->label, "kvscope plot: figure %zu of %zu, %s", k, n, f->name);
+    show->unit = NULL;
+    progress_line_begin(&show->line, show->label, NULL);
     if (f->make(ctx, &note, e) < 0 || plot_copy_script(ctx, f->name, e) < 0)
         return -1;
+    progress_line_end(&show->line); /* before gnuplot, which may draw here (--term dumb) or warn */
     char drawn[256] = "";
     if (have && render(ctx, f, term, drawn, sizeof drawn, e) < 0)
         return -1;
@@ -314,6 +340,10 @@ int cmd_plot(int argc, char **argv)
     PlotCtx ctx;
     if (plot_setup(&o, &ctx, &e) < 0)
         return cli_fail(&e);
+    PlotShow show;
+    progress_line_init(&show.line, o.quiet);
+    ctx.progress = on_progress;
+    ctx.progress_user = &show;
     int have = plot_have_gnuplot();
 
     printf("kvscope plot: %zu figure%s into %s/ (seed %" PRIu64 "%s; %s)\n", o.n_want, o.n_want == 1 ? "" : "s",
@@ -321,11 +351,13 @@ int cmd_plot(int argc, char **argv)
            have ? "gnuplot found" : "gnuplot not found: data and scripts only");
     double t_all = now();
     const PlotFigure *last = NULL;
+    size_t k = 0;
     for (size_t i = 0; i < plot_n_figures; i++) {
         if (!o.want[i])
             continue;
         plot_figure_begin();
-        if (make_figure(&ctx, &plot_figures[i], o.term, have, &e) < 0) {
+        if (make_figure(&ctx, &plot_figures[i], ++k, o.n_want, o.term, have, &show, &e) < 0) {
+            progress_line_end(&show.line);
             plot_figure_abort(); /* the figures before it are whole and stay */
             plot_remove_empty_dirs();
             fflush(stdout);

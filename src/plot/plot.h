@@ -17,6 +17,8 @@
 #ifndef KVSCOPE_PLOT_PLOT_H
 #define KVSCOPE_PLOT_PLOT_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +30,10 @@
 #include "kv/cache.h"
 #include "sim/eval.h"
 
+/* How far a long figure is: `unit` names what is counted ("run",
+ * "position"), done of total. */
+typedef void (*PlotProgressFn)(void *user, const char *unit, size_t done, size_t total);
+
 typedef struct {
     const char *out_dir;  /* where every file goes (exists, writable) */
     uint64_t seed;        /* prompts and synthetic K/V values */
@@ -37,6 +43,8 @@ typedef struct {
     const Kernels *kern;  /* the kernels the measured figures time */
     char machine[160];    /* "AMD EPYC 7B13, 2 cores" */
     Machine mach;         /* what the bandwidth figure sizes its data from (util/machine.h) */
+    PlotProgressFn progress; /* NULL: nobody is told; else only on the thread that called the maker */
+    void *progress_user;
 } PlotCtx;
 
 /* One line a maker hands back for the terminal ("slopes: cached 1.000, ..."). */
@@ -81,6 +89,25 @@ int plot_mixed(const PlotCtx *ctx, PlotNote *note, Err *e);
 int plot_retrieval(const PlotCtx *ctx, PlotNote *note, Err *e);
 int plot_serve(const PlotCtx *ctx, PlotNote *note, Err *e);
 
+/* --- progress (plot_progress.c) --------------------------------------------- */
+
+/* A figure's runs counted as they finish, on any thread of the pool:
+ * ctx->progress is told the count only on the thread that began it (which
+ * takes its share of a pool_run's runs too), so the caller never hears from
+ * a worker. */
+typedef struct {
+    const PlotCtx *ctx;
+    const char *unit;
+    size_t total;
+    atomic_size_t done;
+    pthread_t owner;
+} PlotRuns;
+
+/* Count total units from zero (ctx->progress told 0 of total). */
+void plot_runs_begin(PlotRuns *r, const PlotCtx *ctx, const char *unit, size_t total);
+/* One more unit done; from any thread. */
+void plot_runs_done(PlotRuns *r);
+
 /* --- the figures on real text (plot_eval.c) ---------------------------------- */
 
 /* A trained model, the held-out books as its tokens, caches and their
@@ -102,7 +129,8 @@ typedef struct {
 int plot_eval_open(PlotEval *j, const char *model, size_t n, int past_context, Err *e);
 /* One more cache (the first added is the reference). */
 int plot_eval_add(PlotEval *j, const char *spec, Err *e);
-int plot_eval_run(PlotEval *j, int per_position, Err *e);
+/* Every cache over the tokens, ctx->progress told the positions done. */
+int plot_eval_run(const PlotCtx *ctx, PlotEval *j, int per_position, Err *e);
 void plot_eval_free(PlotEval *j);
 
 /* --- files (plot_io.c) ------------------------------------------------------ */

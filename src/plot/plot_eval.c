@@ -51,10 +51,18 @@ int plot_eval_add(PlotEval *j, const char *spec, Err *e)
     return 0;
 }
 
-int plot_eval_run(PlotEval *j, int per_position, Err *e)
+static int tell_positions(void *user, size_t done, size_t total)
+{
+    const PlotCtx *ctx = user;
+    ctx->progress(ctx->progress_user, "position", done, total);
+    return 0;
+}
+
+int plot_eval_run(const PlotCtx *ctx, PlotEval *j, int per_position, Err *e)
 {
     EvalOptions eo = { .prefill = 1, .token_bytes = j->bytes, .per_position = per_position };
-    return eval_run(&j->m, j->caches, j->n_caches, j->ids, j->n, &eo, j->res, NULL, NULL, e);
+    return eval_run(&j->m, j->caches, j->n_caches, j->ids, j->n, &eo, j->res, ctx->progress ? tell_positions : NULL,
+                    (void *)ctx, e);
 }
 
 void plot_eval_free(PlotEval *j)

@@ -172,17 +172,19 @@ typedef struct {
     const int *prompt;
     Structure *s;
     EvJob *jobs;
+    PlotRuns runs;
 } EvJobs;
 
 static void run_job(void *ctx, size_t i)
 {
-    const EvJobs *js = ctx;
+    EvJobs *js = ctx;
     EvJob *j = &js->jobs[i];
     Model m = *js->base;
     m.bias = structure_on(&js->s[j->w]) ? &js->s[j->w].bias : NULL;
     j->rc = policy_spec(j->p, j->B, j->spec, sizeof j->spec, &j->err);
     if (j->rc == 0)
         j->rc = run_one(&m, js->prompt, j->spec, &j->r, &j->err);
+    plot_runs_done(&js->runs);
 }
 
 /* (a)'s runs, then (b)'s and (c)'s at the budgets (a) did not run; each
@@ -221,7 +223,8 @@ static int tables(const PlotCtx *ctx, const Model *base, const int *prompt, Stru
                 if (budgets[b] != EV_BUDGET)
                     jobs[job_index(sweep_work[i], (Policy)p, budgets[b])] =
                         (EvJob){ .w = sweep_work[i], .p = (Policy)p, .B = budgets[b] };
-    EvJobs js = { base, prompt, s, jobs };
+    EvJobs js = { .base = base, .prompt = prompt, .s = s, .jobs = jobs };
+    plot_runs_begin(&js.runs, ctx, "run", N_JOBS);
     pool_run(N_JOBS, run_job, &js);
     int rc = 0;
     for (size_t i = 0; i < N_JOBS && rc == 0; i++)

@@ -310,11 +310,14 @@ int plot_step_time(const PlotCtx *ctx, PlotNote *note, Err *e)
     double *best[2] = { malloc(n * sizeof(double)), malloc(n * sizeof(double)) };
     Trace keep[2] = { 0 };
     int rc = best[0] && best[1] ? 0 : err_set(e, ERR_RUNTIME, "plot: out of memory");
+    PlotRuns runs;
+    plot_runs_begin(&runs, ctx, "run", 2 * reps);
     for (size_t rep = 0; rep < reps && rc == 0; rep++)
         for (int c = 0; c < 2 && rc == 0; c++) {
             Trace t;
             if ((rc = run_trace(&r, c == 0, &t, e)) < 0)
                 break;
+            plot_runs_done(&runs);
             for (size_t i = 0; i < n; i++)
                 best[c][i] = rep == 0 || t.seconds[i] < best[c][i] ? t.seconds[i] : best[c][i];
             if (rep == 0)

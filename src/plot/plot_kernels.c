@@ -37,6 +37,7 @@ typedef struct {
     BenchResult bw;           /* the fastest read loop's */
     const char *read_how;     /* its name */
     BenchResult res[FMT_COUNT][2]; /* flash, naive, cold, per format */
+    PlotRuns runs;            /* the read, then each format's two forms */
 } BwRun;
 
 static const AttendAlgo bw_algos[2] = { ATTEND_FLASH, ATTEND_NAIVE };
@@ -54,6 +55,7 @@ static int measure_read(BwRun *b, Err *e)
     bench_read_free(&br);
     b->bw = loops[best];
     b->read_how = names[best];
+    plot_runs_done(&b->runs);
     if (!(b->bw.max_rel_diff <= BENCH_TOLERANCE))
         return err_set(e, ERR_RUNTIME, "plot: the bandwidth read summed wrong (%.3g)", b->bw.max_rel_diff);
     return 0;
@@ -82,6 +84,7 @@ static int measure_formats(BwRun *b, uint64_t seed, Err *e)
             for (size_t r = 0; r < b->reps; r++)
                 bench_attend(b->k, &pool, &bq, &sc, bw_algos[a], 1, 0, &rounds[r]);
             bench_summarize(&b->res[f][a], rounds, b->reps);
+            plot_runs_done(&b->runs);
             if (!(b->res[f][a].max_rel_diff <= BENCH_TOLERANCE))
                 rc = err_set(e, ERR_RUNTIME, "plot: %s attention on %s differs from the reference by %.3g",
                              attend_algo_name(bw_algos[a]), format_name((Format)f), b->res[f][a].max_rel_diff);
@@ -143,6 +146,7 @@ int plot_bandwidth(const PlotCtx *ctx, PlotNote *note, Err *e)
     b.read_bytes = ctx->quick ? 16 * MIB : machine_buffer_bytes(&ctx->mach, BW_READ_BYTES, BW_READ_BYTES);
     b.context = ctx->quick ? BW_CONTEXT_QUICK : BW_CONTEXT;
     b.reps = ctx->quick ? 1 : BW_REPS;
+    plot_runs_begin(&b.runs, ctx, "run", 1 + 2 * FMT_ROW_COUNT);
     int best_fmt;
     if (measure_read(&b, e) < 0 || measure_formats(&b, ctx->seed, e) < 0 || write_table(ctx, &b, &best_fmt, e) < 0 ||
         write_labels(ctx, &b, e) < 0)

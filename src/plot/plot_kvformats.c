@@ -64,7 +64,7 @@ int plot_kv_formats(const PlotCtx *ctx, PlotNote *note, Err *e)
     for (size_t i = 0; rc == 0 && i < N_KIVI; i++)
         rc = plot_eval_add(&j, kivi[i].spec, e);
     if (rc == 0)
-        rc = plot_eval_run(&j, 0, e);
+        rc = plot_eval_run(ctx, &j, 0, e);
     if (rc == 0)
         rc = write_tables(ctx, &j, e);
     FILE *labels = NULL;

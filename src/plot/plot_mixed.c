@@ -61,7 +61,7 @@ int plot_mixed(const PlotCtx *ctx, PlotNote *note, Err *e)
             rc = plot_eval_add(&j, spec, e);
         }
     if (rc == 0)
-        rc = plot_eval_run(&j, 0, e);
+        rc = plot_eval_run(ctx, &j, 0, e);
     if (rc == 0)
         rc = write_table(ctx, &j, n_hots, e);
     FILE *labels = NULL;

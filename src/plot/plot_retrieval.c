@@ -279,6 +279,7 @@ typedef struct {
 /* One document of a distance's row: a fact, stated or not, through every cache. */
 typedef struct {
     const Bench *b;
+    PlotRuns *runs;
     size_t distance;
     double held[N_FACTS][N_CACHES], bits[2][N_FACTS][N_CACHES]; /* bits[stated][fact] */
     int rc[2][N_FACTS];
@@ -296,17 +297,19 @@ static void run_job(void *ctx, size_t i)
         rc = run_doc(js->b, &d, js->bits[stated][f], stated ? js->held[f] : NULL, e);
     free(d.ids);
     js->rc[stated][f] = rc;
+    plot_runs_done(js->runs);
 }
 
 /* Every fact at one distance, stated and not, each document on its own on
  * the pool: the rows of the table, the same bytes for any thread count. */
-static int measure_distance(const Bench *b, size_t distance, size_t n_facts, DistRow *row, Err *e)
+static int measure_distance(const Bench *b, PlotRuns *runs, size_t distance, size_t n_facts, DistRow *row, Err *e)
 {
     memset(row, 0, sizeof *row);
     DistJobs *js = calloc(1, sizeof *js);
     if (!js)
         return err_set(e, ERR_RUNTIME, "out of memory");
     js->b = b;
+    js->runs = runs;
     js->distance = distance;
     pool_run(2 * n_facts, run_job, js);
     int rc = 0;
@@ -367,8 +370,10 @@ int plot_retrieval(const PlotCtx *ctx, PlotNote *note, Err *e)
     DistRow rows[N_DIST];
     double first = 0, second = 0;
     int rc = bench_open(&b, e);
+    PlotRuns runs;
+    plot_runs_begin(&runs, ctx, "document", n_dist * 2 * n_facts);
     for (size_t i = 0; rc == 0 && i < n_dist; i++)
-        rc = measure_distance(&b, dist[i], n_facts, &rows[i], e);
+        rc = measure_distance(&b, &runs, dist[i], n_facts, &rows[i], e);
     if (rc == 0)
         rc = copy_test(&b, &first, &second, e);
     if (rc == 0)

@@ -59,7 +59,7 @@ int plot_streaming(const PlotCtx *ctx, PlotNote *note, Err *e)
     if (rc == 0 && !recompute)
         rc = err_set(e, ERR_RUNTIME, "out of memory");
     if (rc == 0)
-        rc = plot_eval_run(&s, 1, e);
+        rc = plot_eval_run(ctx, &s, 1, e);
     if (rc == 0)
         rc = eval_recompute_window(&s.m, s.ids, n, 1, WINDOW, recompute, e);
     if (rc == 0)
