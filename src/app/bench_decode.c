@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "app/cli.h"
+#include "app/progress_line.h"
 #include "kernels/bench.h"
 #include "report/bench_report.h"
 #include "sim/decode_bench.h"
@@ -41,8 +42,9 @@ static int load_model(const BenchDecodeArgs *a, Model *m, Err *e)
     return 0;
 }
 
-/* The read bandwidth, as section 1 of the bench measures it. */
-static int measure_bandwidth(const BenchDecodeArgs *a, BenchReport *rep, Err *e)
+/* The read bandwidth, as section 1 of the bench measures it, printed (the
+ * progress line cleared first). */
+static int measure_bandwidth(const BenchDecodeArgs *a, BenchReport *rep, ProgressLine *line, Err *e)
 {
     const Kernels *have[4];
     size_t n_have = kernels_available(have, 4);
@@ -56,6 +58,7 @@ static int measure_bandwidth(const BenchDecodeArgs *a, BenchReport *rep, Err *e)
     size_t n = bench_read_each(k, &br, a->reps, loops, names);
     bench_read(k, NULL, &br, &dot);
     bench_read_free(&br);
+    progress_line_clear(line);
     bench_report_bandwidth(rep, loops, names, n, &dot);
     return 0;
 }
@@ -64,32 +67,43 @@ int bench_decode(const BenchDecodeArgs *a)
 {
     Err e = { 0 };
     Model m;
-    if (load_model(a, &m, &e) < 0)
+    ProgressLine line;
+    progress_line_init(&line, a->quiet);
+    progress_line_begin(&line, "kvscope bench: the model", NULL);
+    if (load_model(a, &m, &e) < 0) {
+        progress_line_end(&line);
         return cli_fail(&e);
+    }
     char dot_how[48];
     snprintf(dot_how, sizeof dot_how, "%s f32 dot", m.kern->isa);
     BenchReport rep = { .out = a->fmt, .isa = m.kern->isa, .isa_note = m.kern->note, .isa_list = m.kern->isa, .dot_how = dot_how,
                         .reps = a->reps, .read_bytes = a->read_bytes, .int_dot = a->int_dot };
-    fprintf(stderr, "kvscope bench: read bandwidth\n");
+    const size_t parts = 1 + a->n_contexts * N_CACHES; /* the bandwidth, then each context and cache */
+    progress_line_clear(&line);
     if (a->fmt == OUT_TSV)
         bench_report_start(&rep);
-    if (measure_bandwidth(a, &rep, &e) < 0) {
+    progress_line_begin(&line, "kvscope bench", "part");
+    progress_line_detail(&line, "read bandwidth");
+    progress_line_count(&line, 0, parts);
+    int rc = measure_bandwidth(a, &rep, &line, &e);
+    BenchDecodeRow rows[N_CACHES * 16];
+    size_t n = 0;
+    for (size_t ci = 0; rc == 0 && ci < a->n_contexts; ci++)
+        for (size_t f = 0; rc == 0 && f < N_CACHES; f++) {
+            char part[64];
+            snprintf(part, sizeof part, "decode, %s cache, context %zu", cache_names[f], a->contexts[ci]);
+            progress_line_detail(&line, part);
+            progress_line_count(&line, 1 + n, parts);
+            rows[n] = (BenchDecodeRow){ .cache = cache_names[f],
+                                        .r = { .context = a->contexts[ci], .steps = a->steps } };
+            rc = decode_bench_run(&m, caches[f], &rows[n].r, &e);
+            n++;
+        }
+    progress_line_end(&line);
+    if (rc < 0) {
         model_free(&m);
         return cli_fail(&e);
     }
-    BenchDecodeRow rows[N_CACHES * 16];
-    size_t n = 0;
-    for (size_t ci = 0; ci < a->n_contexts; ci++)
-        for (size_t f = 0; f < N_CACHES; f++) {
-            fprintf(stderr, "kvscope bench: decode, %s cache, context %zu\n", cache_names[f], a->contexts[ci]);
-            rows[n] = (BenchDecodeRow){ .cache = cache_names[f],
-                                        .r = { .context = a->contexts[ci], .steps = a->steps } };
-            if (decode_bench_run(&m, caches[f], &rows[n].r, &e) < 0) {
-                model_free(&m);
-                return cli_fail(&e);
-            }
-            n++;
-        }
     bench_report_decode(&rep, &m.cfg, rows, n);
     model_free(&m);
     return EXIT_OK;

@@ -18,6 +18,7 @@ typedef struct {
     size_t read_bytes;        /* the bandwidth buffer */
     size_t reps;              /* bandwidth rounds */
     OutFormat fmt;
+    int quiet;                /* no progress line */
 } BenchDecodeArgs;
 
 /* Run it and print; returns the exit code (errors printed). */

@@ -11,6 +11,7 @@
 #include "app/cli.h"
 #include "app/bench_decode.h"
 #include "app/commands.h"
+#include "app/progress_line.h"
 #include "util/parse.h"
 #include "util/machine.h"
 
@@ -36,6 +37,7 @@ typedef struct {
     int int_dot;          /* --int-dot: keys (qdot_takes; and --weights' matrices) by integer dots,
                              q4_0, int4 and fp4 values (flash) with integer weights */
     size_t steps;         /* --steps, for --decode */
+    int quiet;            /* --quiet: no progress line */
 } BenchOpts;
 
 static void help(void)
@@ -102,15 +104,16 @@ static void help(void)
            "                      keys (and --decode's q8_0 cache) against the query rounded to q8_0, flash's\n"
            "                      q4_0, int4 and fp4 values with 16-bit integer weights, and with --weights\n"
            "                      its q8_0/q4_0 matrices against the activation rounded to q8_0\n"
-           "  --steps N           decode steps timed per context and cache (default 5, at most 64)\n\n"
-           "Progress goes to stderr, one line per section of each round. A full run takes a minute or\n"
-           "two and holds at most about 1.3 GiB, whatever the LLC.\n\n"
+           "  --steps N           decode steps timed per context and cache (default 5, at most 64)\n"
+           "%s\n"
+           "On a terminal, stderr shows which section of which round runs, and the time left. A full\n"
+           "run takes a minute or two and holds at most about 1.3 GiB, whatever the LLC.\n\n"
            "The LLC is read from sysfs (else sysconf). Where it is more than the CPUs this process may\n"
            "use could have (over 16 MiB a CPU, and over 32 MiB: a virtual machine shown its host's whole\n"
            "cache), the bench says so and sizes by that cap. %s=SIZE (32M, 512MiB, bytes) sets\n"
            "the LLC instead; the same limits apply to it.\n"
            "example: kvscope bench --contexts 4096,32768 --reps 7\n",
-           HEAD_DIM, BENCH_TOLERANCE, MACHINE_LLC_ENV);
+           HEAD_DIM, BENCH_TOLERANCE, progress_line_help, MACHINE_LLC_ENV);
 }
 
 /* "1024,8192,65536" -> o->contexts */
@@ -150,7 +153,7 @@ static int parse_options(int argc, char **argv, BenchOpts *o, Err *e)
         { "format", required_argument, 0, 0 },        { "help", no_argument, 0, 'h' },
         { "decode", no_argument, 0, 0 },              { "model", required_argument, 0, 0 },
         { "weights", required_argument, 0, 0 },       { "int-dot", no_argument, 0, 0 },
-        { "steps", required_argument, 0, 0 },
+        { "steps", required_argument, 0, 0 },         { "quiet", no_argument, 0, 0 },
         { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -178,6 +181,8 @@ static int parse_options(int argc, char **argv, BenchOpts *o, Err *e)
             o->weights = optarg;
         else if (strcmp(name, "int-dot") == 0)
             o->int_dot = 1;
+        else if (strcmp(name, "quiet") == 0)
+            o->quiet = 1;
         else if (strcmp(name, "steps") == 0)
             rc = parse_size(optarg, "--steps", &o->steps, e);
         else if (strcmp(name, "format") == 0) {
@@ -304,6 +309,8 @@ typedef struct {
     size_t n_loops;
     size_t n_read;        /* n_loops + 1: the loops, then the read through the f32 dot */
     BenchResult *rounds;  /* [n_read + n_attn + n_impl][reps]: bandwidth reads, attention, matvec */
+    ProgressLine line;
+    size_t section, n_sections; /* of every round: the read, each context's attention, the matvecs */
 } Bench;
 
 static void run_free(Bench *b)
@@ -330,7 +337,7 @@ static int run_prepare(Bench *b, Err *e)
     const BenchOpts *o = b->o;
     const size_t n_kv = o->n_contexts * FMT_COUNT;
     size_t max_ctx = 0, pool = 0, f32_pool = 0;
-    fprintf(stderr, "kvscope bench: preparing the data and the reference results\n");
+    progress_line_begin(&b->line, "kvscope bench: preparing the data and the reference results", NULL);
     b->kv = calloc(n_kv, sizeof *b->kv);
     b->queries = calloc(n_kv * BENCH_N_GROUPS, sizeof *b->queries);
     if (!b->kv || !b->queries)
@@ -420,6 +427,15 @@ static int attention_format(Bench *b, BenchReport *rep, size_t round, size_t ci,
     return 0;
 }
 
+/* The progress line as a section of a round starts. */
+static void section(Bench *b, size_t round, const char *what)
+{
+    char part[128];
+    snprintf(part, sizeof part, "round %zu of %zu, %s", round + 1, b->o->reps, what);
+    progress_line_detail(&b->line, part);
+    progress_line_count(&b->line, b->section++, b->n_sections);
+}
+
 /* One round: one repetition of every measurement, the bandwidth first.
  *
  * The bandwidth buffer and the matrix copies sit untouched while the
@@ -434,19 +450,21 @@ static int run_round(Bench *b, BenchReport *rep, size_t round, Err *e)
     const BenchOpts *o = b->o;
     const size_t R = o->reps;
     BenchResult untimed;
-    fprintf(stderr, "kvscope bench: round %zu of %zu: read bandwidth\n", round + 1, R);
+    char what[64];
+    section(b, round, "read bandwidth");
     bench_read(b->read_k, NULL, &b->read, &untimed);
     for (size_t l = 0; l < b->n_loops; l++)
         bench_read(b->read_k, &b->loops[l], &b->read, &b->rounds[l * R + round]);
     bench_read(b->read_k, NULL, &b->read, &b->rounds[b->n_loops * R + round]);
     for (size_t ci = 0; ci < o->n_contexts; ci++) {
-        fprintf(stderr, "kvscope bench: round %zu of %zu: decode attention, context %zu\n", round + 1, R,
-                o->contexts[ci]);
+        snprintf(what, sizeof what, "decode attention, context %zu", o->contexts[ci]);
+        section(b, round, what);
         for (int f = 0; f < FMT_ROW_COUNT; f++)
             if (attention_format(b, rep, round, ci, (Format)f, e) < 0)
                 return -1;
     }
-    fprintf(stderr, "kvscope bench: round %zu of %zu: matvec %zu x %zu\n", round + 1, R, o->matvec_n, o->matvec_n);
+    snprintf(what, sizeof what, "matvec %zu x %zu", o->matvec_n, o->matvec_n);
+    section(b, round, what);
     bench_matvec(b->impl[0].fn, b->impl[0].ctx, &b->mat, &untimed);
     for (size_t i = 0; i < b->n_impl; i++)
         bench_matvec(b->impl[i].fn, b->impl[i].ctx, &b->mat, &b->rounds[(b->n_read + b->n_attn + i) * R + round]);
@@ -500,7 +518,8 @@ int cmd_bench(int argc, char **argv)
     fill_defaults(&o, &mach);
     if (o.decode) {
         BenchDecodeArgs da = { .isa = o.isa, .model = o.model, .weights = o.weights, .int_dot = o.int_dot, .contexts = o.contexts, .n_contexts = o.n_contexts,
-                               .steps = o.steps, .read_bytes = o.read_mib * MIB, .reps = o.reps, .fmt = o.fmt };
+                               .steps = o.steps, .read_bytes = o.read_mib * MIB, .reps = o.reps, .fmt = o.fmt,
+                               .quiet = o.quiet };
         return bench_decode(&da);
     }
     if (check_memory(&o, &mach, &e) < 0)
@@ -521,11 +540,16 @@ int cmd_bench(int argc, char **argv)
                         .read_bytes = o.read_mib * MIB, .pool_bytes = o.pool_mib * MIB, .head_dim = HEAD_DIM,
                         .contexts = o.contexts, .n_contexts = o.n_contexts };
     rep.attn = calloc(o.n_contexts * FMT_COUNT * BENCH_N_GROUPS * BENCH_N_ALGOS * 2, sizeof *rep.attn);
+    progress_line_init(&b.line, o.quiet);
     int rc = rep.attn ? run_prepare(&b, &e) : err_set(&e, ERR_RUNTIME, "bench: out of memory");
+    progress_line_end(&b.line);
     if (rc == 0 && !b.have_ob)
         fprintf(stderr, "kvscope bench: OpenBLAS: not installed (%s)\n", b.why);
+    b.n_sections = o.reps * (2 + o.n_contexts);
+    progress_line_begin(&b.line, "kvscope bench", "section");
     for (size_t round = 0; round < o.reps && rc == 0; round++)
         rc = run_round(&b, &rep, round, &e);
+    progress_line_end(&b.line);
     if (rc == 0) {
         bench_report_start(&rep);
         run_print(&b, &rep);

@@ -44,8 +44,26 @@ grep -q '^== 3. matvec' "$out" && grep -Eq '^GSL CBLAS' "$out" &&
         "stdout: $(sed -n '/== 3/,$p' "$out" | head -c 400)"
 grep -q 'WRONG' "$out" && bad "bench --quick: no result differs from the reference" "$(grep WRONG "$out" | head -3)" ||
     ok "bench --quick: no result differs from the reference"
-[ "$(grep -c '^kvscope bench: ' "$err")" -ge 3 ] && ok "bench --quick reports progress on stderr" ||
-    bad "bench --quick reports progress on stderr" "stderr: $(head -c 300 "$err")"
+# progress: nothing while stderr is a file (as above); on a terminal (script(1), 80 columns) one line drawn
+# again in place, with the sections done of all, the time left (once one is done) and the section running;
+# --quiet removes it
+cr=$(printf '\r')
+! grep -q "section\|round\|$cr" "$err" && ok "bench --quick: no progress when stderr is not a terminal" ||
+    bad "bench --quick: no progress when stderr is not a terminal" "stderr: $(head -c 300 "$err")"
+if command -v script >/dev/null 2>&1; then
+    timeout 120 script -qec "stty cols 80 rows 24; $KV bench --quick >/dev/null" /dev/null </dev/null >"$out" 2>&1
+    status=$?
+    if [ "$status" -eq 0 ] && tr '\r' '\n' <"$out" |
+        grep -Eq '^kvscope bench: section [0-9]+ of 12, [0-9.]+ s(, about [0-9.]+ s left)?; round [1-3] of 3, '
+    then ok "bench --quick on a terminal: sections done of all, the time (and the time left), the section running"
+    else bad "bench --quick on a terminal: sections done of all, the time (and the time left), the section running" \
+        "exit $status" \
+        "terminal: $(tr '\r' '\n' <"$out" | head -c 400)"; fi
+    timeout 120 script -qec "stty cols 80 rows 24; $KV bench --quick --quiet >/dev/null" /dev/null </dev/null >"$out" 2>&1
+    status=$?
+    [ "$status" -eq 0 ] && ! grep -q 'section\|round\|left' "$out" && ok "bench --quick --quiet on a terminal: no progress" ||
+        bad "bench --quick --quiet on a terminal: no progress" "exit $status" "terminal: $(head -c 300 "$out")"
+else bad "script(1) (bsdutils) is needed for the progress line test"; fi
 
 # the summary: the longest context (however the list is ordered), each format's G4/G1 as the flash, cold
 # table has it, and its floor recomputed from the printed times: the warm G = 4 step at the context the
