@@ -54,14 +54,15 @@ static void help(void)
            "  --f16               store the final weights as f16 (half the bytes)\n"
            "  --log FILE          one TSV row per step: learning rate, training loss, validation\n"
            "                      bits/byte when measured, tokens, seconds, GFLOP/s (`kvscope plot\n"
-           "                      loss --log FILE` draws it; appended to with --resume)\n\n"
+           "                      loss --log FILE` draws it; appended to with --resume)\n"
+           "%s\n"
            "One thread; the same seed and ISA give the same weights. GFLOP/s counts the matmuls'\n"
            "and the attention's multiply-adds of the forwards and backwards (2 FLOPs each); the\n"
            "run first times the matmul kernel on the model's own shapes, the rate to compare with.\n"
            "example, after `make corpus` (it makes the two texts):\n"
            "  kvscope train --model kjv-tiny --init scratch --text build/corpus/kjv-train.txt \\\n"
            "      --valid build/corpus/kjv-valid.txt --out kjv-tiny.kvw --steps 200\n",
-           cli_model_help);
+           cli_model_help, progress_line_help);
 }
 
 static int parse_options(int argc, char **argv, TrainArgs *a, Err *e)
@@ -78,6 +79,7 @@ static int parse_options(int argc, char **argv, TrainArgs *a, Err *e)
         { "eval-windows", required_argument, 0, 0 }, { "ckpt-every", required_argument, 0, 0 },
         { "resume", required_argument, 0, 0 },     { "f16", no_argument, 0, 0 },
         { "log", required_argument, 0, 0 },        { "init", required_argument, 0, 0 },
+        { "quiet", no_argument, 0, 0 },
         { "help", no_argument, 0, 'h' },           { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -105,6 +107,8 @@ static int parse_options(int argc, char **argv, TrainArgs *a, Err *e)
             a->log = optarg;
         else if (strcmp(name, "f16") == 0)
             a->f16 = 1;
+        else if (strcmp(name, "quiet") == 0)
+            a->quiet = 1;
         else if (strcmp(name, "steps") == 0)
             rc = parse_size(optarg, "--steps", &a->t.steps, e);
         else if (strcmp(name, "batch") == 0)
@@ -300,7 +304,7 @@ int cmd_train(int argc, char **argv)
     a.t.opt.steps = a.t.steps;
     a.t.opt.lr_min = a.t.opt.lr / 10;
     Run r = { 0 };
-    Progress p = { .a = &a, .tty = isatty(2), .e = &e };
+    Progress p = { .a = &a, .e = &e };
     snprintf(p.ckpt, sizeof p.ckpt, "%s.ckpt", a.out);
     int rc = run_open(&r, &a, &e);
     if (rc == 0 && a.resume)
@@ -328,11 +332,12 @@ int cmd_train(int argc, char **argv)
                r.n_valid, a.t.steps, a.t.batch, a.t.seq_len, (unsigned long long)p.first_step, r.m.kern->isa,
                p.matmul_gflops);
         fflush(stdout);
-        p.t0 = clock_seconds();
+        train_progress_begin(&p);
         p.last_valid = trainer_valid_loss(r.tr);
         signal(SIGINT, on_sigint);
         rc = trainer_run(r.tr, train_progress_step, &p, &e);
         signal(SIGINT, SIG_DFL);
+        progress_line_end(&p.line);
     }
     if (rc == 0 && p.saved_on_stop)
         printf("stopped at step %llu: the run's state is in %s (continue with --resume %s)\n",

@@ -10,14 +10,6 @@
 
 volatile sig_atomic_t train_interrupted;
 
-static void format_seconds(char *buf, size_t cap, double s)
-{
-    if (s >= 3600)
-        snprintf(buf, cap, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
-    else
-        snprintf(buf, cap, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
-}
-
 static double bits_per_byte(double nats_per_token, double bytes_per_token)
 {
     return nats_per_token / log(2.0) / bytes_per_token;
@@ -49,29 +41,42 @@ static void log_row(const Progress *p, const TrainStep *s)
     fflush(p->log);
 }
 
+void train_progress_begin(Progress *p)
+{
+    char label[64] = "kvscope train";
+    if (p->first_step)
+        snprintf(label, sizeof label, "kvscope train from step %llu", (unsigned long long)p->first_step);
+    progress_line_init(&p->line, p->a->quiet);
+    p->t0 = clock_seconds();
+    progress_line_begin(&p->line, label, "step");
+}
+
 int train_progress_step(void *user, const TrainStep *s)
 {
     Progress *p = user;
     const double el = clock_seconds() - p->t0;
-    const double done = (double)(s->step - p->first_step), left = (double)(p->a->t.steps - s->step);
+    const double done = (double)(s->step - p->first_step);
     p->seconds = el;
     p->flops = s->flops;
-    char el_s[16], eta_s[16];
-    format_seconds(el_s, sizeof el_s, el);
-    format_seconds(eta_s, sizeof eta_s, done > 0 ? el / done * left : 0);
     if (s->has_valid)
         p->last_valid = s->valid_loss;
     p->last_train = s->loss;
     const double bpb = bits_per_byte(p->last_valid, p->bytes_per_token);
     const double tps = el > 0 ? done * (double)(p->a->t.batch * p->a->t.seq_len) / el : 0;
     const double gflops = el > 0 ? s->flops / el / 1e9 : 0;
-    if (p->tty)
-        fprintf(stderr, "\rstep %llu/%zu  loss %.3f  valid %.3f bits/byte  %.0f tokens/s  %.2f GFLOP/s  %s elapsed, "
-                "%s left   ", (unsigned long long)s->step, p->a->t.steps, s->loss, bpb, tps, gflops, el_s, eta_s);
-    if (s->has_valid)
-        fprintf(p->tty ? stderr : stdout, "%sstep %llu: train loss %.4f nats/token, valid %.4f nats/token = %.4f "
-                "bits/byte; lr %.2e, grad norm %.3g, %.0f tokens/s, %.2f GFLOP/s, %s\n", p->tty ? "\r" : "",
-                (unsigned long long)s->step, s->loss, s->valid_loss, bpb, s->lr, s->grad_norm, tps, gflops, el_s);
+    char detail[160];
+    snprintf(detail, sizeof detail, "loss %.3f, valid %.3f bits/byte, %.0f tokens/s, %.2f GFLOP/s", s->loss, bpb, tps,
+             gflops);
+    progress_line_detail(&p->line, detail);
+    progress_line_count(&p->line, s->step - p->first_step, p->a->t.steps - p->first_step);
+    if (s->has_valid) {
+        char el_s[16];
+        progress_line_seconds(el_s, sizeof el_s, el);
+        progress_line_clear(&p->line);
+        printf("step %llu: train loss %.4f nats/token, valid %.4f nats/token = %.4f bits/byte; lr %.2e, grad norm "
+               "%.3g, %.0f tokens/s, %.2f GFLOP/s, %s\n", (unsigned long long)s->step, s->loss, s->valid_loss, bpb,
+               s->lr, s->grad_norm, tps, gflops, el_s);
+    }
     fflush(stdout);
     if (p->log)
         log_row(p, s);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "app/progress_line.h"
 #include "sim/setup.h"
 #include "train/trainer.h"
 
@@ -19,6 +20,7 @@ typedef struct {
     TrainOpts t;
     size_t ckpt_every;
     int f16;
+    int quiet;                     /* --quiet: no progress line */
 } TrainArgs;
 
 typedef struct {
@@ -32,15 +34,21 @@ typedef struct {
     double last_valid, last_train; /* nats per token */
     double flops, seconds;         /* of this process's steps so far */
     double matmul_gflops;          /* the matmul kernel's own rate on the model's shapes */
-    int tty, saved_on_stop;
+    int saved_on_stop;
+    ProgressLine line;             /* steps, loss and speed on stderr */
     Err *e;
 } Progress;
 
 /* Set by Ctrl-C while the trainer runs. */
 extern volatile sig_atomic_t train_interrupted;
 
-/* The trainer's callback (trainer_run): the line, the log row, a checkpoint
- * when due; non-zero to stop after Ctrl-C. */
+/* The clock starts and the progress line shows (progress_line_end
+ * erases it once the trainer returns). */
+void train_progress_begin(Progress *p);
+
+/* The trainer's callback (trainer_run): the progress line, a validation
+ * line on stdout when one was measured, the log row, a checkpoint when due;
+ * non-zero to stop after Ctrl-C. */
 int train_progress_step(void *user, const TrainStep *s);
 
 /* Opens --log (appended to when resuming, with its header when new). */
