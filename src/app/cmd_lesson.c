@@ -9,6 +9,7 @@
 #include "app/cli.h"
 #include "app/commands.h"
 #include "app/lesson_quiz.h"
+#include "app/progress_line.h"
 #include "course/lesson_course.h"
 #include "course/lesson_doc.h"
 #include "course/lesson_exec.h"
@@ -25,6 +26,9 @@ static void help(void)
            "       kvscope lesson quiz N                answer lesson N's questions in the terminal\n"
            "       kvscope lesson lint                  the course lint, for authors (`make check-lessons`)\n"
            "\n"
+           "check and lint show which check runs on stderr, when it is a terminal:\n"
+           "%s"
+           "\n"
            "Every figure a lesson states is recomputed by kvscope: a check block beside it names the command\n"
            "and the number it must print, and `lesson check` runs them all. A failing check prints the\n"
            "expected and the actual figure, a hint, and the command to re-run.\n"
@@ -39,7 +43,8 @@ static void help(void)
            "\n"
            "Progress is kept in $XDG_STATE_HOME/kvscope/progress (default ~/.local/state/kvscope/progress),\n"
            "never in the repository. KVSCOPE_LESSONS names another course directory.\n"
-           "example: kvscope lesson check 1\n");
+           "example: kvscope lesson check 1\n",
+           progress_line_help);
 }
 
 /* --- list and show --------------------------------------------------------- */
@@ -151,20 +156,30 @@ static void indent(const char *text, const char *pad, size_t max_lines)
         printf("%s...\n", pad);
 }
 
+/* The progress line as step k of n starts: what runs. */
+static void show_step(ProgressLine *line, size_t k, size_t n, const char *what)
+{
+    progress_line_detail(line, what);
+    progress_line_count(line, k, n);
+}
+
 /* Run every check block of d, printing ok or what failed; *passed of
- * *checks. A measured check (a figure of this machine) whose command ran
- * but whose value is outside its tolerance is a warning and counts as
- * passed. -1 with e set when a check could not be run at all. */
-static int run_checks(const LessonDoc *d, size_t *checks, size_t *passed, Err *e)
+ * *checks; the line counts them of steps. A measured check (a figure of
+ * this machine) whose command ran but whose value is outside its tolerance
+ * is a warning and counts as passed. -1 with e set when a check could not
+ * be run at all. */
+static int run_checks(const LessonDoc *d, ProgressLine *line, size_t steps, size_t *checks, size_t *passed, Err *e)
 {
     *checks = *passed = 0;
     for (size_t i = 0; i < d->n; i++) {
         if (d->blocks[i].kind != BLK_CHECK)
             continue;
         const CheckSpec *ck = &d->blocks[i].check;
-        ++*checks;
+        show_step(line, (*checks)++, steps, ck->id);
         CheckOutcome o;
-        if (run_check(ck, &o, e) < 0)
+        int rc = run_check(ck, &o, e);
+        progress_line_clear(line);
+        if (rc < 0)
             return -1;
         if (o.pass) {
             ++*passed;
@@ -190,12 +205,15 @@ static int run_checks(const LessonDoc *d, size_t *checks, size_t *passed, Err *e
     return 0;
 }
 
-/* Build and check the lesson's exercise (file, or the starter); *ok says
- * whether it passed. -1 with e set when it could not be tried. */
-static int check_exercise(const Course *c, const Lesson *l, const char *file, int *ok, Err *e)
+/* Build and check the lesson's exercise (file, or the starter), the line
+ * cleared before the outcome prints; *ok says whether it passed. -1 with e
+ * set when it could not be tried. */
+static int check_exercise(const Course *c, const Lesson *l, const char *file, ProgressLine *line, int *ok, Err *e)
 {
     ExerciseOutcome o;
-    if (run_exercise(c, &l->ex, file, &o, e) < 0)
+    int rc = run_exercise(c, &l->ex, file, &o, e);
+    progress_line_clear(line);
+    if (rc < 0)
         return -1;
     char starter[PATH_MAX], shown[PATH_MAX];
     course_path(c, l->ex.starter, starter, sizeof starter);
@@ -214,7 +232,7 @@ static int check_exercise(const Course *c, const Lesson *l, const char *file, in
     return 0;
 }
 
-static int check(const Course *c, const Lesson *l, const char *file)
+static int check(const Course *c, const Lesson *l, const char *file, int quiet)
 {
     if (!l->file)
         return not_written(l);
@@ -233,17 +251,30 @@ static int check(const Course *c, const Lesson *l, const char *file)
         return cli_fail(&e);
     }
     printf("lesson %zu, %s: %s\n", l->number, l->id, l->title);
-    size_t checks, passed;
-    int rc = run_checks(&d, &checks, &passed, &e);
+    size_t checks, passed, steps = l->ex.present; /* every check, and the exercise */
+    for (size_t i = 0; i < d.n; i++)
+        steps += d.blocks[i].kind == BLK_CHECK;
+    char label[64];
+    snprintf(label, sizeof label, "kvscope lesson check %zu", l->number);
+    ProgressLine line;
+    progress_line_init(&line, quiet);
+    progress_line_begin(&line, label, "step");
+    int rc = run_checks(&d, &line, steps, &checks, &passed, &e);
     doc_free(&d);
     if (rc == 0 && checks == 0) { /* every lesson checks its figures: none is a file cut short */
         char shown[PATH_MAX];
         exec_display_path(path, shown, sizeof shown);
         err_set(&e, ERR_RUNTIME, "%s has no checks: nothing was verified, so the lesson is not done", shown);
+        progress_line_end(&line);
         return cli_fail(&e);
     }
     int ex_ok = 1;
-    if (rc < 0 || (l->ex.present && check_exercise(c, l, file, &ex_ok, &e) < 0))
+    if (rc == 0 && l->ex.present) {
+        show_step(&line, checks, steps, "the exercise");
+        rc = check_exercise(c, l, file, &line, &ex_ok, &e);
+    }
+    progress_line_end(&line);
+    if (rc < 0)
         return cli_fail(&e);
 
     printf("lesson %zu: %zu of %zu checks pass%s", l->number, passed, checks,
@@ -266,13 +297,37 @@ static int check(const Course *c, const Lesson *l, const char *file)
     return EXIT_OK;
 }
 
+/* --- lint ------------------------------------------------------------------- */
+
+static void lint_step(void *user, const char *what, size_t done, size_t total)
+{
+    show_step(user, done, total, what);
+}
+
+static void lint_clear(void *user)
+{
+    progress_line_clear(user);
+}
+
+static int lint(const Course *c, int quiet)
+{
+    ProgressLine line;
+    progress_line_init(&line, quiet);
+    progress_line_begin(&line, "kvscope lesson lint", "command");
+    const LintProgress lp = { lint_step, lint_clear, &line };
+    size_t problems = lesson_lint(c, stdout, &lp);
+    progress_line_end(&line);
+    return problems ? EXIT_RUNTIME : EXIT_OK;
+}
+
 /* --- the command ----------------------------------------------------------- */
 
 enum { SUB_RESUME = -1, SUB_LIST, SUB_SHOW, SUB_CHECK, SUB_QUIZ, SUB_LINT, N_SUBS };
 
-/* The subcommand, its lesson (N for show, check and quiz) and --file (for
- * check). 1 after --help, -1 after a usage error (printed), else 0. */
-static int parse_args(int argc, char **argv, int *which, const char **key, const char **file)
+/* The subcommand, its lesson (N for show, check and quiz), --file (for
+ * check) and --quiet (check and lint). 1 after --help, -1 after a usage
+ * error (printed), else 0. */
+static int parse_args(int argc, char **argv, int *which, const char **key, const char **file, int *quiet)
 {
     static const char *const subs[N_SUBS] = { "list", "show", "check", "quiz", "lint" };
     const char *sub = argc > 1 ? argv[1] : NULL;
@@ -296,6 +351,10 @@ static int parse_args(int argc, char **argv, int *which, const char **key, const
             *file = argv[++i];
         } else if (strncmp(argv[i], "--file=", 7) == 0 && *which == SUB_CHECK) {
             *file = argv[i] + 7;
+        } else if (strcmp(argv[i], "--quiet") == 0) {
+            if (*which != SUB_CHECK && *which != SUB_LINT)
+                return cli_usage("lesson", "--quiet goes with `lesson check` and `lesson lint`"), -1;
+            *quiet = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cli_usage("lesson", "unknown option '%s'", argv[i]), -1;
         } else if (!*key && takes_lesson) {
@@ -313,7 +372,8 @@ int cmd_lesson(int argc, char **argv)
 {
     int which;
     const char *key = NULL, *file = NULL;
-    int pr = parse_args(argc, argv, &which, &key, &file);
+    int quiet = 0;
+    int pr = parse_args(argc, argv, &which, &key, &file, &quiet);
     if (pr == 1) {
         help();
         return EXIT_OK;
@@ -351,13 +411,13 @@ int cmd_lesson(int argc, char **argv)
         rc = show(&c, l);
         break;
     case SUB_CHECK:
-        rc = check(&c, l, file);
+        rc = check(&c, l, file, quiet);
         break;
     case SUB_QUIZ:
         rc = l->file ? lesson_quiz(l) : not_written(l);
         break;
     case SUB_LINT:
-        rc = lesson_lint(&c, stdout) ? EXIT_RUNTIME : EXIT_OK;
+        rc = lint(&c, quiet);
         break;
     }
 done:

@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,18 +16,39 @@
 
 typedef struct {
     FILE *out;
+    const LintProgress *progress; /* NULL: nobody is told */
+    size_t commands, n_commands;  /* run so far, of all */
     size_t problems;
     const char *where; /* the lesson file being read, for figure problems */
     char ids[1024][96]; /* copies: check ids live in documents freed meanwhile */
     size_t n_ids;
 } Lint;
 
+/* A line (or lines) to out, the caller's progress line cleared first. */
+__attribute__((format(printf, 2, 3))) static void say(Lint *l, const char *fmt, ...)
+{
+    if (l->progress && l->progress->clear)
+        l->progress->clear(l->progress->user);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(l->out, fmt, ap);
+    va_end(ap);
+}
+
+/* The next command is about to run. */
+static void step(Lint *l, const char *what)
+{
+    if (l->progress && l->progress->step)
+        l->progress->step(l->progress->user, what, l->commands, l->n_commands);
+    l->commands++;
+}
+
 static void problem(Lint *l, const char *fmt, const char *a, const char *b)
 {
+    char line[2048];
     l->problems++;
-    fprintf(l->out, "  FAIL  ");
-    fprintf(l->out, fmt, a, b);
-    fprintf(l->out, "\n");
+    snprintf(line, sizeof line, fmt, a, b);
+    say(l, "  FAIL  %s\n", line);
 }
 
 static void unique(Lint *l, const char *kind, const char *id)
@@ -104,6 +126,7 @@ static void lint_checks(Lint *l, const Course *c, const Lesson *ls, size_t *n_ch
             problem(l, "check %s: %s", ck->id, why);
         CheckOutcome o;
         Err ce = { 0 };
+        step(l, ck->id);
         int rc = run_check(ck, &o, &ce);
         if (rc == 0 && !o.pass && *ck->measured) { /* a figure of this machine: once more, afresh */
             run_forget(ck->run);
@@ -121,9 +144,9 @@ static void lint_checks(Lint *l, const Course *c, const Lesson *ls, size_t *n_ch
             continue;
         }
         if (*ck->measured) {
-            fprintf(l->out, "  warn  check %s (measured on this machine): expected %s within %s, got %s twice; "
-                    "a busy or unusual machine, so not counted as a problem\n", ck->id, ck->expect, ck->tol,
-                    o.have_value ? o.actual_text : o.problem);
+            say(l, "  warn  check %s (measured on this machine): expected %s within %s, got %s twice; a busy or "
+                "unusual machine, so not counted as a problem\n", ck->id, ck->expect, ck->tol,
+                o.have_value ? o.actual_text : o.problem);
             passed++;
             continue;
         }
@@ -133,10 +156,10 @@ static void lint_checks(Lint *l, const Course *c, const Lesson *ls, size_t *n_ch
         else
             snprintf(detail, sizeof detail, "%s", o.problem);
         problem(l, "check %s: %s", ck->id, detail);
-        fprintf(l->out, "        $ %s\n", ck->run);
+        say(l, "        $ %s\n", ck->run);
     }
-    fprintf(l->out, "  %s  lesson %2zu %-24s %zu of %zu checks pass\n", passed == checks ? "ok  " : "FAIL",
-            ls->number, ls->id, passed, checks);
+    say(l, "  %s  lesson %2zu %-24s %zu of %zu checks pass\n", passed == checks ? "ok  " : "FAIL", ls->number, ls->id,
+        passed, checks);
     if (checks == 0)
         problem(l, "lesson %s has no check block%s", ls->id, "");
     *n_checks += checks;
@@ -158,13 +181,14 @@ static void lint_quiz(Lint *l, const Lesson *ls, size_t *n_quiz)
         double v;
         int choice;
         char how[1024];
+        step(l, q->id);
         if (run_quiz_answer(q, &v, &choice, how, sizeof how, &e) < 0) {
             problem(l, "%s%s", e.msg, "");
             continue;
         }
         char shown[64];
         lv_format_answer(shown, sizeof shown, v);
-        fprintf(l->out, "  ok    quiz %-30s answer %s\n", q->id, choice >= 0 ? q->choices[choice] : shown);
+        say(l, "  ok    quiz %-30s answer %s\n", q->id, choice >= 0 ? q->choices[choice] : shown);
         (*n_quiz)++;
     }
 }
@@ -189,22 +213,25 @@ static void lint_exercise(Lint *l, const Course *c, const Lesson *ls)
         course_path(c, sol ? x->solution : x->starter, p, sizeof p);
         ExerciseOutcome o;
         Err e = { 0 };
+        const char *name = sol ? "solution" : "starter";
+        char what[160];
+        snprintf(what, sizeof what, "exercise %s, the %s", x->id, name);
+        step(l, what);
         if (run_exercise(c, x, p, &o, &e) < 0) {
             problem(l, "exercise %s: %s", x->id, e.msg);
             return;
         }
-        const char *name = sol ? "solution" : "starter";
         if (!o.compiled) {
             problem(l, "exercise %s: the %s does not compile", x->id, name);
-            fprintf(l->out, "%s\n", o.output ? o.output : "");
+            say(l, "%s\n", o.output ? o.output : "");
         } else if (sol && !o.passed) {
             problem(l, "exercise %s: the %s fails its check", x->id, name);
-            fprintf(l->out, "%s\n", o.output ? o.output : "");
+            say(l, "%s\n", o.output ? o.output : "");
         } else if (!sol && o.passed) {
             problem(l, "exercise %s: the %s passes its check (a starter must leave work to do)", x->id, name);
         } else {
-            fprintf(l->out, "  ok    exercise %-26s the %s %s\n", x->id, name,
-                    sol ? "passes its check" : "compiles and fails its check");
+            say(l, "  ok    exercise %-26s the %s %s\n", x->id, name,
+                sol ? "passes its check" : "compiles and fails its check");
         }
         exercise_outcome_free(&o);
     }
@@ -233,11 +260,38 @@ static void lint_orphans(Lint *l, const Course *c)
     closedir(dir);
 }
 
-size_t lesson_lint(const Course *c, FILE *out)
+/* The commands the lint will run: each check, quiz question, exercise
+ * build (starter and solution) and probe, as far as the files say. */
+static size_t count_commands(const Course *c)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        const Lesson *ls = &c->lessons[i];
+        if (!ls->file) {
+            n += *ls->probe != '\0';
+            continue;
+        }
+        char path[PATH_MAX + 64];
+        course_path(c, ls->file, path, sizeof path);
+        LessonDoc d;
+        Err e = { 0 };
+        if (!file_exists(path) || doc_load(path, &d, &e) < 0)
+            continue;
+        for (size_t b = 0; b < d.n; b++)
+            n += d.blocks[b].kind == BLK_CHECK;
+        doc_free(&d);
+        n += ls->n_quiz + (ls->ex.present ? 2 : 0);
+    }
+    return n;
+}
+
+size_t lesson_lint(const Course *c, FILE *out, const LintProgress *progress)
 {
     static Lint l;
     memset(&l, 0, sizeof l);
     l.out = out;
+    l.progress = progress;
+    l.n_commands = progress ? count_commands(c) : 0;
     size_t n_checks = 0, n_quiz = 0, n_ex = 0, n_written = 0, n_waiting = 0;
     for (size_t i = 0; i < c->n; i++) {
         const Lesson *ls = &c->lessons[i];
@@ -264,18 +318,19 @@ size_t lesson_lint(const Course *c, FILE *out)
         n_waiting++;
         if (ls->n_quiz || ls->ex.present)
             problem(&l, "lesson %s waits for %s but lists quiz questions or an exercise", ls->id, ls->waiting_for);
-        fprintf(out, "  wait  lesson %2zu %-24s waiting for %s\n", ls->number, ls->id, ls->waiting_for);
+        say(&l, "  wait  lesson %2zu %-24s waiting for %s\n", ls->number, ls->id, ls->waiting_for);
         if (*ls->probe) {
             ExecResult r;
             Err e = { 0 };
+            step(&l, ls->probe);
             if (exec_kvscope(ls->probe, &r, &e) == 0 && r.status == 0)
-                fprintf(out, "  note  lesson %zu (%s): its probe `%s` already succeeds: the engine part may have "
-                        "landed, and the lesson can be written\n", ls->number, ls->id, ls->probe);
+                say(&l, "  note  lesson %zu (%s): its probe `%s` already succeeds: the engine part may have landed, "
+                    "and the lesson can be written\n", ls->number, ls->id, ls->probe);
             exec_result_free(&r);
         }
     }
     lint_orphans(&l, c);
-    fprintf(out, "check-lessons: %zu lessons written (%zu checks, %zu quiz questions, %zu exercises), %zu waiting; "
-            "%zu problem%s\n", n_written, n_checks, n_quiz, n_ex, n_waiting, l.problems, l.problems == 1 ? "" : "s");
+    say(&l, "check-lessons: %zu lessons written (%zu checks, %zu quiz questions, %zu exercises), %zu waiting; %zu "
+        "problem%s\n", n_written, n_checks, n_quiz, n_ex, n_waiting, l.problems, l.problems == 1 ? "" : "s");
     return l.problems;
 }

@@ -17,7 +17,19 @@
 
 #include "course/lesson_course.h"
 
-/* Returns the number of problems found (0: the course is sound). */
-size_t lesson_lint(const Course *c, FILE *out);
+/* What the lint tells as it goes (either function may be NULL): step
+ * before each command it runs (a check, a quiz answer, an exercise's
+ * build), naming it, with the commands done of all; clear before each line
+ * it writes to out, so that a progress line drawn on the same terminal can
+ * be taken off first. */
+typedef struct {
+    void (*step)(void *user, const char *what, size_t done, size_t total);
+    void (*clear)(void *user);
+    void *user;
+} LintProgress;
+
+/* Returns the number of problems found (0: the course is sound). progress
+ * may be NULL. */
+size_t lesson_lint(const Course *c, FILE *out, const LintProgress *progress);
 
 #endif
