@@ -8,6 +8,7 @@
 
 #include "app/cli.h"
 #include "app/commands.h"
+#include "app/progress_line.h"
 #include "model/checkpoint.h"
 
 #define DEFAULT_MODEL "tiny"
@@ -16,6 +17,7 @@ typedef struct {
     ModelOpts mo;
     const char *out;
     Format fmt;
+    int quiet;          /* --quiet: no progress line */
 } ExportOpts;
 
 static void help(void)
@@ -36,10 +38,11 @@ static void help(void)
            "options:\n"
            "  --gguf OUT          the file to write\n"
            "  --type TYPE         matrices in f32 (default), f16, q8_0 or q4_0\n"
+           "%s"
            "model (default %s):\n%s\n"
            "example: kvscope export --model tiny --gguf tiny-q8.gguf --type q8_0\n"
            "         kvscope run --weights tiny-q8.gguf --compare\n",
-           DEFAULT_MODEL, cli_model_help);
+           progress_line_help, DEFAULT_MODEL, cli_model_help);
 }
 
 /* 1: --help; 0: options in o; -1: error in e. */
@@ -50,6 +53,7 @@ static int parse_options(int argc, char **argv, ExportOpts *o, Err *e)
         { "isa", required_argument, 0, 0 },     { "shared", no_argument, 0, 0 },
         { "weights", required_argument, 0, 0 }, { "gguf", required_argument, 0, 0 },
         { "type", required_argument, 0, 0 },    { "help", no_argument, 0, 'h' },
+        { "quiet", no_argument, 0, 0 },
         { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -61,7 +65,9 @@ static int parse_options(int argc, char **argv, ExportOpts *o, Err *e)
             return -1;
         if (taken)
             continue;
-        if (strcmp(name, "gguf") == 0) {
+        if (strcmp(name, "quiet") == 0) {
+            o->quiet = 1;
+        } else if (strcmp(name, "gguf") == 0) {
             if (!*optarg)
                 return err_set(e, ERR_USAGE, "export: --gguf needs a file name");
             o->out = optarg;
@@ -96,6 +102,11 @@ static void print_tokenizer(const Tokenizer *tok)
         printf("tokenizer %s as 'llama' (%zu tokens)\n", name, tokenizer_vocab(tok));
 }
 
+static void on_tensor(void *user, size_t done, size_t total)
+{
+    progress_line_count(user, done, total);
+}
+
 int cmd_export(int argc, char **argv)
 {
     ExportOpts o = { .mo.model = DEFAULT_MODEL, .fmt = FMT_F32 };
@@ -105,17 +116,26 @@ int cmd_export(int argc, char **argv)
         help();
         return EXIT_OK;
     }
+    if (p < 0)
+        return cli_fail(&e);
     Model m;
     ExportInfo info;
-    if (p < 0 || setup_load_model(&o.mo, 0, &m, &e) < 0)
+    ProgressLine line;
+    progress_line_init(&line, o.quiet);
+    progress_line_begin(&line, "kvscope export: the model", NULL);
+    if (setup_load_model(&o.mo, 0, &m, &e) < 0) {
+        progress_line_end(&line);
         return cli_fail(&e);
+    }
     Tokenizer *tok = NULL;
     int rc = setup_tokenizer(&m.cfg, &tok, &e);
     /* the writer encodes from f32, so a stored matrix re-encodes to its own bytes */
     if (rc == 0)
         rc = model_dequantize(&m, &e);
+    progress_line_begin(&line, "kvscope export", "tensor");
     if (rc == 0)
-        rc = model_export_gguf(&m, tok, o.out, o.fmt, &info, &e);
+        rc = model_export_gguf(&m, tok, o.out, o.fmt, &info, on_tensor, &line, &e);
+    progress_line_end(&line);
     if (rc == 0) {
         char size[32];
         printf("wrote %s: model %s (%s), %zu layers, %zu tensors, matrices in %s", o.out, m.cfg.name, m.source,

@@ -55,6 +55,9 @@ typedef struct {
     size_t file_bytes;
 } ExportInfo;
 
+/* Told after each tensor's data is written: done of total tensors. */
+typedef void (*ExportProgressFn)(void *user, size_t done, size_t total);
+
 /* Write m as a GGUF v3 file of architecture `llama` at path (via a
  * temporary file and a rename): metadata from m->cfg, norms in F32, every
  * matrix in fmt (f32, f16, q8_0 or q4_0) encoded with m->kern's codecs, so
@@ -65,7 +68,8 @@ typedef struct {
  * (model/gguf_vocab.h): a byte-level one as llama.cpp's "gpt2" vocabulary,
  * the SentencePiece-style one a checkpoint carries as its "llama" one.
  * Decoder-only GQA models only: an encoder-decoder or MLA model fails with
- * ERR_USAGE. info may be NULL. */
-int model_export_gguf(const Model *m, const Tokenizer *tok, const char *path, Format fmt, ExportInfo *info, Err *e);
+ * ERR_USAGE. info and progress may be NULL. */
+int model_export_gguf(const Model *m, const Tokenizer *tok, const char *path, Format fmt, ExportInfo *info,
+                      ExportProgressFn progress, void *user, Err *e);
 
 #endif

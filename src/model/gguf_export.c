@@ -133,7 +133,8 @@ static int check_exportable(const Config *c, Format fmt, Err *e)
     return 0;
 }
 
-int model_export_gguf(const Model *m, const Tokenizer *tok, const char *path, Format fmt, ExportInfo *info, Err *e)
+int model_export_gguf(const Model *m, const Tokenizer *tok, const char *path, Format fmt, ExportInfo *info,
+                      ExportProgressFn progress, void *user, Err *e)
 {
     const Config *c = &m->cfg;
     if (check_exportable(c, fmt, e) < 0)
@@ -177,11 +178,13 @@ int model_export_gguf(const Model *m, const Tokenizer *tok, const char *path, Fo
         const float *x = source(m, r, l); /* [rows][cols] */
         if (f == FMT_F32) {
             rc = gguf_writer_data(w, x, rows * cols * sizeof(float), e);
-            continue;
+        } else {
+            for (size_t j = 0; j < rows; j++)
+                m->kern->codec[f].quantize(scratch + j * row_bytes, x + j * cols, cols);
+            rc = gguf_writer_data(w, scratch, rows * row_bytes, e);
         }
-        for (size_t j = 0; j < rows; j++)
-            m->kern->codec[f].quantize(scratch + j * row_bytes, x + j * cols, cols);
-        rc = gguf_writer_data(w, scratch, rows * row_bytes, e);
+        if (progress)
+            progress(user, i + 1, n);
     }
     if (rc == 0)
         rc = gguf_writer_finish(w, e);

@@ -78,7 +78,7 @@ static void export_to(const Model *m, Format fmt, char *path, size_t cap)
 {
     Err e = { 0 };
     temp_path(path, cap, ".gguf");
-    if (model_export_gguf(m, NULL, path, fmt, NULL, &e) < 0)
+    if (model_export_gguf(m, NULL, path, fmt, NULL, NULL, NULL, &e) < 0)
         fail_msg("export: %s", e.msg);
 }
 
@@ -1339,7 +1339,7 @@ static void export_again(const char *src, char *dst, size_t cap)
     if (checkpoint_tokenizer(&m.cfg, &t, &e) < 0)
         fail_msg("%s", e.msg);
     temp_path(dst, cap, ".gguf");
-    if (model_export_gguf(&m, t, dst, FMT_F32, NULL, &e) < 0)
+    if (model_export_gguf(&m, t, dst, FMT_F32, NULL, NULL, NULL, &e) < 0)
         fail_msg("export: %s", e.msg);
     tokenizer_free(t);
     model_free(&m);

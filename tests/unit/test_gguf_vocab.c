@@ -50,7 +50,7 @@ static void test_round_trip(void **state)
     snprintf(path, sizeof path, "%s/kvscope-vocab-%d.gguf", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
              (int)getpid());
     Err e = { 0 };
-    if (model_export_gguf(&m, t, path, FMT_F32, NULL, &e) < 0)
+    if (model_export_gguf(&m, t, path, FMT_F32, NULL, NULL, NULL, &e) < 0)
         fail_msg("%s", e.msg);
     model_free(&m);
 
