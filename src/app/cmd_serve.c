@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "app/cli.h"
 #include "app/commands.h"
+#include "app/progress_line.h"
 #include "kv/cache.h"
 #include "report/serve_report.h"
 #include "sim/serve.h"
@@ -27,6 +27,7 @@ typedef struct {
     OutFormat fmt;
     const char *trace;  /* --trace FILE */
     int fork_share_given;
+    int quiet;          /* --quiet: no progress line */
 } ServeOpts;
 
 static void help(void)
@@ -70,13 +71,14 @@ static void help(void)
            "output:\n"
            "  --every N           a table row every N steps (default: about 24 rows)\n"
            "  --format F          table (default), tsv (a row per step) or json (the summary and\n"
-           "                      every step)\n\n"
+           "                      every step)\n"
+           "%s\n"
            "A pool too small for the longest request, a cache that is not paged, a rate of 0\n"
            "or an empty range is refused before anything runs. The run is bounded: it fails\n"
            "rather than spin if the requests do not finish in twice the steps they would\n"
            "take one after another.\n"
            "example: kvscope serve --requests 48 --rate 1 --shared-prefix 32 --cache paged:page=16,pages=48\n",
-           DEFAULT_MODEL, cli_model_help, SERVE_SAMPLE_TEMPERATURE, DEFAULT_CACHE);
+           DEFAULT_MODEL, cli_model_help, SERVE_SAMPLE_TEMPERATURE, DEFAULT_CACHE, progress_line_help);
 }
 
 /* "A..B" or "A" into [lo, hi]. */
@@ -110,7 +112,7 @@ static int parse_options(int argc, char **argv, ServeOpts *o, Err *e)
         { "every", required_argument, 0, 0 },         { "preempt", required_argument, 0, 0 },
         { "format", required_argument, 0, 0 },        { "trace", required_argument, 0, 0 },
         { "samples", required_argument, 0, 0 },       { "fork-share", required_argument, 0, 0 },
-        { "help", no_argument, 0, 'h' },
+        { "quiet", no_argument, 0, 0 },               { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -146,6 +148,8 @@ static int parse_options(int argc, char **argv, ServeOpts *o, Err *e)
             rc = out_format_parse(optarg, &o->fmt, e);
         else if (strcmp(name, "trace") == 0)
             o->trace = optarg;
+        else if (strcmp(name, "quiet") == 0)
+            o->quiet = 1;
         else if (strcmp(name, "samples") == 0) {
             rc = parse_size(optarg, "--samples", &o->so.n_samples, e);
             if (rc == 0 && o->so.n_samples < 2)
@@ -173,17 +177,21 @@ static int parse_options(int argc, char **argv, ServeOpts *o, Err *e)
 typedef struct {
     OutFormat fmt;
     size_t every;
-    int progress; /* stderr is a terminal */
+    ProgressLine line;  /* requests done */
     size_t n_requests;
 } Printer;
 
 static int on_step(void *user, const ServeStep *st)
 {
     Printer *p = user;
-    if (p->fmt == OUT_TSV || (p->fmt == OUT_TABLE && st->step % p->every == 0))
+    if (p->fmt == OUT_TSV || (p->fmt == OUT_TABLE && st->step % p->every == 0)) {
+        progress_line_clear(&p->line);
         serve_report_step(stdout, p->fmt, st);
-    if (p->progress && st->step % 16 == 0)
-        fprintf(stderr, "\rkvscope serve: step %zu, %zu of %zu requests done ", st->step, st->done, p->n_requests);
+    }
+    char detail[32];
+    snprintf(detail, sizeof detail, "step %zu", st->step);
+    progress_line_detail(&p->line, detail);
+    progress_line_count(&p->line, st->done, p->n_requests);
     return 0;
 }
 
@@ -220,7 +228,8 @@ int cmd_serve(int argc, char **argv)
         return cli_fail(&e);
     }
     ServeRun run = { .model = m.cfg.name, .cache = cache->spec, .o = &o.so, .slots = o.slots };
-    Printer p = { .fmt = o.fmt, .every = o.every, .progress = isatty(STDERR_FILENO), .n_requests = o.so.n_requests };
+    Printer p = { .fmt = o.fmt, .every = o.every, .n_requests = o.so.n_requests };
+    progress_line_init(&p.line, o.quiet);
     if (!p.every) /* about 24 rows: the expected length over 24 */
         p.every = (size_t)fmax(1.0, (trace ? (double)trace[o.so.n_requests - 1].arrival + 32.0
                                            : (double)o.so.n_requests / o.so.rate + (double)o.so.output_max) /
@@ -228,9 +237,10 @@ int cmd_serve(int argc, char **argv)
     serve_report_header(stdout, o.fmt, &run);
     ServeResult r;
     ServeSummary sum;
+    progress_line_begin(&p.line, "kvscope serve", "request");
+    progress_line_count(&p.line, 0, o.so.n_requests);
     int rc = serve_run(&m, cache, &o.so, on_step, &p, &r, &e);
-    if (p.progress)
-        fprintf(stderr, "\r%60s\r", "");
+    progress_line_end(&p.line);
     if (rc == 0 && serve_summarize(&r, &sum) < 0)
         rc = err_set(&e, ERR_RUNTIME, "out of memory");
     if (rc == 0) {

@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "app/cli.h"
 #include "app/commands.h"
+#include "app/progress_line.h"
 #include "model/checkpoint.h"
 #include "model/config.h"
 #include "report/out_format.h"
@@ -25,6 +25,7 @@
 typedef struct {
     const char *tokenizer, *model, *weights, *ids, *text_file, *out;
     int learn;
+    int quiet;          /* --quiet: no progress line (--learn) */
     size_t vocab;
     OutFormat fmt;
 } TokOpts;
@@ -49,9 +50,10 @@ static void help(void)
            "                      adjacent pair inside words, until --vocab ids; written to --out\n"
            "  --text FILE         the training text of --learn\n"
            "  --vocab N           ids of the learnt BPE, 256 (the bytes) to %d\n"
-           "  --out FILE          where --learn writes the merges\n\n"
+           "  --out FILE          where --learn writes the merges\n"
+           "%s\n"
            "example: kvscope tokenize 'In the beginning God created the heaven'\n",
-           BPE_MAX_VOCAB);
+           BPE_MAX_VOCAB, progress_line_help);
 }
 
 static int parse_options(int argc, char **argv, TokOpts *o, Err *e)
@@ -62,6 +64,7 @@ static int parse_options(int argc, char **argv, TokOpts *o, Err *e)
         { "learn", no_argument, 0, 0 },           { "text", required_argument, 0, 0 },
         { "vocab", required_argument, 0, 0 },     { "out", required_argument, 0, 0 },
         { "weights", required_argument, 0, 0 },   { "help", no_argument, 0, 'h' },
+        { "quiet", no_argument, 0, 0 },
         { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -81,6 +84,8 @@ static int parse_options(int argc, char **argv, TokOpts *o, Err *e)
             rc = out_format_parse(optarg, &o->fmt, e);
         else if (strcmp(name, "learn") == 0)
             o->learn = 1;
+        else if (strcmp(name, "quiet") == 0)
+            o->quiet = 1;
         else if (strcmp(name, "text") == 0)
             o->text_file = optarg;
         else if (strcmp(name, "vocab") == 0)
@@ -188,11 +193,7 @@ static void print_tokens(const TokOpts *o, const Tokenizer *t, const int *ids, s
 
 static void learn_progress(void *user, size_t done, size_t total)
 {
-    double *last = user, now = clock_seconds();
-    if (!isatty(2) || (now - *last < 0.2 && done < total))
-        return;
-    *last = now;
-    fprintf(stderr, "\rtokenize: learning merges: %zu of %zu%s", done, total, done == total ? "\n" : "");
+    progress_line_count(user, done, total);
 }
 
 static int learn(const TokOpts *o, Err *e)
@@ -202,8 +203,12 @@ static int learn(const TokOpts *o, Err *e)
     if (files_read_text(o->text_file, MAX_TEXT_BYTES, &text, &len, e) < 0)
         return -1;
     Bpe b;
-    double t0 = clock_seconds(), last = t0;
-    int rc = bpe_learn(&b, (const unsigned char *)text, len, o->vocab, learn_progress, &last, e);
+    double t0 = clock_seconds();
+    ProgressLine line;
+    progress_line_init(&line, o->quiet);
+    progress_line_begin(&line, "kvscope tokenize --learn", "merge");
+    int rc = bpe_learn(&b, (const unsigned char *)text, len, o->vocab, learn_progress, &line, e);
+    progress_line_end(&line);
     if (rc == 0)
         rc = bpe_save(&b, o->out, e);
     if (rc == 0)
