@@ -2,6 +2,7 @@
 #include "app/progress_line.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -21,8 +22,12 @@ void progress_line_init(ProgressLine *p, int quiet)
     memset(p, 0, sizeof *p);
     p->on = !quiet && isatty(STDERR_FILENO);
     if (p->on) {
+        pthread_condattr_t monotonic; /* a change of the wall clock must not stall the drawing */
+        pthread_condattr_init(&monotonic);
+        pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
         pthread_mutex_init(&p->lock, NULL);
-        pthread_cond_init(&p->wake, NULL);
+        pthread_cond_init(&p->wake, &monotonic);
+        pthread_condattr_destroy(&monotonic);
     }
 }
 
@@ -115,14 +120,18 @@ static void erase(ProgressLine *p)
 }
 
 /* The drawing thread: the line again every tenth of a second, unless it
- * was cleared, until asked to stop. */
+ * was cleared, until asked to stop. Signals stay with the command's own
+ * thread (train's Ctrl-C). */
 static void *drawer(void *arg)
 {
     ProgressLine *p = arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
     pthread_mutex_lock(&p->lock);
     while (!p->stop) {
         struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
+        clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_nsec += REDRAW_NS;
         if (until.tv_nsec >= 1000000000L) {
             until.tv_sec++;
