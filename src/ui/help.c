@@ -5,7 +5,7 @@
 #include "ui/screens.h"
 
 /* Every key the view takes (view.c's handlers, chooser.c's, prompt_edit.c's);
- * data/kvscope.1's KEYS section says the same (tests/cli/test_view.sh). */
+ * data/kvscope.1's Keys (under VIEW OPTIONS) say the same (tests/cli/test_view.sh). */
 static const char *const keys[][2] = {
     { "Space, \u2192", "one step forward (one forward pass)" },
     { "\u2190", "one step back (rewind by deterministic replay)" },

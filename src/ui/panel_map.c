@@ -157,8 +157,7 @@ void panel_map(Frame *f, Rect r, const View *v, const Session *s, size_t seq, co
     size_t n_tok;
     const int *tok = session_tokens(s, &n_tok);
     const Tokenizer *tk = session_tokenizer(s);
-    /* the text row: sequence 0's tokens are the ones the view has */
-    const int text = tk && seq == 0 && mg.per == 1 && r.h - 3 >= (int)c->n_layers;
+    const int text = tk && mg.per == 1 && r.h - 3 >= (int)c->n_layers;
     const int rows = r.h - 2 - text;
     const size_t L = c->n_layers;
     size_t first = 0, shown = L < (size_t)rows ? L : (size_t)rows;
@@ -185,7 +184,9 @@ void panel_map(Frame *f, Rect r, const View *v, const Session *s, size_t seq, co
                     fmt_s(L - first - shown), first + shown, L - 1);
     const int ay = y;
     map_axis(f, r, cache, &mg, cells, seq, ay, last);
-    if (text)
+    if (text && seq == 0)
         panel_token_axis(f, r, ay + 1, "text", LABEL_W, mg.cw, mg.P < n_tok ? mg.P : n_tok, tk, tok);
+    else if (text) /* the session keeps sequence 0's tokens only */
+        frame_text(f, r, 0, ay + 1, ROLE_DIM, "text (the view keeps sequence 0's only)");
     free(cells);
 }

@@ -10,7 +10,7 @@
 
 /* Cache map of sequence seq (< session_batch): layers x positions, each
  * slot's state by glyph; an axis row marks this pass's slots and page
- * starts, and for sequence 0 a row under it its text. */
+ * starts, and a row under it sequence 0's text. */
 void panel_map(Frame *f, Rect r, const View *v, const Session *s, size_t seq, const char *title, int focused);
 /* Counters of this pass, the run so far and its uncached equivalent. */
 void panel_counters(Frame *f, Rect r, const View *v, const Session *s, int focused);

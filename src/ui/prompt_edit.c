@@ -10,6 +10,7 @@
 
 #include "kv/cache.h"
 #include "model/generate.h"
+#include "ui/fmt.h"
 #include "ui/keys.h"
 #include "ui/screens.h"
 
@@ -168,9 +169,11 @@ static void draw_line(Frame *f, Rect in, const PromptEdit *p)
     tokenizer_show((const unsigned char *)p->text, p->cur, 0, before, sizeof before);
     const int x0 = frame_text(f, in, 0, 0, ROLE_KEY, "> "), room = in.w - x0, ew = frame_ellipsis_w(f);
     const int total = text_width(shown), at = text_width(before);
-    int start = 0; /* the first column of shown on screen */
-    if (total + 1 > room && at + 1 > room - ew)
-        start = at + 1 - room + ew; /* the cursor at the right edge, an ellipsis at the left */
+    /* the first column of shown on screen: past the start when the cursor is
+     * not in sight (an ellipsis at the left then, and at the right when the
+     * text goes on past the cursor) */
+    const int right = at < total ? ew : 0;
+    const int start = total + 1 > room && at + 1 + right > room - ew ? at + 1 + right - room : 0;
     Rect line = rect_sub(in, x0, 0, room, 1);
     frame_text(f, line, 0, 0, p->selected ? ROLE_SEL : ROLE_NORMAL, skip_cols(shown, start));
     if (start > 0)
@@ -224,8 +227,9 @@ void prompt_edit_draw(Frame *f, const View *v)
     const char *say = message(v, n, msg, sizeof msg, &role);
     frame_wrap(f, rect_sub(in, 0, 1, in.w, 2), role, say);
     const Config *c = &session_model(v->sim)->cfg;
-    frame_print(f, in, 0, 3, ROLE_DIM, "%zu token%s (of %s's context of %zu):", n, n == 1 ? "" : "s", c->name,
-                c->max_seq_len);
-    frame_text(f, in, 0, 4, ROLE_NORMAL, tail(toks, in.w));
+    frame_print(f, in, 0, 3, ROLE_DIM, "%zu token%s (of %s's context of %zu):", n, fmt_s(n), c->name, c->max_seq_len);
+    const int cut = text_width(toks) > in.w; /* the newest tokens, an ellipsis for the rest */
+    const int x = cut ? frame_ellipsis(f, in, 0, 4, ROLE_DIM) : 0;
+    frame_text(f, in, x, 4, ROLE_NORMAL, cut ? tail(toks, in.w - x) : toks);
     frame_text(f, in, 0, 5, ROLE_DIM, "Enter runs it, \u2190 \u2192 Home End move, Ctrl-U clears, Esc keeps the old");
 }

@@ -16,6 +16,9 @@ static const int speeds[] = { 1, 2, 5, 10, 30, 60, 0 };
 #define N_SPEEDS ((int)(sizeof speeds / sizeof speeds[0]))
 #define DEFAULT_SPEED 3
 
+/* Why a view of a recorded run has no compare screen. */
+static const char NO_COMPARE[] = "compare runs one decoder's caches side by side; this view's recorded run is screen 2";
+
 /* The second cache compare starts with: the same layout, 4-bit K and V. */
 #define COMPARE_B_DEFAULT "contiguous+quant:k=q4_0,v=q4_0"
 
@@ -101,7 +104,7 @@ static int ensure_compare(View *v)
     if (v->cmp[0])
         return 0;
     if (!v->sim) {
-        view_status(v, 1, "compare runs one decoder's caches side by side; this view's recorded run is screen 2");
+        view_status(v, 1, "%s", NO_COMPARE);
         return -1;
     }
     SessionSpec sp;
@@ -341,15 +344,15 @@ static const char *why_not(const View *v, int key, char *buf, size_t cap)
     const int replay = !v->sim && v->screen == SCR_SIM;
     const Config *c = n ? &session_model(ss[0])->cfg : NULL;
     /* nothing to step: compare without its sessions */
-    const char *idle = n || replay ? NULL
-                       : v->sim    ? "compare could not start (3 tries again)"
-                                   : "compare runs one decoder's caches side by side; this view's recorded run is "
-                                     "screen 2";
+    const char *idle = n || replay ? NULL : v->sim ? "compare could not start (3 tries again)" : NO_COMPARE;
     if (!v->sim) {
-        const char *what = key == 'c' ? "the cache list" : key == 'm' ? "the model list" : key == 't' ? "the prompt line"
-                           : key == 's' ? "a batch's sequences" : "layers and heads";
-        snprintf(buf, cap, "%s belong to a decoder stepped live; this is a recorded run of model %s (its options "
-                 "set it)", what, replay_model(v));
+        const char *what = key == 'c'   ? "the cache list is"
+                           : key == 'm' ? "the model list is"
+                           : key == 't' ? "the prompt line is"
+                           : key == 's' ? "a batch's sequences are"
+                                        : "layers and heads are";
+        snprintf(buf, cap, "%s for a decoder stepped live; this is a recorded run of model %s (its options set it)",
+                 what, replay_model(v));
     }
     const char *recorded = v->sim ? idle : buf;
     switch (key) {
@@ -627,7 +630,8 @@ static void draw_footer(const View *v, Frame *f)
             if (used + need <= f->w)
                 show[i] = 1, used += need;
         }
-    if (v->playing && !show[SPEED] && !why_not(v, '+', why, sizeof why)) { /* playing, the speed keys matter more: in place of the lowest-ranked */
+    /* playing, the speed keys matter more: in place of the lowest-ranked */
+    if (v->playing && !show[SPEED] && !why_not(v, '+', why, sizeof why)) {
         int drop = -1;
         for (int i = 0; i < N_HINTS; i++)
             if (show[i] && hints[i].rank > 4 && (drop < 0 || hints[i].rank > hints[drop].rank))

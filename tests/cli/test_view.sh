@@ -397,7 +397,7 @@ expect_ok "view: a prompt alone longer than the model's positions" "300 tokens: 
 if python3 - "$KV" <<'EOF'
 import subprocess, sys
 kv = sys.argv[1]
-refused = ("belong to a decoder stepped live", "compare could not start", "compare runs one decoder", "has one layer",
+refused = ("for a decoder stepped live", "compare could not start", "compare runs one decoder", "has one layer",
            "has one head", "reads token ids, not text", "one sequence runs", "s shows another sequence",
            "a recorded run is one panel", "that key does nothing here")
 send = {"Spc/→": "<space>", "←": "<left>", "p": "p", "+/-": "+", "Tab": "<tab>", "s": "s", "[ ]": "]", "{ }": "}",

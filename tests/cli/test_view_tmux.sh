@@ -162,7 +162,7 @@ else
     if wait_for 'Spc/(→|>) step' && ! grep -Eq ' c cache | m model | t prompt |Tab panel|\[ \] layer' "$tdir/pane"
     then ok "tmux: 80x24: --serve's key bar lists no key that does not apply"
     else bad "tmux: 80x24: --serve's key bar lists no key that does not apply" "$(cat "$tdir/pane")"; fi
-    step "80x24: --serve: c says why it does not apply" 'the cache list belong' c
+    step "80x24: --serve: c says why it does not apply" 'the cache list is for a decoder' c
     T send-keys -t v q
     wait_for 'EXIT=0' 5
     T send-keys -t v "clear; $KV view --model tiny --cache paged:page=3 --batch 3; echo EXIT=\$?; stty -a >$tdir/after4" Enter
