@@ -17,7 +17,7 @@
 #include "model/structure.h"
 #include "util/parse.h"
 
-/* The worked example: seed 002's 3-token prompt and 4 generated tokens. */
+/* The worked example: the teaching notes' 3-token prompt and 4 generated tokens. */
 #define EXAMPLE_MODEL "worked-example"
 #define EXAMPLE_TOKENS 4
 /* The view keeps every step of a model in memory and replays it to go

@@ -1,5 +1,5 @@
 /* panel_beams.c: an encoder-decoder's beam search on the simulation screen
- * (seed 003), read from its record (sim/beam_replay.h):
+ * (the encoder-decoder notes), read from its record (sim/beam_replay.h):
  *
  *   what the step did
  *   the source the encoder read, once; the cross cache every beam reads
@@ -102,8 +102,8 @@ void panel_beams(Frame *f, Rect b, const View *v)
         return;
     }
     const BeamFrame *fr = &br->frames[step - 1];
-    frame_print(f, b, 0, 3, ROLE_NORMAL, "cross cache: %s, one copy read by %zu beam%s (seed 003: shared, "
-                "never copied)", fmt_bytes(size, sizeof size, (double)fr->cross_bytes), fr->cross_refs,
+    frame_print(f, b, 0, 3, ROLE_NORMAL, "cross cache: %s, one copy read by %zu beam%s (shared, "
+                "never copied, as the encoder-decoder notes ask)", fmt_bytes(size, sizeof size, (double)fr->cross_bytes), fr->cross_refs,
                 fmt_s(fr->cross_refs));
     const int beams_h = 1 + (int)fr->n_beams;
     Rect beams = rect_sub(b, 0, 5, b.w, beams_h);

@@ -1,4 +1,4 @@
-/* scr_example.c: the source document's worked example (seed 002), pass by
+/* scr_example.c: the source document's worked example (the teaching notes), pass by
  * pass: the cache rows appearing as they are appended, the new tokens' x
  * and q, the attention output and the token chosen, the attention weights
  * (the causal lower triangle in the prefill, then one row per decode pass),
