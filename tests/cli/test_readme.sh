@@ -10,6 +10,7 @@ while IFS= read -r args; do
     case "$args" in
     view*|plot\ --all*|lesson*|"") continue ;;  # a terminal, or most of a minute
     eval\ --model\ kjv-small\ --split\ validation\ --tokens\ 3000*) continue ;; # tour 4, below
+    train\ *|run\ --weights\ my.kvw*) continue ;; # need `make corpus`; test_train.sh trains and runs a .kvw
     esac
     n_cmds=$((n_cmds + 1))
     eval "run readme $KV $args"
