@@ -8,7 +8,6 @@
 
 #include "util/escape.h"
 #include "util/parse.h"
-#include "util/pool.h"
 
 const char cli_model_help[] =
     "  --model NAME        model in data/models (or a path to an .ini); see `kvscope calc --list`\n"
@@ -33,14 +32,6 @@ const char cli_threads_help[] =
     "  --threads N         threads for the caches' passes, each cache on one (default: the CPUs\n"
     "                      this process may use; 1: none besides this one); the figures are the\n"
     "                      same bytes for every N\n";
-
-int cli_threads_option(const char *arg, Err *e)
-{
-    size_t n;
-    if (parse_size0(arg, "--threads", &n, e) < 0)
-        return -1;
-    return pool_set_threads(n, e);
-}
 
 void cli_error_line(const char *msg)
 {

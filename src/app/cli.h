@@ -42,10 +42,6 @@ extern const char cli_model_help[];
 extern const char cli_int_dot_help[]; /* --int-dot, for the commands that take it */
 extern const char cli_threads_help[]; /* --threads, for the commands whose passes run side by side */
 
-/* --threads N (N = 0: the CPUs this process may use) -> the pool of
- * util/pool.h, for the rest of the process. */
-int cli_threads_option(const char *arg, Err *e);
-
 /* Take one model option (--model, --set, --isa, --shared) if opt is one;
  * returns 1 when taken, 0 when opt is not a model option, -1 on error. */
 int cli_model_option(ModelOpts *mo, const char *opt, const char *arg, Err *e);

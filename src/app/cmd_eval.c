@@ -35,7 +35,7 @@ typedef struct {
     OutFormat fmt;
     int per_position;
     int quiet;           /* --quiet: no progress line */
-    int threads_set;     /* --threads was given (else the pool takes every CPU) */
+    size_t threads;      /* --threads (0: every CPU this process may use) */
 } EvalOpts;
 
 static void help(void)
@@ -132,10 +132,8 @@ static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
                 o->per_position = 1;
             else if (strcmp(name, "quiet") == 0)
                 o->quiet = 1;
-            else if (strcmp(name, "threads") == 0) {
-                rc = cli_threads_option(optarg, e);
-                o->threads_set = 1;
-            }
+            else if (strcmp(name, "threads") == 0)
+                rc = parse_size0(optarg, "--threads", &o->threads, e);
         }
         if (rc < 0)
             return -1;
@@ -146,7 +144,7 @@ static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
         return err_set(e, ERR_USAGE, "eval: unexpected argument '%s' (see `kvscope eval --help`)", argv[optind]);
     if (!o->text)
         return err_set(e, ERR_USAGE, "eval: --text FILE or --split validation is required (see `kvscope eval --help`)");
-    return o->threads_set ? 0 : pool_set_threads(0, e);
+    return pool_set_threads(o->threads, e);
 }
 
 /* The count of positions on the progress line. */

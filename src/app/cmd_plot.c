@@ -5,12 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "app/cli.h"
 #include "app/commands.h"
 #include "app/progress_line.h"
 #include "plot/plot.h"
+#include "util/clock.h"
 #include "util/parse.h"
 #include "util/pool.h"
 
@@ -62,7 +62,7 @@ typedef struct {
     size_t tokens;
     int want[sizeof plot_figures / sizeof plot_figures[0]];
     size_t n_want;
-    int threads_set;     /* --threads was given (else the pool takes every CPU) */
+    size_t threads;      /* --threads (0: every CPU this process may use) */
 } PlotOpts;
 
 static void names(char *buf, size_t cap)
@@ -155,10 +155,9 @@ static int parse_options(int argc, char **argv, PlotOpts *o, Err *e)
             o->model = optarg;
         else if (strcmp(name, "tokens") == 0)
             rc = parse_size(optarg, "--tokens", &o->tokens, e);
-        else if (strcmp(name, "threads") == 0) {
-            rc = cli_threads_option(optarg, e);
-            o->threads_set = 1;
-        } else if (strcmp(name, "seed") == 0) {
+        else if (strcmp(name, "threads") == 0)
+            rc = parse_size0(optarg, "--threads", &o->threads, e);
+        else if (strcmp(name, "seed") == 0) {
             unsigned long long v;
             rc = parse_u64(optarg, "--seed", &v, e);
             o->seed = v;
@@ -198,14 +197,7 @@ static int parse_options(int argc, char **argv, PlotOpts *o, Err *e)
                 o->want[i] = 1;
                 o->n_want++;
             }
-    return o->threads_set ? 0 : pool_set_threads(0, e);
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return pool_set_threads(o->threads, e);
 }
 
 /* Draw figure f in every term asked for; the names drawn go into drawn. */
@@ -279,7 +271,7 @@ static void on_progress(void *user, const char *unit, size_t done, size_t total)
 static int make_figure(const PlotCtx *ctx, const PlotFigure *f, size_t k, size_t n, const char *term, int have,
                        PlotShow *show, Err *e)
 {
-    double t0 = now();
+    double t0 = clock_seconds();
     PlotNote note = { "" };
     snprintf(show->label, sizeof show->label, "kvscope plot: figure %zu of %zu, %s", k, n, f->name);
     show->unit = NULL;
@@ -292,7 +284,7 @@ static int make_figure(const PlotCtx *ctx, const PlotFigure *f, size_t k, size_t
         return -1;
     printf("%2d %-16s %s\n   %-16s %s.tsv%s ->%s (%.1f s)\n", f->number, f->name, note.note, "", f->name,
            f->measured ? " (measured: timings)" : "", have ? (drawn[0] ? drawn : " terminal") : " (not drawn)",
-           now() - t0);
+           clock_seconds() - t0);
     return 0;
 }
 
@@ -310,7 +302,7 @@ static void print_end(const PlotOpts *o, const PlotFigure *last, int have, doubl
                 printf(" %d %s", plot_figures[i].number, plot_figures[i].name);
         printf("\n");
     }
-    printf("done in %.1f s. ", now() - t_all);
+    printf("done in %.1f s. ", clock_seconds() - t_all);
     const char *t = o->term ? o->term : "png";
     if (have && strcmp(t, "dumb") == 0)
         printf("Redraw by hand: cd %s && gnuplot -c %s.gp %s.tsv - dumb\n", o->out, last->name, last->name);
@@ -349,7 +341,7 @@ int cmd_plot(int argc, char **argv)
     printf("kvscope plot: %zu figure%s into %s/ (seed %" PRIu64 "%s; %s)\n", o.n_want, o.n_want == 1 ? "" : "s",
            o.out, o.seed, o.quick ? ", quick" : "",
            have ? "gnuplot found" : "gnuplot not found: data and scripts only");
-    double t_all = now();
+    double t_all = clock_seconds();
     const PlotFigure *last = NULL;
     size_t k = 0;
     for (size_t i = 0; i < plot_n_figures; i++) {
