@@ -95,6 +95,39 @@ static void step_lane(void *ctx, size_t k)
     }
 }
 
+/* The segment of prediction k when m predictions are cut into S segments:
+ * segment j starts at floor(j m / S), so j is the largest with
+ * j m < (k + 1) S. */
+static size_t segment_of(size_t k, size_t m, size_t S)
+{
+    return ((k + 1) * S - 1) / m;
+}
+
+/* r's segments: S of the m predictions after a prefill of P, in order, each
+ * with the text bytes of the tokens it predicts (1 a token without
+ * token_bytes). */
+static int segments_init(EvalResult *r, size_t S, size_t P, const size_t *token_bytes)
+{
+    const size_t m = r->scored;
+    r->n_seg = S < m ? S : m;
+    if (!(r->seg = calloc(r->n_seg, sizeof *r->seg)))
+        return -1;
+    size_t off = 0, tok = 0; /* the text offset of token tok */
+    for (size_t j = 0; j < r->n_seg; j++) {
+        EvalSegment *g = &r->seg[j];
+        g->first = j * m / r->n_seg;
+        g->count = (j + 1) * m / r->n_seg - g->first;
+        for (; tok < P + g->first; tok++)
+            off += token_bytes ? token_bytes[tok] : 1;
+        g->first_byte = off;
+        for (; tok < P + g->first + g->count; tok++)
+            off += token_bytes ? token_bytes[tok] : 1;
+        g->end_byte = off;
+        g->bytes = (double)(g->end_byte - g->first_byte);
+    }
+    return 0;
+}
+
 /* The score of step t (logits predicting ids[t + 1]) for every lane. */
 static void score(Lane *lanes, size_t n_lanes, const int *ids, size_t t, size_t k, size_t V, const EvalOptions *o,
                   EvalResult *res)
@@ -105,14 +138,26 @@ static void score(Lane *lanes, size_t n_lanes, const int *ids, size_t t, size_t 
         const float *lg = lanes[c].logits;
         const double lse = c == 0 ? ref_lse : log_sum_exp(lg, V);
         const double nll = lse - lg[ids[t + 1]];
+        EvalSegment *sg = res[c].seg ? &res[c].seg[segment_of(k, res[c].scored, res[c].n_seg)] : NULL;
         res[c].nll += nll;
         res[c].bytes += o->token_bytes ? (double)o->token_bytes[t + 1] : 1.0;
         if (res[c].nll_at)
             res[c].nll_at[k] = nll;
-        if (c == 0)
+        if (sg)
+            sg->nll += nll;
+        if (c == 0) {
+            if (sg)
+                sg->agree += 1; /* the reference agrees with itself; its KL is 0 */
             continue;
-        res[c].kl += kl_div(lanes[0].logits, ref_lse, lg, lse, V);
-        res[c].top1_agree += argmax(lg, V) == ref_top;
+        }
+        const double kl = kl_div(lanes[0].logits, ref_lse, lg, lse, V);
+        const int agree = argmax(lg, V) == ref_top;
+        res[c].kl += kl;
+        res[c].top1_agree += agree;
+        if (sg) {
+            sg->kl += kl;
+            sg->agree += agree;
+        }
         for (size_t i = 0; i < V; i++)
             res[c].max_logit_err = fmax(res[c].max_logit_err, fabs((double)lg[i] - lanes[0].logits[i]));
     }
@@ -156,6 +201,7 @@ int eval_run(const Model *m, KvCache *const *caches, size_t n_caches, const int 
         if (o->per_position)
             results[k].nll_at = calloc(n - P, sizeof(double));
         if (!lanes[k].logits || (o->per_position && !results[k].nll_at) ||
+            (o->segments && segments_init(&results[k], o->segments, P, o->token_bytes) < 0) ||
             forward_state_init(&lanes[k].fs, c, P, 0, e) < 0) {
             err_set(e, ERR_RUNTIME, "out of memory for cache %zu's run", k);
             goto done;
@@ -198,7 +244,10 @@ done:
 void eval_result_free(EvalResult *r)
 {
     free(r->nll_at);
+    free(r->seg);
     r->nll_at = NULL;
+    r->seg = NULL;
+    r->n_seg = 0;
 }
 
 int eval_recompute_window(const Model *m, const int *ids, size_t n, size_t prefill, size_t window, double *nll_at,

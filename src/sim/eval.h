@@ -8,7 +8,9 @@
  * far its next-token distribution is from the reference's at that step: the
  * KL divergence KL(ref || cache), whether the top-1 token agrees, and the
  * largest logit difference. All caches step in lockstep on the same tokens,
- * so no logits are kept beyond one step. Nothing here prints. */
+ * so no logits are kept beyond one step. The scored predictions can be cut
+ * into contiguous segments, each with its own sums, for the intervals of
+ * sim/eval_ci.h. Nothing here prints. */
 #ifndef KVSCOPE_SIM_EVAL_H
 #define KVSCOPE_SIM_EVAL_H
 
@@ -23,7 +25,19 @@ typedef struct {
     size_t prefill;          /* P: tokens of the first pass, >= 1 */
     const size_t *token_bytes; /* [n] bytes each token stands for (bits per byte); NULL = 1 each */
     int per_position;        /* keep every scored token's negative log-likelihood */
+    size_t segments;         /* cut the scored predictions into this many segments (at most one
+                                per prediction); 0: none */
 } EvalOptions;
+
+/* One segment of the scored predictions: its place and its sums. */
+typedef struct {
+    size_t first, count;     /* predictions first .. first + count - 1 (0: the one after the prefill) */
+    size_t first_byte, end_byte; /* the text bytes of the tokens they predict: [first_byte, end_byte) */
+    double bytes;            /* end_byte - first_byte */
+    double nll;              /* sum of -ln p, nats */
+    double kl;               /* sum of KL(reference || this), nats (0 for the reference) */
+    double agree;            /* predictions whose greedy token agrees with the reference's */
+} EvalSegment;
 
 typedef struct {
     size_t scored;           /* predictions scored: n - P */
@@ -38,6 +52,8 @@ typedef struct {
     size_t reach;            /* the most positions a step spanned: from the oldest row the cache holds
                                 after it (any layer, KV head) to its query, at the cache's positions */
     double *nll_at;          /* [scored] -ln p per scored token (per_position), else NULL; owned */
+    EvalSegment *seg;        /* [n_seg] the segments in text order (EvalOptions.segments), else NULL; owned */
+    size_t n_seg;
     Counters total;          /* the run's work */
 } EvalResult;
 
