@@ -1,11 +1,14 @@
 #!/bin/sh
-# run.sh: every tests/cli/test_*.sh against $KVSCOPE_BIN, with a summary.
+# run.sh: every tests/cli/test_*.sh against $KVSCOPE_BIN, with a summary
+# and each file's seconds (make test's time budget is 20 minutes on two cores).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
 export KVSCOPE_DATA=data
-for t in tests/cli/test_*.sh; do
-    echo "== $t"
-    . "$t"
+for test_file in tests/cli/test_*.sh; do
+    echo "== $test_file"
+    t0=$(date +%s.%N)
+    . "$test_file"
+    awk -v a="$t0" -v b="$(date +%s.%N)" -v n="${test_file#tests/cli/}" 'BEGIN { printf "   (%s: %.1f s)\n", n, b - a }'
 done
 echo "cli tests: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
