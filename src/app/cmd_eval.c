@@ -13,6 +13,8 @@
 #include "kv/cache.h"
 #include "report/eval_report.h"
 #include "sim/eval.h"
+#include "sim/eval_ci.h"
+#include "stats/bootstrap.h"
 #include "util/checked.h"
 #include "util/files.h"
 #include "util/parse.h"
@@ -22,6 +24,8 @@
 #define MAX_CACHES 8
 #define MAX_TEXT_BYTES ((size_t)64 << 20)
 #define REFERENCE_SPEC "contiguous"
+#define MAX_PAIRS 16
+#define MAX_SEGMENTS 1024
 
 typedef struct {
     ModelOpts mo;
@@ -34,6 +38,10 @@ typedef struct {
     AttendAlgo attend;
     OutFormat fmt;
     int per_position;
+    int per_segment;
+    size_t segments;     /* --segments: the bootstrap's segments */
+    size_t pairs[MAX_PAIRS][2]; /* --paired I,J: rows compared (0: the reference) */
+    size_t n_pairs;
     int quiet;           /* --quiet: no progress line */
     size_t threads;      /* --threads (0: every CPU this process may use) */
 } EvalOpts;
@@ -62,6 +70,20 @@ static void help(void)
            "  --format F          table (default), tsv or json\n"
            "  --per-position      instead: -ln p of every scored token, a column per cache\n"
            "                      (tsv; json: an array per cache), for plots\n"
+           "  --per-segment       instead: each segment's bytes and each cache's bits per byte,\n"
+           "                      KL and top-1 on it (tsv: a row per segment; json)\n\n"
+           "intervals:\n"
+           "  Every figure comes with a %d%% interval: the scored predictions are cut into\n"
+           "  segments of the text, in order (named by their byte offsets in json and\n"
+           "  --per-segment), and %d resamples draw as many segments with replacement\n"
+           "  (gsl mt19937, seed %lu: the same output every run). An interval is a\n"
+           "  percentile interval: the 2.5th to 97.5th percentile of the resamples.\n"
+           "  --segments N        how many segments (default %d, 2..%d; at most one a prediction)\n"
+           "  --paired I,J        also compare cache I with cache J (rows as given: 0 the\n"
+           "                      reference, 1 the first --cache; repeatable): their difference\n"
+           "                      with the interval of the paired difference (the same\n"
+           "                      resamples for both), and whether it holds 0 (same) or not\n"
+           "                      (better / worse). Each cache is compared with the reference.\n"
            "%s\n"
            "The model's positions are extended to the text's length: a cache that forgets\n"
            "(a window, eviction) keeps what its policy keeps, the exact cache keeps all;\n"
@@ -69,6 +91,7 @@ static void help(void)
            "example: kvscope eval --model tiny --text README.md --tokens 600 \\\n"
            "             --cache ring:window=64,sinks=4 --cache contiguous+quant:k=q4_0,v=q4_0\n",
            REFERENCE_SPEC, cli_model_help, cli_int_dot_help, MAX_CACHES - 1, caches, cli_threads_help,
+           (int)(100 * EVAL_CI_LEVEL + 0.5), EVAL_CI_RESAMPLES, EVAL_CI_SEED, EVAL_CI_SEGMENTS, MAX_SEGMENTS,
            progress_line_help);
 }
 
@@ -88,6 +111,27 @@ static int find_split(const char *split, EvalOpts *o, Err *e)
     return 1;
 }
 
+/* --paired I,J: two rows, 0 .. MAX_CACHES - 1 (checked against the caches
+ * given once all options are read). */
+static int parse_pair(const char *arg, EvalOpts *o, Err *e)
+{
+    if (o->n_pairs == MAX_PAIRS)
+        return err_set(e, ERR_USAGE, "--paired: at most %d pairs", MAX_PAIRS);
+    const char *comma = strchr(arg, ',');
+    char first[32];
+    if (!comma || (size_t)(comma - arg) >= sizeof first)
+        return err_set(e, ERR_USAGE, "--paired: want two rows as I,J (0: the reference), got '%s'", arg);
+    memcpy(first, arg, (size_t)(comma - arg));
+    first[comma - arg] = '\0';
+    size_t *p = o->pairs[o->n_pairs];
+    if (parse_size0(first, "--paired", &p[0], e) < 0 || parse_size0(comma + 1, "--paired", &p[1], e) < 0)
+        return -1;
+    if (p[0] == p[1])
+        return err_set(e, ERR_USAGE, "--paired %s: a cache against itself", arg);
+    o->n_pairs++;
+    return 1;
+}
+
 static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
 {
     static const struct option longopts[] = {
@@ -100,6 +144,8 @@ static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
         { "attention", required_argument, 0, 0 }, { "format", required_argument, 0, 0 },
         { "per-position", no_argument, 0, 0 },  { "help", no_argument, 0, 'h' },
         { "threads", required_argument, 0, 0 }, { "quiet", no_argument, 0, 0 },
+        { "segments", required_argument, 0, 0 }, { "paired", required_argument, 0, 0 },
+        { "per-segment", no_argument, 0, 0 },
         { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -130,6 +176,14 @@ static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
                 rc = out_format_parse(optarg, &o->fmt, e);
             else if (strcmp(name, "per-position") == 0)
                 o->per_position = 1;
+            else if (strcmp(name, "per-segment") == 0)
+                o->per_segment = 1;
+            else if (strcmp(name, "segments") == 0 &&
+                     (rc = parse_size(optarg, "--segments", &o->segments, e)) > 0 &&
+                     (o->segments < 2 || o->segments > MAX_SEGMENTS))
+                rc = err_set(e, ERR_USAGE, "--segments: 2 to %d, got %zu", MAX_SEGMENTS, o->segments);
+            else if (strcmp(name, "paired") == 0)
+                rc = parse_pair(optarg, o, e);
             else if (strcmp(name, "quiet") == 0)
                 o->quiet = 1;
             else if (strcmp(name, "threads") == 0)
@@ -144,6 +198,13 @@ static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
         return err_set(e, ERR_USAGE, "eval: unexpected argument '%s' (see `kvscope eval --help`)", argv[optind]);
     if (!o->text)
         return err_set(e, ERR_USAGE, "eval: --text FILE or --split validation is required (see `kvscope eval --help`)");
+    if (o->per_position && o->per_segment)
+        return err_set(e, ERR_USAGE, "eval: --per-position or --per-segment, not both");
+    for (size_t p = 0; p < o->n_pairs; p++)
+        for (int k = 0; k < 2; k++)
+            if (o->pairs[p][k] > o->n_caches)
+                return err_set(e, ERR_USAGE, "--paired %zu,%zu: row %zu is not a cache here (0 .. %zu)", o->pairs[p][0],
+                               o->pairs[p][1], o->pairs[p][k], o->n_caches);
     return pool_set_threads(o->threads, e);
 }
 
@@ -218,7 +279,8 @@ static int job_open(EvalJob *j, EvalOpts *o, size_t *n, Err *e)
 
 int cmd_eval(int argc, char **argv)
 {
-    EvalOpts o = { .mo.model = "kjv-tiny", .prefill = 1, .attend = ATTEND_FLASH, .caches = { REFERENCE_SPEC } };
+    EvalOpts o = { .mo.model = "kjv-tiny", .prefill = 1, .attend = ATTEND_FLASH, .caches = { REFERENCE_SPEC },
+                   .segments = EVAL_CI_SEGMENTS };
     Err e = { 0 };
     int pr = parse_options(argc, argv, &o, &e);
     if (pr == 1) {
@@ -237,7 +299,8 @@ int cmd_eval(int argc, char **argv)
         job_free(&j, n_caches);
         return cli_fail(&e);
     }
-    EvalOptions eo = { .prefill = o.prefill, .token_bytes = j.bytes, .per_position = o.per_position };
+    EvalOptions eo = { .prefill = o.prefill, .token_bytes = j.bytes, .per_position = o.per_position,
+                       .segments = o.segments };
     const double start = clock_seconds();
     progress_line_begin(&line, "kvscope eval", "position");
     int rc = eval_run(&j.m, j.caches, n_caches, j.ids, n, &eo, j.results, on_progress, &line, &e);
@@ -251,10 +314,31 @@ int cmd_eval(int argc, char **argv)
     EvalRun run = { .model = j.m.cfg.name, .weights = j.m.source, .text = o.text_label, .tokenizer = j.tokenizer,
                     .tokens = n, .prefill = o.prefill, .text_bytes = j.text_len, .trained_ctx = j.trained_ctx,
                     .seconds = clock_seconds() - start };
+    /* every cache against the reference, then the pairs asked for */
+    size_t pairs[MAX_CACHES - 1 + MAX_PAIRS][2], n_pairs = 0;
+    for (size_t i = 1; i < n_caches; i++) {
+        pairs[n_pairs][0] = i;
+        pairs[n_pairs++][1] = 0;
+    }
+    for (size_t p = 0; p < o.n_pairs; p++) {
+        pairs[n_pairs][0] = o.pairs[p][0];
+        pairs[n_pairs++][1] = o.pairs[p][1];
+    }
+    EvalIntervals iv;
+    if (!o.per_position && !o.per_segment &&
+        eval_intervals(j.results, n_caches, (const size_t(*)[2])pairs, n_pairs, &iv, &e) < 0) {
+        eval_intervals_free(&iv);
+        job_free(&j, n_caches);
+        return cli_fail(&e);
+    }
     if (o.per_position)
         eval_report_positions(stdout, o.fmt, &run, o.caches, j.results, n_caches);
-    else
-        eval_report(stdout, o.fmt, &run, o.caches, j.results, j.used, n_caches);
+    else if (o.per_segment)
+        eval_report_segments(stdout, o.fmt, &run, o.caches, j.results, n_caches);
+    else {
+        eval_report(stdout, o.fmt, &run, o.caches, j.results, j.used, n_caches, &iv);
+        eval_intervals_free(&iv);
+    }
     job_free(&j, n_caches);
     return EXIT_OK;
 }
