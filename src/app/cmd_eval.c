@@ -179,7 +179,7 @@ static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
             else if (strcmp(name, "per-segment") == 0)
                 o->per_segment = 1;
             else if (strcmp(name, "segments") == 0 &&
-                     (rc = parse_size(optarg, "--segments", &o->segments, e)) > 0 &&
+                     (rc = parse_size(optarg, "--segments", &o->segments, e)) == 0 &&
                      (o->segments < 2 || o->segments > MAX_SEGMENTS))
                 rc = err_set(e, ERR_USAGE, "--segments: 2 to %d, got %zu", MAX_SEGMENTS, o->segments);
             else if (strcmp(name, "paired") == 0)

@@ -18,7 +18,92 @@ done
 cmp -s "$evtext.1" "$evtext.2" && cmp -s "$evtext.1" "$evtext.3" && [ -z "$differ" ] &&
     ok "eval: the same bytes on 1, 2 and 3 threads" ||
     bad "eval: the same bytes on 1, 2 and 3 threads" "$differ" "$(diff "$evtext.1" "$evtext.2" | head -4)"
+differ=""
+for t in 1 2 3; do # the intervals too: the summary (tsv has no timing) and each segment's scores
+    run "eval --threads $t, intervals" $KV eval --text "$evtext" --tokens 160 --threads $t --cache ring:window=16 \
+        --cache h2o:budget=24,recent=8 --cache contiguous+quant:k=q4_0,v=q4_0 --paired 2,1 --format tsv
+    [ "$status" -eq 0 ] || differ="$differ exit-$status"
+    cp "$out" "$evtext.$t"
+    run "eval --threads $t, segments" $KV eval --text "$evtext" --tokens 160 --threads $t --cache ring:window=16 \
+        --cache h2o:budget=24,recent=8 --cache contiguous+quant:k=q4_0,v=q4_0 --per-segment --format tsv
+    [ "$status" -eq 0 ] || differ="$differ exit-$status"
+    cat "$out" >>"$evtext.$t"
+done
+cmp -s "$evtext.1" "$evtext.2" && cmp -s "$evtext.1" "$evtext.3" && [ -z "$differ" ] && grep -q '_lo' "$evtext.1" &&
+    ok "eval: the intervals and segments, the same bytes on 1, 2 and 3 threads" ||
+    bad "eval: the intervals and segments, the same bytes on 1, 2 and 3 threads" "$differ" \
+    "$(diff "$evtext.1" "$evtext.2" | head -4)"
 rm -f "$evtext.1" "$evtext.2" "$evtext.3"
+run "eval: each interval holds its figure" $KV eval --text "$evtext" --tokens 200 --cache ring:window=16,sinks=2 \
+    --cache contiguous+quant:k=q4_0,v=q4_0 --paired 1,2 --format json
+if [ "$status" -eq 0 ] && python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+b = d["bootstrap"]
+assert b["interval"] == "percentile" and b["level"] == 0.95 and b["segments"] == 32 and b["resamples"] >= 1000
+for c in d["caches"]:
+    for k in ("bits_per_byte", "kl_nats", "top1_agree"):
+        assert c[k + "_lo"] <= c[k] <= c[k + "_hi"], (c["cache"], k)
+    assert c["bits_per_byte_lo"] < c["bits_per_byte_hi"]
+for p in [c["vs_reference"] for c in d["caches"][1:]] + d["pairs"]:
+    for k in ("bits_per_byte", "kl_nats", "top1_agree"):
+        x = p[k]
+        assert x["lo"] <= x["diff"] <= x["hi"], (p["first"], k, x)
+        assert x["side"] == ("same" if x["lo"] <= 0 <= x["hi"] else "lower" if x["hi"] < 0 else "higher")
+win, q4 = d["caches"][1], d["caches"][2]
+assert d["pairs"][0]["first"] == win["cache"] and d["pairs"][0]["second"] == q4["cache"]
+assert abs(d["pairs"][0]["kl_nats"]["diff"] - (win["kl_nats"] - q4["kl_nats"])) < 1e-12
+' "$out"; then ok "eval: each interval holds its figure; pairs are the first minus the second"
+else bad "eval: each interval holds its figure; pairs are the first minus the second" "exit $status" \
+    "$(head -c 400 "$err")"; fi
+run "eval: the exact cache against itself" $KV eval --text "$evtext" --tokens 200 --cache dynamic --cache contiguous \
+    --paired 2,1 --format json
+if [ "$status" -eq 0 ] && python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+for p in [c["vs_reference"] for c in d["caches"][1:]] + d["pairs"]:
+    for k in ("bits_per_byte", "kl_nats", "top1_agree"):
+        assert p[k]["diff"] == p[k]["lo"] == p[k]["hi"] == 0 and p[k]["side"] == "same", (p, k)
+for c in d["caches"]:
+    assert c["kl_nats_lo"] == c["kl_nats_hi"] == 0 and c["top1_agree_lo"] == c["top1_agree_hi"] == 1
+' "$out" && $KV eval --text "$evtext" --tokens 200 --cache dynamic --quiet |
+    grep -Eq '^dynamic +[0-9.]+ \[[0-9.]+, [0-9.]+\] +\+0\.0000 \[\+0\.000, \+0\.000\] same '
+then ok "eval: the exact cache against itself: a difference of 0 in an interval of width 0, same"
+else bad "eval: the exact cache against itself: a difference of 0 in an interval of width 0, same" "exit $status" \
+    "$(head -c 600 "$out")"; fi
+# four times the held-out text, about half the width (as 1 / sqrt(predictions)): 32 segments of 12, then of
+# 48 predictions, through a window of the trained context (the exact cache drifts past it)
+w1=$($KV eval --split validation --tokens 385 --cache ring:window=128 --format json |
+    jq '.caches[1] | .bits_per_byte_hi - .bits_per_byte_lo')
+w4=$($KV eval --split validation --tokens 1537 --cache ring:window=128 --format json |
+    jq '.caches[1] | .bits_per_byte_hi - .bits_per_byte_lo')
+awk -v a="$w1" -v b="$w4" 'BEGIN { exit !(a > 0 && b > 0 && b < 0.75 * a) }' &&
+    ok "eval: the interval narrows with longer segments ($w1 bits/byte wide, then $w4)" ||
+    bad "eval: the interval narrows with longer segments" "width $w1 on 384 predictions, $w4 on 1,536"
+run "eval: segments cut the scored text, in order, named by byte offsets" \
+    $KV eval --text "$evtext" --prefill 7 --segments 40 --per-segment --format json
+if [ "$status" -eq 0 ] && python3 -c '
+import json, subprocess, sys
+seg = json.load(open(sys.argv[1]))["segments"]
+summ = json.loads(subprocess.run(sys.argv[3:] + ["--format", "json"], capture_output=True, check=True).stdout)
+size, scored, nbytes = int(sys.argv[2]), summ["caches"][0]["scored"], summ["caches"][0]["bytes"]
+assert len(seg) == 40 == len(summ["segments"]) and summ["bootstrap"]["segments"] == 40
+assert seg[0]["first_byte"] == size - nbytes and seg[-1]["end_byte"] == size   # the prefill, then the rest
+assert seg[0]["first_prediction"] == 0 and sum(s["predictions"] for s in seg) == scored
+for a, b in zip(seg, seg[1:]):
+    assert a["end_byte"] == b["first_byte"] > a["first_byte"]
+    assert b["first_prediction"] == a["first_prediction"] + a["predictions"]
+assert max(s["predictions"] for s in seg) - min(s["predictions"] for s in seg) <= 1
+assert [(s["first_byte"], s["end_byte"]) for s in seg] == [(s["first_byte"], s["end_byte"]) for s in summ["segments"]]
+' "$out" "$(wc -c <"$evtext")" $KV eval --text "$evtext" --prefill 7 --segments 40
+then ok "eval: segments cut the scored text, in order, named by byte offsets"
+else bad "eval: segments cut the scored text, in order, named by byte offsets" "exit $status" "$(head -c 400 "$err")"; fi
+expect_fail "eval: --segments 1" 2 "--segments: 2 to 1024, got 1" $KV eval --text "$evtext" --segments 1
+expect_fail "eval: --paired past the caches" 2 "--paired 0,2: row 2 is not a cache here" \
+    $KV eval --text "$evtext" --cache dynamic --paired 0,2
+expect_fail "eval: --paired a cache with itself" 2 "--paired 1,1: a cache against itself" \
+    $KV eval --text "$evtext" --cache dynamic --paired 1,1
+expect_fail "eval: --paired, one row" 2 "--paired: want two rows as I,J" $KV eval --text "$evtext" --paired 1
 expect_fail "eval: --threads past the most" 2 '--threads: at most 64, got 65' $KV eval --text "$evtext" --threads 65
 run "eval: a window forgets: KL above zero, fewer bytes" \
     $KV eval --text "$evtext" --tokens 200 --cache ring:window=16,sinks=2 --format json
@@ -59,7 +144,8 @@ if [ "$status" -eq 0 ] && grep -q "^read 300 tokens: a prefill of 1 token, then 
     [ "$scored_bytes" -lt "$(wc -c <README.md)" ] &&
     grep -Eq '^contiguous .* 299  past the trained context$' "$out" && grep -Eq '^ring:window=32 .* 32$' "$out" &&
     grep -Eq '^ring:window=32,sinks=4 .* 299  past the trained context$' "$out" &&
-    grep -q "^past the trained context: model kjv-tiny learnt 64 positions" "$out"
+    grep -q "^past the trained context: model kjv-tiny learnt 64 positions" "$out" &&
+    grep -Eq '^ring:window=32 .* -0\.[0-9]+ \[-[0-9.]+, -[0-9.]+\] better ' "$out"
 then ok "eval: the bytes scored, and which caches reach past the trained context"
 else bad "eval: the bytes scored, and which caches reach past the trained context" "exit $status, $scored_bytes bytes" \
     "$(head -c 1200 "$out")" "$(head -c 200 "$err")"; fi
