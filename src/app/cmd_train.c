@@ -19,6 +19,7 @@
 #include "util/clock.h"
 #include "util/files.h"
 #include "util/parse.h"
+#include "util/pool.h"
 
 #define MAX_TEXT_BYTES ((size_t)64 << 20)
 
@@ -44,8 +45,8 @@ static void help(void)
            "  --seq-len T         tokens per window (default: the model's max_seq_len)\n"
            "  --lr X              the peak learning rate (default 3e-3)\n"
            "  --warmup N          steps of linear warmup (default 100)\n"
-           "  --weight-decay X    AdamW's decay of the layers' matrices (default 0.1)\n"
-           "  --clip X            the largest gradient norm (default 1)\n"
+           "  --weight-decay X    AdamW's decay of the layers' matrices, 0 or more (default 0.1)\n"
+           "  --clip X            the largest gradient norm (default 1; 0: no clipping)\n"
            "  --seed S            the seed of the windows drawn (default 1)\n"
            "  --eval-every N      steps between validation losses (default 100)\n"
            "  --eval-windows N    validation windows, evenly spaced (default 16)\n"
@@ -55,10 +56,14 @@ static void help(void)
            "  --log FILE          one TSV row per step: learning rate, training loss, validation\n"
            "                      bits/byte when measured, tokens, seconds, GFLOP/s (`kvscope plot\n"
            "                      loss --log FILE` draws it; appended to with --resume)\n"
+           "  --threads N         threads for each window's products, attention heads and rows\n"
+           "                      (default: the CPUs this process may use; 1: none besides this one)\n"
            "%s\n"
-           "One thread; the same seed and ISA give the same weights. GFLOP/s counts the matmuls'\n"
-           "and the attention's multiply-adds of the forwards and backwards (2 FLOPs each); the\n"
-           "run first times the matmul kernel on the model's own shapes, the rate to compare with.\n"
+           "The same seed and ISA give the same weights, whatever --threads: the work is split by\n"
+           "rows, heads and columns, never inside a sum. GFLOP/s counts the matmuls' and the\n"
+           "attention's multiply-adds of the forwards and backwards (2 FLOPs each); the run first\n"
+           "times the matmul kernel on the model's own shapes on one thread, the rate to compare\n"
+           "with (per thread).\n"
            "example, after `make corpus` (it makes the two texts):\n"
            "  kvscope train --model kjv-tiny --init scratch --text build/corpus/kjv-train.txt \\\n"
            "      --valid build/corpus/kjv-valid.txt --out kjv-tiny.kvw --steps 200\n",
@@ -79,7 +84,7 @@ static int parse_options(int argc, char **argv, TrainArgs *a, Err *e)
         { "eval-windows", required_argument, 0, 0 }, { "ckpt-every", required_argument, 0, 0 },
         { "resume", required_argument, 0, 0 },     { "f16", no_argument, 0, 0 },
         { "log", required_argument, 0, 0 },        { "init", required_argument, 0, 0 },
-        { "quiet", no_argument, 0, 0 },
+        { "quiet", no_argument, 0, 0 },         { "threads", required_argument, 0, 0 },
         { "help", no_argument, 0, 'h' },           { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -131,6 +136,8 @@ static int parse_options(int argc, char **argv, TrainArgs *a, Err *e)
             rc = parse_size(optarg, "--eval-windows", &a->t.eval_windows, e);
         else if (strcmp(name, "ckpt-every") == 0)
             rc = parse_size0(optarg, "--ckpt-every", &a->ckpt_every, e);
+        else if (strcmp(name, "threads") == 0)
+            rc = parse_size0(optarg, "--threads", &a->threads, e);
         if (rc < 0)
             return -1;
     }
@@ -142,13 +149,17 @@ static int parse_options(int argc, char **argv, TrainArgs *a, Err *e)
         return err_set(e, ERR_USAGE, "train: --text, --valid and --out are required (see `kvscope train --help`)");
     if (!(a->t.opt.lr > 0 && a->t.opt.lr < 1))
         return err_set(e, ERR_USAGE, "--lr: between 0 and 1, got %g", a->t.opt.lr);
+    if (a->t.opt.weight_decay < 0) /* a negative decay pushes weights away from 0 */
+        return err_set(e, ERR_USAGE, "--weight-decay: 0 or more, got %g", a->t.opt.weight_decay);
+    if (a->t.opt.clip < 0)
+        return err_set(e, ERR_USAGE, "--clip: 0 (no clipping) or more, got %g", a->t.opt.clip);
     if (a->init && a->resume)
         return err_set(e, ERR_USAGE, "train: --init and --resume exclude each other (a resumed run continues from "
                        "its checkpoint)");
     if (a->init && strcmp(a->init, "scratch") != 0 && !kvw_probe(a->init))
         return err_set(e, ERR_USAGE, "--init: '%s' is %s; give scratch or a kvscope weights file (.kvw)", a->init,
                        access(a->init, R_OK) == 0 ? "not a kvscope weights file" : "not a file kvscope can read");
-    return 0;
+    return pool_set_threads(a->threads, e);
 }
 
 static void on_sigint(int sig)

@@ -21,6 +21,7 @@ typedef struct {
     size_t ckpt_every;
     int f16;
     int quiet;                     /* --quiet: no progress line */
+    size_t threads;                /* --threads (0: every CPU this process may use) */
 } TrainArgs;
 
 typedef struct {

@@ -13,14 +13,16 @@
 static const Kernels table_ref = {
     .isa = "ref", .matmul = matmul_ref, .qdot = qdot_ref, .rmsnorm = rmsnorm_ref, .rope = rope_ref,
     .iaxpy = iaxpy_ref,
-    .swiglu = swiglu_ref, .exp_sum = exp_sum_ref, .codec = codec_ref,
+    .swiglu = swiglu_ref, .exp_sum = exp_sum_ref,
+    .gemm_nt = gemm_nt_ref, .gemm_nn = gemm_nn_ref, .gemm_tn = gemm_tn_ref, .codec = codec_ref,
 };
 
 #if defined(__x86_64__)
 static const Kernels table_avx2 = {
     .isa = "avx2", .matmul = matmul_avx2, .qdot = qdot_avx2, .rmsnorm = rmsnorm_avx2, .rope = rope_avx2,
     .iaxpy = iaxpy_avx2,
-    .swiglu = swiglu_avx2, .exp_sum = exp_sum_avx2, .codec = codec_avx2,
+    .swiglu = swiglu_avx2, .exp_sum = exp_sum_avx2,
+    .gemm_nt = gemm_nt_avx2, .gemm_nn = gemm_nn_avx2, .gemm_tn = gemm_tn_avx2, .codec = codec_avx2,
 };
 /* qdot stays AVX2's: AVX-512BW's forms gained little, nor did VNNI's
  * vpdpbusd in its pair sums (flash steps, cold, 65536 rows, AVX-512
@@ -28,7 +30,9 @@ static const Kernels table_avx2 = {
 static const Kernels table_avx512 = {
     .isa = "avx512", .matmul = matmul_avx512, .qdot = qdot_avx2, .rmsnorm = rmsnorm_avx512, .rope = rope_avx512,
     .iaxpy = iaxpy_avx2,
-    .swiglu = swiglu_avx512, .exp_sum = exp_sum_avx512, .codec = codec_avx512, .values_prefetch_own = 1,
+    .swiglu = swiglu_avx512, .exp_sum = exp_sum_avx512,
+    .gemm_nt = gemm_nt_avx512, .gemm_nn = gemm_nn_avx512, .gemm_tn = gemm_tn_avx512,
+    .codec = codec_avx512, .values_prefetch_own = 1,
 };
 /* The same where the CPU has VNNI, but for iaxpy (iaxpy_vnni.c) and a
  * group's key dots (qdot_vnni.c). */
@@ -36,13 +40,17 @@ static const Kernels table_avx512_vnni = {
     .isa = "avx512", .note = "VNNI for the integer value weights and a group's key dots",
     .matmul = matmul_avx512, .qdot = qdot_vnni, .rmsnorm = rmsnorm_avx512, .rope = rope_avx512,
     .iaxpy = iaxpy_vnni,
-    .swiglu = swiglu_avx512, .exp_sum = exp_sum_avx512, .codec = codec_avx512, .values_prefetch_own = 1,
+    .swiglu = swiglu_avx512, .exp_sum = exp_sum_avx512,
+    .gemm_nt = gemm_nt_avx512, .gemm_nn = gemm_nn_avx512, .gemm_tn = gemm_tn_avx512,
+    .codec = codec_avx512, .values_prefetch_own = 1,
 };
 #elif defined(__aarch64__)
 static const Kernels table_neon = {
     .isa = "neon", .matmul = matmul_neon, .qdot = qdot_ref, .rmsnorm = rmsnorm_neon, .rope = rope_neon,
     .iaxpy = NULL, /* none: flash keeps f32 weights (the reference's would be slow, NEON's unmeasured) */
-    .swiglu = swiglu_neon, .exp_sum = exp_sum_neon, .codec = codec_neon,
+    .swiglu = swiglu_neon, .exp_sum = exp_sum_neon,
+    /* the training's products: the reference's (NEON's unwritten; training runs on x86 here) */
+    .gemm_nt = gemm_nt_ref, .gemm_nn = gemm_nn_ref, .gemm_tn = gemm_tn_ref, .codec = codec_neon,
 };
 #endif
 

@@ -25,6 +25,19 @@
 typedef void (*MatmulFn)(float *y, const float *x, const float *w, size_t n, size_t in, size_t out,
                          uint64_t *flops, Counters *ctr);
 
+/* The training's matrix products, row-major with explicit row strides (ld*:
+ * floats between rows, so a caller may hand over a block of a larger matrix):
+ *   gemm_nt   y[n][m]  = a[n][k] . b[m][k]^T   y = x W^T, attention scores
+ *   gemm_nn   y[n][m] += a[n][k] . b[k][m]     dx += dy W, attention output
+ *   gemm_tn   y[n][m] += a[k][n]^T . b[k][m]   dW += dy^T x
+ * Every element of y is computed by the same operations in the same order
+ * (its k products summed from p = 0 up; gemm_nn and gemm_tn add the sum to
+ * y once) whatever n and m are and wherever it lies in y: a caller that
+ * splits y into blocks computed apart, on any number of threads, gets the
+ * same bytes. The FLOPs (2 n m k) are the caller's to count. */
+typedef void (*GemmFn)(float *y, size_t ldy, const float *a, size_t lda, const float *b, size_t ldb, size_t n,
+                       size_t k, size_t m);
+
 /* out[n][d] = x / rms(x) * w, row by row; w is [d]. out may alias x. */
 typedef void (*RmsnormFn)(float *out, const float *x, const float *w, size_t n, size_t d, float eps,
                           Counters *ctr);
@@ -118,6 +131,7 @@ typedef struct {
     RopeFn rope;
     SwigluFn swiglu;
     ExpSumFn exp_sum;
+    GemmFn gemm_nt, gemm_nn, gemm_tn;
     const FormatOps *codec; /* [FMT_COUNT], indexed by Format */
     /* 1: the codec's value rows (axpy_rows) prefetch their own rows ahead,
      * so a flash tile's key scoring is not asked to (RowsAhead) */
@@ -261,6 +275,12 @@ void rmsnorm_ref(float *out, const float *x, const float *w, size_t n, size_t d,
 void rope_ref(float *vec, size_t n_heads, size_t head_dim, size_t pos, double theta, Counters *ctr);
 void swiglu_ref(float *out, const float *gate, const float *up, size_t n, Counters *ctr);
 float exp_sum_ref(float *x, size_t n, float max);
+void gemm_nt_ref(float *y, size_t ldy, const float *a, size_t lda, const float *b, size_t ldb, size_t n, size_t k,
+                 size_t m);
+void gemm_nn_ref(float *y, size_t ldy, const float *a, size_t lda, const float *b, size_t ldb, size_t n, size_t k,
+                 size_t m);
+void gemm_tn_ref(float *y, size_t ldy, const float *a, size_t lda, const float *b, size_t ldb, size_t n, size_t k,
+                 size_t m);
 void qdot_ref(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq,
               size_t G, size_t n, const RowsAhead *ahead);
 void iaxpy_ref(int32_t *acc, float *dmax, const float *p, size_t ld, const float *to_int, Format fmt,

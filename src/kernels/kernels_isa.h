@@ -20,6 +20,20 @@ void swiglu_avx2(float *out, const float *gate, const float *up, size_t n, Count
 void rmsnorm_avx2(float *out, const float *x, const float *w, size_t n, size_t d, float eps, Counters *ctr);
 void rope_avx2(float *vec, size_t n_heads, size_t head_dim, size_t pos, double theta, Counters *ctr);
 
+/* gemm_tiles.h built for each (gemm_avx2.c, gemm_avx512.c) */
+void gemm_nt_avx2(float *y, size_t ldy, const float *a, size_t lda, const float *b, size_t ldb, size_t n, size_t k,
+                 size_t m);
+void gemm_nn_avx2(float *y, size_t ldy, const float *a, size_t lda, const float *b, size_t ldb, size_t n, size_t k,
+                 size_t m);
+void gemm_tn_avx2(float *y, size_t ldy, const float *a, size_t lda, const float *b, size_t ldb, size_t n, size_t k,
+                 size_t m);
+void gemm_nt_avx512(float *y, size_t ldy, const float *a, size_t lda, const float *b, size_t ldb, size_t n, size_t k,
+                 size_t m);
+void gemm_nn_avx512(float *y, size_t ldy, const float *a, size_t lda, const float *b, size_t ldb, size_t n, size_t k,
+                 size_t m);
+void gemm_tn_avx512(float *y, size_t ldy, const float *a, size_t lda, const float *b, size_t ldb, size_t n, size_t k,
+                 size_t m);
+
 void qdot_avx2(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq,
                size_t G, size_t n, const RowsAhead *ahead);
 void iaxpy_avx2(int32_t *acc, float *dmax, const float *p, size_t ld, const float *to_int, Format fmt,

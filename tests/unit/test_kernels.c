@@ -78,6 +78,82 @@ static void test_matmul(void **state)
             }
 }
 
+/* The training's products on strided blocks (rows 3 floats apart beyond
+ * their width, the padding checked untouched), odd sizes that are not
+ * multiples of any tile, against the reference; and each ISA's y computed
+ * in two pieces, split by rows and by columns, is the same bytes as whole. */
+enum { GEMM_NT, GEMM_NN, GEMM_TN };
+static void gemm_run(const Kernels *k, int kind, float *y, size_t ldy, const float *a, size_t lda, const float *b,
+                     size_t ldb, size_t n, size_t kk, size_t m)
+{
+    GemmFn fn = kind == GEMM_NT ? k->gemm_nt : kind == GEMM_NN ? k->gemm_nn : k->gemm_tn;
+    fn(y, ldy, a, lda, b, ldb, n, kk, m);
+}
+
+/* y's block at rows r0.., columns c0..: the operands' matching offsets. */
+static void gemm_piece(const Kernels *k, int kind, float *y, size_t ldy, const float *a, size_t lda, const float *b,
+                       size_t ldb, size_t r0, size_t r1, size_t c0, size_t c1, size_t kk)
+{
+    const float *ap = kind == GEMM_TN ? a + r0 : a + r0 * lda;
+    const float *bp = kind == GEMM_NT ? b + c0 * ldb : b + c0;
+    gemm_run(k, kind, y + r0 * ldy + c0, ldy, ap, lda, bp, ldb, r1 - r0, kk, c1 - c0);
+}
+
+static void test_gemm(void **state)
+{
+    (void)state;
+    const Kernels *isa[4];
+    size_t n_isa = simd_tables(isa);
+    static const size_t ns[] = { 1, 5, 9 }, ks[] = { 1, 7, 17, 33, 130 }, ms[] = { 1, 3, 7, 17, 63, 65, 130 };
+    const char *names[] = { "gemm_nt", "gemm_nn", "gemm_tn" };
+    for (int kind = 0; kind < 3; kind++)
+        for (size_t ni = 0; ni < 3; ni++)
+            for (size_t ki = 0; ki < 5; ki++)
+                for (size_t mi = 0; mi < 7; mi++) {
+                    const size_t n = ns[ni], kk = ks[ki], m = ms[mi], pad = 3;
+                    /* a: [n][k] (nt, nn) or [k][n] (tn); b: [m][k] (nt) or [k][m] */
+                    const size_t a_rows = kind == GEMM_TN ? kk : n, a_cols = kind == GEMM_TN ? n : kk;
+                    const size_t b_rows = kind == GEMM_NT ? m : kk, b_cols = kind == GEMM_NT ? kk : m;
+                    const size_t lda = a_cols + pad, ldb = b_cols + pad, ldy = m + pad;
+                    float *a = malloc(a_rows * lda * sizeof(float)), *b = malloc(b_rows * ldb * sizeof(float));
+                    float *y0 = malloc(n * ldy * sizeof(float)), *want = malloc(n * ldy * sizeof(float));
+                    float *got = malloc(n * ldy * sizeof(float)), *split = malloc(n * ldy * sizeof(float));
+                    fill(a, a_rows * lda, (unsigned)(n * 7 + kk), -1, 1);
+                    fill(b, b_rows * ldb, (unsigned)(m * 5 + kk), -1, 1);
+                    fill(y0, n * ldy, (unsigned)(n + m), -1, 1);
+                    memcpy(want, y0, n * ldy * sizeof(float));
+                    gemm_run(&(Kernels){ .gemm_nt = gemm_nt_ref, .gemm_nn = gemm_nn_ref, .gemm_tn = gemm_tn_ref },
+                             kind, want, ldy, a, lda, b, ldb, n, kk, m);
+                    for (size_t i = 0; i < n; i++) /* the padding is y0's in the reference too */
+                        for (size_t j = m; j < ldy; j++)
+                            assert_true(want[i * ldy + j] == y0[i * ldy + j]);
+                    for (size_t q = 0; q < n_isa; q++) {
+                        memcpy(got, y0, n * ldy * sizeof(float));
+                        gemm_run(isa[q], kind, got, ldy, a, lda, b, ldb, n, kk, m);
+                        const double tol = MATMUL_TOL_PER_IN * (double)kk;
+                        if (max_rel_diff(got, want, n * ldy, tol, names[kind]) > tol)
+                            fail_msg("%s %s n=%zu k=%zu m=%zu beyond %.1e", names[kind], isa[q]->isa, n, kk, m, tol);
+                        for (int by_cols = 0; by_cols < 2; by_cols++) {
+                            const size_t cut = by_cols ? m / 2 + 1 : n / 2 + 1;
+                            memcpy(split, y0, n * ldy * sizeof(float));
+                            if (by_cols) {
+                                gemm_piece(isa[q], kind, split, ldy, a, lda, b, ldb, 0, n, 0, cut < m ? cut : m, kk);
+                                if (cut < m)
+                                    gemm_piece(isa[q], kind, split, ldy, a, lda, b, ldb, 0, n, cut, m, kk);
+                            } else {
+                                gemm_piece(isa[q], kind, split, ldy, a, lda, b, ldb, 0, cut < n ? cut : n, 0, m, kk);
+                                if (cut < n)
+                                    gemm_piece(isa[q], kind, split, ldy, a, lda, b, ldb, cut, n, 0, m, kk);
+                            }
+                            if (memcmp(split, got, n * ldy * sizeof(float)) != 0)
+                                fail_msg("%s %s n=%zu k=%zu m=%zu: split by %s, not the same bytes", names[kind],
+                                         isa[q]->isa, n, kk, m, by_cols ? "columns" : "rows");
+                        }
+                    }
+                    free(a), free(b), free(y0), free(want), free(got), free(split);
+                }
+}
+
 static void test_exp_sum_and_swiglu(void **state)
 {
     (void)state;
@@ -171,6 +247,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul),
+        cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_exp_sum_and_swiglu),
         cmocka_unit_test(test_rmsnorm_and_rope),
         cmocka_unit_test(test_select),
