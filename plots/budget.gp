@@ -2,7 +2,9 @@
 # budget of rows per layer, on held-out text through a trained model inside
 # its context. Left: how far each moves the next-token distributions from
 # the exact cache's (KL, log scale) against the budget. Right: the bits per
-# byte each scores, with the exact cache's as a line.
+# byte each scores minus the exact cache's. The bars are 95% intervals (a
+# bootstrap over segments of the text; on the right, of the paired
+# difference).
 #
 # usage: gnuplot -c budget.gp budget.tsv OUT TERM
 #   budget.tsv  kvscope's data: one row per budget; budget.labels.gp beside it
@@ -44,22 +46,35 @@ set xlabel "budget: rows per layer the cache holds"
 set grid xtics ytics lc rgb "#dddddd"
 set key top right box opaque samplen 3 spacing 1.2 font ",10"
 
+# each policy a little to the side of the budget it holds, so the bars of
+# the four do not cover each other
+dx(p) = column(1) * 1.035 ** (p - 1.5)
+
 set title "(a) distance from the exact cache"
 set ylabel "KL(exact || cache), nats a token (log scale)"
 set logscale y
-plot data using 1:(column("window_kl")) with linespoints lt 1 title "window (ring)", \
-     data using 1:(column("sinks4_kl")) with linespoints lt 2 title "4 sinks + window", \
-     data using 1:(column("h2o_kl")) with linespoints lt 3 title "heavy hitters (H2O), half recent", \
-     data using 1:(column("sparse_kl")) with linespoints lt 4 title "block-sparse pages (the MLA notes)"
+set bars 0.6
+plot data using (dx(0)):(column("window_kl")):(column("window_kl_lo")):(column("window_kl_hi")) \
+         with yerrorlines lt 1 title "window (ring)", \
+     data using (dx(1)):(column("sinks4_kl")):(column("sinks4_kl_lo")):(column("sinks4_kl_hi")) \
+         with yerrorlines lt 2 title "4 sinks + window", \
+     data using (dx(2)):(column("h2o_kl")):(column("h2o_kl_lo")):(column("h2o_kl_hi")) \
+         with yerrorlines lt 3 title "heavy hitters (H2O), half recent", \
+     data using (dx(3)):(column("sparse_kl")):(column("sparse_kl_lo")):(column("sparse_kl_hi")) \
+         with yerrorlines lt 4 title "block-sparse pages (the MLA notes)"
 
 unset label 101
 unset logscale y
-set title sprintf("(b) bits per byte of the %d held-out tokens", tokens)
-set ylabel "bits per byte (lower is better)"
+set title sprintf("(b) bits per byte against the exact cache's %.4f, %d held-out tokens", full_bpb, tokens)
+set ylabel "bits per byte minus the exact cache's (below 0: better)"
 set key top right
-plot data using 1:(column("window_bits_per_byte")) with linespoints lt 1 title "window (ring)", \
-     data using 1:(column("sinks4_bits_per_byte")) with linespoints lt 2 title "4 sinks + window", \
-     data using 1:(column("h2o_bits_per_byte")) with linespoints lt 3 title "heavy hitters (H2O)", \
-     data using 1:(column("sparse_bits_per_byte")) with linespoints lt 4 title "block-sparse pages", \
-     full_bpb with lines lt 5 title "exact cache, every row"
+plot data using (dx(0)):(column("window_vs_exact")):(column("window_vs_exact_lo")):(column("window_vs_exact_hi")) \
+         with yerrorlines lt 1 title "window (ring)", \
+     data using (dx(1)):(column("sinks4_vs_exact")):(column("sinks4_vs_exact_lo")):(column("sinks4_vs_exact_hi")) \
+         with yerrorlines lt 2 title "4 sinks + window", \
+     data using (dx(2)):(column("h2o_vs_exact")):(column("h2o_vs_exact_lo")):(column("h2o_vs_exact_hi")) \
+         with yerrorlines lt 3 title "heavy hitters (H2O)", \
+     data using (dx(3)):(column("sparse_vs_exact")):(column("sparse_vs_exact_lo")):(column("sparse_vs_exact_hi")) \
+         with yerrorlines lt 4 title "block-sparse pages", \
+     0 with lines lt 5 title "exact cache, every row"
 unset multiplot

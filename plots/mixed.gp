@@ -2,7 +2,8 @@
 # a trained model and held-out text: the newest H rows in f16, the older ones
 # quantized to a cold format. Left: how far the next-token distributions move
 # from the exact cache's (KL, log scale) against H. Right: the same KL
-# against the bytes the cache holds: the trade the hot window buys.
+# against the bytes the cache holds: the trade the hot window buys. The bars
+# are 95% intervals (a bootstrap over segments of the text).
 #
 # usage: gnuplot -c mixed.gp mixed.tsv OUT TERM
 #   mixed.tsv  kvscope's data: one row per hot window size H (0: all cold);
@@ -48,8 +49,11 @@ set xlabel "hot rows kept in f16 (0: the whole cache in the cold format)"
 set ylabel "KL(exact || cache), nats a token (log scale)"
 set xrange [-0.3:*]
 set offsets 0, 0.3, 0, 0
-plot data using 0:(column("q8_0_kl")):xtic(1) with linespoints lt 1 title "older rows in q8_0", \
-     data using 0:(column("q4_0_kl")) with linespoints lt 2 title "older rows in q4_0", \
+set bars 0.6
+plot data using 0:(column("q8_0_kl")):(column("q8_0_kl_lo")):(column("q8_0_kl_hi")):xtic(1) \
+         with yerrorlines lt 1 title "older rows in q8_0", \
+     data using 0:(column("q4_0_kl")):(column("q4_0_kl_lo")):(column("q4_0_kl_hi")) \
+         with yerrorlines lt 2 title "older rows in q4_0", \
      f16_kl with lines lt 3 title "every row in f16"
 
 # right: KL against bytes
@@ -59,8 +63,10 @@ set xlabel "bytes the cache holds after the last token (KiB)"
 set xrange [*:*]
 set offsets 0, 0, 0, 0
 set xtics autofreq
-plot data using (column("q8_0_cache_bytes") / KiB):(column("q8_0_kl")) with linespoints lt 1 title "q8_0 past, H = 0 .. 256", \
-     data using (column("q4_0_cache_bytes") / KiB):(column("q4_0_kl")) with linespoints lt 2 title "q4_0 past, H = 0 .. 256", \
+plot data using (column("q8_0_cache_bytes") / KiB):(column("q8_0_kl")):(column("q8_0_kl_lo")):(column("q8_0_kl_hi")) \
+         with yerrorlines lt 1 title "q8_0 past, H = 0 .. 256", \
+     data using (column("q4_0_cache_bytes") / KiB):(column("q4_0_kl")):(column("q4_0_kl_lo")):(column("q4_0_kl_hi")) \
+         with yerrorlines lt 2 title "q4_0 past, H = 0 .. 256", \
      data using (column("q4_0_cache_bytes") / KiB):(column("q4_0_kl")):(sprintf("H=%d", column("hot_rows"))) \
          with labels offset 0,1 font ",9" notitle
 unset multiplot

@@ -29,6 +29,7 @@
 #include "kernels/kernels.h"
 #include "kv/cache.h"
 #include "sim/eval.h"
+#include "sim/eval_ci.h"
 
 /* How far a long figure is: `unit` names what is counted ("run",
  * "position"), done of total. */
@@ -55,7 +56,7 @@ typedef struct {
 typedef int (*PlotMakeFn)(const PlotCtx *ctx, PlotNote *note, Err *e);
 
 typedef struct {
-    int number;           /* the figure's number, 1 .. 17 */
+    int number;           /* the figure's number, 1 .. 18 */
     const char *name;     /* file stem: plots/NAME.gp, NAME.tsv, NAME.png */
     const char *title;
     const char *waiting;  /* NULL when the figure can be made; else the engine parts it waits for */
@@ -68,7 +69,8 @@ extern const size_t plot_n_figures;
 
 /* The makers (plot_gen.c, plot_memory.c, plot_kernels.c, plot_paged.c,
  * plot_eviction.c, plot_beam.c, plot_mla.c, plot_loss.c, plot_streaming.c,
- * plot_kvformats.c, plot_budget.c, plot_mixed.c, plot_retrieval.c, plot_serve.c). */
+ * plot_kvformats.c, plot_budget.c, plot_mixed.c, plot_retrieval.c, plot_serve.c,
+ * plot_roofline.c). */
 /* Figures 1-3 before any is made: the model and --tokens fit (ERR_USAGE). */
 int plot_gen_check(const PlotCtx *ctx, Err *e);
 int plot_projection(const PlotCtx *ctx, PlotNote *note, Err *e);
@@ -88,6 +90,7 @@ int plot_budget(const PlotCtx *ctx, PlotNote *note, Err *e);
 int plot_mixed(const PlotCtx *ctx, PlotNote *note, Err *e);
 int plot_retrieval(const PlotCtx *ctx, PlotNote *note, Err *e);
 int plot_serve(const PlotCtx *ctx, PlotNote *note, Err *e);
+int plot_roofline(const PlotCtx *ctx, PlotNote *note, Err *e);
 
 /* --- progress (plot_progress.c) --------------------------------------------- */
 
@@ -121,6 +124,8 @@ typedef struct {
     KvCache **caches;     /* [n_caches], the reference first */
     EvalResult *res;      /* [n_caches] after plot_eval_run */
     size_t n_caches;
+    EvalIntervals iv;     /* after plot_eval_run: 95% intervals over 32 segments of the text, each cache's
+                             (iv.cache[i]) and each cache minus the reference (iv.pair[i - 1], i >= 1) */
 } PlotEval;
 
 /* Load `model` and the first n held-out tokens; past_context: the model's
@@ -129,7 +134,8 @@ typedef struct {
 int plot_eval_open(PlotEval *j, const char *model, size_t n, int past_context, Err *e);
 /* One more cache (the first added is the reference). */
 int plot_eval_add(PlotEval *j, const char *spec, Err *e);
-/* Every cache over the tokens, ctx->progress told the positions done. */
+/* Every cache over the tokens, ctx->progress told the positions done, and
+ * the intervals (j->iv). */
 int plot_eval_run(const PlotCtx *ctx, PlotEval *j, int per_position, Err *e);
 void plot_eval_free(PlotEval *j);
 

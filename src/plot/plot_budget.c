@@ -44,14 +44,30 @@ static int write_table(const PlotCtx *ctx, const PlotEval *j, size_t n_budgets, 
     fprintf(f, "budget");
     for (int p = 0; p < N_POLICIES; p++)
         fprintf(f, "\t%s_kl\t%s_bits_per_byte\t%s_top1", policy_column[p], policy_column[p], policy_column[p]);
-    fprintf(f, "\tfull_bits_per_byte\n");
+    fprintf(f, "\tfull_bits_per_byte");
+    /* then the 95% intervals (_lo, _hi); _vs_exact: bits per byte minus the exact cache's, with the interval
+     * of that paired difference */
+    for (int p = 0; p < N_POLICIES; p++) {
+        const char *c = policy_column[p];
+        fprintf(f, "\t%s_kl_lo\t%s_kl_hi\t%s_bits_per_byte_lo\t%s_bits_per_byte_hi\t%s_vs_exact\t%s_vs_exact_lo"
+                   "\t%s_vs_exact_hi", c, c, c, c, c, c, c);
+    }
+    fprintf(f, "\tfull_bits_per_byte_lo\tfull_bits_per_byte_hi\n");
     for (size_t b = 0; b < n_budgets; b++) {
         fprintf(f, "%zu", budgets[b]);
         for (int p = 0; p < N_POLICIES; p++) {
             const EvalResult *r = &j->res[1 + b * N_POLICIES + (size_t)p];
             fprintf(f, "\t%.6g\t%.5f\t%.4f", r->kl, r->bits_per_byte, r->top1_agree);
         }
-        fprintf(f, "\t%.5f\n", j->res[0].bits_per_byte);
+        fprintf(f, "\t%.5f", j->res[0].bits_per_byte);
+        for (int p = 0; p < N_POLICIES; p++) {
+            const size_t i = 1 + b * N_POLICIES + (size_t)p;
+            const EvalCacheCi *c = &j->iv.cache[i];
+            const EvalCi *d = &j->iv.pair[i - 1].bpb;
+            fprintf(f, "\t%.6g\t%.6g\t%.5f\t%.5f\t%.5f\t%.5f\t%.5f", c->kl.lo, c->kl.hi, c->bpb.lo, c->bpb.hi, d->value,
+                    d->lo, d->hi);
+        }
+        fprintf(f, "\t%.5f\t%.5f\n", j->iv.cache[0].bpb.lo, j->iv.cache[0].bpb.hi);
     }
     return plot_close(f, "budget.tsv", e);
 }
@@ -74,14 +90,16 @@ int plot_budget(const PlotCtx *ctx, PlotNote *note, Err *e)
         rc = write_table(ctx, &j, n_budgets, e);
     FILE *labels = NULL;
     if (rc == 0) {
-        char caption[768];
+        char caption[1024];
         snprintf(caption, sizeof caption,
                  "%s streams the first %zu tokens of the held-out books, inside its trained context, one token a "
                  "step; the exact cache scores %.4f bits per byte.\nEach cache holds about B rows per layer: ring "
                  "window B; 4 sinks + B - 4; H2O budget B, the recent B/2 always kept; block-sparse pages of B/4 "
                  "rows past B tokens, keeping the newest B/%zu of its pages (B rows only at the last step).\nKL: "
-                 "mean KL(exact || cache) of the next-token distributions.",
-                 BUDGET_MODEL, j.n, j.res[0].bits_per_byte, j.n);
+                 "mean KL(exact || cache) of the next-token distributions. Bars: 95%% intervals, a percentile "
+                 "bootstrap over %zu segments of the text; in (b), of the difference from the exact cache on the "
+                 "same segments.",
+                 BUDGET_MODEL, j.n, j.res[0].bits_per_byte, j.n, j.iv.segments);
         labels = plot_labels_open(ctx, "budget", "Eviction at an equal budget, on real text", caption, e);
         rc = labels ? 0 : -1;
     }

@@ -60,9 +60,21 @@ static int tell_positions(void *user, size_t done, size_t total)
 
 int plot_eval_run(const PlotCtx *ctx, PlotEval *j, int per_position, Err *e)
 {
-    EvalOptions eo = { .prefill = 1, .token_bytes = j->bytes, .per_position = per_position };
-    return eval_run(&j->m, j->caches, j->n_caches, j->ids, j->n, &eo, j->res, ctx->progress ? tell_positions : NULL,
-                    (void *)ctx, e);
+    EvalOptions eo = { .prefill = 1, .token_bytes = j->bytes, .per_position = per_position,
+                       .segments = EVAL_CI_SEGMENTS };
+    if (eval_run(&j->m, j->caches, j->n_caches, j->ids, j->n, &eo, j->res, ctx->progress ? tell_positions : NULL,
+                 (void *)ctx, e) < 0)
+        return -1;
+    size_t(*pairs)[2] = malloc((j->n_caches ? j->n_caches : 1) * sizeof *pairs); /* every cache minus the first */
+    if (!pairs)
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    for (size_t i = 1; i < j->n_caches; i++) {
+        pairs[i - 1][0] = i;
+        pairs[i - 1][1] = 0;
+    }
+    const int rc = eval_intervals(j->res, j->n_caches, (const size_t(*)[2])pairs, j->n_caches - 1, &j->iv, e);
+    free(pairs);
+    return rc;
 }
 
 void plot_eval_free(PlotEval *j)
@@ -73,6 +85,7 @@ void plot_eval_free(PlotEval *j)
     }
     free(j->caches);
     free(j->res);
+    eval_intervals_free(&j->iv);
     if (j->model_ready)
         model_free(&j->m);
     free(j->ids);

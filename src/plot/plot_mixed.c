@@ -33,14 +33,22 @@ static int write_table(const PlotCtx *ctx, const PlotEval *j, size_t n_hots, Err
     fprintf(f, "hot_rows");
     for (size_t c = 0; c < N_COLDS; c++)
         fprintf(f, "\t%s_kl\t%s_bits_per_byte\t%s_cache_bytes", colds[c], colds[c], colds[c]);
-    fprintf(f, "\tf16_kl\tf16_cache_bytes\tf32_cache_bytes\n");
+    fprintf(f, "\tf16_kl\tf16_cache_bytes\tf32_cache_bytes");
+    for (size_t c = 0; c < N_COLDS; c++) /* then the KL's 95% intervals */
+        fprintf(f, "\t%s_kl_lo\t%s_kl_hi", colds[c], colds[c]);
+    fprintf(f, "\tf16_kl_lo\tf16_kl_hi\n");
     for (size_t h = 0; h < n_hots; h++) {
         fprintf(f, "%zu", hots[h]);
         for (size_t c = 0; c < N_COLDS; c++) {
             const size_t i = 2 + h * N_COLDS + c;
             fprintf(f, "\t%.6g\t%.5f\t%zu", j->res[i].kl, j->res[i].bits_per_byte, kv_bytes_used(j->caches[i]));
         }
-        fprintf(f, "\t%.6g\t%zu\t%zu\n", j->res[1].kl, kv_bytes_used(j->caches[1]), kv_bytes_used(j->caches[0]));
+        fprintf(f, "\t%.6g\t%zu\t%zu", j->res[1].kl, kv_bytes_used(j->caches[1]), kv_bytes_used(j->caches[0]));
+        for (size_t c = 0; c < N_COLDS; c++) {
+            const EvalCi *k = &j->iv.cache[2 + h * N_COLDS + c].kl;
+            fprintf(f, "\t%.6g\t%.6g", k->lo, k->hi);
+        }
+        fprintf(f, "\t%.6g\t%.6g\n", j->iv.cache[1].kl.lo, j->iv.cache[1].kl.hi);
     }
     return plot_close(f, "mixed.tsv", e);
 }
@@ -66,14 +74,15 @@ int plot_mixed(const PlotCtx *ctx, PlotNote *note, Err *e)
         rc = write_table(ctx, &j, n_hots, e);
     FILE *labels = NULL;
     if (rc == 0) {
-        char caption[768];
+        char caption[1024];
         snprintf(caption, sizeof caption,
                  "%s streams the first %zu tokens of the held-out books, inside its trained context (the exact f32 "
                  "cache: %.4f bits per byte).\nmixed:hot=H,group=%d,cold=C keeps the newest H rows in f16 and "
                  "quantizes older ones to C, %d rows at a time (the mixed-precision proposal); H = 0 is the whole cache in C, the "
-                 "dashed line the whole cache in f16.\nKL: mean KL(exact || cache) of the next-token distributions; "
-                 "bytes: what the cache holds after the last token.",
-                 MIXED_MODEL, j.n, j.res[0].bits_per_byte, GROUP, GROUP);
+                 "dashed line the whole cache in f16.\nKL: mean KL(exact || cache) of the next-token distributions, "
+                 "with its 95%% interval (bars; a percentile bootstrap over %zu segments of the text); bytes: what "
+                 "the cache holds after the last token.",
+                 MIXED_MODEL, j.n, j.res[0].bits_per_byte, GROUP, GROUP, j.iv.segments);
         labels = plot_labels_open(ctx, "mixed", "Mixed precision: a hot f16 window over a quantized past", caption,
                                   e);
         rc = labels ? 0 : -1;

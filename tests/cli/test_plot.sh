@@ -159,19 +159,24 @@ header kv-formats.kivi.tsv "label	keys	key_bits	kl_nats	bits_per_byte	top1_agree
 shape kv-formats.kivi.tsv 4 7
 
 # budget: 3 budgets with --quick; one exact reference for all
-header budget.tsv "budget	window_kl	window_bits_per_byte	window_top1	sinks4_kl	sinks4_bits_per_byte	sinks4_top1	h2o_kl	h2o_bits_per_byte	h2o_top1	sparse_kl	sparse_bits_per_byte	sparse_top1	full_bits_per_byte"
-shape budget.tsv 3 14
+header budget.tsv "budget	window_kl	window_bits_per_byte	window_top1	sinks4_kl	sinks4_bits_per_byte	sinks4_top1	h2o_kl	h2o_bits_per_byte	h2o_top1	sparse_kl	sparse_bits_per_byte	sparse_top1	full_bits_per_byte	window_kl_lo	window_kl_hi	window_bits_per_byte_lo	window_bits_per_byte_hi	window_vs_exact	window_vs_exact_lo	window_vs_exact_hi	sinks4_kl_lo	sinks4_kl_hi	sinks4_bits_per_byte_lo	sinks4_bits_per_byte_hi	sinks4_vs_exact	sinks4_vs_exact_lo	sinks4_vs_exact_hi	h2o_kl_lo	h2o_kl_hi	h2o_bits_per_byte_lo	h2o_bits_per_byte_hi	h2o_vs_exact	h2o_vs_exact_lo	h2o_vs_exact_hi	sparse_kl_lo	sparse_kl_hi	sparse_bits_per_byte_lo	sparse_bits_per_byte_hi	sparse_vs_exact	sparse_vs_exact_lo	sparse_vs_exact_hi	full_bits_per_byte_lo	full_bits_per_byte_hi"
+shape budget.tsv 3 44
 check "budget: budgets 16, 32, 64; KL > 0 and top-1 agreement in (0, 1] for every policy; one reference" \
     'if ($1 != 2 ^ (NR + 2) || (NR > 2 && $14 != f)) why = why " budget " $1; f = $14; for (i = 2; i <= 11; i += 3) if ($i <= 0 || $(i + 2) <= 0 || $(i + 2) > 1) why = why " col " i' \
+    budget.tsv
+check "budget: each KL, bits per byte and difference from the exact cache inside its 95% interval" \
+    'for (p = 0; p < 4; p++) { k = 15 + 7 * p; if (!($k <= $(2 + 3 * p) && $(2 + 3 * p) <= $(k + 1) && $(k + 2) <= $(3 + 3 * p) && $(3 + 3 * p) <= $(k + 3) && $(k + 5) <= $(k + 4) && $(k + 4) <= $(k + 6) && $(k + 4) - ($(3 + 3 * p) - $14) < 2e-5 && ($(3 + 3 * p) - $14) - $(k + 4) < 2e-5)) why = why " budget " $1 " policy " p } if (!($43 <= $14 && $14 <= $44)) why = why " full"' \
     budget.tsv
 
 # mixed: hot windows 0, 16, 32 with --quick; more f16 rows hold more bytes, a
 # q8_0 past more than a q4_0 one, f32 twice f16
-header mixed.tsv "hot_rows	q8_0_kl	q8_0_bits_per_byte	q8_0_cache_bytes	q4_0_kl	q4_0_bits_per_byte	q4_0_cache_bytes	f16_kl	f16_cache_bytes	f32_cache_bytes"
-shape mixed.tsv 3 10
+header mixed.tsv "hot_rows	q8_0_kl	q8_0_bits_per_byte	q8_0_cache_bytes	q4_0_kl	q4_0_bits_per_byte	q4_0_cache_bytes	f16_kl	f16_cache_bytes	f32_cache_bytes	q8_0_kl_lo	q8_0_kl_hi	q4_0_kl_lo	q4_0_kl_hi	f16_kl_lo	f16_kl_hi"
+shape mixed.tsv 3 16
 check "mixed: bytes grow with the hot window, q8_0 above q4_0, f32 = 2 x f16; KL >= 0" \
     'if ((NR > 2 && ($4 <= b8 || $7 <= b4)) || $4 <= $7 || $10 != 2 * $9 || $2 < 0 || $5 < 0) why = why " hot " $1; b8 = $4; b4 = $7' \
     mixed.tsv
+check "mixed: each KL inside its 95% interval" \
+    'if (!($11 <= $2 && $2 <= $12 && $13 <= $5 && $5 <= $14 && $15 <= $8 && $8 <= $16)) why = why " hot " $1' mixed.tsv
 
 # retrieval: distances 16 and 128 with --quick, one fact; at 16 every cache
 # holds the name, at 128 the window and the sinks hold none of it (the window
