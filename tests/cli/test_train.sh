@@ -59,6 +59,16 @@ expect_fail "run --weights FILE.kvw without its sidecar: text needs a tokenizer"
     "runs on token ids: no bare.kvw.json names its tokenizer" $KV run --weights "$tr_tmp/bare.kvw" --prompt "The" --tokens 1
 expect_ok "run --weights FILE.kvw without its sidecar runs on ids" 'tokens identical: yes' \
     $KV run --weights "$tr_tmp/bare.kvw" --prompt-ids 1,2,3 --tokens 2 --compare
+# --threads: the work of a window split by rows, heads and rows of each weight's gradient, never
+# inside a sum: the same weights, byte for byte, for 1, 2 and 3 threads
+for n in 1 2 3; do
+    $KV train $common --out "$tr_tmp/t$n.kvw" --steps 3 --eval-every 0 --threads $n >/dev/null 2>&1
+done
+if [ -s "$tr_tmp/t1.kvw" ] && cmp -s "$tr_tmp/t1.kvw" "$tr_tmp/t2.kvw" && cmp -s "$tr_tmp/t1.kvw" "$tr_tmp/t3.kvw"
+then ok "train --threads 1, 2, 3: the same weights, byte for byte"
+else bad "train --threads 1, 2, 3: the same weights, byte for byte" "$(ls -l "$tr_tmp"/t?.kvw 2>&1)"; fi
+expect_fail "train: --threads past the pool's limit" 2 "--threads: at most" \
+    $KV train $common --out "$tr_tmp/x.kvw" --threads 100000
 # 40 steps at once, or 20, a stop, and 20 more from the checkpoint: the same weights
 # (and the same --log: one row per step, the resumed run's appended)
 $KV train $common --out "$tr_tmp/b.kvw" --steps 40 --eval-every 10 --log "$tr_tmp/b.tsv" >/dev/null 2>&1
