@@ -37,7 +37,7 @@ set label 101 caption at screen 0.01, screen 0.085 left font ",9"
 set bmargin 11
 
 # left: the grid (K down, V across), log10 of the KL in colour
-set title "(a) KL(f32 || cache), nats a token, x 1000 in each cell"
+set title "(a) KL(f32 || cache), nats a token, x 1000 in each cell, its 95% interval below"
 set xlabel "V format"
 set ylabel "K format"
 set xrange [-0.5:n_formats - 0.5]
@@ -49,7 +49,10 @@ set palette defined (0 "#f7fbff", 0.5 "#6baed6", 1 "#08306b")
 set cbrange [-8:-2]
 set size ratio -1
 plot data using 4:3:(log10(column("kl_nats") > 1e-8 ? column("kl_nats") : 1e-8)) with image notitle, \
-     data using 4:3:(sprintf("%.3f", 1000 * column("kl_nats"))) with labels font ",10" tc rgb "#d95f02" notitle
+     data using 4:3:(sprintf("%.3f", 1000 * column("kl_nats"))) with labels offset 0,0.6 font ",10" tc rgb "#d95f02" \
+         notitle, \
+     data using 4:3:(sprintf("[%.3f, %.3f]", 1000 * column("kl_lo"), 1000 * column("kl_hi"))) \
+         with labels offset 0,-0.6 font ",8" tc rgb "#d95f02" notitle
 set size noratio
 unset label 101
 unset colorbox
@@ -70,6 +73,8 @@ set style fill solid 0.8 border -1
 set boxwidth 0.6
 set grid ytics lc rgb "#dddddd"
 plot kivi using 0:(column("kl_nats")):xtic(1) with boxes lc rgb "#0072B2" notitle, \
-     kivi using 0:(column("kl_nats")):(sprintf("%s, %.0f KiB", strcol(2), column("cache_bytes") / 1024.0)) \
-         with labels offset 0,1 font ",9" notitle
+     kivi using 0:(column("kl_nats")):(column("kl_lo")):(column("kl_hi")) with yerrorbars lc rgb "#000000" lw 1.5 \
+         pt -1 notitle, \
+     kivi using 0:(column("kl_hi")):(sprintf("%s, %.0f KiB", strcol(2), column("cache_bytes") / 1024.0)) \
+         with labels offset 0,0.8 font ",9" notitle
 unset multiplot

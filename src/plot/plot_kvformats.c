@@ -31,20 +31,24 @@ static int write_tables(const PlotCtx *ctx, const PlotEval *j, Err *e)
     FILE *f = plot_open(ctx, "kv-formats.tsv", e);
     if (!f)
         return -1;
-    fprintf(f, "k_format\tv_format\tk_index\tv_index\tkl_nats\tbits_per_byte\ttop1_agree\tcache_bytes\n");
+    /* the KL's 95% interval last (kl_lo, kl_hi) */
+    fprintf(f, "k_format\tv_format\tk_index\tv_index\tkl_nats\tbits_per_byte\ttop1_agree\tcache_bytes\tkl_lo\t"
+               "kl_hi\n");
     for (size_t k = 0; k < N_FMT; k++)
         for (size_t v = 0; v < N_FMT; v++) {
             const size_t i = 1 + k * N_FMT + v;
-            fprintf(f, "%s\t%s\t%zu\t%zu\t%.6g\t%.5f\t%.4f\t%zu\n", formats[k], formats[v], k, v, j->res[i].kl,
-                    j->res[i].bits_per_byte, j->res[i].top1_agree, kv_bytes_used(j->caches[i]));
+            fprintf(f, "%s\t%s\t%zu\t%zu\t%.6g\t%.5f\t%.4f\t%zu\t%.6g\t%.6g\n", formats[k], formats[v], k, v,
+                    j->res[i].kl, j->res[i].bits_per_byte, j->res[i].top1_agree, kv_bytes_used(j->caches[i]),
+                    j->iv.cache[i].kl.lo, j->iv.cache[i].kl.hi);
         }
     if (plot_close(f, "kv-formats.tsv", e) < 0 || !(f = plot_open(ctx, "kv-formats.kivi.tsv", e)))
         return -1;
-    fprintf(f, "label\tkeys\tkey_bits\tkl_nats\tbits_per_byte\ttop1_agree\tcache_bytes\n");
+    fprintf(f, "label\tkeys\tkey_bits\tkl_nats\tbits_per_byte\ttop1_agree\tcache_bytes\tkl_lo\tkl_hi\n");
     for (size_t i = 0; i < N_KIVI; i++) {
         const size_t c = 1 + N_FMT * N_FMT + i;
-        fprintf(f, "%s\t%s\t%d\t%.6g\t%.5f\t%.4f\t%zu\n", kivi[i].label, kivi[i].keys, kivi[i].bits, j->res[c].kl,
-                j->res[c].bits_per_byte, j->res[c].top1_agree, kv_bytes_used(j->caches[c]));
+        fprintf(f, "%s\t%s\t%d\t%.6g\t%.5f\t%.4f\t%zu\t%.6g\t%.6g\n", kivi[i].label, kivi[i].keys, kivi[i].bits,
+                j->res[c].kl, j->res[c].bits_per_byte, j->res[c].top1_agree, kv_bytes_used(j->caches[c]),
+                j->iv.cache[c].kl.lo, j->iv.cache[c].kl.hi);
     }
     return plot_close(f, "kv-formats.kivi.tsv", e);
 }
@@ -69,14 +73,15 @@ int plot_kv_formats(const PlotCtx *ctx, PlotNote *note, Err *e)
         rc = write_tables(ctx, &j, e);
     FILE *labels = NULL;
     if (rc == 0) {
-        char caption[768];
+        char caption[1024];
         snprintf(caption, sizeof caption,
                  "%s on the first %zu tokens of the held-out books (data/text/kjv-valid.txt), inside its trained "
                  "context, so only the formats differ; every cache stores each row in the format named, the "
                  "reference keeps f32 (%.4f bits per byte).\nKL: the mean KL(f32 cache || this cache) of the "
                  "next-token distributions, nats a token. KIVI keeps its newest rows f16 until they fill a group of "
-                 "32; its values are q4_0, as in the per-token rows beside it.",
-                 FORMATS_MODEL, j.n, j.res[0].bits_per_byte);
+                 "32; its values are q4_0, as in the per-token rows beside it.\nUnder each KL (and as bars in (b)): "
+                 "its 95%% interval, a percentile bootstrap over %zu segments of the text.",
+                 FORMATS_MODEL, j.n, j.res[0].bits_per_byte, j.iv.segments);
         labels = plot_labels_open(ctx, "kv-formats", "K and V formats chosen separately, on a trained model", caption,
                                   e);
         rc = labels ? 0 : -1;

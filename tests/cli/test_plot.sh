@@ -150,13 +150,16 @@ check "streaming: all caches alike until the window of 64 fills; the recomputed 
 # kv-formats: 25 K x V cells; a cell's bytes depend on its two formats only
 # (K in f16 and V in q4_0 take what K in q4_0 and V in f16 take); f16 on both
 # sides barely moves the distribution
-header kv-formats.tsv "k_format	v_format	k_index	v_index	kl_nats	bits_per_byte	top1_agree	cache_bytes"
-shape kv-formats.tsv 25 8
+header kv-formats.tsv "k_format	v_format	k_index	v_index	kl_nats	bits_per_byte	top1_agree	cache_bytes	kl_lo	kl_hi"
+shape kv-formats.tsv 25 10
 check "kv-formats: bytes symmetric in K and V, KL >= 0, f16/f16 within 1e-5 nats of f32" \
     'b[$3, $4] = $8; if ($5 < 0 || ($1 == "f16" && $2 == "f16" && $5 > 1e-5)) why = why " " $1 "/" $2 } END { for (k = 0; k < 5; k++) for (v = 0; v < 5; v++) if (b[k, v] != b[v, k]) why = why " bytes " k "," v; if (NR != 26) why = why " rows"' \
     kv-formats.tsv
-header kv-formats.kivi.tsv "label	keys	key_bits	kl_nats	bits_per_byte	top1_agree	cache_bytes"
-shape kv-formats.kivi.tsv 4 7
+header kv-formats.kivi.tsv "label	keys	key_bits	kl_nats	bits_per_byte	top1_agree	cache_bytes	kl_lo	kl_hi"
+shape kv-formats.kivi.tsv 4 9
+check "kv-formats: each KL inside its 95% interval" 'if (!($9 <= $5 && $5 <= $10)) why = why " " $1 "/" $2' kv-formats.tsv
+check "kv-formats: each KIVI KL inside its 95% interval" 'if (!($8 <= $4 && $4 <= $9)) why = why " " $1' \
+    kv-formats.kivi.tsv
 
 # budget: 3 budgets with --quick; one exact reference for all
 header budget.tsv "budget	window_kl	window_bits_per_byte	window_top1	sinks4_kl	sinks4_bits_per_byte	sinks4_top1	h2o_kl	h2o_bits_per_byte	h2o_top1	sparse_kl	sparse_bits_per_byte	sparse_top1	full_bits_per_byte	window_kl_lo	window_kl_hi	window_bits_per_byte_lo	window_bits_per_byte_hi	window_vs_exact	window_vs_exact_lo	window_vs_exact_hi	sinks4_kl_lo	sinks4_kl_hi	sinks4_bits_per_byte_lo	sinks4_bits_per_byte_hi	sinks4_vs_exact	sinks4_vs_exact_lo	sinks4_vs_exact_hi	h2o_kl_lo	h2o_kl_hi	h2o_bits_per_byte_lo	h2o_bits_per_byte_hi	h2o_vs_exact	h2o_vs_exact_lo	h2o_vs_exact_hi	sparse_kl_lo	sparse_kl_hi	sparse_bits_per_byte_lo	sparse_bits_per_byte_hi	sparse_vs_exact	sparse_vs_exact_lo	sparse_vs_exact_hi	full_bits_per_byte_lo	full_bits_per_byte_hi"
