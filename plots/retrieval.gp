@@ -3,6 +3,7 @@
 # Left: the share of the fact's rows the cache still holds when the question
 # comes. Right: how many bits the fact saves on the answer (bits to predict
 # the name without the fact minus with it); 0 means the fact was of no use.
+# The bars are 95% intervals of the mean over the facts (a bootstrap).
 #
 # usage: gnuplot -c retrieval.gp retrieval.tsv OUT TERM
 #   retrieval.tsv  kvscope's data: one row per distance; retrieval.labels.gp beside it
@@ -56,16 +57,27 @@ plot data using 1:(column("exact_held")) with linespoints lt 1 title "exact (q4_
      data using 1:(column("sparse_held")) with linespoints lt 5 title "block-sparse pages (the MLA notes)"
 
 unset label 101
-set title "(b) what the fact is worth: bits it saves on the answer"
+# each cache a little to the side of its distance, so the bars do not cover
+# each other
+dx(i) = column(1) * 1.04 ** (i - 3)
+set bars 0.5
+set title "(b) what the fact is worth: bits it saves on the answer (bars: 95% over the facts)"
 set ylabel "bits saved (without the fact - with it)"
 set autoscale y
 set key top right
-plot data using 1:(column("exact_gain_bits")) with linespoints lt 1 title "exact", \
-     data using 1:(column("window_gain_bits")) with linespoints lt 2 title "window (ring)", \
-     data using 1:(column("sinks4_gain_bits")) with linespoints lt 3 title "4 sinks + window", \
-     data using 1:(column("h2o_gain_bits")) with linespoints lt 4 title "heavy hitters (H2O)", \
-     data using 1:(column("sparse_gain_bits")) with linespoints lt 5 title "block-sparse pages", \
-     data using 1:(column("q4_0_gain_bits")) with linespoints lt 6 title "q4_0 K and V, every row", \
-     data using 1:(column("kivi2_gain_bits")) with linespoints lt 7 title "KIVI 2-bit, every row", \
+plot data using (dx(0)):(column("exact_gain_bits")):(column("exact_gain_lo")):(column("exact_gain_hi")) \
+         with yerrorlines lt 1 title "exact", \
+     data using (dx(1)):(column("window_gain_bits")):(column("window_gain_lo")):(column("window_gain_hi")) \
+         with yerrorlines lt 2 title "window (ring)", \
+     data using (dx(2)):(column("sinks4_gain_bits")):(column("sinks4_gain_lo")):(column("sinks4_gain_hi")) \
+         with yerrorlines lt 3 title "4 sinks + window", \
+     data using (dx(3)):(column("h2o_gain_bits")):(column("h2o_gain_lo")):(column("h2o_gain_hi")) \
+         with yerrorlines lt 4 title "heavy hitters (H2O)", \
+     data using (dx(4)):(column("sparse_gain_bits")):(column("sparse_gain_lo")):(column("sparse_gain_hi")) \
+         with yerrorlines lt 5 title "block-sparse pages", \
+     data using (dx(5)):(column("q4_0_gain_bits")):(column("q4_0_gain_lo")):(column("q4_0_gain_hi")) \
+         with yerrorlines lt 6 title "q4_0 K and V, every row", \
+     data using (dx(6)):(column("kivi2_gain_bits")):(column("kivi2_gain_lo")):(column("kivi2_gain_hi")) \
+         with yerrorlines lt 7 title "KIVI 2-bit, every row", \
      0 with lines lc rgb "#888888" dt 3 notitle
 unset multiplot

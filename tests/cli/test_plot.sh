@@ -184,10 +184,13 @@ check "mixed: each KL inside its 95% interval" \
 # retrieval: distances 16 and 128 with --quick, one fact; at 16 every cache
 # holds the name, at 128 the window and the sinks hold none of it (the window
 # then gains nothing from the fact), H2O some; the lossless-in-rows caches all
-header retrieval.tsv "distance	exact_held	exact_answer_bits	exact_gain_bits	window_held	window_answer_bits	window_gain_bits	sinks4_held	sinks4_answer_bits	sinks4_gain_bits	h2o_held	h2o_answer_bits	h2o_gain_bits	sparse_held	sparse_answer_bits	sparse_gain_bits	q4_0_held	q4_0_answer_bits	q4_0_gain_bits	kivi2_held	kivi2_answer_bits	kivi2_gain_bits"
-shape retrieval.tsv 2 22
+header retrieval.tsv "distance	exact_held	exact_answer_bits	exact_gain_bits	window_held	window_answer_bits	window_gain_bits	sinks4_held	sinks4_answer_bits	sinks4_gain_bits	h2o_held	h2o_answer_bits	h2o_gain_bits	sparse_held	sparse_answer_bits	sparse_gain_bits	q4_0_held	q4_0_answer_bits	q4_0_gain_bits	kivi2_held	kivi2_answer_bits	kivi2_gain_bits	exact_gain_lo	exact_gain_hi	exact_vs_exact_lo	exact_vs_exact_hi	window_gain_lo	window_gain_hi	window_vs_exact_lo	window_vs_exact_hi	sinks4_gain_lo	sinks4_gain_hi	sinks4_vs_exact_lo	sinks4_vs_exact_hi	h2o_gain_lo	h2o_gain_hi	h2o_vs_exact_lo	h2o_vs_exact_hi	sparse_gain_lo	sparse_gain_hi	sparse_vs_exact_lo	sparse_vs_exact_hi	q4_0_gain_lo	q4_0_gain_hi	q4_0_vs_exact_lo	q4_0_vs_exact_hi	kivi2_gain_lo	kivi2_gain_hi	kivi2_vs_exact_lo	kivi2_vs_exact_hi"
+shape retrieval.tsv 2 50
 check "retrieval: all held at 16; at 128 window and sinks hold nothing, the window gains < 0.1 bit; exact, q4_0, kivi hold all" \
     'if ($2 != 1 || $17 != 1 || $20 != 1 || $3 <= 0) why = why " d " $1; for (i = 5; i <= 14; i += 3) if (($1 == 16 && $i != 1) || ($1 == 128 && (i == 5 || i == 8 || i == 14) && $i != 0) || $i < 0 || $i > 1) why = why " d " $1 " col " i; if ($1 == 128 && ($7 > 0.1 || $7 < -0.1)) why = why " window gain " $7' \
+    retrieval.tsv
+check "retrieval: each mean gain inside its interval over the facts; the exact cache against itself 0" \
+    'for (c = 0; c < 7; c++) { k = 23 + 4 * c; g = 4 + 3 * c; if (!($k <= $g && $g <= $(k + 1) && $(k + 2) <= $(k + 3))) why = why " d " $1 " cache " c } if ($25 != 0 || $26 != 0) why = why " exact"' \
     retrieval.tsv
 
 # serve: rates 0.5 and 2 with --quick; pages of 1, 16, 128 and a whole context
