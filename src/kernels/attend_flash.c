@@ -197,6 +197,34 @@ static void fold_tile(const Kernels *k, const AttnArgs *a, const float *q, size_
         ctr->flops_softmax += (uint64_t)G * hd; /* the rescale */
 }
 
+/* Skip the first `skip` visible rows: where a part of the split form starts. */
+static Cursor cursor_at(const AttnArgs *a, size_t qpos, size_t skip)
+{
+    Cursor c = { 0, 0 };
+    while (skip)
+        (void)next_run(a, qpos, &c, &skip);
+    return c;
+}
+
+void attend_flash_part(const Kernels *k, const AttnArgs *a, size_t t, size_t first, size_t n, float *m, float *l,
+                       float *acc, Counters *ctr)
+{
+    const size_t G = a->group, hd = a->head_dim, qpos = a->pos0 + t;
+    const float *q = a->q + t * a->q_stride; /* [G][hd] */
+    memset(acc, 0, G * hd * sizeof(float));
+    for (size_t g = 0; g < G; g++)
+        m[g] = -INFINITY, l[g] = 0.0f;
+    /* a tile never has more rows than the part: its share of the naive form's scratch suffices */
+    const size_t ld = n < ATTEND_TILE ? n : ATTEND_TILE;
+    Cursor c = cursor_at(a, qpos, first);
+    float dbound = 0.0f; /* integer values: the largest scale of the V rows seen */
+    for (size_t left = n; left;) {
+        const size_t take = left < ld ? left : ld;
+        fold_tile(k, a, q, qpos, &c, take, ld, m, l, acc, &dbound, ctr);
+        left -= take;
+    }
+}
+
 void attend_flash(const Kernels *k, const AttnArgs *a, Counters *ctr)
 {
     const size_t hd = a->head_dim, G = a->group;
@@ -204,27 +232,11 @@ void attend_flash(const Kernels *k, const AttnArgs *a, Counters *ctr)
 
     for (size_t t = 0; t < a->n_q; t++) {
         const size_t qpos = a->pos0 + t;
-        const float *q = a->q + t * a->q_stride; /* [G][hd] */
         float *acc = a->out + t * a->out_stride; /* [G][hd], accumulates in place */
-        attend_round_query(k, a, q);
-        memset(acc, 0, G * hd * sizeof(float));
-        for (size_t g = 0; g < G; g++)
-            m[g] = -INFINITY, l[g] = 0.0f;
-
-        /* a tile never has more rows than are visible: the naive form's scratch suffices */
-        const size_t seen = attend_visible_count(a, qpos), ld = seen < ATTEND_TILE ? seen : ATTEND_TILE;
-        Cursor c = { 0, 0 };
-        float dbound = 0.0f; /* integer values: the largest scale of the V rows seen */
-        for (size_t left = seen; left;) {
-            const size_t n = left < ld ? left : ld;
-            fold_tile(k, a, q, qpos, &c, n, ld, m, l, acc, &dbound, ctr);
-            left -= n;
-        }
-        for (size_t b = 0, lo, hi; ctr && b < a->n_blocks; b++) {
-            const KvBlock *blk = &a->blocks[b];
-            attend_visible(a, blk, qpos, &lo, &hi);
-            ctr->kv_bytes_read += attend_k_bytes(blk, hi - lo, hd) + (hi - lo) * format_row_bytes(blk->v_fmt, hd);
-        }
+        attend_round_query(k, a, a->q + t * a->q_stride);
+        const size_t seen = attend_visible_count(a, qpos);
+        attend_flash_part(k, a, t, 0, seen, m, l, acc, ctr);
+        attend_count_read(ctr, a, qpos);
         for (size_t g = 0; g < G; g++) {
             float inv = 1.0f / l[g];
             for (size_t d = 0; d < hd; d++)

@@ -139,9 +139,27 @@ static inline size_t attend_k_bytes(const KvBlock *blk, size_t n, size_t hd)
     return n * format_row_bytes(blk->k_fmt, hd) + (blk->k_chan && n ? 2 * hd * sizeof *blk->k_chan : 0);
 }
 
+/* The cache bytes a query at qpos reads: every visible row of every block. */
+static inline void attend_count_read(Counters *ctr, const AttnArgs *a, size_t qpos)
+{
+    for (size_t b = 0, lo, hi; ctr && b < a->n_blocks; b++) {
+        const KvBlock *blk = &a->blocks[b];
+        attend_visible(a, blk, qpos, &lo, &hi);
+        ctr->kv_bytes_read += attend_k_bytes(blk, hi - lo, a->head_dim) + (hi - lo) * format_row_bytes(blk->v_fmt, a->head_dim);
+    }
+}
+
 /* The forms, behind attend() (attend.c). */
 void attend_naive(const Kernels *k, const AttnArgs *a, int materialized, Counters *ctr);
 void attend_flash(const Kernels *k, const AttnArgs *a, Counters *ctr);
+
+/* Flash over n visible rows of query t, from its visible row `first` on,
+ * into the part's running state, not normalized: m, l [G] its max and sum
+ * of exponentials, acc [G][hd] its weighted sum of values. Reads a->scores
+ * (G * min(n, ATTEND_TILE) floats), a->chan_q and a->iv as scratch, a->q8
+ * as rounded already (attend_round_query). Counts the rescales only. */
+void attend_flash_part(const Kernels *k, const AttnArgs *a, size_t t, size_t first, size_t n, float *m, float *l,
+                       float *acc, Counters *ctr);
 
 /* The cost every form shares, per query token that saw n rows. */
 static inline void attend_count(Counters *ctr, size_t G, size_t n, size_t hd)

@@ -3,9 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/attend_split.h"
 #include "model/mla.h"
 #include "model/sublayers.h"
 #include "util/lines.h"
+#include "util/pool.h"
 
 int forward_state_init(ForwardState *s, const Config *c, size_t max_rows, int keep_probs, Err *e)
 {
@@ -199,7 +201,10 @@ static int attention(const Model *m, ForwardState *s, size_t layer, const AttnPa
                 .iv = m->int_dot ? s->iv : NULL,
             };
             /* flash never holds every weight: a cache that observes them gets the naive form */
-            attend(m->kern, observe && m->attend == ATTEND_FLASH ? ATTEND_NAIVE : m->attend, &a, ctr);
+            if (m->attend == ATTEND_FLASH && !observe && n_new == 1 && pool_threads() > 1)
+                attend_split(m->kern, &a, pool_threads(), ctr); /* split-K: the query's rows across the threads */
+            else
+                attend(m->kern, observe && m->attend == ATTEND_FLASH ? ATTEND_NAIVE : m->attend, &a, ctr);
             const size_t seen = rows_seen(&a, a.pos0 + n_new - 1);
             if (b == 0 && h == 0) {
                 s->seen_min = (layer == 0 || seen < s->seen_min) ? seen : s->seen_min;

@@ -33,6 +33,8 @@ void counters_add(Counters *t, const Counters *s)
     t->view_bytes += s->view_bytes;
     t->allocations += s->allocations;
     t->bytes_copied += s->bytes_copied;
+    t->attn_split_queries += s->attn_split_queries;
+    t->attn_split_parts += s->attn_split_parts;
     t->cache_bytes_used = s->cache_bytes_used;
     t->cache_bytes_reserved = s->cache_bytes_reserved;
     t->seconds += s->seconds;

@@ -28,6 +28,9 @@ typedef struct {
     uint64_t allocations;       /* cache buffer (re)allocations */
     uint64_t bytes_copied;      /* bytes moved by reallocating caches, forks and context shifts */
 
+    uint64_t attn_split_queries; /* query-head groups whose attention was split across threads (split-K) */
+    uint64_t attn_split_parts;   /* the parts they were cut into, all together */
+
     uint64_t cache_bytes_used;     /* gauge: bytes holding valid rows */
     uint64_t cache_bytes_reserved; /* gauge: bytes the cache holds */
 
