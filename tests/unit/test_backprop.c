@@ -7,6 +7,7 @@
 
 #include "model/forward.h"
 #include "train/backprop.h"
+#include "util/pool.h"
 
 #define T_LEN 8
 
@@ -226,12 +227,54 @@ static void test_flop_count(void **state)
     model_free(&g);
 }
 
+/* The loss and every gradient the same bytes on 1, 2 and 3 threads: a
+ * window long enough for two attention blocks and pieces of rows on every
+ * product, sizes that are not multiples of the kernels' tiles. */
+static void test_threads_same_bytes(void **state)
+{
+    (void)state;
+    enum { LONG = 45 };
+    Config cfg = test_config(2, 4, 2);
+    cfg.d_model = 20, cfg.head_dim = 6, cfg.ffn_dim = 37, cfg.vocab = 29, cfg.max_seq_len = LONG;
+    Model m, g;
+    test_model(&m, &cfg);
+    test_model(&g, &cfg);
+    BackpropState *s;
+    Err e = { 0 };
+    assert_int_equal(backprop_init(&s, &cfg, LONG, &e), 0);
+    int tok[LONG + 1];
+    test_tokens(tok, LONG + 1, cfg.vocab, 5);
+    float *first = malloc(g.arena_floats * sizeof(float));
+    double loss1 = 0;
+    for (size_t n = 1; n <= 3; n++) {
+        assert_int_equal(pool_set_threads(n, &e), 0);
+        memset(g.arena, 0, g.arena_floats * sizeof(float));
+        double loss = backprop_forward(&m, s, tok, LONG, NULL);
+        backprop_backward(&m, s, &g, 1.0f);
+        if (n == 1) {
+            memcpy(first, g.arena, g.arena_floats * sizeof(float));
+            loss1 = loss;
+            continue;
+        }
+        assert_true(memcmp(&loss, &loss1, sizeof loss) == 0);
+        for (size_t i = 0; i < g.arena_floats; i++)
+            if (memcmp(&g.arena[i], &first[i], sizeof(float)) != 0)
+                fail_msg("%zu threads: gradient %zu is %.9g, on one thread %.9g", n, i, g.arena[i], first[i]);
+    }
+    assert_int_equal(pool_set_threads(1, &e), 0);
+    free(first);
+    backprop_free(s);
+    model_free(&m);
+    model_free(&g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forward_is_the_engines),
         cmocka_unit_test(test_gradients),
         cmocka_unit_test(test_flop_count),
+        cmocka_unit_test(test_threads_same_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
