@@ -422,7 +422,8 @@ static void swiglu_rows(void *ctx, size_t r0, size_t r1)
 {
     const SwigluJob *j = ctx;
     Counters none = { 0 };
-    j->k->swiglu(j->h + r0 * j->f, j->gate + r0 * j->f, j->up + r0 * j->f, (r1 - r0) * j->f, &none);
+    for (size_t t = r0; t < r1; t++) /* row by row: where a SIMD kernel's tail falls must not move with the piece */
+        j->k->swiglu(j->h + t * j->f, j->gate + t * j->f, j->up + t * j->f, j->f, &none);
 }
 
 static void layer_fwd(const Model *m, BackpropState *s, const LayerWeights *w, LayerAct *a, float *x, size_t T)
