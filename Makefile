@@ -45,7 +45,7 @@ TEST_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 # tree is warning-free under a second compiler
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-.PHONY: corpus tokenizer models all bin run test test-bins unit-tests cli-tests sanitize cross-test deps deps-test clean plots check-lessons \
+.PHONY: peer peer-if-reachable corpus tokenizer models all bin run test test-bins unit-tests cli-tests sanitize cross-test deps deps-test clean plots check-lessons \
 	check-layers install uninstall fuzz
 
 # deps first, then a fresh make, so pkg-config is asked after any install;
@@ -183,11 +183,21 @@ $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_util.h $$(FUZZ_SRC_$$*
 
 test: deps-test
 	$(MAKE) --no-print-directory -j2 test-bins
-	$(MAKE) --no-print-directory check-layers unit-tests cli-tests check-lessons
+	$(MAKE) --no-print-directory check-layers unit-tests cli-tests check-lessons peer-if-reachable
 	$(MAKE) --no-print-directory sanitize
 	$(MAKE) --no-print-directory fuzz
 	$(MAKE) --no-print-directory cross-test
 	@echo "make test: all passed"
+
+# llama.cpp as a peer (tests/peer/peer.sh): its prebuilt CPU library and
+# headers from two pinned npm packages (downloaded once into $(BUILD)/peer,
+# never committed), a driver built against them, and one table: the same
+# ids, logits and special tokens on kvscope's own GGUF exports. make test
+# runs it where npm reaches its registry and prints a SKIP line where not.
+peer: $(BIN) $(LIB)
+	@PEER_LDLIBS="$(LDLIBS)" sh tests/peer/peer.sh $(BUILD) $(BIN) $(LIB)
+peer-if-reachable: $(BIN) $(LIB)
+	@PEER_LDLIBS="$(LDLIBS)" sh tests/peer/peer.sh $(BUILD) $(BIN) $(LIB) --if-reachable
 
 deps:
 	@sh tests/deps.sh data/packages-run.txt

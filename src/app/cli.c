@@ -18,11 +18,15 @@ const char cli_model_help[] =
     "                      one this build has: " KERNELS_BUILT "\n"
     "  --weights PATH      a GGUF or llama2.c checkpoint, or a kvscope weights file (.kvw, its\n"
     "                      tokenizer named in PATH.json beside it): its shape and weights instead\n"
-    "                      of --model's\n";
+    "                      of --model's\n"
+    "  --allow-nan         load a checkpoint whose weights or block scales hold NaN or infinity\n"
+    "                      (refused by default, naming the tensor: its logits would be NaN)\n";
 
 const char cli_int_dot_help[] =
-    "  --int-dot           integer dots, as llama.cpp computes them: a checkpoint's (--weights)\n"
-    "                      q8_0 and q4_0 matrices against the activation rounded to q8_0, and\n"
+    "  --int-dot[=ROUND]   integer dots, as llama.cpp computes them: a checkpoint's (--weights)\n"
+    "                      q8_0 and q4_0 matrices against the activation rounded to q8_0 (ROUND\n"
+    "                      even, the default: as llama.cpp's x86 CPU path, x * 127/absmax, ties\n"
+    "                      to even; ref: as ggml's reference quantizer, ties away from zero), and\n"
     "                      a q8_0, q4_0, int4 or fp4 cache's keys (+quant:k=...) against the query\n"
     "                      rounded to q8_0, and (flash) a q4_0, int4 or fp4 cache's values added\n"
     "                      with 16-bit integer weights (faster; the rounding changes the logits\n"
@@ -90,8 +94,15 @@ int cli_model_option(ModelOpts *mo, const char *opt, const char *arg, Err *e)
         mo->weights = arg;
     } else if (strcmp(opt, "shared") == 0) {
         mo->shared = 1;
+    } else if (strcmp(opt, "allow-nan") == 0) {
+        mo->allow_nan = 1;
     } else if (strcmp(opt, "int-dot") == 0) {
-        mo->int_dot = 1;
+        if (!arg || strcmp(arg, "even") == 0)
+            mo->int_dot = INT_DOT_EVEN;
+        else if (strcmp(arg, "ref") == 0)
+            mo->int_dot = INT_DOT_REF;
+        else
+            return err_set(e, ERR_USAGE, "--int-dot=%s: 'even' (llama.cpp's x86 rounding) or 'ref' (ggml's reference)", arg);
     } else if (strcmp(opt, "set") == 0) {
         if (!strchr(arg, '='))
             return err_set(e, ERR_USAGE, "--set: '%s' is not KEY=VALUE", arg);

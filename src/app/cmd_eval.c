@@ -137,7 +137,8 @@ static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
     static const struct option longopts[] = {
         { "model", required_argument, 0, 0 },   { "set", required_argument, 0, 0 },
         { "isa", required_argument, 0, 0 },     { "shared", no_argument, 0, 0 },
-        { "weights", required_argument, 0, 0 }, { "int-dot", no_argument, 0, 0 },
+        { "allow-nan", no_argument, 0, 0 },
+        { "weights", required_argument, 0, 0 }, { "int-dot", optional_argument, 0, 0 },
         { "text", required_argument, 0, 0 },    { "cache", required_argument, 0, 0 },
         { "split", required_argument, 0, 0 },
         { "tokens", required_argument, 0, 0 },  { "prefill", required_argument, 0, 0 },

@@ -86,7 +86,8 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
     static const struct option longopts[] = {
         { "model", required_argument, 0, 0 },   { "set", required_argument, 0, 0 },
         { "isa", required_argument, 0, 0 },     { "shared", no_argument, 0, 0 },
-        { "weights", required_argument, 0, 0 }, { "int-dot", no_argument, 0, 0 },
+        { "allow-nan", no_argument, 0, 0 },
+        { "weights", required_argument, 0, 0 }, { "int-dot", optional_argument, 0, 0 },
         { "prompt", required_argument, 0, 0 },      { "prompt-ids", required_argument, 0, 0 },  { "prompt-len", required_argument, 0, 0 },
         { "prompt-seed", required_argument, 0, 0 }, { "batch", required_argument, 0, 0 },
         { "tokens", required_argument, 0, 0 },  { "chunk", required_argument, 0, 0 },

@@ -75,6 +75,11 @@ typedef struct {
 /* The reference codecs: plain loops, the specification. */
 extern const FormatOps codec_ref[FMT_COUNT];
 
+/* q8_0 of an activation as llama.cpp's x86 CPU path rounds it (codes
+ * x * (127 / absmax), ties to even; codec_ref.c): --int-dot's default.
+ * codec[FMT_Q8_0].quantize is ggml's reference rounding (ties away). */
+void codec_quantize_q8_0_even(void *dst, const float *src, size_t n);
+
 /* IEEE binary16 conversions, round to nearest even (reference versions). */
 unsigned short fp16_from_f32(float f);
 float fp16_to_f32(unsigned short h);

@@ -228,6 +228,32 @@ void codec_quantize_q8_0_ref(void *dst, const float *src, size_t n)
     }
 }
 
+/* q8_0 as llama.cpp's x86 CPU path rounds an activation before its integer
+ * dots (quantize_row_q8_0 with AVX): the codes x * (127 / absmax) rounded
+ * to nearest, ties to even, where the reference takes x * (1 / d) and
+ * rounds ties away from zero; scale, zeros, huge values and NaN as there.
+ * Adding and taking off 1.5 * 2^23 rounds a float of magnitude <= 127 to
+ * nearest even in every build, without the current rounding mode's help. */
+void codec_quantize_q8_0_even(void *dst, const float *src, size_t n)
+{
+    unsigned char *p = dst;
+    for (size_t b = 0; b * QK8_0 < n; b++) {
+        const float *x = src + b * QK8_0;
+        const size_t m = n - b * QK8_0 < QK8_0 ? n - b * QK8_0 : QK8_0;
+        int nan;
+        const float amax = absmax(x, m, &nan);
+        const float d = fit_scale(amax / 127.0f, nan);
+        const float id = amax == 0.0f || d != amax / 127.0f ? codec_inverse(d) : 127.0f / amax;
+        BlockQ8_0 blk;
+        blk.d = fp16_from_f32(d);
+        for (size_t j = 0; j < QK8_0; j++) {
+            const float v = clampf(j < m ? x[j] * id : 0.0f, -127.0f, 127.0f) + 12582912.0f;
+            blk.qs[j] = nan ? 0 : (int8_t)(v - 12582912.0f);
+        }
+        memcpy(p + b * sizeof blk, &blk, sizeof blk);
+    }
+}
+
 static float at_q8_0(const unsigned char *row, size_t n, size_t i)
 {
     (void)n;

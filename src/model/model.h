@@ -15,6 +15,9 @@
 #include "model/config.h"
 #include "util/err.h"
 
+/* Model.int_dot: off, or how the activation is rounded to q8_0 */
+enum { INT_DOT_OFF = 0, INT_DOT_EVEN = 1, INT_DOT_REF = 2 };
+
 /* A weight matrix kept as a checkpoint stores it: rows of block-format
  * values (f16, q8_0, q4_0; kernels/format.h), read by the matvec through
  * the codecs (model_matmul). data NULL: the matrix is f32, in the arena. */
@@ -108,7 +111,9 @@ typedef struct {
     QuantMat q_unembed;   /* the classifier as a checkpoint stores it (unembed NULL then) */
     int int_dot;          /* stored q8_0/q4_0 matrices multiply the activation rounded to q8_0, and
                              q8_0/q4_0 cache keys are scored against the query rounded to q8_0, by
-                             integer dots (llama.cpp's way): faster, that rounding added */
+                             integer dots (llama.cpp's way): faster, that rounding added.
+                             INT_DOT_EVEN rounds the activation as llama.cpp's x86 CPU path
+                             (ties to even), INT_DOT_REF as ggml's reference (ties away) */
     float *arena;         /* every f32 tensor above lives here */
     size_t arena_floats;
     float *deq_arena;     /* model_dequantize's f32 copies of the stored matrices */

@@ -20,7 +20,8 @@
 static int matmul_tiles(const Model *m, float *y, const float *x, const QuantMat *q, size_t n, size_t in,
                         size_t out);
 
-/* With int_dot: each token's x rounded to q8_0 (xq, [n] rows of q8_0),
+/* With int_dot: each token's x rounded to q8_0 (xq, [n] rows of q8_0; as
+ * llama.cpp's x86 path rounds it, or ggml's reference with INT_DOT_REF),
  * then integer dots in decode; a longer pass takes the tile path with x
  * decoded back from xq, so both paths multiply the same values. Returns -1
  * when its scratch cannot be had (the caller goes on without rounding). */
@@ -36,7 +37,10 @@ static int matmul_int(const Model *m, float *y, const float *x, const QuantMat *
         return -1;
     }
     for (size_t t = 0; t < n; t++)
-        q8->quantize(xq + t * xrow, x + t * in, in);
+        if (m->int_dot == INT_DOT_REF)
+            q8->quantize(xq + t * xrow, x + t * in, in);
+        else
+            codec_quantize_q8_0_even(xq + t * xrow, x + t * in, in);
     int rc = 0;
     if (n <= QMATMUL_DOT_TOKENS) {
         for (size_t t = 0; t < n; t++)
