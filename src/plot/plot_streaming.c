@@ -64,21 +64,32 @@ int plot_streaming(const PlotCtx *ctx, PlotNote *note, Err *e)
         rc = eval_recompute_window(&s.m, s.ids, n, 1, WINDOW, recompute, e);
     if (rc == 0)
         rc = write_table(ctx, &s, recompute, e);
+    /* the sinks against the window on the same segments: 4 sinks minus the window, 1 sink minus the window */
+    EvalIntervals vs = { 0 };
+    const size_t pairs[2][2] = { { 3, 1 }, { 2, 1 } };
+    if (rc == 0)
+        rc = eval_intervals(s.res, N_LANES, pairs, 2, &vs, e);
     FILE *labels = NULL;
     if (rc == 0) {
+        const EvalCacheCi *c = s.iv.cache;
+        const EvalCi *d4 = &vs.pair[0].bpb, *d1 = &vs.pair[1].bpb;
         double re = 0;
         for (size_t k = 0; k + 1 < n; k++)
             re += recompute[k];
-        char caption[1024];
+        char caption[1536];
         snprintf(caption, sizeof caption,
                  "%s (trained on windows of %zu tokens) streams the first %zu tokens of the held-out books "
                  "(data/text/kjv-valid.txt), one token per step; each point: the mean -ln p of %d positions.\n"
-                 "Bits per byte over the whole stream: full cache %.3f, window of %d %.3f, 1 sink + %d %.3f, "
-                 "4 sinks + %d %.3f; recomputing the last %d from position 0 at every step: mean %.3f nats a token "
-                 "(window %.3f).",
-                 STREAM_MODEL, s.trained.max_seq_len, n, BIN, s.res[0].bits_per_byte, WINDOW, s.res[1].bits_per_byte,
-                 WINDOW - 1, s.res[2].bits_per_byte, WINDOW - 4, s.res[3].bits_per_byte, WINDOW,
-                 re / (double)(n - 1), s.res[1].nll / (double)s.res[1].scored);
+                 "Bits per byte over the whole stream, with 95%% intervals (a percentile bootstrap over %zu segments "
+                 "of the text):\nfull cache %.3f [%.3f, %.3f], window of %d %.3f [%.3f, %.3f], 1 sink + %d %.3f "
+                 "[%.3f, %.3f], 4 sinks + %d %.3f [%.3f, %.3f].\nOn the same segments (paired), 4 sinks minus the "
+                 "window: %+.3f [%+.3f, %+.3f] bits per byte; 1 sink minus the window: %+.3f [%+.3f, %+.3f].\n"
+                 "Recomputing the last %d from position 0 at every step: mean %.3f nats a token (window %.3f).",
+                 STREAM_MODEL, s.trained.max_seq_len, n, BIN, s.iv.segments, s.res[0].bits_per_byte, c[0].bpb.lo,
+                 c[0].bpb.hi, WINDOW, s.res[1].bits_per_byte, c[1].bpb.lo, c[1].bpb.hi, WINDOW - 1,
+                 s.res[2].bits_per_byte, c[2].bpb.lo, c[2].bpb.hi, WINDOW - 4, s.res[3].bits_per_byte, c[3].bpb.lo,
+                 c[3].bpb.hi, d4->value, d4->lo, d4->hi, d1->value, d1->lo, d1->hi, WINDOW, re / (double)(n - 1),
+                 s.res[1].nll / (double)s.res[1].scored);
         labels = plot_labels_open(ctx, "streaming", "Streaming past the context: log-perplexity against position",
                                   caption, e);
         rc = labels ? 0 : -1;
@@ -90,6 +101,7 @@ int plot_streaming(const PlotCtx *ctx, PlotNote *note, Err *e)
                  s.res[0].bits_per_byte, s.res[1].bits_per_byte, s.res[3].bits_per_byte, n);
     }
     free(recompute);
+    eval_intervals_free(&vs);
     plot_eval_free(&s);
     return rc;
 }
