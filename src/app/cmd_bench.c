@@ -10,6 +10,7 @@
 #include "report/bench_report.h"
 #include "app/cli.h"
 #include "app/bench_decode.h"
+#include "app/bench_split.h"
 #include "app/commands.h"
 #include "app/progress_line.h"
 #include "util/parse.h"
@@ -38,6 +39,7 @@ typedef struct {
                              q4_0, int4 and fp4 values (flash) with integer weights */
     size_t steps;         /* --steps, for --decode */
     int quiet;            /* --quiet: no progress line */
+    int split_k;          /* --split-k: decode attention on 1 thread and split-K on 2, at long contexts */
 } BenchOpts;
 
 static void help(void)
@@ -59,6 +61,12 @@ static void help(void)
            "  3. a 4096 x 4096 f32 matvec by kvscope's kernels (the chosen ISA and ref), GSL's\n"
            "     CBLAS and OpenBLAS when libopenblas.so.0 is installed (loaded at run time, one\n"
            "     thread), cold over copies of the matrix.\n"
+           "With --split-k, only:\n"
+           "  5. one decode step of attention (head_dim %d, G = 4) in f16, q8_0 and q4_0 at each context\n"
+           "     (default 8192,65536,262144): the flash form on one thread, then split-K (flash-decoding:\n"
+           "     the rows cut into 2 parts on 2 threads, each part's max and sum of exponentials kept,\n"
+           "     merged by the log-sum-exp rule), in turn, and the speed-up; a context whose rows exceed\n"
+           "     an eighth of the memory available (at most 256 MiB) is skipped.\n"
            "With --decode, instead of 2 and 3:\n"
            "  4. one decode step of a whole model (default llama-3-8b, its real shape with one layer's\n"
            "     weights shared by all layers) with an f16 and a q8_0 cache filled to each context\n"
@@ -105,6 +113,7 @@ static void help(void)
            "                      q4_0, int4 and fp4 values with 16-bit integer weights, and with --weights\n"
            "                      its q8_0/q4_0 matrices against the activation rounded to q8_0\n"
            "  --steps N           decode steps timed per context and cache (default 5, at most 64)\n"
+           "  --split-k           section 5 alone: flash on 1 thread against split-K on 2\n"
            "%s\n"
            "On a terminal, stderr shows which section of which round runs, and the time left. A full\n"
            "run takes a minute or two and holds at most about 1.3 GiB, whatever the LLC.\n\n"
@@ -113,7 +122,7 @@ static void help(void)
            "cache), the bench says so and sizes by that cap. %s=SIZE (32M, 512MiB, bytes) sets\n"
            "the LLC instead; the same limits apply to it.\n"
            "example: kvscope bench --contexts 4096,32768 --reps 7\n",
-           HEAD_DIM, BENCH_TOLERANCE, progress_line_help, MACHINE_LLC_ENV);
+           HEAD_DIM, HEAD_DIM, BENCH_TOLERANCE, progress_line_help, MACHINE_LLC_ENV);
 }
 
 /* "1024,8192,65536" -> o->contexts */
@@ -154,6 +163,7 @@ static int parse_options(int argc, char **argv, BenchOpts *o, Err *e)
         { "decode", no_argument, 0, 0 },              { "model", required_argument, 0, 0 },
         { "weights", required_argument, 0, 0 },       { "int-dot", no_argument, 0, 0 },
         { "steps", required_argument, 0, 0 },         { "quiet", no_argument, 0, 0 },
+        { "split-k", no_argument, 0, 0 },
         { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -183,6 +193,8 @@ static int parse_options(int argc, char **argv, BenchOpts *o, Err *e)
             o->int_dot = 1;
         else if (strcmp(name, "quiet") == 0)
             o->quiet = 1;
+        else if (strcmp(name, "split-k") == 0)
+            o->split_k = 1;
         else if (strcmp(name, "steps") == 0)
             rc = parse_size(optarg, "--steps", &o->steps, e);
         else if (strcmp(name, "format") == 0) {
@@ -205,6 +217,8 @@ static int parse_options(int argc, char **argv, BenchOpts *o, Err *e)
         return err_set(e, ERR_USAGE, "bench: --model, --weights and --steps go with --decode");
     if (o->model && o->weights)
         return err_set(e, ERR_USAGE, "bench: --model and --weights exclude each other");
+    if (o->split_k && (o->decode || o->int_dot))
+        return err_set(e, ERR_USAGE, "bench: --split-k goes without --decode and --int-dot");
     if (o->steps > 64)
         return err_set(e, ERR_USAGE, "--steps: at most 64, got %zu", o->steps);
     if (o->pool_mib > ((size_t)1 << 20))
@@ -222,6 +236,11 @@ static void fill_defaults(BenchOpts *o, const Machine *m)
     /* the read the kernels' cold figures are held against: as large as their pool */
     if (!o->read_mib)
         o->read_mib = o->quick ? 16 : o->pool_mib > MAX_READ_MIB ? MAX_READ_MIB : o->pool_mib;
+    if (!o->n_contexts && o->split_k) {
+        static const size_t split[] = { 8192, 65536, 262144 }, quick[] = { 1024 };
+        o->n_contexts = o->quick ? 1 : 3;
+        memcpy(o->contexts, o->quick ? quick : split, o->n_contexts * sizeof *split);
+    }
     if (!o->n_contexts && o->decode) {
         static const size_t decode[] = { 1024, 16384 }, quick[] = { 64 };
         o->n_contexts = o->quick ? 1 : 2;
@@ -516,6 +535,11 @@ int cmd_bench(int argc, char **argv)
     if (!o.quick && !o.pool_mib && *machine_llc_note(&mach, note, sizeof note)) /* the default sizes follow it */
         fprintf(stderr, "kvscope bench: %s\n", note);
     fill_defaults(&o, &mach);
+    if (o.split_k) {
+        BenchSplitArgs sa = { .isa = o.isa, .contexts = o.contexts, .n_contexts = o.n_contexts, .reps = o.reps,
+                              .ceiling = POOL_CEILING, .mach = &mach, .fmt = o.fmt };
+        return bench_split(&sa);
+    }
     if (o.decode) {
         BenchDecodeArgs da = { .isa = o.isa, .model = o.model, .weights = o.weights, .int_dot = o.int_dot, .contexts = o.contexts, .n_contexts = o.n_contexts,
                                .steps = o.steps, .read_bytes = o.read_mib * MIB, .reps = o.reps, .fmt = o.fmt,
