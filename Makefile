@@ -158,7 +158,7 @@ FUZZ_SRC_cache  := $(wildcard src/kv/*.c) src/kernels/codec_ref.c src/kernels/fo
 FUZZ_SRC_config := src/model/config.c src/util/parse.c src/util/files.c
 FUZZ_SRC_number := src/util/parse.c
 FUZZ_SRC_lesson := src/course/lesson_doc.c
-FUZZ_SRC_bpe    := src/text/bpe.c src/text/pretok.c
+FUZZ_SRC_bpe    := src/text/bpe.c src/text/pretok.c src/text/unicode_class.c
 FUZZ_SRC_kvw    := src/ckpt/kvw.c src/kernels/codec_ref.c
 FUZZ_LIBS_config := $(shell pkg-config --libs inih 2>/dev/null)
 FUZZ_BIN     := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)

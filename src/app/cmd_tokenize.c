@@ -219,6 +219,14 @@ static int learn(const TokOpts *o, Err *e)
     return rc;
 }
 
+/* 1 when standard input ends before its first byte (an empty text is
+ * tokenized into no ids; files_read_text refuses empty files) */
+static int stdin_is_empty(void)
+{
+    int c = getc(stdin);
+    return c == EOF || ungetc(c, stdin) == EOF;
+}
+
 int cmd_tokenize(int argc, char **argv)
 {
     TokOpts o = { 0 };
@@ -242,10 +250,10 @@ int cmd_tokenize(int argc, char **argv)
     int rc;
     if (o.ids)
         rc = parse_ids(o.ids, t, &ids, &n, &e);
-    else if (strcmp(argv[optind], "-") == 0)
+    else if (strcmp(argv[optind], "-") == 0 && !stdin_is_empty())
         rc = files_read_text("-", MAX_TEXT_BYTES, &text, &len, &e);
-    else if (!*argv[optind])
-        rc = err_set(&e, ERR_USAGE, "tokenize: the text is empty");
+    else if (strcmp(argv[optind], "-") == 0 || !*argv[optind])
+        rc = (text = strdup("")) ? 0 : err_set(&e, ERR_RUNTIME, "out of memory"); /* no ids, as llama.cpp */
     else
         rc = (text = strdup(argv[optind])) ? (len = strlen(text), 0) : err_set(&e, ERR_RUNTIME, "out of memory");
     if (rc == 0 && text)

@@ -9,12 +9,12 @@
 #include "text/pretok.h"
 #include "text/tokenizer.h"
 
-static void expect_pieces(const char *text, const char *const *want, size_t n_want)
+static void expect_pieces_as(PretokPattern pat, const char *text, const char *const *want, size_t n_want)
 {
     const unsigned char *p = (const unsigned char *)text;
     size_t len = strlen(text), i = 0, k = 0;
     while (i < len) {
-        size_t n = pretok_next(p + i, len - i);
+        size_t n = pretok_next_as(pat, p + i, len - i);
         assert_true(k < n_want);
         if (n != strlen(want[k]) || memcmp(p + i, want[k], n) != 0)
             fail_msg("piece %zu of '%s': '%.*s', want '%s'", k, text, (int)n, text + i, want[k]);
@@ -23,15 +23,49 @@ static void expect_pieces(const char *text, const char *const *want, size_t n_wa
     assert_int_equal(k, n_want);
 }
 
+static void expect_pieces(const char *text, const char *const *want, size_t n_want)
+{
+    expect_pieces_as(PRETOK_GPT2, text, want, n_want);
+}
+
 static void test_pieces(void **state)
 {
     (void)state;
     const char *a[] = { "In", " the", " year", " 1611", ",", " they", "\n", "said", ":", " \"", "Amen", "!\"" };
     expect_pieces("In the year 1611, they\nsaid: \"Amen!\"", a, sizeof a / sizeof *a);
-    const char *b[] = { "a", "  ", " b", "\t\t", "c", " ", "\n" };
+    const char *b[] = { "a", "  ", " b", "\t", "\t", "c", " \n" }; /* blanks at the end: one run */
     expect_pieces("a   b\t\tc \n", b, sizeof b / sizeof *b);
     const char *c[] = { "caf\xc3\xa9", " \xe2\x82\xac", "5" }; /* UTF-8 stays inside words */
     expect_pieces("caf\xc3\xa9 \xe2\x82\xac" "5", c, sizeof c / sizeof *c);
+}
+
+/* GPT-2's contractions are pieces of their own, lower case only, wherever
+ * an apostrophe is followed by them; Unicode letters, numbers and blanks. */
+static void test_gpt2_pattern(void **state)
+{
+    (void)state;
+    const char *a[] = { "a", "'t", "his", " it", "'s", "weet", " we", "'re", "nt", " x", "'ve", "al" };
+    expect_pieces("a'this it'sweet we'rent x'veal", a, sizeof a / sizeof *a);
+    const char *b[] = { "I", "'m", " you", "'ll", " he", "'d", " don", "'t", " IT", "'", "S", " '", "x" };
+    expect_pieces("I'm you'll he'd don't IT'S 'x", b, sizeof b / sizeof *b);
+    const char *c[] = { "\n", "\n", "A", "\n\n\n" }; /* a blank before a word leads it, unless a newline */
+    expect_pieces("\n\nA\n\n\n", c, sizeof c / sizeof *c);
+    const char *d[] = { "\xe2\x80\x94", "caf\xc3\xa9", "\xe3\x80\x80", "\xd9\xa3" }; /* dash a mark, U+3000 a blank, an Arabic digit */
+    expect_pieces("\xe2\x80\x94" "caf\xc3\xa9\xe3\x80\x80\xd9\xa3", d, sizeof d / sizeof *d);
+    const char *e[] = { "12345", " 67", "\xff", "ab" }; /* a byte that is not UTF-8: a mark of its own */
+    expect_pieces("12345 67\xff" "ab", e, sizeof e / sizeof *e);
+}
+
+/* Llama 3's: contractions in any case, letters after one mark, numbers in
+ * threes, marks with the newlines after them, blanks to their last newline. */
+static void test_llama3_pattern(void **state)
+{
+    (void)state;
+    /* a blank before a number is a piece of its own */
+    const char *a[] = { "IT", "'S", " we", "'RE", " (", "x", " ", "123", "456", "7", "(x" };
+    expect_pieces_as(PRETOK_LLAMA3, "IT'S we'RE (x 1234567(x", a, sizeof a / sizeof *a);
+    const char *b[] = { "Hello", ",", " y", "'all", "!\n\n", "  \n", " ok" };
+    expect_pieces_as(PRETOK_LLAMA3, "Hello, y'all!\n\n  \n ok", b, sizeof b / sizeof *b);
 }
 
 /* Worked by hand: in "abab abab ab" the pair (a, b) occurs 5 times, so it
@@ -192,6 +226,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pieces),
+        cmocka_unit_test(test_gpt2_pattern),
+        cmocka_unit_test(test_llama3_pattern),
         cmocka_unit_test(test_learn_by_hand),
         cmocka_unit_test(test_round_trip_random_bytes),
         cmocka_unit_test(test_shipped_merges),
