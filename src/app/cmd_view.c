@@ -16,6 +16,7 @@
 #include "ui/view.h"
 #include "model/structure.h"
 #include "util/parse.h"
+#include "util/pool.h"
 
 /* The worked example: the teaching notes' 3-token prompt and 4 generated tokens. */
 #define EXAMPLE_MODEL "worked-example"
@@ -48,6 +49,7 @@ typedef struct {
     int w, h;
     const char *keys;
     FramePrint frames;
+    size_t threads;        /* --threads: decode attention split across them (split-K); 1 by default */
 } ViewOpts;
 
 static void help(void)
@@ -86,6 +88,9 @@ static void help(void)
            "                      override); an encoder-decoder (encdec) shows its beam search\n"
            "                      step by step: beams, their slots, block tables and the shared\n"
            "                      cross cache (compare, c, m and t are for decoders)\n"
+           "  --threads N         decode attention with the flash form split across N threads\n"
+           "                      (split-K: each query's rows in parts of at least 256, merged by\n"
+           "                      the log-sum-exp rule; the step's line says so; default 1, 0: every CPU)\n"
            "  --serve             the simulation screen serves many requests over one page pool\n"
            "                      (`kvscope serve`'s loop, recorded): 24 requests at 0.5 a step,\n"
            "                      a 16-token shared prompt, 8 slots; the pool's pages by the\n"
@@ -192,6 +197,7 @@ static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
         { "headless", no_argument, 0, 0 },          { "size", required_argument, 0, 0 },
         { "keys", required_argument, 0, 0 },        { "frames", required_argument, 0, 0 },
         { "measure", no_argument, 0, 0 },           { "serve", no_argument, 0, 0 },
+        { "threads", required_argument, 0, 0 },
         { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
     };
@@ -216,6 +222,8 @@ static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
             o->cache_spec = optarg;
         else if (strcmp(name, "serve") == 0)
             o->serve = o->model_given = 1;
+        else if (strcmp(name, "threads") == 0 && parse_size0(optarg, "--threads", &o->threads, e) < 0)
+            return -1;
         else if (strcmp(name, "structure") == 0 && structure_parse(optarg, &o->structure, e) < 0)
             return -1;
     }
@@ -225,6 +233,8 @@ static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
         return err_set(e, ERR_USAGE, "view: unexpected argument '%s' (see `kvscope view --help`)", argv[optind]);
     if (o->keys && !o->headless)
         return err_set(e, ERR_USAGE, "view: --keys needs --headless");
+    if (o->threads != 1 && pool_set_threads(o->threads, e) < 0) /* 0: every CPU this process may use */
+        return -1;
     if (o->po.batch > SESSION_MAX_BATCH)
         return err_set(e, ERR_USAGE, "view: --batch %zu: the view runs at most %d sequences", o->po.batch,
                        SESSION_MAX_BATCH);
@@ -424,7 +434,7 @@ static int show(View *v, const ViewOpts *o, const ScriptKey *keys, size_t n_keys
 
 int cmd_view(int argc, char **argv)
 {
-    ViewOpts o = { .mo.model = "kjv-tiny", .go.n_generate = 32, .go.sample_seed = 1, .cache_spec = "contiguous",
+    ViewOpts o = { .threads = 1, .mo.model = "kjv-tiny", .go.n_generate = 32, .go.sample_seed = 1, .cache_spec = "contiguous",
                    .attend = ATTEND_NAIVE, .w = 100, .h = 30 };
     Err e = { 0 };
     Preset preset; /* a seed system's model, cache and workload, as defaults */

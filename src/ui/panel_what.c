@@ -49,6 +49,14 @@ void panel_what(Frame *f, Rect r, const Session *s)
     else
         snprintf(read, sizeof read, "%zu-%zu (by layer)", rec->seen_min, rec->seen_max);
     const int one = rec->seen_max == 1 || (rec->seen_max == 0 && rec->context == 1);
+    /* split-K: the rows of a head's query were cut into parts on the threads, each part's max and sum of
+     * exponentials kept, and the parts merged by the log-sum-exp rule */
+    char split[96] = "";
+    const Counters *ct = &rec->ctr;
+    if (ct->attn_split_queries)
+        snprintf(split, sizeof split, "; split-K: %.3g parts a head on the threads, merged by log-sum-exp",
+                 (double)ct->attn_split_parts / (double)ct->attn_split_queries);
     frame_print(f, r, 0, 0, ROLE_NORMAL, "Step %zu decode%s: 1 row projected (uncached: %zu), %s cached row%s "
-                "read of %zu positions%s", rec->step, who, rec->context, read, one ? "" : "s", rec->context, chose);
+                "read of %zu positions%s%s", rec->step, who, rec->context, read, one ? "" : "s", rec->context, chose,
+                split);
 }
