@@ -34,7 +34,8 @@ static void help(void)
            "GPT-2's byte alphabet, its merges in rank order. kvscope's pieces split text\n"
            "as gpt-2's do for ASCII; a non-ASCII mark can split otherwise. The vocabulary\n"
            "a checkpoint carries (--weights: a GGUF's 'llama' one, a llama2.c tokenizer.bin)\n"
-           "is written as GGUF's 'llama' model. A model on ids only is written with none.\n\n"
+           "is written as GGUF's 'llama' model. A model on ids only carries the bytes (ids\n"
+           "0..255 as the bytes, the rest unused), so llama.cpp loads every export.\n\n"
            "options:\n"
            "  --gguf OUT          the file to write\n"
            "  --type TYPE         matrices in f32 (default), f16, q8_0 or q4_0\n"
@@ -92,7 +93,7 @@ static void print_tokenizer(const Tokenizer *tok)
     const int (*merges)[2];
     size_t n_merges;
     if (!tok) {
-        printf("no tokenizer\n");
+        printf("no tokenizer of its own: the bytes' as 'gpt2' (ids 0..255)\n");
         return;
     }
     const char *name = strcmp(tokenizer_name(tok), CHECKPOINT_TOKENIZER) ? tokenizer_name(tok) : "of the checkpoint";
