@@ -9,6 +9,7 @@
 #include "app/run_beam.h"
 #include "model/mla_shape.h"
 #include "util/parse.h"
+#include "util/pool.h"
 
 static const char mla_help[] =
     "  --mla PATH          MLA models: how attention reads the latent cache: absorbed\n"
@@ -73,6 +74,11 @@ void run_options_help(void)
            "attention structure (decoder-only models; the output names it):\n%s"
            "  e.g. --structure retrieval --cache ring:window=16 --quality: the needle falls out\n\n"
            "encoder-decoder (beam search; the model's architecture = encdec):\n%s\n"
+           "threads:\n"
+           "  --threads N         threads for the wide passes (the prefill, every uncached pass), cut\n"
+           "                      by rows: the same bytes for every N; and for a decode step's\n"
+           "                      attention past 511 visible rows (split-K, within 1e-6 of one\n"
+           "                      thread). Default: the CPUs this process may use\n\n"
            "output:\n"
            "  --format F          table (default), tsv (one row per pass) or json\n\n"
            "Counters are measured where the work happens. FLOPs count a multiply-add as 2;\n"
@@ -99,7 +105,7 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
         { "format", required_argument, 0, 0 },  { "help", no_argument, 0, 'h' },
         { "beams", required_argument, 0, 0 },   { "src-len", required_argument, 0, 0 },
         { "alpha", required_argument, 0, 0 },   { "mla", required_argument, 0, 0 },
-        { "structure", required_argument, 0, 0 },
+        { "structure", required_argument, 0, 0 }, { "threads", required_argument, 0, 0 },
         { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -144,6 +150,8 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
             rc = out_format_parse(optarg, &o->fmt, e);
         else if (strcmp(name, "mla") == 0)
             rc = mla_parse(optarg, &o->mla, e), o->mla_given = 1;
+        else if (strcmp(name, "threads") == 0)
+            rc = parse_size0(optarg, "--threads", &o->threads, e);
         if (rc < 0)
             return -1;
     }
@@ -157,7 +165,7 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
         return err_set(e, ERR_USAGE, "run: --quality measures a cache; it excludes --no-cache and --compare");
     if (o->quality && o->po.batch > 1)
         return err_set(e, ERR_USAGE, "run: --quality measures one sequence; drop --batch");
-    return 0;
+    return pool_set_threads(o->threads, e);
 }
 
 /* A preset's values become the defaults; options parsed later override them. */

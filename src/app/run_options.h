@@ -29,6 +29,7 @@ typedef struct {
     Preset preset;        /* --preset: defaults the options above override */
     int has_preset;
     Structure structure;  /* --structure */
+    size_t threads;       /* --threads (0: every CPU this process may use) */
 } RunOpts;
 
 /* Fill o (its defaults set by the caller) from argv: a --preset's values

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "model/model.h"
+#include "util/pool.h"
 
 /* Tokens up to which each stored row is dotted directly with every token. */
 #define QMATMUL_DOT_TOKENS 4
@@ -86,8 +87,9 @@ static int matmul_tiles(const Model *m, float *y, const float *x, const QuantMat
     return 0;
 }
 
-void model_matmul(const Model *m, float *y, const float *x, const float *w, const QuantMat *q, size_t n, size_t in,
-                  size_t out, uint64_t *flops, Counters *ctr)
+/* One matmul of n rows, on the calling thread. */
+static void matmul_rows(const Model *m, float *y, const float *x, const float *w, const QuantMat *q, size_t n,
+                        size_t in, size_t out, uint64_t *flops, Counters *ctr)
 {
     if (!q || !q->data) {
         m->kern->matmul(y, x, w, n, in, out, flops, ctr);
@@ -102,4 +104,44 @@ void model_matmul(const Model *m, float *y, const float *x, const float *w, cons
         m->kern->codec[q->fmt].dot_rows(y, out, x, n, q->data, row_bytes, out, in, NULL);
     *flops += 2 * (uint64_t)n * in * out;
     ctr->weight_bytes_read += (uint64_t)out * row_bytes;
+}
+
+/* Rows a piece of a wide pass takes at least: far past QMATMUL_DOT_TOKENS,
+ * so every piece takes the path the whole pass would. */
+#define MATMUL_PIECE_ROWS 8
+
+typedef struct {
+    const Model *m;
+    float *y;
+    const float *x, *w;
+    const QuantMat *q;
+    size_t n, in, out, pieces;
+} MatmulJob;
+
+static void matmul_piece(void *ctx, size_t i)
+{
+    const MatmulJob *j = ctx;
+    const size_t r0 = i * j->n / j->pieces, r1 = (i + 1) * j->n / j->pieces;
+    uint64_t flops = 0;
+    Counters none = { 0 };
+    matmul_rows(j->m, j->y + r0 * j->out, j->x + r0 * j->in, j->w, j->q, r1 - r0, j->in, j->out, &flops, &none);
+}
+
+/* A wide pass (a prefill, an uncached run) is cut into pieces of rows on
+ * the pool: each row's outputs are the kernels' whatever rows share its
+ * call, so the result is the same bytes for every thread count, and the
+ * counts are the whole call's, added once. */
+void model_matmul(const Model *m, float *y, const float *x, const float *w, const QuantMat *q, size_t n, size_t in,
+                  size_t out, uint64_t *flops, Counters *ctr)
+{
+    const size_t threads = pool_threads();
+    size_t pieces = n / MATMUL_PIECE_ROWS < 4 * threads ? n / MATMUL_PIECE_ROWS : 4 * threads;
+    if (threads < 2 || pieces < 2) {
+        matmul_rows(m, y, x, w, q, n, in, out, flops, ctr);
+        return;
+    }
+    MatmulJob j = { m, y, x, w, q, n, in, out, pieces };
+    pool_run(pieces, matmul_piece, &j);
+    *flops += 2 * (uint64_t)n * in * out;
+    ctr->weight_bytes_read += (uint64_t)out * (q && q->data ? format_row_bytes(q->fmt, in) : in * sizeof(float));
 }
