@@ -14,6 +14,7 @@
 #include "sim/serve.h"
 #include "sim/setup.h"
 #include "util/parse.h"
+#include "util/pool.h"
 
 #define DEFAULT_MODEL "small"
 #define DEFAULT_CACHE "paged:page=16,pages=96"
@@ -28,6 +29,7 @@ typedef struct {
     const char *trace;  /* --trace FILE */
     int fork_share_given;
     int quiet;          /* --quiet: no progress line */
+    size_t threads;     /* --threads (0: every CPU this process may use) */
 } ServeOpts;
 
 static void help(void)
@@ -68,6 +70,10 @@ static void help(void)
            "  --preempt HOW       recompute (default: the preempted sequence's pages given back,\n"
            "                      its tokens run again later) or swap (its rows copied to host\n"
            "                      memory and back, counted; f32 caches)\n"
+           "  --threads N         threads for a step's prompt chunks, cut by rows (the same bytes\n"
+           "                      for every N), and a decode's attention past 511 visible rows\n"
+           "                      (split-K, within 1e-6 of one thread); default: the CPUs this\n"
+           "                      process may use\n"
            "output:\n"
            "  --every N           a table row every N steps (default: about 24 rows)\n"
            "  --format F          table (default), tsv (a row per step) or json (the summary and\n"
@@ -113,6 +119,7 @@ static int parse_options(int argc, char **argv, ServeOpts *o, Err *e)
         { "format", required_argument, 0, 0 },        { "trace", required_argument, 0, 0 },
         { "samples", required_argument, 0, 0 },       { "fork-share", required_argument, 0, 0 },
         { "quiet", no_argument, 0, 0 },               { "help", no_argument, 0, 'h' },
+        { "threads", required_argument, 0, 0 },
         { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -150,6 +157,8 @@ static int parse_options(int argc, char **argv, ServeOpts *o, Err *e)
             o->trace = optarg;
         else if (strcmp(name, "quiet") == 0)
             o->quiet = 1;
+        else if (strcmp(name, "threads") == 0)
+            rc = parse_size0(optarg, "--threads", &o->threads, e);
         else if (strcmp(name, "samples") == 0) {
             rc = parse_size(optarg, "--samples", &o->so.n_samples, e);
             if (rc == 0 && o->so.n_samples < 2)
@@ -171,7 +180,7 @@ static int parse_options(int argc, char **argv, ServeOpts *o, Err *e)
         return err_set(e, ERR_USAGE, "serve: unexpected argument '%s' (see `kvscope serve --help`)", argv[optind]);
     if (o->so.n_samples >= 2 && !o->fork_share_given)
         o->so.fork_share = 1; /* --samples alone: every request forks */
-    return 0;
+    return pool_set_threads(o->threads, e);
 }
 
 typedef struct {

@@ -401,7 +401,7 @@ int main(int argc, char **argv)
     if (argc == 5 && strcmp(argv[1], "vocab") == 0)
         return mode_vocab(argv[2], argv[3], argv[4]);
     if ((argc == 5 || argc == 6) && strcmp(argv[1], "logits") == 0)
-        return mode_logits(argv[2], argv[3], atoi(argv[4]), argc == 6 && strcmp(argv[5], "int") == 0);
+        return mode_logits(argv[2], argv[3], atoi(argv[4]), argc < 6 ? 0 : strcmp(argv[5], "int") == 0 ? 1 : strcmp(argv[5], "intref") == 0 ? 2 : 0);
     fprintf(stderr, "usage: peer info|tok|vocab|logits|text ... (see peer.c)\n");
     return 2;
 }
