@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <time.h>
 
 #include "kernels/bench_blas.h"
 #include "report/bench_report.h"
@@ -15,6 +17,7 @@
 #include "app/progress_line.h"
 #include "util/parse.h"
 #include "util/machine.h"
+#include "sim/roofs.h"
 
 #define HEAD_DIM 128
 #define MAX_CONTEXTS 16
@@ -513,6 +516,33 @@ static void run_print(Bench *b, BenchReport *rep)
                         b->have_ob ? NULL : b->why);
 }
 
+/* The roofs the view and run place passes against: this run's read
+ * bandwidth and the kernels' matmul on a block in cache, kept in the state
+ * folder (sim/roofs.h). --quick keeps nothing: its sizes say nothing of
+ * the machine. A folder that cannot be written costs a line on stderr. */
+static void keep_roofs(const BenchOpts *o, const Kernels *k, double bandwidth)
+{
+    if (o->quick) {
+        if (o->fmt == OUT_TABLE)
+            printf("\nroofs: not kept (--quick's figures say nothing about the machine)\n");
+        return;
+    }
+    Roofs r = { .read_bps = bandwidth, .flops_ps = roofs_probe_compute(k, 0.1), .source = ROOFS_BENCH,
+                .when = (int64_t)time(NULL) };
+    snprintf(r.isa, sizeof r.isa, "%s", k->isa);
+    char path[PATH_MAX], line[256];
+    Err e = { 0 };
+    if (roofs_save(&r, path, sizeof path, &e) < 0) {
+        fprintf(stderr, "kvscope bench: %s\n", e.msg);
+        return;
+    }
+    if (o->fmt == OUT_TABLE)
+        printf("\n%s (compute: the %s matmul on a block in cache)\nkept in %s for `kvscope view` and `kvscope run`\n",
+               roofs_describe(&r, line, sizeof line), k->isa, path);
+    else
+        fprintf(stderr, "kvscope bench: roofs kept in %s\n", path);
+}
+
 int cmd_bench(int argc, char **argv)
 {
     BenchOpts o = { 0 };
@@ -577,6 +607,8 @@ int cmd_bench(int argc, char **argv)
     if (rc == 0) {
         bench_report_start(&rep);
         run_print(&b, &rep);
+        if (!rep.wrong)
+            keep_roofs(&o, b.k, rep.bandwidth);
     }
     run_free(&b);
     free(rep.attn);

@@ -49,6 +49,8 @@ const PlotFigure plot_figures[] = {
       NULL, 0, plot_retrieval },
     { 17, "serve", "many requests over one page pool: tokens a step and pool use by page size, prefix hits",
       NULL, 0, plot_serve },
+    { 18, "roofline", "prefill and decode passes on this machine's roofline and on a data-center GPU's; the batch "
+      "where decode crosses the ridge", NULL, 1, plot_roofline },
 };
 const size_t plot_n_figures = sizeof plot_figures / sizeof plot_figures[0];
 

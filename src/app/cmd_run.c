@@ -16,6 +16,7 @@
 #include "report/mla_report.h"
 #include "report/quality_report.h"
 #include "report/run_report.h"
+#include "sim/roofs.h"
 #include "sim/compare.h"
 #include "util/checked.h"
 
@@ -39,12 +40,14 @@ typedef struct {
     float *logits; /* [n_generate][n_seqs][vocab], the logits each token was chosen from */
     size_t n_logged;
     MlaRunStats mla; /* MLA models: tile LRU and prefetch statistics */
+    const Roofs *roofs; /* the machine's roofs, for each pass's shares */
 } Collector;
 
 static int on_step(void *user, const StepReport *r)
 {
     Collector *col = user;
-    StepRow row = { .run = col->label, .rep = *r, .n_seqs = col->n_seqs, .sampled0 = r->sampled ? r->sampled[0] : -1 };
+    StepRow row = { .run = col->label, .rep = *r, .n_seqs = col->n_seqs, .sampled0 = r->sampled ? r->sampled[0] : -1,
+                    .roofs = col->roofs };
     report_step(col->out, col->fmt, &row, col->steps);
     counters_add(&col->total, &r->ctr);
     mla_report_collect(&col->mla, r);
@@ -79,14 +82,18 @@ static size_t activation_bytes(const Config *c, size_t rows)
  * before this succeeds). */
 static int run_open(Run *r, RunOpts *o, const Config *cfg, Err *e)
 {
+    /* only a cache that shifts runs past the context, and only alone */
+    const int may_pass = !o->no_cache && !o->compare && !o->quality && kv_spec_shifts(o->cache_spec);
+    o->po.max_len = may_pass ? SETUP_MAX_PROMPT : 0;
     if (setup_tokenizer(cfg, &r->tok, e) < 0 || setup_make_prompt(&o->po, cfg, &r->prompt, &r->batch, &r->plen, e) < 0 ||
         (structure_on(&o->structure) && structure_place(&o->structure, r->plen, e) < 0))
         return -1;
     size_t need = generate_positions(r->plen, o->go.n_generate);
-    const int past = need > cfg->max_seq_len; /* only a cache that shifts runs past the context */
-    if (past && (o->no_cache || o->compare || o->quality))
+    const int past = need > cfg->max_seq_len;
+    if (past && !may_pass) /* refused before the weights are read */
         return err_set(e, ERR_USAGE, "a prompt of %zu plus %zu generated tokens needs %zu positions; model '%s' "
-                       "has max_seq_len %zu", r->plen, o->go.n_generate, need, cfg->name, cfg->max_seq_len);
+                       "has max_seq_len %zu%s", r->plen, o->go.n_generate, need, cfg->name, cfg->max_seq_len,
+                       o->no_cache || o->compare || o->quality ? "" : " (a shift cache runs past it)");
     KvGeometry shape = config_kv_geometry(cfg, r->batch); /* an MLA model's is its latent row */
     size_t cache_bytes = size_mul3_sat(cfg->n_layers, r->batch,
                                        size_mul_sat(cfg->max_seq_len, kv_row_pair_bytes(&shape, FMT_F32, FMT_F32)));
@@ -220,13 +227,16 @@ static int run_generate(Run *r, const RunOpts *o, Err *e)
     json_t *totals = r->root ? json_object() : NULL;
     if (run_cached) {
         report_totals(stdout, o->fmt, "cached", &r->cc.total, totals);
+        report_roofline(stdout, o->fmt, "cached", &r->cc.total, r->cc.roofs, totals);
         report_pages(stdout, o->fmt, r->cache, r->root);
         mla_report_summary(stdout, o->fmt, "cached", &r->m, &r->cc.mla, r->cache, r->root);
     }
     if (run_uncached) {
         report_totals(stdout, o->fmt, "uncached", &r->cu.total, totals);
+        report_roofline(stdout, o->fmt, "uncached", &r->cu.total, r->cu.roofs, totals);
         mla_report_summary(stdout, o->fmt, "uncached", &r->m, &r->cu.mla, NULL, r->root);
     }
+    report_roofs(stdout, o->fmt, r->cc.roofs, r->root);
     if (r->root)
         json_object_set_new(r->root, "totals", totals);
     if (o->compare && compare(r, o, e) != 0)
@@ -266,7 +276,11 @@ int cmd_run(int argc, char **argv)
         return run_beams(&o, &cfg);
 
     Run r = { 0 };
+    Roofs roofs = { 0 }; /* given, kept by bench, or probed now: each pass's shares of them */
     int rc = run_open(&r, &o, &cfg, &e);
+    if (rc == 0 && !o.quality)
+        rc = roofs_get(&roofs, r.m.kern, 1, &e);
+    r.cc.roofs = r.cu.roofs = &roofs;
     if (rc == 0 && o.fmt == OUT_JSON) {
         r.cc.steps = r.cu.steps = json_array();
         r.root = json_root(&r, &o, r.cc.steps);

@@ -7,6 +7,7 @@
 
 #include "app/cli.h"
 #include "sim/preset.h"
+#include "sim/roofs.h"
 #include "app/commands.h"
 #include "kv/cache.h"
 #include "sim/session.h"
@@ -184,6 +185,7 @@ static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
     static const struct option longopts[] = {
         { "model", required_argument, 0, 0 },       { "set", required_argument, 0, 0 },
         { "isa", required_argument, 0, 0 },         { "shared", no_argument, 0, 0 },
+        { "allow-nan", no_argument, 0, 0 },
         { "weights", required_argument, 0, 0 },
         { "prompt", required_argument, 0, 0 },      { "prompt-ids", required_argument, 0, 0 },      { "prompt-len", required_argument, 0, 0 },
         { "prompt-seed", required_argument, 0, 0 }, { "tokens", required_argument, 0, 0 },
@@ -275,6 +277,7 @@ static int make_prompt(void *ctx, const Config *cfg, int **ids, size_t *len, Err
     const ViewOpts *o = ctx;
     PromptOpts po = o->po;
     po.batch = 0; /* sequence 0's prompt: the session makes the others from it */
+    po.max_len = kv_spec_shifts(o->cache_spec) ? SETUP_MAX_PROMPT : 0; /* only a shift cache runs past the context */
     size_t batch;
     return setup_make_prompt(&po, cfg, ids, &batch, len, e);
 }
@@ -324,6 +327,7 @@ static int open_beam(ViewOpts *o, Config cfg, const Kernels *kern, BeamReplay **
     PromptOpts p = o->po;
     if (!setup_prompt_given(&p))
         p.len = cfg.src_len;
+    p.max_len = cfg.src_len; /* a source, not the decoder's positions */
     int *src = NULL;
     size_t batch, len;
     if (setup_make_prompt(&p, &cfg, &src, &batch, &len, e) < 0)
@@ -487,6 +491,12 @@ int cmd_view(int argc, char **argv)
         view_init_serving(&v, ex, serving, SCR_EXAMPLE, &hooks);
     else
         view_init(&v, ex, sim, SCR_EXAMPLE, &hooks);
+    /* the roofs for the counters and the roofline: given, kept by bench, or probed now */
+    if (sim && roofs_get(&v.roofs, kern, 1, &e) < 0) {
+        view_free(&v);
+        free(keys);
+        return cli_fail(&e);
+    }
     const char *no_color = getenv("NO_COLOR");
     v.color = !o.no_color && !(no_color && *no_color);
     v.ascii = o.ascii;

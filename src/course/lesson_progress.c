@@ -5,18 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-static void state_path(char *out, size_t cap)
-{
-    const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
-    out[0] = '\0';
-    if (xdg && xdg[0] == '/') /* the spec: relative values are ignored */
-        snprintf(out, cap, "%s/kvscope/progress", xdg);
-    else if (home && home[0] == '/')
-        snprintf(out, cap, "%s/.local/state/kvscope/progress", home);
-}
+#include "util/state_dir.h"
 
 static ProgressEntry *entry(Progress *p, const char *id, int create)
 {
@@ -34,7 +25,7 @@ static ProgressEntry *entry(Progress *p, const char *id, int create)
 void progress_load(Progress *p)
 {
     memset(p, 0, sizeof *p);
-    state_path(p->path, sizeof p->path);
+    (void)state_dir_file("progress", p->path, sizeof p->path);
     if (!p->path[0])
         return;
     FILE *f = fopen(p->path, "r");
@@ -83,31 +74,11 @@ void progress_record_quiz(Progress *p, const char *id, int right, int total)
     }
 }
 
-/* mkdir -p of the file's directory. */
-static int make_dirs(const char *file)
-{
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", file);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        return 0;
-    *slash = '\0';
-    for (char *p = dir + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return mkdir(dir, 0700) < 0 && errno != EEXIST ? -1 : 0;
-}
-
 int progress_save(const Progress *p, Err *e)
 {
     if (!p->path[0])
         return err_set(e, ERR_RUNTIME, "cannot save progress: neither XDG_STATE_HOME nor HOME is an absolute path");
-    if (make_dirs(p->path) < 0)
+    if (state_dir_make(p->path) < 0)
         return err_set(e, ERR_RUNTIME, "cannot create the state directory for progress: %s", strerror(errno));
     char tmp[PATH_MAX + 8];
     snprintf(tmp, sizeof tmp, "%s.tmp", p->path);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "report/mla_report.h"
+#include "sim/roofs.h"
 #include "util/human.h"
 
 static const char *phase_name(Phase p)
@@ -16,13 +17,36 @@ static const char *phase_name(Phase p)
 void report_header(FILE *f, OutFormat fmt)
 {
     if (fmt == OUT_TABLE)
-        fprintf(f, "%-8s %4s %-7s %6s %6s %11s %13s %13s %13s %11s %11s %11s %9s %6s\n", "run", "step", "phase",
-                "proj", "cache", "attention", "proj FLOPs", "attn FLOPs", "total FLOPs", "weights B", "kv read B",
-                "kv write B", "time ms", "token");
+        fprintf(f, "%-8s %4s %-7s %6s %6s %11s %13s %13s %13s %11s %11s %11s %9s %8s %7s %6s %6s %6s\n", "run",
+                "step", "phase", "proj", "cache", "attention", "proj FLOPs", "attn FLOPs", "total FLOPs", "weights B",
+                "kv read B", "kv write B", "time ms", "GB/s", "FLOP/B", "%DRAM", "%peak", "token");
     else if (fmt == OUT_TSV)
         fprintf(f, "run\tstep\tphase\ttokens_projected\tcache_len\tattn_q\tattn_k\tproj_flops\tattn_flops\t"
                    "ffn_flops\ttotal_flops\tweight_bytes_read\tkv_bytes_read\tkv_bytes_written\tallocations\t"
-                   "bytes_copied\tcache_bytes_used\tcache_bytes_reserved\tseconds\ttoken\n");
+                   "bytes_copied\tcache_bytes_used\tcache_bytes_reserved\tseconds\ttoken\tbytes_moved\t"
+                   "gb_per_s\tflop_per_byte\tdram_share\tpeak_share\tfrom_cache\n");
+}
+
+/* A share of a roof as the table prints it: "12%", "3.4%", "cache" above
+ * the DRAM roof (the note under the totals says so), "-" without roofs. */
+static const char *share_text(char *buf, size_t cap, const RoofPoint *p, int dram, const Roofs *roofs)
+{
+    if (!roofline_known(roofs) || !(p->seconds > 0) || !p->bytes)
+        return "-";
+    if (dram && p->from_cache)
+        return "cache";
+    const double share = 100 * (dram ? p->bw_share : p->peak_share);
+    snprintf(buf, cap, share < 10 ? "%.1f%%" : "%.0f%%", share);
+    return buf;
+}
+
+/* The roofline of a pass or run as a json object. */
+static json_t *roofline_json(const RoofPoint *p, const Roofs *roofs)
+{
+    const int known = roofline_known(roofs) && p->seconds > 0;
+    return json_pack("{s:I, s:f, s:f, s:o, s:o, s:b}", "bytes_moved", (json_int_t)p->bytes, "gb_per_s", p->bps / 1e9,
+                     "flop_per_byte", p->intensity, "dram_share", known ? json_real(p->bw_share) : json_null(),
+                     "peak_share", known ? json_real(p->peak_share) : json_null(), "from_cache", p->from_cache);
 }
 
 json_t *report_counters_json(const Counters *c)
@@ -45,25 +69,30 @@ void report_step(FILE *f, OutFormat fmt, const StepRow *row, json_t *steps_json)
     const StepReport *r = &row->rep;
     const Counters *c = &r->ctr;
     size_t cache_len = r->context; /* rows per sequence after the pass */
+    RoofPoint rp;
+    roofline_point(&rp, c, row->roofs);
     if (fmt == OUT_TABLE) {
-        char shape[32], tok[16] = "-";
+        char shape[32], tok[16] = "-", dram[16], peak[16];
         snprintf(shape, sizeof shape, "%zux%zu", r->n_new, r->context);
         if (row->sampled0 >= 0)
             snprintf(tok, sizeof tok, "%d", row->sampled0);
         fprintf(f, "%-8s %4zu %-7s %6" PRIu64 " %6zu %11s %13" PRIu64 " %13" PRIu64 " %13" PRIu64 " %11" PRIu64
-                   " %11" PRIu64 " %11" PRIu64 " %9.3f %6s\n",
+                   " %11" PRIu64 " %11" PRIu64 " %9.3f %8.3g %7.3g %6s %6s %6s\n",
                 row->run, r->step, phase_name(r->phase), c->tokens_projected / row->n_seqs, cache_len, shape,
                 counters_proj_flops(c), counters_attn_flops(c), counters_total_flops(c), c->weight_bytes_read,
-                c->kv_bytes_read, c->kv_bytes_written, c->seconds * 1e3, tok);
+                c->kv_bytes_read, c->kv_bytes_written, c->seconds * 1e3, rp.bps / 1e9, rp.intensity,
+                share_text(dram, sizeof dram, &rp, 1, row->roofs), share_text(peak, sizeof peak, &rp, 0, row->roofs),
+                tok);
     } else if (fmt == OUT_TSV) {
         fprintf(f,
                 "%s\t%zu\t%s\t%" PRIu64 "\t%zu\t%zu\t%zu\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
                 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
-                "\t%.9f\t%d\n",
+                "\t%.9f\t%d\t%" PRIu64 "\t%.6g\t%.6g\t%.6g\t%.6g\t%d\n",
                 row->run, r->step, phase_name(r->phase), c->tokens_projected / row->n_seqs, cache_len, r->n_new,
                 r->context, counters_proj_flops(c), counters_attn_flops(c), c->flops_ffn, counters_total_flops(c),
                 c->weight_bytes_read, c->kv_bytes_read, c->kv_bytes_written, c->allocations, c->bytes_copied,
-                c->cache_bytes_used, c->cache_bytes_reserved, c->seconds, row->sampled0);
+                c->cache_bytes_used, c->cache_bytes_reserved, c->seconds, row->sampled0, rp.bytes, rp.bps / 1e9,
+                rp.intensity, rp.bw_share, rp.peak_share, rp.from_cache);
     } else if (steps_json) {
         json_t *o = json_pack("{s:s, s:I, s:s, s:I, s:I, s:[I,I], s:o}", "run", row->run, "step",
                               (json_int_t)r->step, "phase", phase_name(r->phase), "tokens_projected_per_seq",
@@ -72,6 +101,7 @@ void report_step(FILE *f, OutFormat fmt, const StepRow *row, json_t *steps_json)
                               report_counters_json(c));
         if (row->sampled0 >= 0)
             json_object_set_new(o, "token", json_integer(row->sampled0));
+        json_object_set_new(o, "roofline", roofline_json(&rp, row->roofs));
         json_array_append_new(steps_json, o);
     }
 }
@@ -100,6 +130,52 @@ void report_totals(FILE *f, OutFormat fmt, const char *run, const Counters *t, j
                 human_bytes(used, sizeof used, (double)t->cache_bytes_used),
                 human_bytes(reserved, sizeof reserved, (double)t->cache_bytes_reserved), t->allocations,
                 human_bytes(copied, sizeof copied, (double)t->bytes_copied));
+}
+
+void report_roofline(FILE *f, OutFormat fmt, const char *run, const Counters *t, const Roofs *roofs, json_t *obj)
+{
+    RoofPoint p;
+    roofline_point(&p, t, roofs);
+    if (fmt == OUT_JSON) {
+        json_t *counters = json_object_get(obj, run); /* report_totals' object of this run */
+        if (counters)
+            json_object_set_new(counters, "roofline", roofline_json(&p, roofs));
+        return;
+    }
+    if (fmt != OUT_TABLE)
+        return;
+    char dram[16], peak[16], above[160] = "";
+    if (p.from_cache)
+        snprintf(above, sizeof above, " (%.1fx it: more than memory gives, so part of the bytes came from cache, "
+                 "where a small model's weights fit)", p.bw_share);
+    fprintf(f, "%s roofline: %" PRIu64 " bytes moved at %.3g GB/s, %.3g FLOP/B, %.3g GFLOP/s; DRAM roof: %s%s, "
+               "compute peak: %s\n",
+            run, p.bytes, p.bps / 1e9, p.intensity, p.flops_ps / 1e9,
+            p.from_cache ? "from cache" : share_text(dram, sizeof dram, &p, 1, roofs), above,
+            share_text(peak, sizeof peak, &p, 0, roofs));
+}
+
+void report_roofs(FILE *f, OutFormat fmt, const Roofs *roofs, json_t *root)
+{
+    if (fmt == OUT_JSON && root) {
+        char origin[96];
+        json_object_set_new(root, "roofs", !roofline_known(roofs) ? json_null()
+                                           : json_pack("{s:s, s:f, s:f, s:f, s:s}", "source",
+                                                       roofs_origin(roofs, origin, sizeof origin), "read_gb_per_s",
+                                                       roofs->read_bps / 1e9, "compute_gflop_per_s",
+                                                       roofs->flops_ps / 1e9, "ridge_flop_per_byte",
+                                                       roofline_ridge(roofs), "isa", roofs->isa));
+        return;
+    }
+    if (fmt != OUT_TABLE)
+        return;
+    char line[256];
+    fprintf(f, "%s\n", roofs_describe(roofs, line, sizeof line));
+    if (roofline_known(roofs))
+        fprintf(f, "(%%DRAM, %%peak: a pass's GB/s over the DRAM roof, its FLOP/s over the compute peak; \"cache\": "
+                   "above the DRAM roof, so part of its bytes came from cache)\n");
+    else
+        fprintf(f, "(no roofs: `kvscope bench` measures and keeps them, or set %s=GB/s,GFLOP/s)\n", ROOFS_ENV);
 }
 
 /* A context shift's count (shift): how often it shifted and what it forgot. */

@@ -13,6 +13,7 @@
 #include "sim/compare.h"
 #include "sim/preset.h"
 #include "sim/setup.h"
+#include "stats/roofline.h"
 
 /* One pass as printed: the report plus which run it belongs to. */
 typedef struct {
@@ -20,6 +21,7 @@ typedef struct {
     StepReport rep;
     size_t n_seqs;
     int sampled0;    /* token chosen for sequence 0, or -1 */
+    const Roofs *roofs; /* the machine's roofs for the shares (NULL: none) */
 } StepRow;
 
 void report_header(FILE *f, OutFormat fmt);
@@ -27,6 +29,13 @@ void report_step(FILE *f, OutFormat fmt, const StepRow *row, json_t *steps_json)
 /* The summary of one run; json goes into obj when fmt is OUT_JSON. */
 void report_totals(FILE *f, OutFormat fmt, const char *run, const Counters *t, json_t *obj);
 json_t *report_counters_json(const Counters *c);
+/* A run's bandwidth, FLOPs per byte and shares of the roofs: one line
+ * (table, with a note when above the DRAM roof), or the member "roofline"
+ * of obj[run] (json: after report_totals). */
+void report_roofline(FILE *f, OutFormat fmt, const char *run, const Counters *t, const Roofs *roofs, json_t *obj);
+/* Where the roofs come from and what they are: one line (table), or root's
+ * "roofs" member (json). */
+void report_roofs(FILE *f, OutFormat fmt, const Roofs *roofs, json_t *root);
 /* The page pool of a paged cache, the shifts of a shift cache (nothing for other layouts). */
 void report_pages(FILE *f, OutFormat fmt, const KvCache *cache, json_t *root);
 

@@ -1,10 +1,13 @@
 /* panel_counters.c: what the newest pass cost, what the run has cost, and
- * what the same run would have cost without a cache. */
+ * what the same run would have cost without a cache; under them the
+ * bandwidth each achieved, its FLOPs per byte, and its share of the
+ * machine's two roofs (stats/roofline.h), with where the roofs come from. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kv/cache.h"
+#include "sim/roofs.h"
 #include "ui/fmt.h"
 #include "ui/panels.h"
 
@@ -59,6 +62,38 @@ static void value(Frame *f, Rect r, int x_end, int y, int role, const Row *row, 
     frame_print_right(f, r, x_end, y, role, "%s", buf);
 }
 
+/* The rows under the counts, from the roofline of each column. */
+enum { R_GBS, R_INTENSITY, R_BW, R_PEAK, R_COUNT };
+static const char *const roof_labels[R_COUNT] = { "GB/s", "FLOP/B", "% DRAM read", "% compute peak" };
+
+/* One cell of roof row `row` for point p ("-" when the figure needs a time
+ * the frame hides, or roofs that are not known). */
+static const char *roof_cell(char *buf, size_t cap, int row, const RoofPoint *p, int known, int hide)
+{
+    const int timed = !hide && p->seconds > 0;
+    switch (row) {
+    case R_GBS:
+        if (!timed || !p->bytes)
+            return "-";
+        snprintf(buf, cap, "%.3g", p->bps / 1e9);
+        return buf;
+    case R_INTENSITY:
+        if (!p->bytes)
+            return "-";
+        snprintf(buf, cap, "%.3g", p->intensity);
+        return buf;
+    default: {
+        if (!timed || !known || !p->bytes)
+            return "-";
+        if (row == R_BW && p->from_cache)
+            return "cache"; /* above the DRAM roof: the note under says so */
+        const double share = 100 * (row == R_BW ? p->bw_share : p->peak_share);
+        snprintf(buf, cap, share < 10 ? "%.1f%%" : "%.0f%%", share);
+        return buf;
+    }
+    }
+}
+
 void panel_counters(Frame *f, Rect r, const View *v, const Session *s, int focused)
 {
     const size_t n = session_steps(s);
@@ -102,7 +137,27 @@ void panel_counters(Frame *f, Rect r, const View *v, const Session *s, int focus
     const Row *t = &rows[n_rows - 1];
     const int noisy = !v->hide_times && n &&
                       (t->step_s < TIMER_NOISE_S || t->run_s < TIMER_NOISE_S || (measured && t->unc_s < TIMER_NOISE_S));
-    int drop = n_rows + noisy - (r.h - 2); /* rows that do not fit: optional ones go first */
+    /* the roofline of each column: this pass, the run, the uncached run */
+    RoofPoint pt[3];
+    roofline_point(&pt[0], &step, &v->roofs);
+    roofline_point(&pt[1], &run, &v->roofs);
+    roofline_point(&pt[2], &unc, &v->roofs);
+    const int known = roofline_known(&v->roofs);
+    int above = 0; /* a column above the DRAM roof, and its factor */
+    double factor = 0;
+    for (int i = 0; i < 3; i++)
+        if (n && !v->hide_times && (i < 2 || measured) && pt[i].from_cache) {
+            above = 1;
+            factor = pt[i].bw_share > factor ? pt[i].bw_share : factor;
+        }
+    /* rows that do not fit go in this order: the roofs' line, the two
+     * shares, then the optional counts */
+    int drop = n_rows + R_COUNT + 1 + above + noisy - (r.h - 2);
+    const int show_roofs = drop <= 0;
+    drop -= !show_roofs;
+    const int show_shares = drop <= 0;
+    if (!show_shares)
+        drop -= 2;
 
     int ratio_w = r.w >= LABEL_W + 3 * 9 + RATIO_W ? RATIO_W : 0;
     int val_w = (r.w - LABEL_W - ratio_w) / 3;
@@ -136,6 +191,44 @@ void panel_counters(Frame *f, Rect r, const View *v, const Session *s, int focus
             frame_print_right(f, r, x4, y, ROLE_NORMAL, "%s", fmt_ratio(buf, sizeof buf, a, b));
         }
         y++;
+    }
+    for (int i = 0; i < (show_shares ? R_COUNT : R_BW) && y < r.h; i++, y++) {
+        char buf[32];
+        char label[LABEL_W + 8];
+        if (known && i == R_BW) /* the roof in the label: "% of 12.3 GB/s" */
+            snprintf(label, sizeof label, "%% of %.3g GB/s", v->roofs.read_bps / 1e9);
+        else if (known && i == R_PEAK)
+            snprintf(label, sizeof label, "%% of %.3g GFLOP/s", v->roofs.flops_ps / 1e9);
+        else
+            snprintf(label, sizeof label, "%s", roof_labels[i]);
+        frame_text(f, r, 0, y, ROLE_NORMAL, label);
+        if (n)
+            frame_print_right(f, r, x1, y, ROLE_NORMAL, "%s", roof_cell(buf, sizeof buf, i, &pt[0], known, v->hide_times));
+        frame_print_right(f, r, x2, y, ROLE_NORMAL, "%s", roof_cell(buf, sizeof buf, i, &pt[1], known, v->hide_times));
+        if (measured)
+            frame_print_right(f, r, x3, y, ROLE_UNCACHED, "%s",
+                              roof_cell(buf, sizeof buf, i, &pt[2], known, v->hide_times));
+        else
+            frame_print_right(f, r, x3, y, ROLE_DIM, "-");
+    }
+    if (above && y < r.h) {
+        char note[160];
+        snprintf(note, sizeof note, "cache: from cache, %.1fx the DRAM roof (the weights fit in cache)", factor);
+        if (text_width(note) > r.w)
+            snprintf(note, sizeof note, "cache: from cache, %.1fx the DRAM roof", factor);
+        frame_text(f, r, 0, y++, ROLE_WARN, note);
+    }
+    if (show_roofs && y < r.h) {
+        char origin[96], line[192];
+        if (known) {
+            snprintf(line, sizeof line, "roofs: %s: %.3g GB/s, %.3g GFLOP/s", roofs_origin(&v->roofs, origin, sizeof origin),
+                     v->roofs.read_bps / 1e9, v->roofs.flops_ps / 1e9);
+            char *utc = strstr(line, " UTC");
+            if (text_width(line) > r.w && utc) /* narrow: the time without its zone */
+                memmove(utc, utc + 4, strlen(utc + 4) + 1);
+        } else
+            snprintf(line, sizeof line, "roofs: none known (kvscope bench measures them)");
+        frame_text(f, r, 0, y++, ROLE_DIM, line);
     }
     static const char *const notes[] = { "times under 1 ms are timer-noise scale; the counts are exact",
                                          "times under 1 ms are timer-noise scale", "< 1 ms: timer noise" };

@@ -16,6 +16,8 @@ void panel_map(Frame *f, Rect r, const View *v, const Session *s, size_t seq, co
 void panel_counters(Frame *f, Rect r, const View *v, const Session *s, int focused);
 /* Attention weights of (v->layer, v->head): query positions x key positions. */
 void panel_heat(Frame *f, Rect r, const View *v, const Session *s, int focused);
+/* Every pass on the machine's roofline (v->roofs): log-log, the newest marked. */
+void panel_roofline(Frame *f, Rect r, const View *v, const Session *s, int focused);
 /* Per-pass FLOPs, cached and uncached, on one scale. */
 void panel_spark(Frame *f, Rect r, const View *v, const Session *s, int focused);
 /* The prompt and the tokens generated, the newest marked. */

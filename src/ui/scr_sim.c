@@ -2,20 +2,28 @@
  *
  *   what the newest pass did
  *   cache map (layers x positions)                      [full width]
- *   counters             | attention heatmap
+ *   counters             | attention heatmap (or the roofline, focused)
  *                        | FLOPs per pass (sparkline)
- *   tokens                                              [full width] */
+ *   tokens                                              [full width]
+ * The roofline is the last Tab stop: focused, it takes the heatmap's place;
+ * where the column is tall enough, the two share it. */
 #include <stdio.h>
 
 #include "ui/panels.h"
 #include "ui/screens.h"
 
-enum { P_MAP, P_COUNTERS, P_HEAT, P_SPARK, P_TOKENS, P_COUNT };
+enum { P_MAP, P_COUNTERS, P_HEAT, P_SPARK, P_TOKENS, P_ROOF, P_COUNT };
 static const char *const panel_names[P_COUNT] = { "cache map", "counters", "attention", "cost per pass",
-                                                  "tokens" };
+                                                  "tokens", "roofline" };
 
-/* Rows the counters panel needs to show all but its optional rows. */
+/* Rows the counters panel needs to show all but its optional rows; its
+ * roof rows take what the map leaves (panel_counters drops what does not fit). */
 #define COUNTERS_H 14
+/* Body rows from which the sparkline and tokens get rows of their own. */
+#define TALL_H 34
+#define MAP_TALL_H 28
+/* Rows of a roofline that shares the column with the heatmap. */
+#define ROOF_SHARED_H 14
 #define SPARK_H 3
 
 static void draw(Frame *f, Rect b, const View *v)
@@ -31,9 +39,11 @@ static void draw(Frame *f, Rect b, const View *v)
     const Session *s = v->sim;
     const Config *c = &session_model(s)->cfg;
     const int focus = v->focus[SCR_SIM];
-    const int tok_h = b.h >= 28 ? 3 : 2;
-    const int spark_wide = b.h >= 28; /* tall: the sparkline gets the full width */
-    int map_max = b.h - 1 - tok_h - COUNTERS_H - (spark_wide ? SPARK_H : 0);
+    const int tok_h = b.h >= TALL_H ? 3 : 2;
+    const int spark_wide = b.h >= TALL_H; /* tall: the sparkline gets the full width */
+    /* the map is sized as if the sparkline and tokens took rows of their own
+     * from MAP_TALL_H body rows on: the counters' roof rows get what it leaves */
+    int map_max = b.h - 1 - COUNTERS_H - (b.h >= MAP_TALL_H ? 3 + SPARK_H : 2);
     if (map_max < 3)
         map_max = 3;
     const int map_want = 2 + (int)c->n_layers + (session_tokenizer(s) ? 1 : 0); /* + a row of text */
@@ -67,7 +77,15 @@ static void draw(Frame *f, Rect b, const View *v)
     Rect right = rect_sub(mid, cw + 1, 0, mid.w - cw - 1, mid.h);
     /* a paged cache's page table sits under the heatmap (focus: with the map) */
     const int pages_h = panel_pages_height(s), spark_h = spark_wide ? 0 : SPARK_H;
-    panel_heat(f, rect_sub(right, 0, 0, right.w, right.h - spark_h - pages_h), v, s, focus == P_HEAT);
+    const int heat_h = right.h - spark_h - pages_h;
+    if (heat_h >= 2 * ROOF_SHARED_H) {
+        panel_heat(f, rect_sub(right, 0, 0, right.w, heat_h - ROOF_SHARED_H), v, s, focus == P_HEAT);
+        panel_roofline(f, rect_sub(right, 0, heat_h - ROOF_SHARED_H, right.w, ROOF_SHARED_H), v, s, focus == P_ROOF);
+    } else if (focus == P_ROOF) {
+        panel_roofline(f, rect_sub(right, 0, 0, right.w, heat_h), v, s, 1);
+    } else {
+        panel_heat(f, rect_sub(right, 0, 0, right.w, heat_h), v, s, focus == P_HEAT);
+    }
     if (pages_h)
         panel_pages(f, rect_sub(right, 0, right.h - spark_h - pages_h, right.w, pages_h), s, focus == P_MAP);
     if (spark_wide)

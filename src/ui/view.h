@@ -20,6 +20,7 @@
 #include "sim/beam_replay.h"
 #include "sim/serve_replay.h"
 #include "sim/session.h"
+#include "stats/roofline.h"
 #include "ui/frame.h"
 
 /* The smallest terminal the screens are laid out for (the documented minimum). */
@@ -98,6 +99,8 @@ typedef struct {
     int color;              /* colours allowed */
     int hide_times;         /* headless: wall times would make frames differ run to run */
     int w, h;               /* terminal size */
+    Roofs roofs;            /* the machine's two roofs for the counters and the roofline (sim/roofs.h);
+                               source ROOFS_NONE: not known */
     ViewHooks hooks;
 } View;
 

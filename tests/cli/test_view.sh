@@ -258,7 +258,7 @@ $KV view --headless --model tiny --isa ref --structure retrieval --tokens 6 --si
     --keys '<space> <space> <space> <space> <space> <space>' >"$view_out" 2>&1
 view_toks=$(grep -A1 'tokens as text' "$view_out" | tail -n 1 | sed 's/.*│ //; s/[][]//g')
 run_toks=$($KV run --model tiny --isa ref --structure retrieval --tokens 6 --attention naive --format tsv |
-    awk -F'\t' '$1 == "cached" { printf "%s%s", sep, $NF; sep = " " }')
+    awk -F'\t' '$1 == "cached" { printf "%s%s", sep, $20; sep = " " }')
 if [ "$view_toks" = "( d ( d ( d" ] && [ "$run_toks" = "40 100 40 100 40 100" ]; then
     ok "view --structure retrieval chooses run's tokens"
 else bad "view --structure retrieval chooses run's tokens" "view: $view_toks" "run: $run_toks"; fi
