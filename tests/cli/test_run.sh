@@ -121,3 +121,16 @@ expect_fail "malformed ini line" 2 "line 2: malformed line" $KV run --model "$tm
 rm -f "$tmp_ini"
 expect_ok "run --bug --compare reports the damage, exit 0" "a pitfall is on" $KV run --bug rope-on-v --tokens 4 --compare
 expect_fail "unknown bug" 2 "--bug: .nope. is not one of" $KV run --bug nope
+# --threads: a wide pass cut by rows on the pool; the tokens, every pass's counters and the
+# cached-against-uncached logit difference are the same for 1, 2 and 3 threads
+th_out=
+for n in 1 2 3; do
+    th_out="$th_out$($KV run --model kjv-small --prompt-len 64 --tokens 3 --no-cache --format tsv --threads $n |
+        cut -f1-18,20 | md5sum)
+$($KV run --model kjv-small --prompt-len 64 --tokens 3 --compare --threads $n | grep '^max logit difference' | md5sum)
+"
+done
+if [ "$(printf '%s' "$th_out" | sort -u | wc -l)" -eq 2 ] && ! printf '%s' "$th_out" | grep -q d41d8cd98f00b204e9800998ecf8427e
+then ok "run --threads 1, 2, 3: the same tokens, counters and logit difference"
+else bad "run --threads 1, 2, 3: the same tokens, counters and logit difference" "$th_out"; fi
+expect_fail "run --threads past the pool's limit" 2 "--threads: at most" $KV run --threads 1000
