@@ -14,8 +14,9 @@ BUILD=$1 BIN=$2 LIB=$3 MODE=${4:-}
 VER=3.22.1 RELEASE=v0.5.0
 BIN_PKG=@node-llama-cpp/linux-x64 SRC_PKG=node-llama-cpp
 BIN_TGZ=node-llama-cpp-linux-x64-$VER.tgz SRC_TGZ=node-llama-cpp-$VER.tgz
-BIN_SHA=5uCCDNqWCNfaAm8aR/Uzxbo4HBpKgNF91kCHPepKhgMgV2OAmatoefbOlMihsqCiH2Od35E/eUHQCFbfRBJuOg==
-SRC_SHA=bltIipuWmc123H7tMIgDGKSsSrhmhlQYeVUC48XTjVW7XGJJiJJyCdlTMzQ/LiWoPkGDpcL4FviDpgw7qfTiDw==
+# their sha512 (the registry's integrity strings, in hex)
+BIN_SHA=e6e0820cda9608d7da026f1a47f533c5ba381c1a4a80d17dd640873dea4a86032057638099ab6879f6ce94c8a1b2a0a21f639ddf913f7941d00856df44126e3a
+SRC_SHA=6e5b488a9b9699cd76dc7eed30880318a4ac4ab866865418795502e3c5d38d55bb5c624988927209d95333343f2e25a83e4183a5c2f816f883a60c3ba9f4e20f
 P=$BUILD/peer
 T0=$(date +%s)
 
@@ -26,7 +27,7 @@ skip() {
 die() { echo "peer: $1" >&2; exit 1; }
 
 [ "$(uname -m)" = x86_64 ] || skip "llama.cpp's prebuilt library here is for x86_64, this machine is $(uname -m)"
-sha() { openssl dgst -sha512 -binary "$1" | base64 -w0; }
+sha() { sha512sum "$1" 2>/dev/null | cut -d' ' -f1; }
 
 # 1. the two packages, once: npm pack fetches them (npm checks them against
 # the registry's integrity); kept only when they match the pinned sha512
