@@ -144,29 +144,36 @@ cross-test: $(CROSS_OBJ)
 # FUZZ_TIME seconds: gguf (checkpoints), spec (cache spec strings), cache
 # (specs as the layouts open them, within a memory limit), config
 # (model .ini files), number (the strict number parsers), lesson (lesson
-# Markdown), bpe (merges files), kvw (weights files). Each target
-# tests/fuzz/fuzz_NAME.c is seeded from tests/fuzz/corpus/NAME/, where any
+# Markdown), bpe (merges files), kvw (weights files), llama2c (llama2.c
+# checkpoints and tokenizer.bin), gguf_tok (a GGUF's vocabulary made
+# kvscope's tokenizer, and a text encoded with it; its seeds, small models
+# with a vocabulary, take inputs up to 64 KiB). Each runs with -seed=1.
+# Each target tests/fuzz/fuzz_NAME.c is seeded from tests/fuzz/corpus/NAME/, where any
 # crasher it finds is kept once the parser is fixed (test_gguf also replays
 # gguf's); new inputs go to $(BUILD)/fuzz/corpus/NAME, a crash to
 # $(BUILD)/fuzz/NAME-crash-*. Each target links only the sources it reaches.
 FUZZ_TIME    ?= 3
-FUZZ_TARGETS := gguf spec cache config number lesson bpe kvw
+FUZZ_TARGETS := gguf spec cache config number lesson bpe kvw llama2c gguf_tok
 FUZZ_SRC_gguf   := $(filter-out %/kvw.c,$(wildcard src/ckpt/*.c)) src/kernels/format.c
 FUZZ_SRC_spec   := src/kv/spec.c src/util/parse.c src/kernels/format.c
 FUZZ_SRC_cache  := $(wildcard src/kv/*.c) src/kernels/codec_ref.c src/kernels/format.c src/stats/counters.c \
 	src/util/parse.c src/util/sysmem.c src/util/human.c
-FUZZ_SRC_config := src/model/config.c src/util/parse.c src/util/files.c
+FUZZ_SRC_config := src/model/config.c src/util/parse.c src/util/files.c src/util/escape.c
 FUZZ_SRC_number := src/util/parse.c
 FUZZ_SRC_lesson := src/course/lesson_doc.c
 FUZZ_SRC_bpe    := src/text/bpe.c src/text/pretok.c src/text/unicode_class.c
 FUZZ_SRC_kvw    := src/ckpt/kvw.c src/kernels/codec_ref.c
+FUZZ_SRC_llama2c := $(FUZZ_SRC_gguf)
+FUZZ_SRC_gguf_tok := $(FUZZ_SRC_gguf) src/model/gguf_vocab.c src/text/tokenizer.c src/text/bpe.c src/text/spm.c \
+	src/text/pretok.c src/text/byte_alphabet.c src/text/unicode_class.c src/util/files.c
 FUZZ_LIBS_config := $(shell pkg-config --libs inih 2>/dev/null)
 FUZZ_BIN     := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 fuzz: $(FUZZ_BIN)
 	@failed=; for t in $(FUZZ_TARGETS); do \
 		mkdir -p $(BUILD)/fuzz/corpus/$$t; \
-		if $(BUILD)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=1024 \
-			-artifact_prefix=$(BUILD)/fuzz/$$t- -print_final_stats=1 -max_len=16384 \
+		case $$t in gguf_tok) max_len=65536 ;; *) max_len=16384 ;; esac; \
+		if $(BUILD)/fuzz/fuzz_$$t -seed=1 -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=1024 \
+			-artifact_prefix=$(BUILD)/fuzz/$$t- -print_final_stats=1 -max_len=$$max_len \
 			$(BUILD)/fuzz/corpus/$$t tests/fuzz/corpus/$$t >$(BUILD)/fuzz/$$t.log 2>&1; then \
 			echo "fuzz $$t: no crash in $(FUZZ_TIME) s ($$(sed -n 's/^stat::number_of_executed_units: *//p' \
 				$(BUILD)/fuzz/$$t.log) inputs)"; \

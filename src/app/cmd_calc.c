@@ -110,6 +110,7 @@ static int parse_options(int argc, char **argv, CalcOpts *o, int *code)
     static const struct option longopts[] = {
         { "model", required_argument, 0, 0 }, { "set", required_argument, 0, 0 },
         { "isa", required_argument, 0, 0 },   { "shared", no_argument, 0, 0 },
+        { "allow-nan", no_argument, 0, 0 },
         { "weights", required_argument, 0, 0 },
         { "context", required_argument, 0, 0 }, { "batch", required_argument, 0, 0 },
         { "elem", required_argument, 0, 0 },  { "all-formats", no_argument, 0, 0 },

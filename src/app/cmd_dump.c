@@ -62,8 +62,9 @@ static void help(void)
            "                              .rawS.chan.npy, float16 scales then minimums per group\n"
            "  manifest.json               config, weights source and seed, prompt, tokens,\n"
            "                              files, and the conventions of the forward pass\n\n"
-           "The files are written into a folder beside DIR and renamed to DIR at the end: a\n"
-           "failed dump leaves nothing. Caches that drop rows (ring, h2o, snapkv, +sparse) are\n"
+           "The files are written into a folder beside DIR, then moved into DIR (a folder\n"
+           "that is there keeps its owner and mode; a new one follows the umask): a failed\n"
+           "dump leaves nothing. Caches that drop rows (ring, h2o, snapkv, +sparse) are\n"
            "refused.\n\n"
            "options:\n"
            "  --out DIR           where to write (created if missing; must be empty)\n"
@@ -90,6 +91,7 @@ static int parse_options(int argc, char **argv, DumpOpts *o, Err *e)
     static const struct option longopts[] = {
         { "model", required_argument, 0, 0 },   { "set", required_argument, 0, 0 },
         { "isa", required_argument, 0, 0 },     { "shared", no_argument, 0, 0 },
+        { "allow-nan", no_argument, 0, 0 },
         { "weights", required_argument, 0, 0 },
         { "prompt", required_argument, 0, 0 },      { "prompt-ids", required_argument, 0, 0 },  { "prompt-len", required_argument, 0, 0 },
         { "prompt-seed", required_argument, 0, 0 }, { "batch", required_argument, 0, 0 },

@@ -52,6 +52,7 @@ static int parse_options(int argc, char **argv, ExportOpts *o, Err *e)
     static const struct option longopts[] = {
         { "model", required_argument, 0, 0 },   { "set", required_argument, 0, 0 },
         { "isa", required_argument, 0, 0 },     { "shared", no_argument, 0, 0 },
+        { "allow-nan", no_argument, 0, 0 },
         { "weights", required_argument, 0, 0 }, { "gguf", required_argument, 0, 0 },
         { "type", required_argument, 0, 0 },    { "help", no_argument, 0, 'h' },
         { "quiet", no_argument, 0, 0 },

@@ -110,6 +110,7 @@ static int parse_options(int argc, char **argv, ServeOpts *o, Err *e)
     static const struct option longopts[] = {
         { "model", required_argument, 0, 0 },         { "set", required_argument, 0, 0 },
         { "isa", required_argument, 0, 0 },           { "shared", no_argument, 0, 0 },
+        { "allow-nan", no_argument, 0, 0 },
         { "weights", required_argument, 0, 0 },       { "requests", required_argument, 0, 0 },
         { "rate", required_argument, 0, 0 },          { "prompt-len", required_argument, 0, 0 },
         { "output-len", required_argument, 0, 0 },    { "shared-prefix", required_argument, 0, 0 },
@@ -223,19 +224,25 @@ int cmd_serve(int argc, char **argv)
             return cli_fail(&e);
         o.so.trace = trace;
     }
+    /* the pool and the workload are checked on the config, before the
+     * weights are read: a refused run costs no load */
+    Config cfg;
+    const Kernels *kern = NULL;
+    KvCache *cache = NULL;
     Model m;
-    if (setup_load_model(&o.mo, 0, &m, &e) < 0) {
+    if (setup_load_config(&o.mo, &cfg, &e) < 0 || !(kern = kernels_select(o.mo.isa, &e))) {
         free(trace);
         return cli_fail(&e);
     }
-    KvGeometry geo = model_kv_geometry(&m, o.slots);
-    KvCache *cache = kv_open(o.cache_spec, &geo, &e);
-    if (!cache || serve_check(&m, cache, &o.so, &e) < 0) {
+    KvGeometry geo = config_kv_geometry(&cfg, o.slots);
+    geo.codec = kern->codec; /* as model_kv_geometry gives it */
+    if (!(cache = kv_open(o.cache_spec, &geo, &e)) || serve_check(&cfg, cache, &o.so, &e) < 0 ||
+        setup_model(&cfg, o.mo.isa, 0, &m, &e) < 0) {
         kv_free(cache);
-        model_free(&m);
         free(trace);
         return cli_fail(&e);
     }
+    m.int_dot = o.mo.int_dot;
     ServeRun run = { .model = m.cfg.name, .cache = cache->spec, .o = &o.so, .slots = o.slots };
     Printer p = { .fmt = o.fmt, .every = o.every, .n_requests = o.so.n_requests };
     progress_line_init(&p.line, o.quiet);

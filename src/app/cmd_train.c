@@ -75,6 +75,7 @@ static int parse_options(int argc, char **argv, TrainArgs *a, Err *e)
     static const struct option longopts[] = {
         { "model", required_argument, 0, 0 },      { "set", required_argument, 0, 0 },
         { "isa", required_argument, 0, 0 },        { "shared", no_argument, 0, 0 },
+        { "allow-nan", no_argument, 0, 0 },
         { "text", required_argument, 0, 0 },       { "valid", required_argument, 0, 0 },
         { "out", required_argument, 0, 0 },        { "steps", required_argument, 0, 0 },
         { "batch", required_argument, 0, 0 },      { "seq-len", required_argument, 0, 0 },

@@ -42,7 +42,9 @@ static int make_source(const BeamRunArgs *a, Config *cfg, int **src, Err *e)
     if (!setup_prompt_given(&p)) {
         if (a->src_len)
             cfg->src_len = a->src_len;
-        p.len = cfg->src_len;
+        if (config_validate(cfg, e) < 0) /* src_len within kvscope's limit before it is drawn */
+            return -1;
+        p.len = p.max_len = cfg->src_len; /* a source, not the decoder's positions */
     }
     size_t batch, len;
     if (setup_make_prompt(&p, cfg, src, &batch, &len, e) < 0)

@@ -21,7 +21,10 @@
  * Reading never trusts a count or a length: each is checked against the
  * bytes left in the file before anything is allocated or walked, so a
  * malformed file costs an error message, never a crash or a huge
- * allocation. Tensors must be F32, F16, Q8_0 or Q4_0 (the engine's formats,
+ * allocation. The tensors must tile the data section as writers lay it
+ * out: no two overlap, and no more than alignment padding lies between
+ * them or after the last (a wrong type, offset or tensor count shows as
+ * one or the other). Tensors must be F32, F16, Q8_0 or Q4_0 (the engine's formats,
  * the same block layouts: kernels/format.h); any other type is refused with
  * the tensor's name and type. */
 #ifndef KVSCOPE_CKPT_GGUF_H

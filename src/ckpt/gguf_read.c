@@ -326,6 +326,52 @@ static int place_tensors(GgufFile *g, size_t info_end, Err *e)
     return 0;
 }
 
+static int cmp_offset(const void *a, const void *b)
+{
+    const GgufTensor *x = *(const GgufTensor *const *)a, *y = *(const GgufTensor *const *)b;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* The tensors tile the data section as a writer lays them out: in order of
+ * offset, none overlapping the one before, and nothing but alignment
+ * padding between them or after the last. A tensor whose type or offset
+ * was changed overlaps its neighbour; a tensor count one short leaves the
+ * missing tensor's bytes (and its info's) unclaimed. Either way the data
+ * would be read as the wrong tensor, so the file is refused. */
+static int check_tiling(const GgufFile *g, size_t room, Err *e)
+{
+    if (g->n_tensors == 0)
+        return 0;
+    const GgufTensor **by = malloc(g->n_tensors * sizeof *by);
+    if (!by)
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    for (size_t i = 0; i < g->n_tensors; i++)
+        by[i] = &g->tensors[i];
+    qsort(by, g->n_tensors, sizeof *by, cmp_offset);
+    size_t end = 0; /* where the tensors so far end */
+    int rc = 0;
+    char a[80], b[80];
+    for (size_t i = 0; i < g->n_tensors && rc == 0; i++) {
+        const GgufTensor *t = by[i];
+        if (i > 0 && (size_t)t->offset < end)
+            rc = err_set(e, ERR_USAGE, "tensor '%s' (data offset %llu) overlaps tensor '%s' (offset %llu, %zu "
+                         "bytes): a type or an offset in the header is wrong",
+                         gguf_str_print(t->name, a, sizeof a), (unsigned long long)t->offset,
+                         gguf_str_print(by[i - 1]->name, b, sizeof b), (unsigned long long)by[i - 1]->offset,
+                         by[i - 1]->bytes);
+        else if ((size_t)t->offset - end >= g->alignment)
+            rc = err_set(e, ERR_USAGE, "%zu bytes of data before tensor '%s' (offset %llu) belong to no tensor: "
+                         "the header's tensor count (%zu) or an offset is wrong", (size_t)t->offset - end,
+                         gguf_str_print(t->name, a, sizeof a), (unsigned long long)t->offset, g->n_tensors);
+        end = (size_t)t->offset + t->bytes;
+    }
+    if (rc == 0 && room - end >= g->alignment)
+        rc = err_set(e, ERR_USAGE, "%zu bytes of data after the last tensor belong to no tensor: the header's "
+                     "tensor count (%zu) is short", room - end, g->n_tensors);
+    free(by);
+    return rc;
+}
+
 static int check_data(GgufFile *g, const unsigned char *base, size_t size, Err *e)
 {
     if (g->n_tensors > 0 && g->data_offset > size)
@@ -344,7 +390,7 @@ static int check_data(GgufFile *g, const unsigned char *base, size_t size, Err *
                            "file (%zu bytes of data)", name, t->bytes, (unsigned long long)t->offset, room);
         t->data = base + g->data_offset + (size_t)t->offset;
     }
-    return 0;
+    return check_tiling(g, room, e);
 }
 
 int gguf_parse(GgufFile *g, const void *data, size_t size, Err *e)

@@ -166,6 +166,10 @@ struct KvCache {
 KvCache *kv_open(const char *spec, const KvGeometry *geo, Err *e);
 void kv_free(KvCache *c);
 
+/* Whether spec names a cache that shifts (kv_shifts) and so runs past the
+ * model's context, known before it is opened; 0 for a bad spec. */
+int kv_spec_shifts(const char *spec);
+
 /* One line per accepted cache spec, for --help, into buf. */
 void kv_spec_help(char *buf, size_t cap);
 

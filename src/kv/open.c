@@ -56,6 +56,13 @@ void kv_spec_help(char *buf, size_t cap)
         snprintf(buf + used, cap - used, "%s", modifiers_help);
 }
 
+int kv_spec_shifts(const char *text)
+{
+    KvSpec spec;
+    Err e = { 0 };
+    return spec_parse(text, &spec, &e) == 0 && strcmp(spec.part[0].name, "shift") == 0; /* shift_ops' pos_shift */
+}
+
 /* "+quant" applies to every layout; other modifiers are the layout's. */
 static int apply_quant(KvSpec *spec, KvStorage *st, Err *e)
 {

@@ -506,6 +506,11 @@ KvCache *paged_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st
         return NULL;
     }
     size_t max_logical = (geo->max_seq_len + page - 1) / page;
+    /* each sequence's block table, token ids and lengths, beside the pool */
+    const size_t seq_bytes = max_logical * (sizeof(size_t) + 1) + geo->max_seq_len * sizeof(int) +
+                             (geo->n_layers + 2) * sizeof(size_t);
+    if (kv_check_fit(geo, "paged", geo->n_seqs, "sequences' block tables and tokens", seq_bytes, e) < 0)
+        return NULL;
     if (pages == 0) /* enough for every sequence to reach max_seq_len */
         pages = geo->n_seqs * max_logical;
     /* a page holds its rows for every layer and KV head (one sequence's) */

@@ -208,6 +208,35 @@ static int count_f32(Model *m, CkptRole r, size_t l, const CkptTensor *t, void *
     return 0;
 }
 
+/* Whether the 16-bit half at p is a NaN or an infinity (all exponent bits set). */
+static int half_not_finite(const unsigned char *p)
+{
+    return (p[1] & 0x7c) == 0x7c; /* little-endian: the exponent's five bits in the high byte */
+}
+
+/* Refuse a tensor holding a NaN or an infinity, read from the file's bytes
+ * before anything is decoded: a weight, or a q8_0 / q4_0 block's scale (which
+ * turns its whole block into NaN). Such a model computes NaN logits, and
+ * greedy decoding then picks token 0 at every step. user: the Err. */
+static int check_finite(Model *m, CkptRole r, size_t l, const CkptTensor *t, void *user)
+{
+    (void)m, (void)r, (void)l;
+    const unsigned char *p = t->data;
+    const size_t rows = t->rows, row_bytes = format_row_bytes(t->fmt, t->cols);
+    const size_t step = t->fmt == FMT_F32 ? 4 : t->fmt == FMT_F16 ? 2 : format_block_bytes(t->fmt);
+    const char *what = t->fmt == FMT_F32 || t->fmt == FMT_F16 ? "a weight" : "a block's scale";
+    for (size_t i = 0; i < rows; i++)
+        for (size_t at = 0; at < row_bytes; at += step) {
+            const unsigned char *v = p + i * row_bytes + at + (t->fmt == FMT_F32 ? 2 : 0); /* f32: its top half */
+            int bad = t->fmt == FMT_F32 ? (v[1] & 0x7f) == 0x7f && (v[0] & 0x80) : half_not_finite(v);
+            if (bad)
+                return err_set(user, ERR_USAGE, "tensor '%s' (%s): %s in row %zu is NaN or infinite; the "
+                               "checkpoint is damaged (--allow-nan runs it anyway)", t->name, format_name(t->fmt),
+                               what, i);
+        }
+    return 0;
+}
+
 /* A stored matrix points into the file; any other tensor is decoded into
  * the arena at *cursor, a row at a time. */
 static int place(Model *m, CkptRole r, size_t l, const CkptTensor *t, void *user)
@@ -249,6 +278,10 @@ int weights_load_checkpoint(Model *m, const Config *cfg, const Kernels *kern, Er
     if (same_shape(cfg, &ck->shape, e) < 0 || each_tensor(m, ck, count_f32, &floats, e) < 0) {
         model_free(m);
         return -1;
+    }
+    if (!cfg->allow_nan && each_tensor(m, ck, check_finite, e, e) < 0) {
+        model_free(m);
+        return err_wrap(e, "%s", cfg->checkpoint);
     }
     m->arena_floats = floats;
     m->arena = calloc(floats ? floats : 1, sizeof(float));

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "kernels/kernels.h"
+#include "util/escape.h"
 #include "util/files.h"
 #include "util/parse.h"
 
@@ -91,7 +92,10 @@ int config_set(Config *c, const char *key, const char *value, Err *e)
         size_t cap = k->offset == offsetof(Config, name) ? sizeof c->name : sizeof c->weights;
         if (strlen(value) == 0 || strlen(value) >= cap)
             return err_set(e, ERR_USAGE, "%s: '%s' must be 1 to %zu characters", key, value, cap - 1);
-        memcpy(field, value, strlen(value) + 1);
+        if (k->offset == offsetof(Config, name)) /* printed on stdout: a terminal's control bytes as \xNN */
+            escape_controls(field, cap, value);
+        else
+            memcpy(field, value, strlen(value) + 1);
         return 0;
     }
     case K_BOOL:

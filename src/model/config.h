@@ -29,6 +29,8 @@ typedef struct {
     char tokenizer_note[128]; /* "" or why a checkpoint runs on ids only (its tokenizer is not read) */
     char checkpoint[1024]; /* "" or a GGUF / llama2.c file (--weights): the shape and weights come from it
                               (model/checkpoint.h) */
+    int allow_nan;      /* --allow-nan: load a checkpoint whose weights or scales hold NaN or infinity
+                           (refused by default) */
 
     size_t d_model;     /* residual stream width */
     size_t n_layers;

@@ -84,7 +84,7 @@ static int open_beam_model(const PlotCtx *ctx, size_t Wmax, Model *m, EncDecMemo
         return -1;
     if (setup_load_model(&mo, 2 * N_CACHES * mem->shared_total, m, e) < 0)
         return -1;
-    PromptOpts po = { .len = m->cfg.src_len, .seed = ctx->seed };
+    PromptOpts po = { .len = m->cfg.src_len, .seed = ctx->seed, .max_len = m->cfg.src_len };
     size_t batch, len;
     if (setup_make_prompt(&po, &m->cfg, src, &batch, &len, e) < 0) {
         model_free(m);

@@ -91,6 +91,15 @@ int dump_dir_begin(Dump *d, const char *out, Err *e)
         dump_dir_abort(d);
         return err_set(e, ERR_RUNTIME, "--out %s: cannot create a folder beside it: %s", out, strerror(err));
     }
+    /* mkdtemp makes it 0700; DIR, when this folder becomes it, is made as
+     * mkdir would make it: 0777 less the umask */
+    mode_t mask = umask(0);
+    umask(mask);
+    if (chmod(d->tmp, 0777 & ~mask) != 0) {
+        int err = errno;
+        dump_dir_abort(d);
+        return err_set(e, ERR_RUNTIME, "--out %s: cannot set the mode of %s: %s", out, d->tmp, strerror(err));
+    }
     d->dir = d->tmp;
     return 0;
 }
@@ -133,13 +142,15 @@ int dump_dir_commit(Dump *d, const char *out, Err *e)
     char clean[sizeof d->tmp];
     if (clean_out(out, clean, sizeof clean, e) < 0)
         return -1;
-    if (rename(d->tmp, clean) == 0) { /* DIR did not exist, or was an empty folder */
+    struct stat st;
+    if (stat(clean, &st) != 0 || !S_ISDIR(st.st_mode)) { /* DIR is not there: ours becomes it */
+        if (rename(d->tmp, clean) != 0)
+            return err_set(e, ERR_RUNTIME, "--out %s: cannot move %s there: %s", out, d->tmp, strerror(errno));
         d->tmp[0] = '\0';
         return 0;
     }
-    if (errno != EEXIST && errno != ENOTEMPTY)
-        return err_set(e, ERR_RUNTIME, "--out %s: cannot move %s there: %s", out, d->tmp, strerror(errno));
-    /* --force into a folder that holds files: move ours in one by one */
+    /* a folder that is there (empty, or --force) stays, with its owner and
+     * mode: ours are moved in one by one */
     DIR *dd = opendir(d->tmp);
     if (!dd)
         return err_set(e, ERR_RUNTIME, "cannot read %s: %s", d->tmp, strerror(errno));

@@ -13,6 +13,8 @@
 #include "sim/setup.h"
 #include "util/checked.h"
 #include "util/clock.h"
+#include "util/human.h"
+#include "util/sysmem.h"
 
 /* A sequence's life in the loop: a request, or one sample of a forked
  * request. Its tokens are the prompt, then what it generated; `filled` of
@@ -69,14 +71,20 @@ static size_t pages_available(const Loop *L)
     return st.pages_free + st.pages_cached;
 }
 
-int serve_check(const Model *m, const KvCache *cache, const ServeOptions *o, Err *e)
+/* Bytes of the forward pass's activations for one row (a token of a step). */
+static size_t activation_row_bytes(const Config *c)
+{
+    return (2 * c->d_model + 2 * config_q_dim(c) + 2 * config_kv_dim(c) + 2 * c->ffn_dim) * sizeof(float);
+}
+
+int serve_check(const Config *cfg, const KvCache *cache, const ServeOptions *o, Err *e)
 {
     KvStats st = { 0 };
     kv_stats(cache, &st);
     if (!st.page_rows)
         return err_set(e, ERR_USAGE, "serve: the cache must be paged (paged:page=P,pages=N), not '%s'", cache->spec);
-    if (m->cfg.architecture != ARCH_DECODER || m->cfg.attention != ATTN_GQA)
-        return err_set(e, ERR_USAGE, "serve: model '%s' is not a decoder with standard attention", m->cfg.name);
+    if (cfg->architecture != ARCH_DECODER || cfg->attention != ATTN_GQA)
+        return err_set(e, ERR_USAGE, "serve: model '%s' is not a decoder with standard attention", cfg->name);
     size_t shortest = o->prompt_min, longest = o->prompt_max + o->output_max - 1; /* positions held */
     if (o->trace) {
         shortest = SIZE_MAX, longest = 0;
@@ -102,9 +110,9 @@ int serve_check(const Model *m, const KvCache *cache, const ServeOptions *o, Err
     if (o->shared_prefix > shortest)
         return err_set(e, ERR_USAGE, "serve: a shared prefix of %zu is longer than the shortest prompt (%zu)",
                        o->shared_prefix, shortest);
-    if (longest > m->cfg.max_seq_len)
+    if (longest > cfg->max_seq_len)
         return err_set(e, ERR_USAGE, "serve: the longest request needs %zu positions; model '%s' has %zu", longest,
-                       m->cfg.name, m->cfg.max_seq_len);
+                       cfg->name, cfg->max_seq_len);
     if (!(o->fork_share >= 0 && o->fork_share <= 1))
         return err_set(e, ERR_USAGE, "serve: a fork share of %g; it is a share of the requests, from 0 to 1",
                        o->fork_share);
@@ -125,6 +133,21 @@ int serve_check(const Model *m, const KvCache *cache, const ServeOptions *o, Err
     snprintf(what, sizeof what, "serve: %zu requests", o->n_requests);
     if (setup_check_memory(size_mul_sat(o->n_requests, per_request), what, e) < 0)
         return -1;
+    /* the run steps through the idle time before each arrival, as it would
+     * through a trace's: the expected last arrival is bounded alike */
+    const double span = o->trace ? 0 : (double)o->n_requests / o->rate;
+    if (!(span <= SERVE_MAX_ARRIVAL))
+        return err_set(e, ERR_USAGE, "serve: %zu requests at a rate of %g a step arrive over about %.3g steps; a "
+                       "run waits at most %d (raise --rate or lower --requests)", o->n_requests, o->rate, span,
+                       SERVE_MAX_ARRIVAL);
+    /* a step's activations: a row for every token its budget lets it run */
+    size_t act = size_mul_sat(o->token_budget, activation_row_bytes(cfg)), have = sysmem_physical_bytes();
+    if (have && act > have) {
+        char need_s[32], have_s[32];
+        return err_set(e, ERR_USAGE, "serve: a token budget of %zu needs %s of activations (a row for each token "
+                       "a step runs); this machine has %s", o->token_budget,
+                       human_bytes(need_s, sizeof need_s, (double)act), human_bytes(have_s, sizeof have_s, (double)have));
+    }
     size_t need = pages_for(st.page_rows, 0, longest);
     if (need > st.pages_total)
         return err_set(e, ERR_USAGE, "serve: the longest request needs %zu pages of %zu rows; the pool holds %zu "
@@ -146,6 +169,7 @@ static int draw_requests(Loop *L, Err *e)
     for (size_t i = 0; prefix && i < o->shared_prefix; i++)
         prefix[i] = (int)gsl_rng_uniform_int(rng, L->m->cfg.vocab);
     double t = 0;
+    size_t late = 0; /* the request drawn past SERVE_MAX_ARRIVAL, from 1 */
     int rc = prefix ? 0 : -1;
     for (size_t r = 0; rc == 0 && r < o->n_requests; r++) {
         ServeRequest *q = &L->out->req[r];
@@ -155,6 +179,10 @@ static int draw_requests(Loop *L, Err *e)
             q->n_output = o->trace[r].output_len;
         } else {
             t += gsl_ran_exponential(rng, 1.0 / o->rate);
+            if (!(t <= SERVE_MAX_ARRIVAL)) { /* a long draw near serve_check's bound */
+                late = r + 1, rc = -1;
+                break;
+            }
             q->arrival = (size_t)t;
             q->prompt_len = o->prompt_min + gsl_rng_uniform_int(rng, o->prompt_max - o->prompt_min + 1);
             q->n_output = o->output_min + gsl_rng_uniform_int(rng, o->output_max - o->output_min + 1);
@@ -195,6 +223,9 @@ static int draw_requests(Loop *L, Err *e)
         }
     }
     L->out->n_sequences = L->n_seqs;
+    if (late)
+        return err_set(e, ERR_USAGE, "serve: request %zu drawn to arrive at step %.0f; a run waits at most %d "
+                       "(raise --rate)", late, t, SERVE_MAX_ARRIVAL);
     return rc < 0 ? err_set(e, ERR_RUNTIME, "out of memory for %zu requests", o->n_requests) : 0;
 }
 
@@ -511,7 +542,7 @@ int serve_run(const Model *m, KvCache *cache, const ServeOptions *o, ServeStepFn
               Err *e)
 {
     memset(out, 0, sizeof *out);
-    if (serve_check(m, cache, o, e) < 0)
+    if (serve_check(&m->cfg, cache, o, e) < 0)
         return -1;
     Loop L = { .m = m, .cache = cache, .o = o, .out = out };
     KvStats st = { 0 };

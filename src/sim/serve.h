@@ -119,11 +119,14 @@ typedef int (*ServeStepFn)(void *user, const ServeStep *st);
  * all; ERR_RUNTIME for a file that cannot be read. *out is the caller's. */
 int serve_trace_read(const char *path, ServeTraceEntry **out, size_t *n, Err *e);
 
-/* Check o against the model and the cache before anything runs: the cache
- * must be paged with n_seqs slots, no request may need more pages than the
- * pool holds or more positions than the model has, a forked request's
- * samples must fit in the slots. ERR_USAGE with the reason. */
-int serve_check(const Model *m, const KvCache *cache, const ServeOptions *o, Err *e);
+/* Check o against the model's config and the cache before anything runs
+ * (the weights need not be loaded): the cache must be paged with n_seqs
+ * slots, no request may need more pages than the pool holds or more
+ * positions than the model has, a forked request's samples must fit in the
+ * slots, the arrivals must come within a million steps (expected,
+ * for a rate) and the requests' records and a step's activations within
+ * this machine's memory. ERR_USAGE with the reason. */
+int serve_check(const Config *cfg, const KvCache *cache, const ServeOptions *o, Err *e);
 
 /* Run the workload to its end (every request finished). The cache must be
  * empty. The run is bounded: the last arrival plus twice the steps every

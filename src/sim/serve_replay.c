@@ -35,7 +35,7 @@ static int record(void *user, const ServeStep *st)
 int serve_replay_make(ServeReplay *r, const Model *m, KvCache *cache, const ServeOptions *o, Err *e)
 {
     memset(r, 0, sizeof *r);
-    if (serve_check(m, cache, o, e) < 0)
+    if (serve_check(&m->cfg, cache, o, e) < 0)
         return -1;
     KvStats st = { 0 };
     kv_stats(cache, &st);

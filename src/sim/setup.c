@@ -22,6 +22,7 @@ int setup_load_config(const ModelOpts *mo, Config *cfg, Err *e)
         return err_set(e, ERR_USAGE, "--weights and --shared: a checkpoint brings its own layers");
     if (mo->weights ? config_from_checkpoint(cfg, mo->weights, e) < 0 : config_load(cfg, mo->model, e) < 0)
         return -1;
+    cfg->allow_nan = mo->allow_nan;
     if (mo->shared) {
         cfg->shared_layers = 1;
         if (cfg->vocab > SHARED_VOCAB_CAP)
@@ -300,6 +301,19 @@ int setup_make_prompt(const PromptOpts *po, const Config *cfg, int **out, size_t
     }
     *batch = want_batch;
     *len = po->len ? po->len : 8;
+    size_t most = po->max_len ? po->max_len : cfg->max_seq_len;
+    if (most > SETUP_MAX_PROMPT)
+        most = SETUP_MAX_PROMPT;
+    if (*len > most)
+        return most == cfg->max_seq_len
+                   ? err_set(e, ERR_USAGE, "a prompt of %zu random ids (--prompt-len): model '%s' has max_seq_len "
+                             "%zu", *len, cfg->name, cfg->max_seq_len)
+                   : err_set(e, ERR_USAGE, "a prompt of %zu random ids (--prompt-len): kvscope draws at most %zu",
+                             *len, most);
+    char what[96];
+    snprintf(what, sizeof what, "--batch %zu of %zu-token prompts", *batch, *len);
+    if (setup_check_memory(size_mul3_sat(*batch, *len, sizeof(int)), what, e) < 0)
+        return -1;
     if (!(*out = alloc_prompts(*batch, *len, e)))
         return -1;
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);

@@ -23,6 +23,7 @@ typedef struct {
     const char *weights; /* --weights: a GGUF or llama2.c checkpoint (NULL = none); its shape replaces
                             --model's, --set still applies (model/checkpoint.h) */
     int int_dot;        /* --int-dot: a checkpoint's q8_0/q4_0 matrices by integer dots (Model.int_dot) */
+    int allow_nan;      /* --allow-nan: a checkpoint's NaN or infinite weights are run, not refused */
 } ModelOpts;
 
 /* The prompt: text (through the model's tokenizer), explicit ids ("1,2,3",
@@ -34,7 +35,13 @@ typedef struct {
     size_t len;         /* --prompt-len (used when ids is NULL) */
     size_t batch;       /* --batch; with ids, a single prompt is repeated */
     uint64_t seed;      /* --prompt-seed */
+    size_t max_len;     /* the longest random prompt the command can run: 0 = the model's max_seq_len;
+                           a command whose cache runs past the context sets SETUP_MAX_PROMPT */
 } PromptOpts;
+
+/* The longest random prompt kvscope draws, for a cache that runs past the
+ * model's context (a shift cache): 16 Mi tokens, 64 MiB of ids. */
+#define SETUP_MAX_PROMPT ((size_t)1 << 24)
 
 /* Load and validate the config the options name (with --set applied). */
 int setup_load_config(const ModelOpts *mo, Config *cfg, Err *e);
@@ -80,7 +87,9 @@ int setup_text_ids(const Config *cfg, const char *path, size_t max_bytes, int **
                    size_t *text_len, char *tok_name, size_t cap, Err *e);
 
 /* Build the prompts: *out is [*batch][*len] ids below cfg->vocab (caller
- * frees); text is encoded by cfg's tokenizer and repeated for a batch. */
+ * frees); text is encoded by cfg's tokenizer and repeated for a batch. A
+ * random prompt longer than po->max_len (or the model's positions), or
+ * beyond this machine's memory, is refused (ERR_USAGE) before it is drawn. */
 int setup_make_prompt(const PromptOpts *po, const Config *cfg, int **out, size_t *batch, size_t *len, Err *e);
 
 #endif

@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -49,11 +50,20 @@ int parse_double(const char *s, const char *what, double *out, Err *e)
 {
     if (!s || !*s || isspace((unsigned char)s[0]))
         return err_set(e, ERR_USAGE, "%s: '%s' is not a number", what, s ? s : "");
+    /* strtod also reads C's hexadecimal floats: "0x10" would be 16 */
+    const char *digits = s + (s[0] == '-' || s[0] == '+');
+    if (digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X'))
+        return err_set(e, ERR_USAGE, "%s: '%s' is not a decimal number", what, s);
     errno = 0;
     char *end = NULL;
     double v = strtod(s, &end);
-    if (*end != '\0' || errno == ERANGE || !isfinite(v))
+    if (*end == '\0' && errno == ERANGE && fabs(v) > 1) /* overflow: HUGE_VAL */
+        return err_set(e, ERR_USAGE, "%s: '%s' is too large for a double", what, s);
+    if (*end != '\0' || !isfinite(v))
         return err_set(e, ERR_USAGE, "%s: '%s' is not a finite number", what, s);
+    if (errno == ERANGE || (v != 0 && !isnormal(v))) /* below DBL_MIN: subnormal or rounded to 0 */
+        return err_set(e, ERR_USAGE, "%s: '%s' is too close to 0 (the smallest normal number is %g)", what, s,
+                       DBL_MIN);
     *out = v;
     return 0;
 }

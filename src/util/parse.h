@@ -13,7 +13,8 @@
 int parse_size(const char *s, const char *what, size_t *out, Err *e);
 /* A whole number >= 0. */
 int parse_size0(const char *s, const char *what, size_t *out, Err *e);
-/* A finite real number. */
+/* A finite real number written in decimal (no hexadecimal floats), zero or
+ * at least DBL_MIN in size: a subnormal is refused as too close to 0. */
 int parse_double(const char *s, const char *what, double *out, Err *e);
 /* A byte count >= 1: a whole number with an optional binary unit, K, M or
  * G (also KiB, MiB, GiB; any case): "32M" is 33554432. */

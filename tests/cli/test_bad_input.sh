@@ -114,4 +114,86 @@ if [ "$status" -eq 1 ] && grep -q "course/manifest.json, line" "$err" && ! grep 
     ok "a broken manifest is named where it is"
 else bad "a broken manifest elsewhere" "want: exit 1, its own path" "got: exit $status" "stderr: $(cat "$err")"; fi
 
+# Issue 51: values that imply work no command could finish or hold, sizes
+# beyond the model or the machine, files that lie. Each is refused before
+# the work it guards: `timeout 10` makes a regression that starts the work
+# (gigabytes of prompt, a billion idle steps, a gigabyte of weights) fail
+# rather than hang.
+# a llama2.c header of dim 8192 and seq_len 1 over 1 GB of zeros (sparse: no disk used)
+python3 -c 'import struct, sys
+d, h = 8192, 8
+f = open(sys.argv[1], "wb")
+f.write(struct.pack("<7i", d, h, 1, 1, 1, 1, 1))
+f.truncate(28 + 4 * (d + d + 4 * d * d + d + 3 * h * d + d + d))' "$bi_tmp/big.bin"
+$KV export --model tiny --gguf "$bi_tmp/f32.gguf" >/dev/null 2>&1
+$KV export --model tiny --type q8_0 --gguf "$bi_tmp/q8.gguf" >/dev/null 2>&1
+$KV export --model kjv-tiny --gguf "$bi_tmp/kjv.gguf" >/dev/null 2>&1
+for kind in short retype offsets0 nan-scale; do python3 tests/cli/bad_gguf.py "$bi_tmp/q8.gguf" "$bi_tmp/$kind.gguf" $kind; done
+python3 tests/cli/bad_gguf.py "$bi_tmp/f32.gguf" "$bi_tmp/nan-weight.gguf" nan-weight
+python3 tests/cli/bad_gguf.py "$bi_tmp/kjv.gguf" "$bi_tmp/bos5000.gguf" bos=5000
+python3 tests/cli/bad_gguf.py "$bi_tmp/kjv.gguf" "$bi_tmp/bosm1.gguf" bos=-1
+python3 tests/cli/bad_gguf.py "$bi_tmp/kjv.gguf" "$bi_tmp/bos5.gguf" bos=5
+bi_full() { # the first line of stderr: the whole message
+    timeout 10 "$@" >"$out" 2>"$err"; status=$?; lines=$(wc -l <"$err"); first=$(head -n 1 "$err")
+}
+while IFS='|' read -r want words cmd; do
+    case $want in '' | \#*) continue ;; esac
+    eval "set -- $cmd"
+    bi_full "$@"
+    case $first in "kvscope: "*"$words"*) words_ok=1 ;; *) words_ok=0 ;; esac
+    if [ "$status" -eq "$want" ] && [ "$lines" -eq 1 ] && [ "$words_ok" -eq 1 ] && [ ! -s "$out" ]; then
+        ok "bad input, exit $want at once: $cmd"
+    else bad "bad input: $cmd" "want: exit $want within 10 s, one line holding '$words', nothing on stdout" \
+        "got: exit $status (124: timed out), $lines lines" "stderr: $(head -c 300 "$err")"; fi
+done <<'TABLE'
+# 5. rates: the idle steps before the arrivals are bounded (1e-20 died of SIGFPE, 1e-7 grew without bound)
+2|serve: 32 requests at a rate of 1e-20 a step arrive over about 3.2e+21 steps; a run waits at most 1000000|$KV serve --model tiny --rate 1e-20
+2|a rate of 1e-300 a step|$KV serve --model tiny --rate 1e-300
+2|a rate of 1e-07 a step arrive over about 3.2e+08 steps|$KV serve --model tiny --rate 1e-7
+# 6. sizes checked before anything is drawn, read or loaded
+2|a prompt of 2147483648 random ids (--prompt-len): model 'tiny' has max_seq_len 256|$KV run --model tiny --prompt-len 2147483648
+2|a prompt of 4294967296 random ids (--prompt-len): model 'tiny' has max_seq_len 256|$KV view --headless --model tiny --prompt-len 4294967296
+2|a prompt of 2147483648 random ids (--prompt-len): model 'tiny' has max_seq_len 256|$KV dump --model tiny --prompt-len 2147483648 --out $bi_tmp/d51
+2|a prompt of 2147483648 random ids (--prompt-len): kvscope draws at most 16777216|$KV run --model tiny --cache shift --prompt-len 2147483648
+2|src_len = 2147483648 is beyond kvscope's limits|$KV run --model encdec --src-len 2147483648
+2|a prompt of 8 random ids (--prompt-len): model 'big.bin' has max_seq_len 1|$KV run --weights $bi_tmp/big.bin
+2|cache 'paged' needs 38.15 TiB for 10000000 pages|$KV serve --model llama-3-8b --shared --cache paged:pages=10000000
+# 7. beyond this machine's memory: exit 2, naming the cause (they were "out of memory", exit 1)
+2|a prompt of 8589934592 random ids (--prompt-len)|$KV run --model tiny --prompt-len 8589934592
+2|cache 'paged' needs|$KV serve --model tiny --slots 2147483648
+2|for 2147483648 sequences' block tables and tokens|$KV serve --model tiny --slots 2147483648
+2|serve: a token budget of 2147483648 needs|$KV serve --model tiny --token-budget 2147483648
+# 9. GGUF files that lie, and NaN weights or scales
+2|short.gguf: 17472 bytes of data after the last tensor belong to no tensor: the header's tensor count (20) is short|$KV run --weights $bi_tmp/short.gguf --prompt-ids 1,2 --tokens 2
+2|retype.gguf: tensor 'blk.0.attn_norm.weight' (data offset 17408) overlaps tensor 'token_embd.weight'|$KV run --weights $bi_tmp/retype.gguf --prompt-ids 1,2 --tokens 2
+2|offsets0.gguf: tensor 'blk.0.attn_norm.weight' (data offset 0) overlaps tensor 'token_embd.weight'|$KV run --weights $bi_tmp/offsets0.gguf --prompt-ids 1,2 --tokens 2
+2|nan-weight.gguf: tensor 'token_embd.weight' (f32): a weight in row 0 is NaN or infinite|$KV run --weights $bi_tmp/nan-weight.gguf --prompt-ids 1,2 --tokens 2
+2|nan-scale.gguf: tensor 'token_embd.weight' (q8_0): a block's scale in row 0 is NaN or infinite|$KV eval --weights $bi_tmp/nan-scale.gguf --set tokenizer=bytes --text README.md --tokens 40
+# 10. numbers as written, in range; ids inside the vocabulary
+2|--temperature: '0x10' is not a decimal number|$KV run --model tiny --temperature 0x10
+2|--rate: '-0X1p3' is not a decimal number|$KV serve --model tiny --rate -0X1p3
+2|--lr: '1e-320' is too close to 0 (the smallest normal number is 2.22507e-308)|$KV train --model tiny --text README.md --valid README.md --out $bi_tmp/x.kvw --lr 1e-320
+2|--weight-decay: 0 or more, got -0.1|$KV train --model tiny --text README.md --valid README.md --out $bi_tmp/x.kvw --weight-decay -0.1
+2|metadata 'tokenizer.ggml.bos_token_id' is 5000, outside the 1024 tokens|$KV tokenize --weights $bi_tmp/bos5000.gguf hi
+2|metadata 'tokenizer.ggml.bos_token_id' is -1; it must not be negative|$KV run --weights $bi_tmp/bosm1.gguf --prompt-ids 1 --tokens 1
+TABLE
+[ ! -e "$bi_tmp/d51" ] && [ ! -e "$bi_tmp/x.kvw" ] && ok "refused runs leave no output" ||
+    bad "refused runs leave no output" "$(ls -A "$bi_tmp")"
+# 9. the files that tell the truth still run; --allow-nan runs a NaN one on
+expect_ok "an honest q8_0 export runs" '^tokens \(sequence 0\)' $KV run --weights "$bi_tmp/q8.gguf" --prompt-ids 1,2 --tokens 2
+expect_ok "--allow-nan runs a NaN weight on" '^tokens \(sequence 0\)' \
+    $KV run --weights "$bi_tmp/nan-weight.gguf" --allow-nan --prompt-ids 1,2 --tokens 2
+expect_ok "a bos_token_id inside the vocabulary is taken" '^ +0 ' $KV tokenize --weights "$bi_tmp/bos5.gguf" hi
+# 10. a folder that is there keeps its mode; a new one follows the umask
+mkdir "$bi_tmp/keep" && chmod 0751 "$bi_tmp/keep"
+(umask 022 && $KV dump --model tiny --tokens 1 --out "$bi_tmp/keep" >/dev/null 2>&1 &&
+    $KV dump --model tiny --tokens 1 --out "$bi_tmp/new" >/dev/null 2>&1)
+modes="$(stat -c %a "$bi_tmp/keep" "$bi_tmp/new" 2>&1 | tr '\n' ' ')"
+[ "$modes" = "751 755 " ] && [ -e "$bi_tmp/keep/manifest.json" ] && ok "dump --out: a folder there keeps mode 751, a new one is 755 under umask 022" ||
+    bad "dump --out: the folder's mode" "want: 751 755" "got: $modes"
+# 10. a name from --set or an .ini reaches stdout escaped, as errors are
+run "a name with an escape byte" $KV run --model tiny --set "name=${esc}[31mred" --prompt-ids 1 --tokens 1
+if [ "$status" -eq 0 ] && grep -q 'tiny\|\\x1b\[31mred' "$out" && ! grep -q "$esc" "$out"; then ok "names reach stdout escaped"
+else bad "names reach stdout escaped" "want: \\x1b[31mred, no ESC byte" "got: exit $status" "stdout: $(head -c 200 "$out" | od -c | head -3)"; fi
+
 rm -rf "$bi_tmp"
