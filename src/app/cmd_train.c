@@ -292,10 +292,12 @@ static int finish(Run *r, Progress *p, Err *e)
         train_write_sidecar(p, &r->m, fnv1a(r->train, r->n_train), e) < 0)
         return -1;
     const double gflops = p->seconds > 0 ? p->flops / p->seconds / 1e9 : 0;
-    printf("done: %zu steps in %.1f s; validation %.4f bits per byte; %.2f GFLOP/s, %.0f%% of the matmul kernel's "
-           "%.2f; weights in %s (and %s.json)\n", a->t.steps, p->seconds,
-           p->last_valid / log(2.0) / p->bytes_per_token, gflops, 100 * gflops / p->matmul_gflops, p->matmul_gflops,
-           a->out, a->out);
+    const size_t threads = pool_threads();
+    printf("done: %zu steps in %.1f s; validation %.4f bits per byte; %.2f GFLOP/s on %zu thread%s (%.2f a thread, "
+           "%.0f%% of the matmul kernel's %.2f on one); weights in %s (and %s.json)\n", a->t.steps, p->seconds,
+           p->last_valid / log(2.0) / p->bytes_per_token, gflops, threads, threads == 1 ? "" : "s",
+           gflops / (double)threads, 100 * gflops / (double)threads / p->matmul_gflops, p->matmul_gflops, a->out,
+           a->out);
     return 0;
 }
 

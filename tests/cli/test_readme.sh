@@ -31,11 +31,14 @@ if [ -n "${KVSCOPE_SANITIZED:-}" ]; then
     ok "README tour 4: skipped under the sanitizers (3,000 tokens through three caches)"
 else
     run "README tour 4" $KV eval --model kjv-small --split validation --tokens 3000 --cache ring:window=512 \
-        --cache ring:window=508,sinks=4
+        --cache ring:window=508,sinks=4 --paired 2,1
     win=$(awk '$1 == "ring:window=512" { printf "%.3f", $2 }' "$out")
     full=$(awk '$1 == "contiguous" { printf "%.3f", $2 }' "$out")
+    # the sinks against the window: "bits/byte +0.0064 [+0.0020, +0.0116] worse", as the text words it
+    pair=$(sed -n 's/^  ring:window=508,sinks=4 - ring:window=512: bits\/byte +\([0-9.]*\) \[+\([0-9.]*\), +\([0-9.]*\)\] worse;.*/they cost \1 bits per byte, between \2 and \3,/p' "$out")
     if [ "$status" -eq 0 ] && [ -n "$win" ] && grep -q "the window scores $win, the\$" README.md &&
-        grep -q "^full cache $full\. " README.md; then ok "README tour 4: the window $win, the full cache $full"
+        grep -q "^full cache $full\. " README.md && [ -n "$pair" ] && tr '\n' ' ' <README.md | grep -q "$pair"
+    then ok "README tour 4: the window $win, the full cache $full; $pair"
     else bad "README tour 4: the window's and the full cache's bits per byte as the text gives them" \
-        "exit $status, window '$win', full '$full'" "$(head -c 400 "$out")"; fi
+        "exit $status, window '$win', full '$full', '$pair'" "$(head -c 1200 "$out")"; fi
 fi
