@@ -8,6 +8,7 @@
 #include "kv/cache.h"
 #include "model/forward.h"
 #include "sim/eval.h"
+#include "sim/eval_ci.h"
 
 #define N_TOK 48
 #define PREFILL 5
@@ -62,11 +63,50 @@ static void test_eval_against_uncached(void **state)
     size_t bytes[N_TOK];
     for (size_t i = 0; i < N_TOK; i++)
         bytes[i] = 1 + i % 3; /* tokens of 1 to 3 bytes */
-    EvalOptions o = { .prefill = PREFILL, .token_bytes = bytes, .per_position = 1 };
+    EvalOptions o = { .prefill = PREFILL, .token_bytes = bytes, .per_position = 1, .segments = 5 };
     EvalResult r[N];
     Err e = { 0 };
     if (eval_run(&m, caches, N, ids, N_TOK, &o, r, NULL, NULL, &e) < 0)
         fail_msg("eval: %s", e.msg);
+
+    /* 5 segments of the 43 predictions, 8 or 9 each, in order: their bytes are
+     * the tokens they predict, their sums the per-position scores */
+    size_t off = 0;
+    for (size_t t = 0; t < PREFILL; t++)
+        off += bytes[t];
+    for (size_t c = 0; c < N; c++) {
+        assert_int_equal(r[c].n_seg, 5);
+        size_t next = 0, at = off;
+        for (size_t j = 0; j < 5; j++) {
+            const EvalSegment *g = &r[c].seg[j];
+            assert_int_equal(g->first, next);
+            assert_true(g->count == 8 || g->count == 9);
+            assert_int_equal(g->first_byte, at);
+            double nll = 0;
+            for (size_t k = g->first; k < g->first + g->count; k++) {
+                at += bytes[PREFILL + k];
+                nll += r[c].nll_at[k];
+            }
+            assert_int_equal(g->end_byte, at);
+            assert_true(g->bytes == (double)(g->end_byte - g->first_byte));
+            assert_true(fabs(g->nll - nll) <= 1e-9 * fmax(1.0, nll));
+            assert_true(g->agree >= 0 && g->agree <= (double)g->count && g->kl >= 0);
+            if (c < 2) /* the exact caches agree with the reference everywhere */
+                assert_true(g->agree == (double)g->count && g->kl < 1e-12);
+            next += g->count;
+        }
+        assert_int_equal(next, N_TOK - PREFILL);
+    }
+    /* the intervals: each holds its figure; the second exact layout against the first is 0, paired */
+    const size_t pairs[][2] = { { 1, 0 }, { 2, 0 }, { 3, 2 } };
+    EvalIntervals iv;
+    if (eval_intervals(r, N, pairs, 3, &iv, &e) < 0)
+        fail_msg("intervals: %s", e.msg);
+    for (size_t c = 0; c < N; c++)
+        assert_true(iv.cache[c].bpb.lo <= r[c].bits_per_byte && r[c].bits_per_byte <= iv.cache[c].bpb.hi);
+    assert_true(iv.pair[0].kl.lo == 0 && iv.pair[0].kl.hi == 0 && eval_ci_side(&iv.pair[0].kl) == EVAL_SAME);
+    assert_true(fabs(iv.pair[2].bpb.value - (r[3].bits_per_byte - r[2].bits_per_byte)) < 1e-12);
+    eval_intervals_free(&iv);
 
     /* the exact cache, position by position, against the uncached forward */
     double sum = 0, scored_bytes = 0;
