@@ -10,6 +10,7 @@
 #include "app/commands.h"
 #include "app/progress_line.h"
 #include "model/checkpoint.h"
+#include "util/outfile.h"
 
 #define DEFAULT_MODEL "tiny"
 
@@ -85,6 +86,9 @@ static int parse_options(int argc, char **argv, ExportOpts *o, Err *e)
         return err_set(e, ERR_USAGE, "export: unexpected argument '%s' (see `kvscope export --help`)", argv[optind]);
     if (!o->out)
         return err_set(e, ERR_USAGE, "export: --gguf OUT is required (see `kvscope export --help`)");
+    char resolved[PATH_MAX];
+    if (outfile_target(o->out, resolved, sizeof resolved, e) < 0) /* before the model is made */
+        return err_wrap(e, "export: --gguf");
     return 0;
 }
 

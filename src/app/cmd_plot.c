@@ -332,8 +332,10 @@ int cmd_plot(int argc, char **argv)
         return EXIT_OK;
     }
     PlotCtx ctx;
-    if (plot_setup(&o, &ctx, &e) < 0)
+    if (plot_setup(&o, &ctx, &e) < 0) {
+        plot_run_abort(); /* the folders it made */
         return cli_fail(&e);
+    }
     PlotShow show;
     progress_line_init(&show.line, o.quiet);
     ctx.progress = on_progress;
@@ -349,17 +351,15 @@ int cmd_plot(int argc, char **argv)
     for (size_t i = 0; i < plot_n_figures; i++) {
         if (!o.want[i])
             continue;
-        plot_figure_begin();
         if (make_figure(&ctx, &plot_figures[i], ++k, o.n_want, o.term, have, &show, &e) < 0) {
             progress_line_end(&show.line);
-            plot_figure_abort(); /* the figures before it are whole and stay */
-            plot_remove_empty_dirs();
+            plot_run_abort(); /* --out as it was: the run's files gone, those it replaced put back */
             fflush(stdout);
             return cli_fail(&e);
         }
-        plot_figure_end();
         last = &plot_figures[i];
     }
+    plot_run_commit();
     print_end(&o, last, have, t_all);
     return EXIT_OK;
 }

@@ -17,6 +17,7 @@
 #include "text/tokenizer.h"
 #include "util/clock.h"
 #include "util/files.h"
+#include "util/outfile.h"
 #include "util/parse.h"
 
 #define DEFAULT_TOKENIZER "kjv-bpe"
@@ -198,8 +199,10 @@ static void learn_progress(void *user, size_t done, size_t total)
 
 static int learn(const TokOpts *o, Err *e)
 {
-    char *text;
+    char *text, resolved[PATH_MAX];
     size_t len;
+    if (outfile_target(o->out, resolved, sizeof resolved, e) < 0) /* before the learning */
+        return err_wrap(e, "--out");
     if (files_read_text(o->text_file, MAX_TEXT_BYTES, &text, &len, e) < 0)
         return -1;
     Bpe b;

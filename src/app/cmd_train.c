@@ -196,10 +196,18 @@ static void run_free(Run *r)
     free(r->valid);
 }
 
-/* Fail now, not after the training, when the weights cannot be written. */
+/* Fail now, not after the training, when the weights cannot be written:
+ * OUT, OUT.json and OUT.ckpt must be files kvscope may replace, and the
+ * folder must take a new file. */
 static int check_writable(const char *out, Err *e)
 {
-    char tmp[4200];
+    char tmp[4200], resolved[PATH_MAX];
+    static const char *const suffix[] = { "", ".json", ".ckpt" };
+    for (size_t i = 0; i < sizeof suffix / sizeof suffix[0]; i++) {
+        snprintf(tmp, sizeof tmp, "%s%s", out, suffix[i]);
+        if (outfile_target(tmp, resolved, sizeof resolved, e) < 0)
+            return err_wrap(e, "--out");
+    }
     snprintf(tmp, sizeof tmp, "%s.ckpt.tmp", out);
     FILE *f = fopen(tmp, "w");
     if (!f)
@@ -348,9 +356,11 @@ int cmd_train(int argc, char **argv)
         fflush(stdout);
         train_progress_begin(&p);
         p.last_valid = trainer_valid_loss(r.tr);
-        signal(SIGINT, on_sigint);
+        void (*was)(int) = signal(SIGINT, on_sigint); /* Ctrl-C saves the run's state */
         rc = trainer_run(r.tr, train_progress_step, &p, &e);
-        signal(SIGINT, SIG_DFL);
+        signal(SIGINT, was == SIG_ERR ? SIG_DFL : was);
+        if (p.failed)
+            rc = -1;
         progress_line_end(&p.line);
     }
     if (rc == 0 && p.saved_on_stop)
@@ -358,8 +368,10 @@ int cmd_train(int argc, char **argv)
                (unsigned long long)trainer_steps(r.tr), p.ckpt, p.ckpt);
     else if (rc == 0)
         rc = finish(&r, &p, &e);
-    if (p.log)
-        fclose(p.log);
+    if (rc == 0)
+        rc = train_progress_close_log(&p, &e);
+    else
+        train_progress_drop_log(&p);
     run_free(&r);
     return rc < 0 ? cli_fail(&e) : EXIT_OK;
 }

@@ -1,9 +1,11 @@
 /* main.c: kvscope's entry point: choose the subcommand, hand it the rest. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "app/cli.h"
 #include "app/commands.h"
+#include "util/tempfiles.h"
 
 typedef struct {
     const char *name;
@@ -41,7 +43,35 @@ static void usage(FILE *f)
                "Exit status: 0 success, 1 runtime error, 2 usage error.\n");
 }
 
+/* Everything a command printed reached standard output, or one line says it
+ * did not and the status is 1 (a full disk, /dev/full, a closed pipe with
+ * SIGPIPE ignored): data cut short is never a success. */
+static int finish_stdout(int rc)
+{
+    errno = 0;
+    int bad = fflush(stdout) != 0 || ferror(stdout);
+    int was = errno;
+    if (fclose(stdout) != 0 && !bad) /* the last write can fail at the close (NFS) */
+        bad = 1, was = errno;
+    if (!bad)
+        return rc;
+    if (rc == EXIT_OK) { /* a command that failed has said why already */
+        char msg[160];
+        snprintf(msg, sizeof msg, "writing standard output: %s", was ? strerror(was) : "a write failed");
+        cli_error_line(msg);
+        rc = EXIT_RUNTIME;
+    }
+    return rc;
+}
+
+static int dispatch(int argc, char **argv);
+
 int main(int argc, char **argv)
+{
+    return finish_stdout(dispatch(argc, argv));
+}
+
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2) {
         char *args[] = { "view", NULL };
@@ -58,6 +88,8 @@ int main(int argc, char **argv)
     }
     if (cmd[0] == '-' && cmd[1] == '-') /* `kvscope --model small ...`: the view with options */
         return cmd_view(argc, argv);
+    if (strcmp(cmd, "view") != 0) /* the view leaves the terminal's signals to curses */
+        tempfiles_catch_signals();
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(cmd, commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);

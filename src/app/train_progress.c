@@ -2,11 +2,13 @@
  * of `kvscope train` (train_progress.h). */
 #include "app/train_progress.h"
 
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 
 #include "util/clock.h"
 #include "util/pool.h"
+#include "util/files.h"
 #include "util/version.h"
 
 volatile sig_atomic_t train_interrupted;
@@ -20,16 +22,51 @@ int train_progress_open_log(Progress *p, Err *e)
 {
     if (!p->a->log)
         return 0;
-    p->log = fopen(p->a->log, p->a->resume ? "a" : "w");
-    if (!p->log)
-        return err_set(e, ERR_RUNTIME, "--log: cannot write '%s'", p->a->log);
+    if (outfile_open(&p->log_out, p->a->log, e) < 0)
+        return err_wrap(e, "--log");
+    p->log = p->log_out.f;
+    if (p->a->resume) { /* the rows so far, then this run's */
+        Err why = { 0 };
+        FILE *old = files_fopen_input(p->log_out.path, &why);
+        if (!old && !(why.kind == ERR_RUNTIME && errno == ENOENT)) {
+            train_progress_drop_log(p);
+            *e = why;
+            return err_wrap(e, "--log");
+        }
+        char buf[1 << 16];
+        size_t n;
+        while (old && (n = fread(buf, 1, sizeof buf, old)) > 0)
+            fwrite(buf, 1, n, p->log);
+        int bad = old && ferror(old);
+        if (old)
+            fclose(old);
+        if (bad) {
+            train_progress_drop_log(p);
+            return err_set(e, ERR_RUNTIME, "--log: cannot read '%s'", p->a->log);
+        }
+    }
     if (ftell(p->log) == 0)
         fprintf(p->log, "step\tlr\ttrain_loss\ttrain_bits_per_byte\tvalid_bits_per_byte\tgrad_norm\ttokens\t"
                         "seconds\tgflops_per_s\n");
     return 0;
 }
 
-static void log_row(const Progress *p, const TrainStep *s)
+int train_progress_close_log(Progress *p, Err *e)
+{
+    if (!p->log)
+        return 0;
+    p->log = NULL;
+    return outfile_commit(&p->log_out, e) < 0 ? err_wrap(e, "--log") : 0;
+}
+
+void train_progress_drop_log(Progress *p)
+{
+    p->log = NULL;
+    outfile_abort(&p->log_out);
+}
+
+/* One row, flushed so that a full disk shows at once: the run stops there. */
+static int log_row(const Progress *p, const TrainStep *s, Err *e)
 {
     fprintf(p->log, "%llu\t%.4e\t%.5f\t%.5f\t", (unsigned long long)s->step, s->lr, s->loss,
             bits_per_byte(s->loss, p->train_bytes_per_token));
@@ -39,7 +76,11 @@ static void log_row(const Progress *p, const TrainStep *s)
         fputc('-', p->log);
     fprintf(p->log, "\t%.4g\t%.0f\t%.2f\t%.3f\n", s->grad_norm, s->tokens, p->seconds,
             p->seconds > 0 ? p->flops / p->seconds / 1e9 : 0.0);
-    fflush(p->log);
+    errno = 0;
+    if (fflush(p->log) != 0 || ferror(p->log))
+        return err_set(e, ERR_RUNTIME, "--log: cannot write '%s': %s", p->a->log,
+                       errno ? strerror(errno) : "a write failed");
+    return 0;
 }
 
 void train_progress_begin(Progress *p)
@@ -79,11 +120,11 @@ int train_progress_step(void *user, const TrainStep *s)
                s->lr, s->grad_norm, tps, gflops, el_s);
     }
     fflush(stdout);
-    if (p->log)
-        log_row(p, s);
+    if (p->log && log_row(p, s, p->e) < 0)
+        return p->failed = 1, -1;
     int save = train_interrupted || (p->a->ckpt_every && s->step % p->a->ckpt_every == 0);
     if (save && trainer_save(p->tr, p->ckpt, p->e) < 0)
-        return -1;
+        return p->failed = 1, -1;
     p->saved_on_stop = train_interrupted;
     return train_interrupted;
 }
@@ -91,12 +132,12 @@ int train_progress_step(void *user, const TrainStep *s)
 int train_write_sidecar(const Progress *p, const Model *m, uint64_t text_hash, Err *e)
 {
     const TrainArgs *a = p->a;
-    char path[4096], tmp[4200];
+    char path[4096];
     snprintf(path, sizeof path, "%s.json", a->out);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return err_set(e, ERR_RUNTIME, "cannot write '%s'", tmp);
+    OutFile o;
+    if (outfile_open(&o, path, e) < 0)
+        return -1;
+    FILE *f = o.f;
     char sets[512] = "";
     for (size_t i = 0; i < a->mo.n_sets; i++)
         snprintf(sets + strlen(sets), sizeof sets - strlen(sets), " --set %s", a->mo.sets[i]);
@@ -121,8 +162,5 @@ int train_write_sidecar(const Progress *p, const Model *m, uint64_t text_hash, E
             p->seconds > 0 ? tokens / p->seconds : 0.0, p->seconds > 0 ? p->flops / p->seconds / 1e9 : 0.0,
             p->matmul_gflops, bits_per_byte(p->last_train, p->train_bytes_per_token),
             bits_per_byte(p->last_valid, p->bytes_per_token), model_param_floats(&m->cfg));
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0)
-        return err_set(e, ERR_RUNTIME, "cannot write '%s'", path);
-    return 0;
+    return outfile_commit(&o, e);
 }

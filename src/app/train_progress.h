@@ -12,6 +12,7 @@
 #include "app/progress_line.h"
 #include "sim/setup.h"
 #include "train/trainer.h"
+#include "util/outfile.h"
 
 typedef struct {
     ModelOpts mo;
@@ -28,7 +29,8 @@ typedef struct {
     const TrainArgs *a;
     Trainer *tr;
     char ckpt[4096];
-    FILE *log;                     /* --log, or NULL */
+    FILE *log;                     /* --log's temporary (log_out.f), or NULL */
+    OutFile log_out;               /* --log: whole or absent, renamed at the end */
     double t0, bytes_per_token;    /* of the held-out text */
     double train_bytes_per_token;
     uint64_t first_step;
@@ -36,6 +38,7 @@ typedef struct {
     double flops, seconds;         /* of this process's steps so far */
     double matmul_gflops;          /* the matmul kernel's own rate on the model's shapes */
     int saved_on_stop;
+    int failed;                    /* the callback failed: *e says why */
     ProgressLine line;             /* steps, loss and speed on stderr */
     Err *e;
 } Progress;
@@ -52,8 +55,13 @@ void train_progress_begin(Progress *p);
  * non-zero to stop after Ctrl-C. */
 int train_progress_step(void *user, const TrainStep *s);
 
-/* Opens --log (appended to when resuming, with its header when new). */
+/* Opens --log's temporary: a copy of the log when resuming, else its header
+ * only. train_progress_close_log renames it into place once the run ends
+ * well (a stop by Ctrl-C too: the log then matches the checkpoint);
+ * train_progress_drop_log removes it, leaving an earlier log as it was. */
 int train_progress_open_log(Progress *p, Err *e);
+int train_progress_close_log(Progress *p, Err *e);
+void train_progress_drop_log(Progress *p);
 
 /* FILE.json beside the weights: how they were made. */
 int train_write_sidecar(const Progress *p, const Model *m, uint64_t text_hash, Err *e);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "ckpt/gguf.h"
+#include "util/outfile.h"
 
 typedef struct {
     char name[GGUF_MAX_NAME];
@@ -27,7 +28,8 @@ struct GgufWriter {
     size_t meta_len, meta_cap, n_kv;
     WTensor *t;          /* [n_t] */
     size_t n_t, t_cap, data_len;
-    FILE *f;
+    OutFile out;         /* the file, written through PATH.tmp */
+    FILE *f;             /* out.f while the data is written */
     size_t next;         /* the tensor whose bytes come next */
     size_t written;      /* bytes of the data section written so far */
     int failed;          /* an earlier call ran out of memory or met a bad argument */
@@ -235,9 +237,9 @@ int gguf_writer_begin_data(GgufWriter *w, Err *e)
     }
     if (w->failed)
         return err_set(e, ERR_RUNTIME, "%s: %s", w->path, w->why);
-    w->f = fopen(w->tmp, "wb");
-    if (!w->f)
-        return err_set(e, ERR_RUNTIME, "%s: cannot create", w->tmp);
+    if (outfile_open(&w->out, w->path, e) < 0)
+        return e && e->kind == ERR_USAGE ? -1 : err_set(e, ERR_RUNTIME, "%s: cannot create", w->tmp);
+    w->f = w->out.f;
     uint32_t version = 3;
     uint64_t n_t = w->n_t, n_kv = w->n_kv;
     size_t head = 4 + 4 + 8 + 8 + w->meta_len;
@@ -270,13 +272,9 @@ int gguf_writer_finish(GgufWriter *w, Err *e)
         return -1;
     if (w->next != w->n_t)
         return err_set(e, ERR_RUNTIME, "%s: %zu of %zu tensors written", w->path, w->next, w->n_t);
-    int bad = fflush(w->f) != 0 || ferror(w->f);
-    bad |= fclose(w->f) != 0;
     w->f = NULL;
-    if (bad)
-        return io_fail(w, e);
-    if (rename(w->tmp, w->path) != 0)
-        return err_set(e, ERR_RUNTIME, "%s: cannot rename into place", w->path);
+    if (outfile_commit(&w->out, e) < 0)
+        return -1;
     w->done = 1;
     return 0;
 }
@@ -285,10 +283,7 @@ void gguf_writer_free(GgufWriter *w)
 {
     if (!w)
         return;
-    if (w->f)
-        fclose(w->f);
-    if (!w->done && w->tmp)
-        unlink(w->tmp);
+    outfile_abort(&w->out); /* nothing once committed */
     free(w->path);
     free(w->tmp);
     free(w->meta);

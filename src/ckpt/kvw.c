@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "kernels/codec.h"
+#include "util/files.h"
+#include "util/outfile.h"
 
 #define MAGIC "KVSCOPEW"
 #define VERSION 1u
@@ -68,18 +70,14 @@ static int write_all(FILE *f, const KvwShape *s, const KvwTensor *t, size_t n)
 
 int kvw_write(const char *path, const KvwShape *shape, const KvwTensor *t, size_t n, Err *e)
 {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-        return err_set(e, ERR_USAGE, "'%s': path too long", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
-        return err_set(e, ERR_RUNTIME, "cannot write '%s': %s", tmp, strerror(errno));
-    int bad = write_all(f, shape, t, n);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-        remove(tmp);
+    OutFile o;
+    if (outfile_open(&o, path, e) < 0)
+        return -1;
+    if (write_all(o.f, shape, t, n) != 0) {
+        outfile_abort(&o);
         return err_set(e, ERR_RUNTIME, "cannot write '%s' (disk full?)", path);
     }
-    return 0;
+    return outfile_commit(&o, e);
 }
 
 static int get(FILE *f, void *p, size_t n)
@@ -151,7 +149,7 @@ static int read_header(FILE *f, const char *path, KvwShape *got, uint32_t *count
 
 int kvw_probe(const char *path)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = files_fopen_input(path, NULL);
     char magic[8];
     int is = f && !get(f, magic, 8) && memcmp(magic, MAGIC, 8) == 0;
     if (f)
@@ -159,11 +157,20 @@ int kvw_probe(const char *path)
     return is;
 }
 
+/* An input by files_fopen_input's rule, in this file's words when it is missing. */
+static FILE *open_input(const char *path, Err *e)
+{
+    FILE *f = files_fopen_input(path, e);
+    if (!f && (!e || e->kind == ERR_RUNTIME))
+        err_set(e, ERR_RUNTIME, "cannot read weights file '%s': %s", path, strerror(errno));
+    return f;
+}
+
 int kvw_read_shape(const char *path, KvwShape *out, Err *e)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = open_input(path, e);
     if (!f)
-        return err_set(e, ERR_RUNTIME, "cannot read weights file '%s': %s", path, strerror(errno));
+        return -1;
     uint32_t count;
     int rc = read_header(f, path, out, &count, e);
     fclose(f);
@@ -172,9 +179,9 @@ int kvw_read_shape(const char *path, KvwShape *out, Err *e)
 
 int kvw_read(const char *path, const KvwShape *want, KvwTensor *t, size_t n, int optional, Err *e)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = open_input(path, e);
     if (!f)
-        return err_set(e, ERR_RUNTIME, "cannot read weights file '%s': %s", path, strerror(errno));
+        return -1;
     fseek(f, 0, SEEK_END);
     const uint64_t file_bytes = (uint64_t)ftell(f);
     rewind(f);

@@ -10,7 +10,7 @@
 int mapfile_open(MappedFile *f, const char *path, Err *e)
 {
     memset(f, 0, sizeof *f);
-    int fd = open(path, O_RDONLY);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO is refused below, not waited on */
     if (fd < 0)
         return err_set(e, ERR_RUNTIME, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;

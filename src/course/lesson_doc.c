@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "util/files.h"
+
 /* --- parsing ------------------------------------------------------------- */
 
 typedef struct {
@@ -205,9 +207,9 @@ int doc_parse(const char *md, LessonDoc *d, Err *e)
 
 int doc_load(const char *path, LessonDoc *d, Err *e)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = files_fopen_input(path, e);
     if (!f)
-        return err_set(e, ERR_RUNTIME, "cannot read the lesson file");
+        return e && e->kind == ERR_USAGE ? -1 : err_set(e, ERR_RUNTIME, "cannot read the lesson file");
     fseek(f, 0, SEEK_END);
     long n = ftell(f);
     fseek(f, 0, SEEK_SET);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "model/model.h"
+#include "util/files.h"
 
 typedef struct {
     char name[48];
@@ -88,9 +89,9 @@ int weights_load_file(Model *m, const char *path, Err *e)
     size_t n = list_slots(m, slots, sizeof slots / sizeof slots[0]);
     if (n > sizeof slots / sizeof slots[0])
         return err_set(e, ERR_USAGE, "text weights support at most 64 layers");
-    FILE *f = fopen(path, "r");
+    FILE *f = files_fopen_input(path, e);
     if (!f)
-        return err_set(e, ERR_RUNTIME, "cannot open");
+        return e && e->kind == ERR_USAGE ? -1 : err_set(e, ERR_RUNTIME, "cannot open");
     size_t line = 1;
     char word[64];
     int rc = 0;

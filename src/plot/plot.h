@@ -154,15 +154,14 @@ FILE *plot_open(const PlotCtx *ctx, const char *name, Err *e);
  * removed. f may be NULL. */
 int plot_close(FILE *f, const char *name, Err *e);
 
-/* A figure's files, whole or none: plot_figure_begin before its maker runs,
- * plot_figure_end when all of it is written, plot_figure_abort when it
- * failed (every file it wrote is removed, those still open too). After a
- * failed run, plot_remove_empty_dirs removes the folders plot_prepare_dir
- * made that hold nothing. */
-void plot_figure_begin(void);
-void plot_figure_end(void);
-void plot_figure_abort(void);
-void plot_remove_empty_dirs(void);
+/* A run's files, all or none. Until plot_run_commit, every file the run
+ * put in place is registered with tempfiles: a new one to be removed, one it
+ * replaced kept as a hidden copy to be put back, and so are the folders
+ * plot_prepare_dir made. plot_run_abort (a failed figure) and a fatal signal
+ * (tempfiles' handler) both leave --out as it was before the run;
+ * plot_run_commit removes the copies and keeps the run's files. */
+void plot_run_commit(void);
+void plot_run_abort(void);
 
 /* Write s as a gnuplot double-quoted string: backslash and quote escaped, a
  * newline written as the two characters \n. */

@@ -2,6 +2,7 @@
  * and labels files, the machine caption, the scripts and gnuplot itself. */
 #include "plot/plot.h"
 #include "util/files.h"
+#include "util/tempfiles.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -15,93 +16,112 @@
 #define PATH_MAX 4096
 #endif
 
-/* What a run has written, so that a failure takes it back (plot runs on
- * one thread; these are its only state). A file is written under a
- * temporary name beside its own and renamed when it closed without error:
- * its name never holds half a file. The files of the figure being made are
- * listed, to be removed if the figure fails, and so are the folders --out
- * made, to be removed if the run leaves them empty. */
-#define MAX_OPEN 8     /* files open at once: a figure's data, labels and script */
-#define MAX_WRITTEN 32 /* files one figure writes */
-#define MAX_DIRS 16
+/* What a run has put in place, so that a failure or a signal takes it
+ * back (plot runs on one thread; these are its only state). A file is
+ * written under a temporary name beside its own (".NAME.part") and renamed
+ * when it closed without error: its name never holds half a file. The file
+ * it replaces is first kept as ".NAME.old" (a hard link, so NAME is never
+ * missing), to be renamed back if the run fails, removed when it succeeds. */
+#define MAX_OPEN 8 /* files open at once: a figure's data, labels and script */
 typedef struct {
     FILE *f;
     char tmp[PATH_MAX], path[PATH_MAX];
+    int reg; /* tempfiles id of tmp */
 } OpenFile;
 static OpenFile open_files[MAX_OPEN];
-static char *written[MAX_WRITTEN];
-static size_t n_written;
-static char *made_dirs[MAX_DIRS];
-static size_t n_made_dirs;
+static int run_mark = -1; /* the run's first tempfiles entry */
+#define MAX_KEPT 256
+static char *kept[MAX_KEPT]; /* the ".old" copies, removed at the commit */
+static size_t n_kept;
 
-static void note_made_dir(const char *path)
+static void run_start(void)
 {
-    if (n_made_dirs < MAX_DIRS)
-        made_dirs[n_made_dirs] = strdup(path), n_made_dirs += made_dirs[n_made_dirs] != NULL;
+    if (run_mark < 0)
+        run_mark = tempfiles_mark();
 }
 
 static int make_dir(const char *path)
 {
     if (mkdir(path, 0777) == 0) {
-        note_made_dir(path);
+        tempfiles_add(TEMP_DIR, path, NULL); /* removed if the run fails (rmdir: only when empty) */
         return 0;
     }
     return errno == EEXIST ? 0 : -1;
 }
 
-/* The temporary name of path: ".NAME.part" in the same folder, so the
- * rename stays on one filesystem. */
-static void part_name(const char *path, char *out, size_t cap)
+/* The hidden name of path with a suffix (".part", ".old") in the same
+ * folder, so that renames stay on one filesystem. */
+static void hidden_name(const char *path, const char *suffix, char *out, size_t cap)
 {
     const char *slash = strrchr(path, '/');
     size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
-    if (snprintf(out, cap, "%.*s.%s.part", (int)dir_len, path, path + dir_len) >= (int)cap)
+    if (snprintf(out, cap, "%.*s.%s%s", (int)dir_len, path, path + dir_len, suffix) >= (int)cap)
         out[0] = '\0'; /* too long to name: the open that follows fails and says so */
 }
 
-/* The file is whole: keep it as one of the figure's. */
-static void note_written(const char *path)
+static void part_name(const char *path, char *out, size_t cap)
 {
-    if (n_written < MAX_WRITTEN)
-        written[n_written] = strdup(path), n_written += written[n_written] != NULL;
+    hidden_name(path, ".part", out, cap);
 }
 
-void plot_figure_begin(void)
+/* Rename the whole temporary `part` to `path`, keeping what path held so
+ * that the run can put it back. */
+static int put_in_place(const char *part, const char *path, Err *e)
 {
-    plot_figure_end();
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        if (!S_ISREG(st.st_mode))
+            return err_set(e, ERR_USAGE, "plot: %s is there and is not a file kvscope may replace", path);
+        char old[PATH_MAX];
+        hidden_name(path, ".old", old, sizeof old);
+        char *copy = n_kept < MAX_KEPT ? strdup(old) : NULL;
+        unlink(old);
+        if (!copy || link(path, old) != 0) {
+            free(copy);
+            return err_set(e, ERR_RUNTIME, "plot: cannot keep a copy of %s while it is replaced: %s", path,
+                           copy ? strerror(errno) : "too many files");
+        }
+        kept[n_kept++] = copy;
+        tempfiles_add(TEMP_RESTORE, old, path);
+    } else {
+        tempfiles_add(TEMP_FILE, path, NULL); /* new: removed if the run fails */
+    }
+    if (rename(part, path) != 0)
+        return err_set(e, ERR_RUNTIME, "plot: cannot rename %s to %s: %s", part, path, strerror(errno));
+    return 0;
 }
 
-void plot_figure_end(void)
+void plot_run_commit(void)
 {
-    for (size_t i = 0; i < n_written; i++)
-        free(written[i]);
-    n_written = 0;
+    for (size_t i = 0; i < n_kept; i++) {
+        unlink(kept[i]);
+        free(kept[i]);
+    }
+    n_kept = 0;
+    if (run_mark >= 0)
+        tempfiles_forget_from(run_mark);
+    run_mark = -1;
 }
 
-void plot_figure_abort(void)
+void plot_run_abort(void)
 {
     for (size_t i = 0; i < MAX_OPEN; i++)
         if (open_files[i].f) {
             fclose(open_files[i].f);
-            unlink(open_files[i].tmp);
             open_files[i].f = NULL;
         }
-    for (size_t i = 0; i < n_written; i++)
-        unlink(written[i]);
-    plot_figure_end();
-}
-
-void plot_remove_empty_dirs(void)
-{
-    while (n_made_dirs > 0) { /* deepest first; rmdir leaves a folder that is not empty */
-        rmdir(made_dirs[--n_made_dirs]);
-        free(made_dirs[n_made_dirs]);
-    }
+    if (run_mark >= 0)
+        tempfiles_undo_from(run_mark); /* the parts, the run's new files and folders; the copies put back */
+    for (size_t i = 0; i < n_kept; i++)
+        free(kept[i]);
+    n_kept = 0;
+    run_mark = -1;
 }
 
 int plot_prepare_dir(const char *dir, Err *e)
 {
     char path[PATH_MAX];
+    run_start();
     if (!*dir)
         return err_set(e, ERR_USAGE, "--out: empty directory name");
     if (strlen(dir) >= sizeof path)
@@ -136,10 +156,14 @@ FILE *plot_open(const PlotCtx *ctx, const char *name, Err *e)
         err_set(e, ERR_RUNTIME, "plot: more than %d files open at once", MAX_OPEN);
         return NULL;
     }
+    run_start();
     snprintf(o->path, sizeof o->path, "%s/%s", ctx->out_dir, name);
     part_name(o->path, o->tmp, sizeof o->tmp);
-    if (!(o->f = fopen(o->tmp, "w")))
+    o->reg = tempfiles_add(TEMP_FILE, o->tmp, NULL);
+    if (!(o->f = fopen(o->tmp, "w"))) {
         err_set(e, ERR_RUNTIME, "plot: cannot write %s: %s", o->path, strerror(errno));
+        tempfiles_forget(o->reg);
+    }
     return o->f;
 }
 
@@ -151,23 +175,23 @@ int plot_close(FILE *f, const char *name, Err *e)
     for (size_t i = 0; i < MAX_OPEN && !o; i++)
         if (open_files[i].f == f)
             o = &open_files[i];
-    int bad = ferror(f);
-    bad |= fclose(f) != 0;
+    errno = 0;
+    int bad = fflush(f) != 0 || ferror(f);
+    int was = errno;
+    if (fclose(f) != 0 && !bad)
+        bad = 1, was = errno;
     if (!o) /* not plot_open's: nothing to rename */
         return bad ? err_set(e, ERR_RUNTIME, "plot: writing %s failed", name) : 0;
     o->f = NULL;
-    if (bad || !e) { /* a failed write, or the caller is giving up: no half file stays */
-        int was = errno;
-        unlink(o->tmp);
-        return bad ? err_set(e, ERR_RUNTIME, "plot: writing %s failed: %s", o->path, strerror(was)) : 0;
-    }
-    if (rename(o->tmp, o->path) != 0) {
-        err_set(e, ERR_RUNTIME, "plot: cannot rename %s to %s: %s", o->tmp, o->path, strerror(errno));
-        unlink(o->tmp);
-        return -1;
-    }
-    note_written(o->path);
-    return 0;
+    int rc = 0;
+    if (bad || !e) /* a failed write, or the caller is giving up: no half file stays */
+        rc = bad ? err_set(e, ERR_RUNTIME, "plot: writing %s failed: %s", o->path,
+                           was ? strerror(was) : "a write failed") : 0;
+    else
+        rc = put_in_place(o->tmp, o->path, e);
+    unlink(o->tmp); /* gone already when it was put in place */
+    tempfiles_forget(o->reg);
+    return rc;
 }
 
 void plot_gp_string(FILE *f, const char *s)
@@ -309,22 +333,12 @@ static int image_complete(const char *path, const char *term)
     return n > 0;
 }
 
-int plot_render(const PlotCtx *ctx, const char *name, const char *term, const char *out, char *errbuf,
-                size_t cap, Err *e)
+/* Run gnuplot on the figure's script, drawing into part (or to stdout when
+ * out is "-"), and check the image is whole. */
+static int render_into(const PlotCtx *ctx, const char *script, const char *data, const char *term,
+                       const char *out, int to_file, const char *part, char *errbuf, size_t cap, Err *e)
 {
-    char script[128], data[128];
-    snprintf(script, sizeof script, "%s.gp", name);
-    snprintf(data, sizeof data, "%s.tsv", name);
-    errbuf[0] = '\0';
-    /* gnuplot draws into a temporary name, renamed once the image is whole:
-     * an image left by an earlier run is replaced only by a complete one */
-    char image[PATH_MAX], part[PATH_MAX];
-    int to_file = strcmp(out, "-") != 0;
-    snprintf(image, sizeof image, "%s/%s", ctx->out_dir, out);
-    part_name(image, part, sizeof part);
     const char *part_base = strrchr(part, '/') ? strrchr(part, '/') + 1 : part;
-    if (to_file && unlink(part) != 0 && errno != ENOENT)
-        return err_set(e, ERR_RUNTIME, "plot: cannot replace %s: %s", part, strerror(errno));
     int fd[2];
     if (pipe(fd) != 0)
         return err_set(e, ERR_RUNTIME, "plot: pipe: %s", strerror(errno));
@@ -342,7 +356,7 @@ int plot_render(const PlotCtx *ctx, const char *name, const char *term, const ch
         close(fd[1]);
         if (chdir(ctx->out_dir) != 0)
             _exit(126);
-        char *argv[] = { "gnuplot", "-c", script, data, (char *)(to_file ? part_base : out), (char *)term, NULL };
+        char *argv[] = { "gnuplot", "-c", (char *)script, (char *)data, (char *)(to_file ? part_base : out), (char *)term, NULL };
         execvp("gnuplot", argv);
         _exit(127);
     }
@@ -374,8 +388,6 @@ int plot_render(const PlotCtx *ctx, const char *name, const char *term, const ch
     int len = (int)(end - start);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        if (to_file)
-            unlink(part);
         if (code == 127)
             return err_set(e, ERR_RUNTIME,
                            "plot: could not run gnuplot (install it: sudo apt-get install gnuplot-nox)");
@@ -388,20 +400,35 @@ int plot_render(const PlotCtx *ctx, const char *name, const char *term, const ch
      * exits 0 when the disk fills under it: an image must end as its format
      * ends before it takes its name */
     struct stat st;
-    if (stat(part, &st) != 0 || st.st_size == 0) {
-        unlink(part);
+    if (stat(part, &st) != 0 || st.st_size == 0)
         return err_set(e, ERR_RUNTIME, "plot: gnuplot drew nothing into %s from %s", out, script);
-    }
-    if (!image_complete(part, term)) {
-        unlink(part);
+    if (!image_complete(part, term))
         return err_set(e, ERR_RUNTIME, "plot: gnuplot's %s is cut short (%lld bytes, no end of %s; is the disk "
                        "full?)", out, (long long)st.st_size, term);
-    }
-    if (rename(part, image) != 0) {
-        err_set(e, ERR_RUNTIME, "plot: cannot rename %s to %s: %s", part, image, strerror(errno));
-        unlink(part);
-        return -1;
-    }
-    note_written(image);
     return 0;
+}
+
+int plot_render(const PlotCtx *ctx, const char *name, const char *term, const char *out, char *errbuf,
+                size_t cap, Err *e)
+{
+    char script[128], data[128];
+    snprintf(script, sizeof script, "%s.gp", name);
+    snprintf(data, sizeof data, "%s.tsv", name);
+    errbuf[0] = '\0';
+    /* gnuplot draws into a temporary name, renamed once the image is whole:
+     * an image left by an earlier run is replaced only by a complete one */
+    char image[PATH_MAX], part[PATH_MAX];
+    int to_file = strcmp(out, "-") != 0;
+    snprintf(image, sizeof image, "%s/%s", ctx->out_dir, out);
+    part_name(image, part, sizeof part);
+    if (to_file && unlink(part) != 0 && errno != ENOENT)
+        return err_set(e, ERR_RUNTIME, "plot: cannot replace %s: %s", part, strerror(errno));
+    int part_reg = to_file ? tempfiles_add(TEMP_FILE, part, NULL) : -1; /* a signal removes gnuplot's half image */
+    int rc = render_into(ctx, script, data, term, out, to_file, part, errbuf, cap, e);
+    if (rc == 0 && to_file)
+        rc = put_in_place(part, image, e);
+    if (to_file)
+        unlink(part); /* gone already when it was put in place */
+    tempfiles_forget(part_reg);
+    return rc;
 }

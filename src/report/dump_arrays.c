@@ -14,6 +14,7 @@
 
 #include "kernels/codec.h"
 #include "kernels/format.h"
+#include "util/tempfiles.h"
 
 /* ---- the output directory ---- */
 
@@ -60,6 +61,7 @@ int dump_dir_begin(Dump *d, const char *out, Err *e)
     if (clean_out(out, clean, sizeof clean, e) < 0)
         return -1;
     d->made_len = 0;
+    d->temp_mark = tempfiles_mark() + 1; /* a signal removes what is made from here on */
     /* mkdir -p the parent, remembering the first folder made here */
     snprintf(parent, sizeof parent, "%s", clean);
     char *slash = strrchr(parent, '/');
@@ -75,6 +77,8 @@ int dump_dir_begin(Dump *d, const char *out, Err *e)
             struct stat st;
             if (made && !d->made_len)
                 d->made_len = strlen(parent);
+            if (made)
+                tempfiles_add(TEMP_DIR, parent, NULL);
             if (!made && err != EEXIST && (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode))) {
                 dump_dir_abort(d);
                 return err_set(e, ERR_RUNTIME, "--out %s: cannot create %s: %s", out, parent, strerror(err));
@@ -91,6 +95,7 @@ int dump_dir_begin(Dump *d, const char *out, Err *e)
         dump_dir_abort(d);
         return err_set(e, ERR_RUNTIME, "--out %s: cannot create a folder beside it: %s", out, strerror(err));
     }
+    tempfiles_add(TEMP_TREE, d->tmp, NULL); /* the arrays in it, then it */
     /* mkdtemp makes it 0700; DIR, when this folder becomes it, is made as
      * mkdir would make it: 0777 less the umask */
     mode_t mask = umask(0);
@@ -102,6 +107,14 @@ int dump_dir_begin(Dump *d, const char *out, Err *e)
     }
     d->dir = d->tmp;
     return 0;
+}
+
+/* The folders dump_dir_begin registered are done with. */
+static void forget_temps(Dump *d)
+{
+    if (d->temp_mark)
+        tempfiles_forget_from(d->temp_mark - 1);
+    d->temp_mark = 0;
 }
 
 /* Remove every file of the folder dir (it holds no folders), then dir. */
@@ -135,6 +148,7 @@ void dump_dir_abort(Dump *d)
         *slash = '\0';
     }
     d->made_len = 0;
+    forget_temps(d);
 }
 
 int dump_dir_commit(Dump *d, const char *out, Err *e)
@@ -147,6 +161,7 @@ int dump_dir_commit(Dump *d, const char *out, Err *e)
         if (rename(d->tmp, clean) != 0)
             return err_set(e, ERR_RUNTIME, "--out %s: cannot move %s there: %s", out, d->tmp, strerror(errno));
         d->tmp[0] = '\0';
+        forget_temps(d);
         return 0;
     }
     /* a folder that is there (empty, or --force) stays, with its owner and
@@ -169,6 +184,7 @@ int dump_dir_commit(Dump *d, const char *out, Err *e)
     if (rc == 0) {
         rmdir(d->tmp);
         d->tmp[0] = '\0';
+        forget_temps(d);
     }
     return rc;
 }

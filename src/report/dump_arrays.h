@@ -22,6 +22,7 @@ typedef struct {
     char tmp[4096];    /* the folder being written, beside DIR ("" when none) */
     char parent[4096]; /* DIR's parent, and how much of it dump_dir_begin made (0: none) */
     size_t made_len;
+    int temp_mark;     /* tempfiles_mark() + 1 when dump_dir_begin ran: the folders it registered */
 } Dump;
 
 /* Refuse a DIR that is a file, or a non-empty directory without force

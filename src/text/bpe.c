@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "text/pretok.h"
+#include "util/files.h"
+#include "util/outfile.h"
 
 #define MAGIC "kvscope-bpe 1"
 
@@ -68,9 +70,11 @@ int bpe_init(Bpe *b, const int (*merges)[2], size_t n, Err *e)
 int bpe_load(Bpe *b, const char *path, Err *e)
 {
     memset(b, 0, sizeof *b);
-    FILE *f = fopen(path, "r");
+    FILE *f = files_fopen_input(path, e);
     if (!f)
-        return err_set(e, ERR_RUNTIME, "cannot read merges file '%s': %s", path, strerror(errno));
+        return e && e->kind == ERR_USAGE ? -1
+                                         : err_set(e, ERR_RUNTIME, "cannot read merges file '%s': %s", path,
+                                                   strerror(errno));
     char line[128];
     size_t vocab = 0, n = 0, line_no = 2;
     int (*merges)[2] = NULL;
@@ -105,21 +109,13 @@ int bpe_load(Bpe *b, const char *path, Err *e)
 
 int bpe_save(const Bpe *b, const char *path, Err *e)
 {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-        return err_set(e, ERR_USAGE, "'%s': path too long", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return err_set(e, ERR_RUNTIME, "cannot write '%s': %s", tmp, strerror(errno));
-    fprintf(f, MAGIC "\nvocab %zu\n", b->vocab);
+    OutFile o;
+    if (outfile_open(&o, path, e) < 0)
+        return -1;
+    fprintf(o.f, MAGIC "\nvocab %zu\n", b->vocab);
     for (size_t m = 0; m + 256 < b->vocab; m++)
-        fprintf(f, "%d %d\n", b->merge[m][0], b->merge[m][1]);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-        remove(tmp);
-        return err_set(e, ERR_RUNTIME, "cannot write '%s'", path);
-    }
-    return 0;
+        fprintf(o.f, "%d %d\n", b->merge[m][0], b->merge[m][1]);
+    return outfile_commit(&o, e);
 }
 
 /* One piece's ids, merged in place: the adjacent pair of lowest rank

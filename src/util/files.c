@@ -2,10 +2,12 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int readable(const char *path) /* a file or a folder */
@@ -63,13 +65,58 @@ void files_list(const char *dir, const char *suffix, char *buf, size_t cap)
         used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", names[i]);
 }
 
+int files_open_input(const char *path, Err *e)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        int was = errno;
+        err_set(e, ERR_RUNTIME, "cannot read '%s': %s", path, strerror(was));
+        errno = was;
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int was = errno;
+        close(fd);
+        err_set(e, ERR_RUNTIME, "cannot read '%s': %s", path, strerror(was));
+        errno = was;
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+        return err_set(e, ERR_USAGE, "'%s' is %s, not a file", path,
+                       S_ISDIR(st.st_mode)                      ? "a folder"
+                       : S_ISFIFO(st.st_mode)                   ? "a FIFO"
+                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                                                                : "not a regular file");
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0)
+        fcntl(fd, F_SETFL, flags & ~O_NONBLOCK); /* a regular file reads the same either way; plain from here */
+    return fd;
+}
+
+FILE *files_fopen_input(const char *path, Err *e)
+{
+    int fd = files_open_input(path, e);
+    if (fd < 0)
+        return NULL;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        err_set(e, ERR_RUNTIME, "cannot read '%s': %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
+}
+
 int files_read_text(const char *path, size_t max_bytes, char **out, size_t *len, Err *e)
 {
     *out = NULL;
     *len = 0;
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    FILE *f = strcmp(path, "-") == 0 ? stdin : files_fopen_input(path, e);
     if (!f)
-        return err_set(e, ERR_RUNTIME, "cannot read '%s': %s", path, strerror(errno));
+        return -1;
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap + 1);
     int rc = 0;

@@ -4,6 +4,7 @@
 #define KVSCOPE_UTIL_FILES_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "util/err.h"
 
@@ -17,6 +18,17 @@ int files_find(const char *env_var, const char *folder, const char *rel, char *o
 /* The names of the files in folder dir that end in suffix, without it,
  * sorted and comma-separated into buf (empty when the folder is missing). */
 void files_list(const char *dir, const char *suffix, char *buf, size_t cap);
+
+/* Open an input file for reading: a descriptor, or -1 with e filled.
+ * Opened without blocking, so a FIFO or a device is refused instead of
+ * waited on: ERR_USAGE, one line, for a path that is a folder or any other
+ * thing but a regular file (the rule of every input kvscope reads by name);
+ * ERR_RUNTIME "cannot read 'PATH': reason" when it cannot be opened, with
+ * errno kept for a caller that words it its own way. */
+int files_open_input(const char *path, Err *e);
+
+/* files_open_input as a stdio stream ("rb"); NULL with e filled. */
+FILE *files_fopen_input(const char *path, Err *e);
 
 /* Read a whole text file (path "-" is stdin) into *out, NUL-terminated,
  * its length in *len; the caller frees *out. ERR_RUNTIME, one line, for a
