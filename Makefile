@@ -125,7 +125,8 @@ sanitize:
 # The NEON kernels, on this x86 machine: the ISA tests cross-built for
 # AArch64 (a small stand-in for cmocka in tests/cross) and run under qemu.
 CROSS_CC  := aarch64-linux-gnu-gcc
-CROSS_SRC := $(filter-out %_avx2.c %_avx512.c %_vnni.c %/bench_blas.c,$(wildcard src/kernels/*.c)) src/util/err.c src/util/clock.c src/stats/counters.c
+CROSS_SRC := $(filter-out %_avx2.c %_avx512.c %_vnni.c %/bench_blas.c,$(wildcard src/kernels/*.c)) src/util/err.c src/util/clock.c src/stats/counters.c \
+	src/util/pool.c src/util/machine.c src/util/human.c src/util/parse.c src/util/sysmem.c
 CROSS_TESTS := test_kernels test_attend test_codec test_bench
 CROSS_OBJ   := $(CROSS_SRC:%.c=$(BUILD)/cross/obj/%.o)
 CROSS_FLAGS := -std=c11 -O2 $(WARN) -D_DEFAULT_SOURCE -Itests/cross -Isrc
