@@ -356,7 +356,8 @@ static int render_into(const PlotCtx *ctx, const char *script, const char *data,
         close(fd[1]);
         if (chdir(ctx->out_dir) != 0)
             _exit(126);
-        char *argv[] = { "gnuplot", "-c", (char *)script, (char *)data, (char *)(to_file ? part_base : out), (char *)term, NULL };
+        char *argv[] = { "gnuplot", "-c", (char *)script, (char *)data, (char *)(to_file ? part_base : out),
+                         (char *)term, NULL };
         execvp("gnuplot", argv);
         _exit(127);
     }

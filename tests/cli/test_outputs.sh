@@ -34,7 +34,8 @@ for log in new.tsv kept.tsv; do
         --seq-len 16 --batch 1 --eval-every 0 --quiet --log "$op_tmp/$log"
     left=$(ls -A "$op_tmp" | grep -c "^$log")
     op_expect "train --log on a full disk: exit 1, $log as it was before" 1 "--log: cannot write" \
-        '{ [ "$log" = new.tsv ] && [ "$left" -eq 0 ]; } || { [ "$left" -eq 1 ] && [ "$(cat "$op_tmp/$log")" = "an earlier log" ]; }'
+        '{ [ "$log" = new.tsv ] && [ "$left" -eq 0 ]; } ||
+         { [ "$left" -eq 1 ] && [ "$(cat "$op_tmp/$log")" = "an earlier log" ]; }'
 done
 
 # --- 2. an output that is not a regular file is refused; a symlink is written through ----------
@@ -85,7 +86,8 @@ op_signal() { # NAME SIGNAL GLOB CMD...: send SIGNAL (a number) to CMD once GLOB
     done
     left=$(ls -A "$op_tmp/sig")
     want=$((128 + sig))
-    if [ "$seen" -eq 1 ] && [ "$status" -eq "$want" ] && [ -z "$left" ]; then ok "$name: killed by signal $sig, nothing left"
+    if [ "$seen" -eq 1 ] && [ "$status" -eq "$want" ] && [ -z "$left" ]; then
+        ok "$name: killed by signal $sig, nothing left"
     else bad "$name" "want: the temporary seen, exit $want, nothing left" "got: seen $seen, exit $status" \
         "left: $left"; fi
 }
