@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""bad_gguf.py IN OUT KIND: IN (a GGUF `kvscope export` wrote) made to lie
-in one way, into OUT, for test_bad_input.sh.
+"""bad_gguf.py IN OUT KIND [IN OUT KIND]...: each IN (a GGUF `kvscope
+export` wrote) made to lie in one way, into its OUT, for test_bad_input.sh
+(one run for all: Python's start-up is the slow part).
 
 KIND:
   short       the header's tensor count one short
@@ -65,7 +66,14 @@ def first_of(data, infos, ggml_type):
 
 
 def main():
-    src, dst, kind = sys.argv[1:4]
+    args = sys.argv[1:]
+    if not args or len(args) % 3:
+        sys.exit("usage: bad_gguf.py IN OUT KIND [IN OUT KIND]...")
+    for i in range(0, len(args), 3):
+        make(*args[i:i + 3])
+
+
+def make(src, dst, kind):
     data = bytearray(open(src, "rb").read())
     n_kv, meta_end, infos, start = parse(data)
     if kind == "short":
