@@ -159,9 +159,17 @@ static void rows_piece(void *ctx, size_t i)
     j->fn(j->ctx, i * j->per, min2((i + 1) * j->per, j->n));
 }
 
-/* fn(ctx, r0, r1) over [0, n) in pieces, side by side. */
-static void par_rows(size_t n, RowsFn fn, void *ctx)
+/* Floats below which an element-wise step runs on the calling thread: the
+ * pool's hand-over would cost more (a small model's norms and RoPE). */
+#define PAR_MIN_FLOATS 16384
+
+/* fn(ctx, r0, r1) over [0, n) rows of `width` floats, in pieces side by side. */
+static void par_rows(size_t n, size_t width, RowsFn fn, void *ctx)
 {
+    if (n * width < PAR_MIN_FLOATS) {
+        fn(ctx, 0, n);
+        return;
+    }
     RowsJob j = { fn, ctx, n, piece_rows(n) };
     pool_run((n + j.per - 1) / j.per, rows_piece, &j);
 }
@@ -289,7 +297,7 @@ static void norm_fwd(const Kernels *k, float *out, float *inv, const float *x, c
                      float eps)
 {
     NormJob j = { k, out, inv, x, w, d, eps };
-    par_rows(T, norm_rows, &j);
+    par_rows(T, d, norm_rows, &j);
 }
 
 /* y[T][out] = init + x[T][in] W^T, W [out][in]: the weights transposed
@@ -439,7 +447,7 @@ static void layer_fwd(const Model *m, BackpropState *s, const LayerWeights *w, L
     Proj qkv[3] = { { a->q, w->wq, qd }, { a->k, w->wk, kvd }, { a->v, w->wv, kvd } };
     project(s, k, a->xn1, T, d, qkv, 3);
     AttnJob rj = { c, k, s, a, a->p, a->o, T };
-    par_rows(T, rope_rows, &rj);
+    par_rows(T, qd + kvd, rope_rows, &rj);
     attention_fwd(m, s, a, T);
     s->flops += attention_flops(c, T);
     memcpy(a->x_mid, x, T * d * sizeof(float)); /* x_mid = x + o W_o^T */
@@ -451,7 +459,7 @@ static void layer_fwd(const Model *m, BackpropState *s, const LayerWeights *w, L
     Proj gu[2] = { { a->gate, w->w_gate, f }, { a->up, w->w_up, f } };
     project(s, k, a->xn2, T, d, gu, 2);
     SwigluJob sj = { k, a->h, a->gate, a->up, f };
-    par_rows(T, swiglu_rows, &sj);
+    par_rows(T, f, swiglu_rows, &sj);
     memcpy(x, a->x_mid, T * d * sizeof(float)); /* x_out = x_mid + h W_down^T */
     Proj down = { x, w->w_down, d };
     project(s, k, a->h, T, f, &down, 1);
@@ -498,7 +506,7 @@ double backprop_forward(const Model *m, BackpropState *s, const int *tokens, siz
     if (logits)
         memcpy(logits, s->probs, T * V * sizeof(float));
     SoftmaxJob sj = { s, V };
-    par_rows(T, softmax_rows, &sj);
+    par_rows(T, V, softmax_rows, &sj);
     double loss = 0;
     for (size_t t = 0; t < T; t++) /* in order: the same sum for every thread count */
         loss += s->row_loss[t];
@@ -547,7 +555,7 @@ static void norm_bwd(float *dx, float *dw, const float *dy, const float *x, cons
                      size_t d)
 {
     NormBwdJob j = { dx, dy, x, w, inv, d };
-    par_rows(T, norm_bwd_rows, &j);
+    par_rows(T, d, norm_bwd_rows, &j);
     for (size_t t = 0; t < T; t++)
         for (size_t i = 0; i < d; i++)
             dw[i] += dy[t * d + i] * x[t * d + i] * inv[t];
@@ -673,7 +681,7 @@ static void layer_bwd(const Model *m, BackpropState *s, const LayerWeights *w, L
     matmul_bwd(s, &st, dh, gw->w_down, s->dx, a->h, w->w_down, T, f, d);
     stage_run(&st);
     SiluBwdJob sj = { s, a, f };
-    par_rows(T, silu_bwd_rows, &sj);
+    par_rows(T, f, silu_bwd_rows, &sj);
     memset(s->dxb, 0, T * d * sizeof(float));
     st = (Stage){ .kern = k };
     Prod *dxb = stage_add(&st, PROD_NN, s->dxb, d, T, d);
@@ -689,7 +697,7 @@ static void layer_bwd(const Model *m, BackpropState *s, const LayerWeights *w, L
     stage_run(&st);
     attention_bwd(m, s, a, T);
     s->flops += 2 * attention_flops(c, T); /* dp and dv, then dq and dk */
-    par_rows(T, rope_bwd_rows, s);
+    par_rows(T, qd + kvd, rope_bwd_rows, s);
     memset(s->dxb, 0, T * d * sizeof(float));
     st = (Stage){ .kern = k };
     dxb = stage_add(&st, PROD_NN, s->dxb, d, T, d);
@@ -722,7 +730,7 @@ void backprop_backward(const Model *m, BackpropState *s, Model *grad, float scal
     const Config *c = &m->cfg;
     const size_t T = s->len, d = c->d_model, V = c->vocab;
     DlogitsJob dj = { s, V, scale / (float)T };
-    par_rows(T, dlogits_rows, &dj);
+    par_rows(T, V, dlogits_rows, &dj);
     memset(s->dxb, 0, T * d * sizeof(float));
     Stage st = { .kern = m->kern };
     Prod *dxb = stage_add(&st, PROD_NN, s->dxb, d, T, d);

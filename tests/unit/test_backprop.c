@@ -229,14 +229,15 @@ static void test_flop_count(void **state)
 
 /* The loss and every gradient the same bytes on 1, 2 and 3 threads, with
  * every kernel table this CPU runs: a window long enough for two attention
- * blocks and pieces of rows on every product, sizes that are not multiples
- * of the kernels' tiles. */
+ * blocks and pieces of rows on every step, sizes that are not multiples of
+ * the kernels' tiles. */
 static void test_threads_same_bytes(void **state)
 {
     (void)state;
     enum { LONG = 45 };
     Config cfg = test_config(2, 4, 2);
-    cfg.d_model = 20, cfg.head_dim = 6, cfg.ffn_dim = 37, cfg.vocab = 29, cfg.max_seq_len = LONG;
+    /* widths that put the norms, SwiGLU and the softmax on the pool too (backprop.c's PAR_MIN_FLOATS) */
+    cfg.d_model = 380, cfg.head_dim = 6, cfg.ffn_dim = 373, cfg.vocab = 371, cfg.max_seq_len = LONG;
     Model m, g;
     test_model(&m, &cfg);
     test_model(&g, &cfg);
