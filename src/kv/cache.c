@@ -98,3 +98,20 @@ void kv_free(KvCache *c)
     if (c)
         c->ops->destroy(c);
 }
+
+int kv_truncate(KvCache *c, size_t seq, size_t len, Counters *ctr, Err *e)
+{
+    if (!c->ops->truncate)
+        return err_set(e, ERR_USAGE, "cache '%s' cannot roll back rows: %s", c->spec,
+                       c->ops->rollback ? c->ops->rollback : "it has no truncate operation");
+    for (size_t l = 0; l < c->geo.n_layers; l++)
+        if (len > kv_length(c, l, seq))
+            return err_set(e, ERR_RUNTIME, "roll back of sequence %zu to %zu rows: layer %zu holds %zu", seq, len, l,
+                           kv_length(c, l, seq));
+    return c->ops->truncate(c, seq, len, ctr, e);
+}
+
+int kv_can_roll_back(KvCache *c, Err *e)
+{
+    return kv_truncate(c, 0, kv_length(c, 0, 0), NULL, e);
+}

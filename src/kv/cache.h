@@ -136,6 +136,15 @@ typedef struct {
      * appends and reads at those positions: the cache's own. A cache with
      * this op makes room as it goes and never overflows (kv_check_room). */
     size_t (*pos_shift)(const KvCache *c, size_t seq);
+    /* Optional (NULL = it cannot; `rollback` says why): keep positions
+     * 0 .. len-1 of seq in every layer and forget the rest, as speculative
+     * decoding forgets the rows of rejected draft tokens. len is at most the
+     * rows seq holds. A kind that rolls back in some configurations only
+     * refuses the others (ERR_USAGE, naming why) whatever len is, so a
+     * caller may ask first with the length seq has (kv_can_roll_back). */
+    int (*truncate)(KvCache *c, size_t seq, size_t len, Counters *ctr, Err *e);
+    /* How the kind rolls rows back, or why it cannot: one sentence. */
+    const char *rollback;
     /* Optional (NULL = no pages): fill *out. */
     void (*stats)(const KvCache *c, KvStats *out);
     /* Optional: the physical page of each logical page of seq into phys
@@ -225,6 +234,11 @@ static inline size_t kv_length(const KvCache *c, size_t layer, size_t seq)
 {
     return c->ops->length(c, layer, seq);
 }
+/* Keep positions 0 .. len-1 of seq (cache.h's truncate); ERR_USAGE naming
+ * why for a cache that cannot roll back. */
+int kv_truncate(KvCache *c, size_t seq, size_t len, Counters *ctr, Err *e);
+/* 0 when c can roll back rows; -1 with the reason (ERR_USAGE) when not. */
+int kv_can_roll_back(KvCache *c, Err *e);
 static inline size_t kv_bytes_used(const KvCache *c) { return c->ops->bytes_used(c); }
 static inline size_t kv_bytes_reserved(const KvCache *c) { return c->ops->bytes_reserved(c); }
 static inline void kv_reset(KvCache *c) { c->ops->reset(c); }

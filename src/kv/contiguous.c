@@ -52,6 +52,19 @@ static int contiguous_append(KvCache *base, size_t layer, size_t seq, size_t pos
     return 0;
 }
 
+/* Rolling back is forgetting: the rows past len stay where they are, to be
+ * written over. A quantized row is whole (its blocks run along head_dim),
+ * so no block is left partly filled. */
+static int contiguous_truncate(KvCache *base, size_t seq, size_t len, Counters *ctr, Err *e)
+{
+    Contiguous *c = (Contiguous *)base;
+    (void)ctr, (void)e;
+    for (size_t l = 0; l < base->geo.n_layers; l++)
+        if (c->len[slot(c, l, seq)] > len)
+            c->len[slot(c, l, seq)] = len;
+    return 0;
+}
+
 static size_t contiguous_length(const KvCache *base, size_t layer, size_t seq)
 {
     const Contiguous *c = (const Contiguous *)base;
@@ -146,6 +159,9 @@ static void contiguous_cells(const KvCache *base, size_t layer, size_t seq, KvCe
 
 static const KvCacheOps contiguous_ops = {
     .name = "contiguous",
+    .truncate = contiguous_truncate,
+    .rollback = "the rows held shrink to the kept length, in place; a quantized row is whole (its blocks "
+                "of 32 run along head_dim), so no block is left partly filled",
     .append = contiguous_append,
     .n_blocks = contiguous_n_blocks,
     .block = contiguous_block,

@@ -146,6 +146,38 @@ static int dynamic_fork(KvCache *base, size_t src, size_t dst, Counters *ctr, Er
     return 0;
 }
 
+/* Keep the first len rows of each head: the heads' runs move down over
+ * the forgotten rows (head-major storage), and the buffers shrink to what
+ * they hold, as the layout always does. The moves are counted as copies. */
+static void shrink_rows(unsigned char **buf, size_t old_len, size_t len, size_t row, size_t n_heads, Counters *ctr)
+{
+    if (!*buf || row == 0)
+        return;
+    for (size_t h = 1; h < n_heads; h++)
+        memmove(*buf + h * len * row, *buf + h * old_len * row, len * row);
+    if (ctr)
+        ctr->bytes_copied += (n_heads - 1) * len * row;
+    const size_t bytes = n_heads * len * row;
+    unsigned char *smaller = realloc(*buf, bytes > 0 ? bytes : 1);
+    if (smaller) /* else the larger buffer serves as well */
+        *buf = smaller;
+}
+
+static int dynamic_truncate(KvCache *base, size_t seq, size_t len, Counters *ctr, Err *e)
+{
+    Dynamic *d = (Dynamic *)base;
+    (void)e;
+    for (size_t l = 0; l < base->geo.n_layers; l++) {
+        Slot *s = slot_of(d, l, seq);
+        if (s->len <= len)
+            continue;
+        shrink_rows(&s->k, s->len, len, d->k_row, base->geo.n_kv_heads, ctr);
+        shrink_rows(&s->v, s->len, len, d->v_row, base->geo.n_kv_heads, ctr);
+        s->len = len;
+    }
+    return 0;
+}
+
 static void dynamic_drop(KvCache *base, size_t seq)
 {
     Dynamic *d = (Dynamic *)base;
@@ -176,6 +208,9 @@ static void dynamic_cells(const KvCache *base, size_t layer, size_t seq, KvCell 
 
 static const KvCacheOps dynamic_ops = {
     .name = "dynamic",
+    .truncate = dynamic_truncate,
+    .rollback = "each head's kept rows move down over the forgotten ones (counted as copies) and the buffers "
+                "shrink to what they hold",
     .append = dynamic_append,
     .n_blocks = dynamic_n_blocks,
     .block = dynamic_block,

@@ -188,6 +188,7 @@ static void h2o_destroy(KvCache *base)
 
 static const KvCacheOps h2o_ops = {
     .name = "h2o",
+    .rollback = "its evictions follow attention: a row evicted while rejected tokens were held (their rows, their attention) is gone",
     .append = h2o_append,
     .n_blocks = h2o_n_blocks,
     .block = h2o_block,

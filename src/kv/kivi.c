@@ -355,6 +355,7 @@ static void kivi_formats(const KvCache *base, char *buf, size_t cap)
 
 static const KvCacheOps kivi_ops = {
     .name = "kivi",
+    .rollback = "keys are quantized per channel once their group fills: a group filled by rejected rows holds scales made from them",
     .append = kivi_append,
     .n_blocks = kivi_n_blocks,
     .block = kivi_block,

@@ -245,6 +245,7 @@ static void mixed_formats(const KvCache *base, char *buf, size_t cap)
 
 static const KvCacheOps mixed_ops = {
     .name = "mixed",
+    .rollback = "new rows age the older ones (f16 to q8_0 to q4_0): rows re-encoded because rejected rows arrived cannot get their f16 values back",
     .append = mixed_append,
     .n_blocks = mixed_n_blocks,
     .block = mixed_block,

@@ -406,6 +406,43 @@ static void paged_cells(const KvCache *base, size_t layer, size_t seq, KvCell *o
     }
 }
 
+/* Forget positions len .. of seq: whole pages past len go back to the pool
+ * (a page another sequence maps stays, one reference fewer); the page len
+ * falls in stays mapped. That page will be written again: its hash no
+ * longer names what it will hold, so it is forgotten (the page alone) or,
+ * shared, left to the other sequences, and the next write copies it first
+ * (copy on write, as after a fork). With +sparse, pages a rejected row's
+ * pass dropped are gone: refused. */
+static int paged_truncate(KvCache *base, size_t seq, size_t len, Counters *ctr, Err *e)
+{
+    Paged *p = (Paged *)base;
+    (void)ctr;
+    if (p->sparse)
+        return err_set(e, ERR_USAGE, "cache '%s' cannot roll back rows: +sparse gives old pages back as the "
+                       "sequence grows, and a page given back for a rejected row is gone", base->spec);
+    size_t *table = table_of(p, seq);
+    const size_t keep_pages = (len + p->page - 1) / p->page;
+    for (size_t lp = keep_pages; lp < p->max_logical && table[lp] != NONE; lp++) {
+        if (table[lp] != DROPPED)
+            give_back(p, table[lp]);
+        table[lp] = NONE;
+        p->prefilled[seq * p->max_logical + lp] = 0;
+    }
+    if (len % p->page) { /* the partly kept page */
+        const size_t lp = len / p->page, pg = table[lp];
+        if (p->ref[pg] == 1 && p->hash[pg])
+            hash_remove(p, pg);
+        p->prefilled[seq * p->max_logical + lp] = 0; /* its next rows are this sequence's to write */
+    }
+    if (p->reserved[seq] > len)
+        p->reserved[seq] = len;
+    for (size_t l = 0; l < base->geo.n_layers; l++) {
+        size_t *n = &p->layer_len[l * base->geo.n_seqs + seq];
+        *n = *n > len ? len : *n;
+    }
+    return 0;
+}
+
 static void paged_drop(KvCache *base, size_t seq)
 {
     Paged *p = (Paged *)base;
@@ -472,6 +509,10 @@ static void paged_destroy(KvCache *base)
 
 static const KvCacheOps paged_ops = {
     .name = "paged",
+    .truncate = paged_truncate,
+    .rollback = "whole pages past the kept length go back to the pool (a shared page stays shared, one "
+                "reference fewer); the page the length falls in is kept, and copied before its next write "
+                "when another sequence maps it; not with +sparse",
     .reserve = paged_reserve,
     .append = paged_append,
     .n_blocks = paged_n_blocks,

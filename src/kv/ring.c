@@ -213,6 +213,7 @@ static void ring_destroy(KvCache *base)
 
 static const KvCacheOps ring_ops = {
     .name = "ring",
+    .rollback = "a ring writes new rows over its oldest ones: the rows a rejected token overwrote are gone, and the window of the kept tokens needs them",
     .append = ring_append,
     .n_blocks = ring_n_blocks,
     .block = ring_block,

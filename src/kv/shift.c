@@ -252,6 +252,7 @@ static void shift_destroy(KvCache *base)
 
 static const KvCacheOps shift_ops = {
     .name = "shift",
+    .rollback = "a context shift discards positions and moves the kept keys: a shift made for a rejected row cannot be undone",
     .reserve = shift_reserve,
     .append = shift_append,
     .n_blocks = shift_n_blocks,

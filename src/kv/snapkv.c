@@ -229,6 +229,7 @@ static void snapkv_destroy(KvCache *base)
 
 static const KvCacheOps snapkv_ops = {
     .name = "snapkv",
+    .rollback = "a pass of more than one row is a prompt pass to it: the target's check of K+1 rows would vote and evict again",
     .append = snapkv_append,
     .n_blocks = snapkv_n_blocks,
     .block = snapkv_block,

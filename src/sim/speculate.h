@@ -1,0 +1,45 @@
+/* speculate.h: speculative decoding (draft, then verify), greedy.
+ *
+ * A small draft model proposes K tokens, one decode step each, from its own
+ * cache; the target model scores the last committed token and the K
+ * proposals in one pass of K + 1 rows. The longest prefix of proposals the
+ * target would itself have chosen is kept, plus the target's own choice
+ * after it (a correction, or a bonus token when all K were kept): 1 to K + 1
+ * tokens a target pass. Both caches then roll the rejected rows back
+ * (kv_truncate), so each holds exactly the committed tokens' rows. Greedy,
+ * the output is the target's alone, token for token (test_speculate). */
+#ifndef KVSCOPE_SIM_SPECULATE_H
+#define KVSCOPE_SIM_SPECULATE_H
+
+#include <stddef.h>
+
+#include "kv/cache.h"
+#include "model/model.h"
+#include "stats/counters.h"
+#include "util/err.h"
+
+/* The most draft tokens a round proposes (--speculate). */
+#define SPEC_MAX_K 16
+
+typedef struct {
+    size_t target_passes;            /* the prefill and every verification pass */
+    size_t draft_passes;
+    size_t generated;
+    size_t drafted, accepted;        /* proposals made, and kept */
+    size_t proposed_at[SPEC_MAX_K];  /* proposals at position i of a round's draft */
+    size_t accepted_at[SPEC_MAX_K];  /* ... and how many of them were kept */
+    size_t target_rolled, draft_rolled; /* token rows written (in every layer) then rolled back */
+    Counters target, draft;          /* all the work of each model */
+    double seconds;                  /* wall time of the whole run */
+} SpecStats;
+
+/* Generate n_generate tokens greedily from prompt [plen] with target and
+ * its empty cache tc, drafting k (1 .. SPEC_MAX_K) tokens a round with
+ * draft and its empty cache dc; out [n_generate]. Both models share one
+ * vocabulary. Fails (ERR_USAGE) before any work when either cache cannot
+ * roll back (naming why), the vocabularies differ or the positions do not
+ * fit either model. */
+int speculate_greedy(const Model *target, KvCache *tc, const Model *draft, KvCache *dc, const int *prompt,
+                     size_t plen, size_t n_generate, size_t k, int *out, SpecStats *st, Err *e);
+
+#endif
