@@ -518,13 +518,16 @@ static void run_print(Bench *b, BenchReport *rep)
 
 /* The roofs the view and run place passes against: this run's read
  * bandwidth and the kernels' matmul on a block in cache, kept in the state
- * folder (sim/roofs.h). --quick keeps nothing: its sizes say nothing of
- * the machine. A folder that cannot be written costs a line on stderr. */
-static void keep_roofs(const BenchOpts *o, const Kernels *k, double bandwidth)
+ * folder (sim/roofs.h). Only a bandwidth read past the LLC is a DRAM roof:
+ * --quick, or a --bandwidth-mib under twice the LLC, keeps nothing. A
+ * folder that cannot be written costs a line on stderr. */
+static void keep_roofs(const BenchOpts *o, const Machine *m, const Kernels *k, double bandwidth)
 {
-    if (o->quick) {
+    if (o->quick || o->read_mib * MIB < 2 * m->llc) {
         if (o->fmt == OUT_TABLE)
-            printf("\nroofs: not kept (--quick's figures say nothing about the machine)\n");
+            printf("\nroofs: not kept for the view and run (%s)\n",
+                   o->quick ? "--quick's figures say nothing about the machine"
+                            : "the bandwidth buffer is under twice the LLC: its reads may come from cache");
         return;
     }
     Roofs r = { .read_bps = bandwidth, .flops_ps = roofs_probe_compute(k, 0.1), .source = ROOFS_BENCH,
@@ -608,7 +611,7 @@ int cmd_bench(int argc, char **argv)
         bench_report_start(&rep);
         run_print(&b, &rep);
         if (!rep.wrong)
-            keep_roofs(&o, b.k, rep.bandwidth);
+            keep_roofs(&o, &mach, b.k, rep.bandwidth);
     }
     run_free(&b);
     free(rep.attn);

@@ -93,7 +93,7 @@ static void help(void)
            "  --seed S            seed of the prompts, sources, request lengths and synthetic\n"
            "                      K/V values (default %d); the same seed writes byte-identical\n"
            "                      data files, except the measured figures (step-time,\n"
-           "                      bandwidth), which hold timings\n"
+           "                      bandwidth, roofline), which hold timings\n"
            "  --model NAME        figures 1-3: the model (defaults: tiny for 1-2, small for 3)\n"
            "  --tokens N          figures 1-3: tokens generated (defaults 256 and 160)\n"
            "  --quick             smaller runs, for tests: shorter measured figures (they then mean\n"

@@ -70,8 +70,14 @@ void panel_roofline(Frame *f, Rect r, const View *v, const Session *s, int focus
 {
     const Roofs *roofs = &v->roofs;
     char title[160], origin[96];
-    snprintf(title, sizeof title, "roofline: FLOP/s by FLOP/B%s%s", roofline_known(roofs) ? ", roofs: " : "",
-             roofline_known(roofs) ? roofs_origin(roofs, origin, sizeof origin) : "");
+    if (roofline_known(roofs)) { /* the roofs' source first, the axes' units where they fit */
+        roofs_origin(roofs, origin, sizeof origin);
+        snprintf(title, sizeof title, "roofline (FLOP/s by FLOP/B), roofs: %s", origin);
+        if (text_width(title) + 4 > r.w)
+            snprintf(title, sizeof title, "roofline, roofs: %s", origin);
+    } else {
+        snprintf(title, sizeof title, "roofline (FLOP/s by FLOP/B)");
+    }
     frame_rule(f, r, 0, title, focused);
     if (!roofline_known(roofs)) {
         frame_wrap(f, rect_sub(r, 0, 1, r.w, r.h - 1), ROLE_DIM,
@@ -103,7 +109,7 @@ void panel_roofline(Frame *f, Rect r, const View *v, const Session *s, int focus
     int x0 = (int)floor(xmin), x1 = (int)ceil(xmax + 1e-9);
     while (x1 - x0 < MIN_DECADES)
         x1 - x0 == MIN_DECADES - 1 && xmin - x0 < x1 - xmax ? x0-- : x1++;
-    int y1 = (int)ceil(ymax + 0.05), y0 = (int)floor(ymin);
+    int y1 = (int)ceil(ymax - 1e-9), y0 = (int)floor(ymin);
     if (y1 - y0 < MIN_DECADES)
         y0 = y1 - MIN_DECADES;
     if (y1 - y0 > MAX_Y_DECADES)
@@ -111,6 +117,7 @@ void panel_roofline(Frame *f, Rect r, const View *v, const Session *s, int focus
     const double sx = plot_w / (double)(x1 - x0), sy = plot_h / (double)(y1 - y0);
 #define COL(lx) ((int)floor(((lx) - x0) * sx))
 #define ROW(ly) (plot_h - 1 - (int)floor(((ly) - y0) * sy))
+#define CLAMP_ROW(row) ((row) < 0 ? 0 : (row) >= plot_h ? plot_h - 1 : (row)) /* the top decade's own row */
     const Rect plot = rect_sub(r, AXIS_W, 1, plot_w, plot_h);
 
     /* axes: a label at each decade of FLOP/s, of FLOP/B under the plot */
@@ -135,9 +142,7 @@ void panel_roofline(Frame *f, Rect r, const View *v, const Session *s, int focus
     const int ridge_col = COL(log10(ridge));
     for (int c = 0; c < plot_w; c++) {
         const double lx = x0 + (c + 0.5) / sx;
-        const int row = ROW(log10(roofline_attainable(roofs, pow(10, lx))));
-        if (row < 0 || row >= plot_h)
-            continue;
+        const int row = CLAMP_ROW(ROW(log10(roofline_attainable(roofs, pow(10, lx)))));
         if (c == ridge_col)
             frame_put(f, plot, c, row, '+', ROLE_HEAD);
         else
@@ -157,7 +162,7 @@ void panel_roofline(Frame *f, Rect r, const View *v, const Session *s, int focus
             /* times hidden: on the roof as drawn in its column */
             int row = v->hide_times ? ROW(log10(roofline_attainable(roofs, pow(10, x0 + (col + 0.5) / sx))))
                                     : ROW(m->ly);
-            row = row < 0 ? 0 : row >= plot_h ? plot_h - 1 : row;
+            row = CLAMP_ROW(row);
             const char ch = m->uncached ? (m->newest ? 'U' : 'u') : (m->newest ? 'C' : 'c');
             frame_put(f, plot, col, row, (uint32_t)ch, m->newest ? ROLE_NEW : m->uncached ? ROLE_UNCACHED : ROLE_SPARK);
             above |= m->above;
@@ -201,4 +206,5 @@ void panel_roofline(Frame *f, Rect r, const View *v, const Session *s, int focus
     free(marks);
 #undef COL
 #undef ROW
+#undef CLAMP_ROW
 }

@@ -17,10 +17,10 @@ expect_ok "plot is listed in kvscope --help" '^  plot ' $KV --help
 run "plot --list" $KV plot --list
 ready=$(grep -Ec '^ +[0-9]+  [a-z-]+ +ready' "$out")
 waiting=$(grep -Ec '^ +[0-9]+  [a-z-]+ +waiting' "$out")
-if [ "$status" -eq 0 ] && [ "$ready" -eq 17 ] && [ "$waiting" -eq 0 ] && ! grep -q 'waits for' "$out" &&
+if [ "$status" -eq 0 ] && [ "$ready" -eq 18 ] && [ "$waiting" -eq 0 ] && ! grep -q 'waits for' "$out" &&
     grep -Eq '^  8  eviction +ready' "$out"
-then ok "plot --list: figures 1-17 ready, none waiting"
-else bad "plot --list: figures 1-17 ready, none waiting" \
+then ok "plot --list: figures 1-18 ready, none waiting"
+else bad "plot --list: figures 1-18 ready, none waiting" \
     "exit $status, ready $ready, waiting $waiting" "stdout: $(head -c 600 "$out")"; fi
 
 # --- every figure, quick, drawn when gnuplot is here ------------------------
@@ -192,6 +192,39 @@ check "retrieval: all held at 16; at 128 window and sinks hold nothing, the wind
 check "retrieval: each mean gain inside its interval over the facts; the exact cache against itself 0" \
     'for (c = 0; c < 7; c++) { k = 23 + 4 * c; g = 4 + 3 * c; if (!($k <= $g && $g <= $(k + 1) && $(k + 2) <= $(k + 3))) why = why " d " $1 " cache " c } if ($25 != 0 || $26 != 0) why = why " exact"' \
     retrieval.tsv
+
+# roofline: tiny, f16 and q4_0, prompts of 4 and 16 with --quick; prefill right
+# of decode, a batch of 4 right of 1, q4_0 moves fewer bytes than f16; the GPU
+# panel's bound and the crossover batch recomputed from the counts in the data
+header roofline.tsv "$(printf 'model\tcache\tphase\tlength\tbatch\tflops\tbytes\tseconds\tflop_per_byte\tflop_per_s\tcpu_attainable\tgpu_attainable\tfrom_cache')"
+if python3 - "$A" <<'PY'
+import csv, math, sys
+d = sys.argv[1]
+rows = list(csv.DictReader(open(d + "/roofline.tsv"), delimiter="\t"))
+cross = list(csv.DictReader(open(d + "/roofline.crossover.tsv"), delimiter="\t"))
+assert len(rows) == 12 and len(cross) == 4, (len(rows), len(cross))
+def get(cache, phase, length, batch):
+    return [r for r in rows if (r["cache"], r["phase"], r["length"], r["batch"]) == (cache, phase, str(length), str(batch))][0]
+for cache in ("f16", "q4_0"):
+    for n in (4, 16):
+        p, d1, d4 = get(cache, "prefill", n, 1), get(cache, "decode", n, 1), get(cache, "decode", n, 4)
+        assert float(p["flop_per_byte"]) > float(d1["flop_per_byte"]) < float(d4["flop_per_byte"]), (p, d1, d4)
+        assert int(get("q4_0", "decode", n, 1)["bytes"]) < int(get("f16", "decode", n, 1)["bytes"])
+for r in rows:
+    i = float(r["flop_per_byte"])
+    assert abs(i - int(r["flops"]) / int(r["bytes"])) <= 1e-5 * i, r
+    assert abs(float(r["gpu_attainable"]) - min(3.35e12 * i, 1979e12 / 2)) <= 1e-5 * float(r["gpu_attainable"]), r
+for c in cross:
+    f, w, k, ridge = (float(c[x]) for x in ("flops_per_seq", "weight_bytes", "kv_bytes_per_seq", "gpu_ridge"))
+    assert abs(ridge - 989.5e12 / 3.35e12) < 1e-3, ridge
+    want = ridge * w / (f - ridge * k) if f > ridge * k else math.inf
+    got = float(c["gpu_batch"])
+    assert (math.isinf(want) and math.isinf(got)) or abs(got - want) <= 1e-5 * want, (c, want)
+labels = open(d + "/roofline.labels.gp").read()
+assert "NVIDIA H100 SXM" in labels and "nvidia.com/en-us/data-center/h100" in labels and "cross_text" in labels
+PY
+then ok "roofline: prefill right of decode, batch 4 right of 1, q4_0 fewer bytes; H100 bound and crossover recomputed"
+else bad "roofline: prefill right of decode, batch 4 right of 1, q4_0 fewer bytes; H100 bound and crossover recomputed"; fi
 
 # serve: rates 0.5 and 2 with --quick; pages of 1, 16, 128 and a whole context
 # each; the whole-context pages run fewest tokens a step once the pool binds
