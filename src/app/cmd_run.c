@@ -11,6 +11,7 @@
 #include "app/commands.h"
 #include "app/run_beam.h"
 #include "app/run_options.h"
+#include "app/run_speculate.h"
 #include "kv/cache.h"
 #include "model/generate.h"
 #include "report/mla_report.h"
@@ -274,6 +275,8 @@ int cmd_run(int argc, char **argv)
         return cli_fail(&e);
     if (cfg.architecture == ARCH_ENCDEC || o.beams || o.src_len || o.alpha_given)
         return run_beams(&o, &cfg);
+    if (o.speculate)
+        return run_speculate(&o, &cfg);
 
     Run r = { 0 };
     Roofs roofs = { 0 }; /* given, kept by bench, or probed now: each pass's shares of them */

@@ -7,6 +7,7 @@
 
 #include "app/cli.h"
 #include "app/run_beam.h"
+#include "app/run_speculate.h"
 #include "model/mla_shape.h"
 #include "util/parse.h"
 #include "util/pool.h"
@@ -74,6 +75,7 @@ void run_options_help(void)
            "attention structure (decoder-only models; the output names it):\n%s"
            "  e.g. --structure retrieval --cache ring:window=16 --quality: the needle falls out\n\n"
            "encoder-decoder (beam search; the model's architecture = encdec):\n%s\n"
+           "speculative decoding:\n%s\n"
            "threads:\n"
            "  --threads N         threads for the wide passes (the prefill, every uncached pass), cut\n"
            "                      by rows: the same bytes for every N; and for a decode step's\n"
@@ -84,7 +86,8 @@ void run_options_help(void)
            "Counters are measured where the work happens. FLOPs count a multiply-add as 2;\n"
            "softmax is counted as 5 FLOPs per score (an estimate, labelled so).\n"
            "example: kvscope run --model small --prompt-len 10 --tokens 50 --compare\n",
-           cli_model_help, cli_int_dot_help, cli_prompt_help, caches, mla_help, structure_help, run_beam_help);
+           cli_model_help, cli_int_dot_help, cli_prompt_help, caches, mla_help, structure_help, run_beam_help,
+           run_speculate_help);
 }
 
 static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
@@ -106,6 +109,7 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
         { "beams", required_argument, 0, 0 },   { "src-len", required_argument, 0, 0 },
         { "alpha", required_argument, 0, 0 },   { "mla", required_argument, 0, 0 },
         { "structure", required_argument, 0, 0 }, { "threads", required_argument, 0, 0 },
+        { "draft", required_argument, 0, 0 },   { "speculate", required_argument, 0, 0 },
         { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -152,6 +156,10 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
             rc = mla_parse(optarg, &o->mla, e), o->mla_given = 1;
         else if (strcmp(name, "threads") == 0)
             rc = parse_size0(optarg, "--threads", &o->threads, e);
+        else if (strcmp(name, "draft") == 0)
+            o->draft = optarg;
+        else if (strcmp(name, "speculate") == 0)
+            rc = parse_size(optarg, "--speculate", &o->speculate, e);
         if (rc < 0)
             return -1;
     }
@@ -165,6 +173,8 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
         return err_set(e, ERR_USAGE, "run: --quality measures a cache; it excludes --no-cache and --compare");
     if (o->quality && o->po.batch > 1)
         return err_set(e, ERR_USAGE, "run: --quality measures one sequence; drop --batch");
+    if (run_speculate_check(o, e) < 0)
+        return -1;
     return pool_set_threads(o->threads, e);
 }
 

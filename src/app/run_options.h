@@ -30,6 +30,8 @@ typedef struct {
     int has_preset;
     Structure structure;  /* --structure */
     size_t threads;       /* --threads (0: every CPU this process may use) */
+    const char *draft;    /* --draft: the draft model of speculative decoding (run_speculate.c) */
+    size_t speculate;     /* --speculate K: draft tokens a round; 0 = not given */
 } RunOpts;
 
 /* Fill o (its defaults set by the caller) from argv: a --preset's values
