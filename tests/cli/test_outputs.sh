@@ -65,7 +65,7 @@ op_expect "export through a dangling symlink: exit 2" 2 \
 # --- 3. a signal leaves no debris ---------------------------------------------------------------
 # the command runs in the background; the signal goes as soon as its temporary
 # shows (a tight poll: the export writes 50 MB, a dump as much); tried up to 3
-# times in case the command won the race
+# times in case the command won the race; killed outright if it never shows
 op_signal() { # NAME SIGNAL GLOB CMD...: send SIGNAL (a number) to CMD once GLOB matches in $op_tmp/sig
     name=$1 sig=$2 glob=$3; shift 3
     for try in 1 2 3; do
@@ -79,7 +79,8 @@ op_signal() { # NAME SIGNAL GLOB CMD...: send SIGNAL (a number) to CMD once GLOB
             [ "$seen" -eq 1 ] && break
             n=$((n + 1))
         done
-        [ "$seen" -eq 1 ] && kill -"$sig" "$pid"
+        if [ "$seen" -eq 1 ]; then kill -"$sig" "$pid"
+        else kill -9 "$pid" 2>/dev/null; fi # never there: the test fails, bounded
         wait "$pid" 2>/dev/null
         status=$?
         [ "$seen" -eq 1 ] && break
@@ -94,7 +95,7 @@ op_signal() { # NAME SIGNAL GLOB CMD...: send SIGNAL (a number) to CMD once GLOB
 op_signal "export, SIGTERM" 15 'x.gguf.tmp' $KV export --model small --set n_layers=16 --gguf "$op_tmp/sig/x.gguf"
 op_signal "dump, SIGHUP" 1 'd.tmp-*' $KV dump --model small --set n_layers=16 --tokens 2 --out "$op_tmp/sig/d"
 op_signal "train --log, SIGTERM" 15 'l.tsv.tmp' $KV train --model tiny --text README.md --valid README.md \
-    --out "$op_tmp/sig/w.kvw" --steps 100000 --seq-len 16 --batch 1 --eval-every 0 --quiet --log "$op_tmp/sig/l.tsv"
+    --out "$op_tmp/sig/w.kvw" --steps 5000 --seq-len 16 --batch 1 --eval-every 0 --quiet --log "$op_tmp/sig/l.tsv"
 if command -v gnuplot >/dev/null 2>&1; then
     # SIGPIPE: plot writes its progress to a reader that has gone
     { $KV plot --all --quick --out "$op_tmp/figs/new" 2>/dev/null; echo $? >"$op_tmp/plot.rc"; } | head -n 1 >/dev/null
