@@ -98,7 +98,7 @@ static void print_tokenizer(const Tokenizer *tok)
     const int (*merges)[2];
     size_t n_merges;
     if (!tok) {
-        printf("no tokenizer of its own: the bytes' as 'gpt2' (ids 0..255)\n");
+        printf("no tokenizer (under 256 ids: not even the bytes)\n");
         return;
     }
     const char *name = strcmp(tokenizer_name(tok), CHECKPOINT_TOKENIZER) ? tokenizer_name(tok) : "of the checkpoint";
@@ -135,6 +135,10 @@ int cmd_export(int argc, char **argv)
     }
     Tokenizer *tok = NULL;
     int rc = setup_tokenizer(&m.cfg, &tok, &e);
+    /* a model on ids alone carries the bytes: llama.cpp loads no file
+     * without a tokenizer, and ids 0..255 read as bytes are one */
+    if (rc == 0 && !tok && m.cfg.vocab >= 256)
+        rc = tokenizer_open(&tok, "bytes", &e);
     /* the writer encodes from f32, so a stored matrix re-encodes to its own bytes */
     if (rc == 0)
         rc = model_dequantize(&m, &e);

@@ -147,16 +147,7 @@ int model_export_gguf(const Model *m, const Tokenizer *tok, const char *path, Fo
         return err_set(e, ERR_RUNTIME, "out of memory");
     ExportInfo got = { 0 };
     write_metadata(w, c, fmt);
-    /* a model on ids alone carries the byte tokenizer: llama.cpp loads no
-     * file without a tokenizer, and ids 0..255 read as bytes are one */
-    Tokenizer *byte_tok = NULL;
-    if (!tok && c->vocab >= 256 && tokenizer_open(&byte_tok, "bytes", e) < 0) {
-        gguf_writer_free(w);
-        return -1;
-    }
-    const int vocab_rc = tok || byte_tok ? write_vocab(w, c, tok ? tok : byte_tok, e) : 0;
-    tokenizer_free(byte_tok);
-    if (vocab_rc < 0) {
+    if (tok && write_vocab(w, c, tok, e) < 0) {
         gguf_writer_free(w);
         return -1;
     }
