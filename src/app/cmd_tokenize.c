@@ -43,8 +43,8 @@ static void help(void)
            "  --tokenizer NAME    bytes, a merges file in data/tokenizer/ (default " DEFAULT_TOKENIZER "),\n"
            "                      or a path to one\n"
            "  --model NAME        the tokenizer that model names instead\n"
-           "  --weights PATH      the tokenizer a checkpoint carries (GGUF 'llama' or 'gpt2',\n"
-           "                      llama2.c's tokenizer.bin beside it)\n"
+           "  --weights PATH      the tokenizer a checkpoint carries (GGUF 'llama' or 'gpt2', also\n"
+           "                      a GGUF of the vocabulary alone; llama2.c's tokenizer.bin beside it)\n"
            "  --ids IDS           decode these ids (comma-separated) instead of encoding\n"
            "  --format F          table (default), tsv (a row per token) or json\n"
            "  --learn             learn a byte-level BPE from --text: merges of the most frequent\n"
@@ -120,8 +120,11 @@ static int open_tokenizer(const TokOpts *o, Tokenizer **t, Err *e)
     if (!o->model && !o->weights)
         return tokenizer_open(t, o->tokenizer ? o->tokenizer : DEFAULT_TOKENIZER, e);
     Config cfg;
-    if ((o->model ? config_load(&cfg, o->model, e) : config_from_checkpoint(&cfg, o->weights, e)) < 0)
-        return -1;
+    if (o->model ? config_load(&cfg, o->model, e) < 0 : config_from_checkpoint(&cfg, o->weights, e) < 0) {
+        /* a GGUF of a vocabulary alone is no model, but its tokenizer reads */
+        Err alone = { 0 };
+        return o->weights && checkpoint_vocab_tokenizer(o->weights, t, &alone) == 0 ? 0 : -1;
+    }
     if (!cfg.tokenizer[0])
         return err_set(e, ERR_USAGE, "model '%s' has no tokenizer: its tokens are ids%s%s", cfg.name,
                        cfg.tokenizer_note[0] ? "; " : "", cfg.tokenizer_note);

@@ -111,6 +111,35 @@ int ckpt_open(Checkpoint *ck, const char *path, Err *e)
     return 0;
 }
 
+int ckpt_open_vocab(Checkpoint *ck, const char *path, Err *e)
+{
+    memset(ck, 0, sizeof *ck);
+    MappedFile map;
+    if (mapfile_open(&map, path, e) < 0)
+        return -1;
+    GgufValueType elem;
+    uint64_t n = 0;
+    int rc = map.size >= 4 && memcmp(map.data, GGUF_MAGIC, 4) == 0
+                 ? 0 : err_set(e, ERR_USAGE, "not a GGUF file (it does not start with 'GGUF')");
+    ck->kind = CKPT_GGUF;
+    if (rc == 0)
+        rc = gguf_parse(&ck->gguf, map.data, map.size, e);
+    if (rc == 0) {
+        ck->gguf.map = map; /* the GgufFile owns the mapping from now on */
+        map = (MappedFile){ 0 };
+        int got = gguf_get_array(&ck->gguf, "tokenizer.ggml.tokens", &elem, &n, e);
+        rc = got < 0 ? -1 : got == 0 ? err_set(e, ERR_USAGE, "metadata 'tokenizer.ggml.tokens' is missing") : 0;
+    }
+    if (rc < 0) {
+        ckpt_close(ck);
+        mapfile_close(&map);
+        return err_wrap(e, "%s", path);
+    }
+    snprintf(ck->shape.name, sizeof ck->shape.name, "%s", base_name(path));
+    ck->shape.vocab = (size_t)n;
+    return 0;
+}
+
 void ckpt_close(Checkpoint *ck)
 {
     if (ck->kind == CKPT_GGUF)

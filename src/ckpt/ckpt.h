@@ -89,6 +89,10 @@ int ckpt_open(Checkpoint *ck, const char *path, Err *e);
 /* The same over bytes in memory (GGUF only; for tests and the fuzzer). */
 int ckpt_open_gguf_memory(Checkpoint *ck, const void *data, size_t size, const char *name, Err *e);
 
+/* A GGUF file for its vocabulary alone (the shape's vocab the number of
+ * tokenizer.ggml.tokens; no tensors read or checked): ckpt_vocab then. */
+int ckpt_open_vocab(Checkpoint *ck, const char *path, Err *e);
+
 void ckpt_close(Checkpoint *ck);
 
 /* Role r of layer `layer` (ignored for the other roles). Fails (ERR_USAGE)

@@ -7,22 +7,61 @@
 #include <string.h>
 
 #include "ckpt/ckpt.h"
+#include "ckpt/gguf.h"
 #include "ckpt/kvw.h"
 #include "model/gguf_vocab.h"
+#include "text/byte_alphabet.h"
+
+/* The pre-tokenizer a "gpt2" vocabulary names (tokenizer.ggml.pre):
+ * GPT-2's, also where none is named, or Llama 3's (whose whole-word tokens
+ * skip the merges); 0 with why for another. */
+static int pre_tokenizer(const Checkpoint *ck, VocabBpeSpec *s, char *why, size_t cap)
+{
+    GgufStr pre;
+    Err ignore = { 0 };
+    s->pre = PRETOK_GPT2, s->ignore_merges = 0;
+    if (ck->kind != CKPT_GGUF || gguf_get_str(&ck->gguf, "tokenizer.ggml.pre", &pre, &ignore) <= 0 ||
+        gguf_str_eq(pre, "gpt-2") || gguf_str_eq(pre, "gpt2"))
+        return 1;
+    if (gguf_str_eq(pre, "llama-bpe") || gguf_str_eq(pre, "llama3") || gguf_str_eq(pre, "llama-v3")) {
+        s->pre = PRETOK_LLAMA3, s->ignore_merges = 1;
+        return 1;
+    }
+    char name[64];
+    snprintf(why, cap, "its pre-tokenizer '%s' is not one kvscope follows (gpt-2, llama-bpe)",
+             gguf_str_print(pre, name, sizeof name));
+    return 0;
+}
 
 /* 1 when kvscope reads the vocabulary v: a SentencePiece-style one, or a
- * "gpt2" one in kvscope's layout (its merges then in *merges, malloc'd);
- * 0 with v->why saying why not; -1 (e set) when memory runs out. */
-static int vocab_readable(CkptVocab *v, int (**merges)[2], Err *e)
+ * "gpt2" one (in kvscope's layout its merges then in *merges, malloc'd;
+ * another layout leaves *merges NULL: vocab_bpe.h reads it); 0 with v->why
+ * saying why not; -1 (e set) when memory runs out. */
+static int vocab_readable(const Checkpoint *ck, CkptVocab *v, int (**merges)[2], Err *e)
 {
     *merges = NULL;
     if (v->kind != CKPT_VOCAB_BPE)
         return v->kind == CKPT_VOCAB_SPM;
+    VocabBpeSpec spec;
+    if (!pre_tokenizer(ck, &spec, v->why, sizeof v->why))
+        return 0;
     char why[72];
     int rc = gguf_vocab_merges(v, merges, why, sizeof why, e);
-    if (rc == 0)
-        snprintf(v->why, sizeof v->why, "its 'gpt2' vocabulary is not in kvscope's layout: %s", why);
-    return rc;
+    if (rc != 0)
+        return rc;
+    /* another layout (vocab_bpe.h): every byte must have a token */
+    unsigned char seen[256] = { 0 }, one[8];
+    size_t len;
+    for (size_t i = 0; i < v->n; i++)
+        if ((!v->type || v->type[i] != 3) && v->len[i] <= 2 &&
+            byte_alphabet_read((const char *)v->piece[i], v->len[i], one, sizeof one, &len) == 0 && len == 1)
+            seen[one[0]] = 1;
+    for (size_t b = 0; b < 256; b++)
+        if (!seen[b]) {
+            snprintf(v->why, sizeof v->why, "its 'gpt2' vocabulary has no token for the byte 0x%02zx", b);
+            return 0;
+        }
+    return 1;
 }
 
 int config_from_checkpoint(Config *cfg, const char *path, Err *e)
@@ -54,7 +93,7 @@ int config_from_checkpoint(Config *cfg, const char *path, Err *e)
     cfg->sliding_window = s->sliding_window;
     CkptVocab v;
     int (*merges)[2] = NULL;
-    int rc = ckpt_vocab(&ck, path, &v, e), readable = rc == 0 ? vocab_readable(&v, &merges, e) : -1;
+    int rc = ckpt_vocab(&ck, path, &v, e), readable = rc == 0 ? vocab_readable(&ck, &v, &merges, e) : -1;
     if (readable > 0)
         snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s", CHECKPOINT_TOKENIZER);
     else if (readable == 0)
@@ -68,9 +107,18 @@ int config_from_checkpoint(Config *cfg, const char *path, Err *e)
 }
 
 /* The tokenizer of a vocabulary vocab_readable took: a byte-level BPE of
- * its merges, or a SentencePiece-style one. */
-static int vocab_tokenizer(const CkptVocab *v, const int (*merges)[2], Tokenizer **out, Err *e)
+ * its merges, a "gpt2" vocabulary in another layout, or a
+ * SentencePiece-style one. */
+static int vocab_tokenizer(const Checkpoint *ck, const CkptVocab *v, const int (*merges)[2], Tokenizer **out,
+                           Err *e)
 {
+    if (v->kind == CKPT_VOCAB_BPE && !merges) {
+        VocabBpeSpec s = { .n = v->n, .piece = v->piece, .len = v->len, .type = v->type, .merge = v->merge,
+                           .merge_len = v->merge_len, .n_merges = v->n_merges };
+        char why[8];
+        pre_tokenizer(ck, &s, why, sizeof why);
+        return tokenizer_from_vocab_bpe(out, CHECKPOINT_TOKENIZER, &s, e);
+    }
     if (v->kind == CKPT_VOCAB_BPE) {
         Bpe b;
         if (bpe_init(&b, merges, v->n_merges, e) < 0)
@@ -95,12 +143,33 @@ int checkpoint_tokenizer(const Config *cfg, Tokenizer **out, Err *e)
     if (ckpt_open(&ck, cfg->checkpoint, e) < 0)
         return -1;
     int (*merges)[2] = NULL;
-    int rc = ckpt_vocab(&ck, cfg->checkpoint, &v, e), readable = rc == 0 ? vocab_readable(&v, &merges, e) : -1;
+    int rc = ckpt_vocab(&ck, cfg->checkpoint, &v, e), readable = rc == 0 ? vocab_readable(&ck, &v, &merges, e) : -1;
     if (readable == 0)
         rc = err_set(e, ERR_USAGE, "%s: the checkpoint carries no tokenizer kvscope reads: %s", cfg->checkpoint,
                      v.why);
-    else if (readable > 0 && vocab_tokenizer(&v, (const int (*)[2])merges, out, e) < 0)
+    else if (readable > 0 && vocab_tokenizer(&ck, &v, (const int (*)[2])merges, out, e) < 0)
         rc = err_wrap(e, "%s: its tokenizer", cfg->checkpoint);
+    else if (readable < 0 && rc == 0)
+        rc = -1;
+    free(merges);
+    ckpt_vocab_free(&v);
+    ckpt_close(&ck);
+    return rc;
+}
+
+int checkpoint_vocab_tokenizer(const char *path, Tokenizer **out, Err *e)
+{
+    *out = NULL;
+    Checkpoint ck;
+    CkptVocab v;
+    if (ckpt_open_vocab(&ck, path, e) < 0)
+        return -1;
+    int (*merges)[2] = NULL;
+    int rc = ckpt_vocab(&ck, path, &v, e), readable = rc == 0 ? vocab_readable(&ck, &v, &merges, e) : -1;
+    if (readable == 0)
+        rc = err_set(e, ERR_USAGE, "%s: it carries no tokenizer kvscope reads: %s", path, v.why);
+    else if (readable > 0 && vocab_tokenizer(&ck, &v, (const int (*)[2])merges, out, e) < 0)
+        rc = err_wrap(e, "%s: its tokenizer", path);
     else if (readable < 0 && rc == 0)
         rc = -1;
     free(merges);

@@ -45,6 +45,11 @@ int checkpoint_tokenizer(const Config *cfg, Tokenizer **out, Err *e);
  * heads, KV heads, head_dim, ffn_dim, vocab) must still be the file's: a
  * --set that changed one fails here with ERR_USAGE. */
 int weights_load_checkpoint(Model *m, const Config *cfg, const Kernels *kern, Err *e);
+/* The tokenizer a GGUF file carries, read even from a file of its
+ * vocabulary alone (no tensors, as llama.cpp's ggml-vocab-*.gguf):
+ * `kvscope tokenize --weights`. */
+int checkpoint_vocab_tokenizer(const char *path, Tokenizer **out, Err *e);
+
 /* Unmap the checkpoint of m (model_free calls it). */
 void model_close_file(Model *m);
 

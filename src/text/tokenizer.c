@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "text/bpe.h"
+#include "text/vocab_bpe.h"
 #include "util/files.h"
 
 struct Tokenizer {
@@ -15,6 +16,7 @@ struct Tokenizer {
     int is_bpe;
     Bpe bpe;                 /* is_bpe */
     Spm *spm;                /* a checkpoint's vocabulary, or NULL */
+    VocabBpe *vb;            /* a checkpoint's "gpt2" vocabulary in another layout than kvscope's, or NULL */
     unsigned char byte[256]; /* bytes: piece of id i is byte[i] */
 };
 
@@ -90,10 +92,27 @@ int tokenizer_from_vocab(Tokenizer **out, const char *name, const SpmVocab *v, E
     return 0;
 }
 
+int tokenizer_from_vocab_bpe(Tokenizer **out, const char *name, const VocabBpeSpec *s, Err *e)
+{
+    *out = NULL;
+    Tokenizer *t = calloc(1, sizeof *t);
+    if (!t)
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    if (vocab_bpe_new(&t->vb, s, e) < 0) {
+        free(t);
+        return -1;
+    }
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->vocab = vocab_bpe_size(t->vb);
+    *out = t;
+    return 0;
+}
+
 void tokenizer_free(Tokenizer *t)
 {
     if (!t)
         return;
+    vocab_bpe_free(t->vb);
     if (t->is_bpe)
         bpe_free(&t->bpe);
     spm_free(t->spm);
@@ -114,13 +133,15 @@ int tokenizer_byte_level(const Tokenizer *t, const int (**merges)[2], size_t *n)
 {
     *merges = t->is_bpe ? (const int (*)[2])t->bpe.merge : NULL;
     *n = t->is_bpe ? t->bpe.vocab - 256 : 0;
-    return !t->spm;
+    return !t->spm && !t->vb;
 }
 
 int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, int **ids, size_t *n, Err *e)
 {
     if (t->spm)
         return spm_encode(t->spm, (const unsigned char *)text, len, ids, n, e);
+    if (t->vb)
+        return vocab_bpe_encode(t->vb, (const unsigned char *)text, len, ids, n, e);
     *ids = malloc((len ? len : 1) * sizeof **ids); /* never more tokens than bytes */
     if (!*ids)
         return err_set(e, ERR_RUNTIME, "out of memory for %zu tokens", len);
@@ -142,6 +163,8 @@ const unsigned char *tokenizer_piece(const Tokenizer *t, int id, size_t *len)
     }
     if (t->spm)
         return spm_piece(t->spm, id, len);
+    if (t->vb)
+        return vocab_bpe_piece(t->vb, id, len);
     if (t->is_bpe) {
         *len = t->bpe.piece_len[id];
         return t->bpe.piece[id];

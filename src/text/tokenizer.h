@@ -16,6 +16,7 @@
 
 #include "text/bpe.h"
 #include "text/spm.h"
+#include "text/vocab_bpe.h"
 #include "util/err.h"
 
 typedef struct Tokenizer Tokenizer;
@@ -29,6 +30,9 @@ int tokenizer_open(Tokenizer **out, const char *name, Err *e);
 int tokenizer_from_bpe(Tokenizer **out, const char *name, Bpe *b, Err *e);
 /* A tokenizer over a checkpoint's vocabulary (spm_new's errors). */
 int tokenizer_from_vocab(Tokenizer **out, const char *name, const SpmVocab *v, Err *e);
+/* A tokenizer over a "gpt2" vocabulary laid out otherwise than kvscope's
+ * own (GPT-2's, Llama 3's: vocab_bpe.h; vocab_bpe_new's errors). */
+int tokenizer_from_vocab_bpe(Tokenizer **out, const char *name, const VocabBpeSpec *s, Err *e);
 void tokenizer_free(Tokenizer *t);
 
 /* Its name, as configs write it ("bytes"). */

@@ -81,8 +81,8 @@ same_tokens "export: the vocabulary written again encodes and generates the same
 $KV export --weights "$gdir/spm-again.gguf" --gguf "$gdir/spm-third.gguf" >/dev/null 2>&1
 cmp -s "$gdir/spm-again.gguf" "$gdir/spm-third.gguf" && ok "export: a GGUF with a llama vocabulary -> GGUF is byte-identical" ||
     bad "export: a GGUF with a llama vocabulary -> GGUF is byte-identical"
-expect_fail "run --weights: a gpt2 vocabulary not in byte order is not read, said in one line" 2 \
-    "'gpt2' vocabulary is not in kvscope's layout: token 0 is not the byte 0x00.*--prompt-ids" \
+expect_fail "run --weights: a gpt2 vocabulary without a token for each byte is not read, said in one line" 2 \
+    "'gpt2' vocabulary has no token for the byte 0x00.*--prompt-ids" \
     $KV run --weights "$gdir/gpt2.gguf" --prompt "In the beginning"
 expect_fail "run --weights: a bert tokenizer is not read, said in one line" 2 \
     "tokenizer model 'bert' is not read .*--prompt-ids" $KV run --weights "$gdir/bert.gguf" --prompt "In the beginning"

@@ -47,3 +47,11 @@ if [ -f build/corpus/kjv-train.txt ]; then
 else
     echo "  skip  tokenize: the corpus round trip (run \`make corpus\` first)"
 fi
+
+# a GGUF of a vocabulary alone, its byte tokens not in byte order (as
+# GPT-2's and Llama 3's are): the general "gpt2" reader, contractions apart
+vdir=$(mktemp -d)
+python3 tests/cli/vocab_gguf.py "$vdir/v.gguf"
+expect_ok "tokenize --weights: a GGUF of a vocabulary alone, ids not in byte order" '^258,223,150,139,259$' \
+    sh -c "$KV tokenize --weights $vdir/v.gguf --format tsv \" the it's\" | awk -F'\t' 'NR > 1 { printf \"%s%s\", s, \$2; s = \",\" } END { print \"\" }'"
+rm -rf "$vdir"
