@@ -20,11 +20,14 @@
 
 const char run_speculate_help[] =
     "  --draft NAME        the draft model (one vocabulary with --model; kjv-tiny drafts for kjv-small)\n"
-    "  --speculate K       greedy speculative decoding: the draft proposes K tokens (1 .. 16) from its own\n"
+    "  --speculate K       speculative decoding: the draft proposes K tokens (1 .. 16) from its own\n"
     "                      cache, the target checks them in one pass of K+1 rows, keeps the agreeing\n"
     "                      ones and its own next choice, and both caches roll back the rejected rows.\n"
-    "                      The tokens are the target's alone (the run checks it against the target run\n"
-    "                      alone). Prints tokens per target pass, acceptance by position in the draft,\n"
+    "                      Greedy, the tokens are the target's alone (the run checks it against the\n"
+    "                      target run alone); with --temperature (and --top-k, --sample-seed) a proposal\n"
+    "                      d is kept with probability min(1, p(d)/q(d)), else the token is drawn from\n"
+    "                      max(0, p - q): the target's distribution, not its run token for token.\n"
+    "                      Prints tokens per target pass, acceptance by position in the draft,\n"
     "                      rows rolled back, both models' FLOPs and the measured speed-up. The cache\n"
     "                      (both models use --cache) must roll back: contiguous, dynamic and paged do,\n"
     "                      quantized or not; ring, shift, h2o, snapkv, mixed, kivi and +sparse refuse\n";
@@ -43,8 +46,6 @@ int run_speculate_check(const RunOpts *o, Err *e)
     if (o->po.batch > 1 || o->beams || o->go.chunk)
         return err_set(e, ERR_USAGE, "run: --speculate decodes one sequence, its prompt at once: drop --batch, "
                        "--beams and --chunk");
-    if (o->go.temperature > 0)
-        return err_set(e, ERR_USAGE, "run: --speculate is greedy: drop --temperature");
     if (o->fmt == OUT_JSON)
         return err_set(e, ERR_USAGE, "run: --speculate prints table or tsv, not json");
     return 0;
@@ -125,7 +126,10 @@ static void print_table(const RunOpts *o, const Spec *s, const SpecStats *st, co
                         int same)
 {
     const uint64_t tf = counters_total_flops(&st->target), df = counters_total_flops(&st->draft);
-    printf("speculative decoding, greedy: target %s, draft %s, K = %zu, cache %s\n", s->target.cfg.name,
+    char how[64] = "greedy";
+    if (o->go.temperature > 0)
+        snprintf(how, sizeof how, "sampled at temperature %g", o->go.temperature);
+    printf("speculative decoding, %s: target %s, draft %s, K = %zu, cache %s\n", how, s->target.cfg.name,
            s->draft.cfg.name, o->speculate, o->cache_spec);
     printf("prompt: %zu tokens; generated: %zu\n", s->plen, st->generated);
     printf("text: ");
@@ -151,7 +155,10 @@ static void print_table(const RunOpts *o, const Spec *s, const SpecStats *st, co
            (double)alone->weight_bytes_read);
     printf("time (measured):      speculative %.3f ms, the target alone %.3f ms: speed-up %.2fx\n",
            st->seconds * 1e3, t_alone * 1e3, t_alone / st->seconds);
-    printf("same tokens as the target alone: %s\n", same ? "yes" : "NO");
+    if (o->go.temperature > 0)
+        printf("sampled: the tokens follow the target's distribution; its run alone drew others\n");
+    else
+        printf("same tokens as the target alone: %s\n", same ? "yes" : "NO");
 }
 
 static void print_tsv(const RunOpts *o, const Spec *s, const SpecStats *st, const Counters *alone, double t_alone,
@@ -190,17 +197,20 @@ int run_speculate(const RunOpts *o, const Config *cfg)
     int rc = spec_open(&s, o, cfg, &e);
     double t_alone = 0.0;
     if (rc == 0) { /* the target alone, for the tokens and the time */
-        GenOptions go = { .n_generate = o->go.n_generate };
+        GenOptions go = { .n_generate = o->go.n_generate, .temperature = o->go.temperature, .top_k = o->go.top_k,
+                          .sample_seed = o->go.sample_seed };
         const double t0 = clock_seconds();
         rc = generate(&s.target, s.alone, s.prompt, 1, s.plen, &go, s.want, add_step, &alone, &e);
         t_alone = clock_seconds() - t0;
     }
+    const SpecSampling smp = { .temperature = o->go.temperature, .top_k = o->go.top_k,
+                               .seed = (unsigned long)o->go.sample_seed };
     if (rc == 0)
-        rc = speculate_greedy(&s.target, s.tc, &s.draft, s.dc, s.prompt, s.plen, o->go.n_generate, o->speculate,
-                              s.got, &st, &e);
+        rc = speculate(&s.target, s.tc, &s.draft, s.dc, s.prompt, s.plen, o->go.n_generate, o->speculate, &smp,
+                       s.got, &st, &e);
     int same = 0;
     if (rc == 0) {
-        same = memcmp(s.want, s.got, o->go.n_generate * sizeof(int)) == 0;
+        same = o->go.temperature > 0 || memcmp(s.want, s.got, o->go.n_generate * sizeof(int)) == 0;
         if (o->fmt == OUT_TSV)
             print_tsv(o, &s, &st, &alone, t_alone, same);
         else

@@ -14,6 +14,8 @@
  * Near the end a round drafts fewer, so no token past n_generate is made. */
 #include "sim/speculate.h"
 
+#include <gsl/gsl_rng.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,7 +29,93 @@ typedef struct {
     float *tlog; /* [K + 1][vocab]: the target's logits of every row of a round */
     float *dlog; /* [vocab] */
     int *toks;   /* [plen + n_generate + K]: committed tokens, then the round's proposals */
+    /* sampling only */
+    const SpecSampling *smp;
+    gsl_rng *rng;
+    double *q;   /* [K][vocab]: the draft's distribution at each proposal */
+    double *p;   /* [vocab]: the target's, one row at a time */
+    float *sorted; /* [vocab]: scratch for the top-k threshold */
 } Spec;
+
+int spec_accept(const double *p, const double *q, size_t n, int d, double u, double v, int *kept)
+{
+    if (u * q[d] < p[d]) { /* probability min(1, p(d) / q(d)) */
+        *kept = 1;
+        return d;
+    }
+    *kept = 0;
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++)
+        sum += p[i] > q[i] ? p[i] - q[i] : 0.0;
+    double at = v * sum, run = 0.0;
+    size_t last = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double r = p[i] > q[i] ? p[i] - q[i] : 0.0;
+        if (r <= 0.0)
+            continue;
+        last = i;
+        run += r;
+        if (at < run)
+            return (int)i;
+    }
+    return (int)last; /* v * sum rounded past the total */
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+    const float x = *(const float *)a, y = *(const float *)b;
+    return (x < y) - (x > y);
+}
+
+/* probs [n] = softmax(logits / temperature) among the top_k largest
+ * logits (0: all; ties with the k-th are in). */
+static void distribution(Spec *s, const float *logits, size_t n, double *probs)
+{
+    const SpecSampling *m = s->smp;
+    float floor = -INFINITY;
+    if (m->top_k && m->top_k < n) {
+        memcpy(s->sorted, logits, n * sizeof *logits);
+        qsort(s->sorted, n, sizeof *s->sorted, cmp_desc);
+        floor = s->sorted[m->top_k - 1];
+    }
+    float mx = -INFINITY;
+    for (size_t i = 0; i < n; i++)
+        mx = logits[i] > mx ? logits[i] : mx;
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        probs[i] = logits[i] >= floor ? exp(((double)logits[i] - mx) / m->temperature) : 0.0;
+        sum += probs[i];
+    }
+    for (size_t i = 0; i < n; i++)
+        probs[i] /= sum;
+}
+
+/* A token drawn from probs [n]. */
+static int draw(Spec *s, const double *probs, size_t n)
+{
+    const double at = gsl_rng_uniform(s->rng);
+    double run = 0.0;
+    size_t last = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (probs[i] <= 0.0)
+            continue;
+        last = i;
+        run += probs[i];
+        if (at < run)
+            return (int)i;
+    }
+    return (int)last;
+}
+
+/* The token a model's logits choose: greedy, or drawn (its distribution
+ * into probs). */
+static int choose(Spec *s, const float *logits, size_t n, double *probs)
+{
+    if (!s->rng)
+        return sample_greedy(logits, n);
+    distribution(s, logits, n, probs);
+    return draw(s, probs, n);
+}
 
 static void spec_free(Spec *s)
 {
@@ -36,6 +124,11 @@ static void spec_free(Spec *s)
     free(s->tlog);
     free(s->dlog);
     free(s->toks);
+    free(s->q);
+    free(s->p);
+    free(s->sorted);
+    if (s->rng)
+        gsl_rng_free(s->rng);
 }
 
 static int check(const Model *target, KvCache *tc, const Model *draft, KvCache *dc, size_t plen, size_t n_generate,
@@ -61,6 +154,12 @@ static int check(const Model *target, KvCache *tc, const Model *draft, KvCache *
 int speculate_greedy(const Model *target, KvCache *tc, const Model *draft, KvCache *dc, const int *prompt,
                      size_t plen, size_t n_generate, size_t k, int *out, SpecStats *st, Err *e)
 {
+    return speculate(target, tc, draft, dc, prompt, plen, n_generate, k, NULL, out, st, e);
+}
+
+int speculate(const Model *target, KvCache *tc, const Model *draft, KvCache *dc, const int *prompt, size_t plen,
+              size_t n_generate, size_t k, const SpecSampling *smp, int *out, SpecStats *st, Err *e)
+{
     memset(st, 0, sizeof *st);
     if (check(target, tc, draft, dc, plen, n_generate, k, e) < 0)
         return -1;
@@ -74,6 +173,18 @@ int speculate_greedy(const Model *target, KvCache *tc, const Model *draft, KvCac
     s.tlog = malloc((k + 1) * vocab * sizeof(float));
     s.dlog = malloc(vocab * sizeof(float));
     s.toks = malloc((plen + n_generate + k) * sizeof(int));
+    if (smp && smp->temperature > 0) {
+        s.smp = smp;
+        s.rng = gsl_rng_alloc(gsl_rng_mt19937);
+        s.q = malloc(k * vocab * sizeof(double));
+        s.p = malloc(vocab * sizeof(double));
+        s.sorted = malloc(vocab * sizeof(float));
+        if (!s.rng || !s.q || !s.p || !s.sorted) {
+            err_set(e, ERR_RUNTIME, "speculative decoding: out of memory");
+            goto out;
+        }
+        gsl_rng_set(s.rng, smp->seed);
+    }
     if (!s.tlog || !s.dlog || !s.toks) {
         err_set(e, ERR_RUNTIME, "speculative decoding: out of memory");
         goto out;
@@ -86,7 +197,7 @@ int speculate_greedy(const Model *target, KvCache *tc, const Model *draft, KvCac
         goto out;
     st->target_passes = st->draft_passes = 1;
     size_t n = plen, dlen = plen; /* committed tokens; rows the draft holds */
-    s.toks[n++] = out[0] = sample_greedy(s.tlog, vocab);
+    s.toks[n++] = out[0] = choose(&s, s.tlog, vocab, s.p);
     st->generated = 1;
 
     while (st->generated < n_generate) {
@@ -99,7 +210,7 @@ int speculate_greedy(const Model *target, KvCache *tc, const Model *draft, KvCac
                 goto out;
             st->draft_passes++;
             dlen = end;
-            s.toks[end] = sample_greedy(s.dlog, vocab);
+            s.toks[end] = choose(&s, s.dlog, vocab, s.q ? s.q + i * vocab : NULL);
         }
         /* 2. the target: the pending token and the proposals, one pass of kr + 1 rows */
         const size_t rows = kr + 1;
@@ -111,15 +222,31 @@ int speculate_greedy(const Model *target, KvCache *tc, const Model *draft, KvCac
         st->target_passes++;
         /* 3. the longest agreeing prefix, then the target's own choice */
         size_t j = 0;
-        while (j < kr && s.toks[n + j] == sample_greedy(s.tlog + j * vocab, vocab))
-            j++;
+        int next = -1;
+        if (!s.rng) {
+            while (j < kr && s.toks[n + j] == sample_greedy(s.tlog + j * vocab, vocab))
+                j++;
+            next = sample_greedy(s.tlog + j * vocab, vocab);
+        } else {
+            for (; j < kr; j++) { /* the acceptance rule, proposal by proposal */
+                distribution(&s, s.tlog + j * vocab, vocab, s.p);
+                const double u = gsl_rng_uniform(s.rng), v = gsl_rng_uniform(s.rng);
+                int kept;
+                const int t = spec_accept(s.p, s.q + j * vocab, vocab, s.toks[n + j], u, v, &kept);
+                if (!kept) {
+                    next = t;
+                    break;
+                }
+            }
+            if (j == kr) /* every proposal kept: one more from the target */
+                next = choose(&s, s.tlog + kr * vocab, vocab, s.p);
+        }
         for (size_t i = 0; i < kr; i++) {
             st->proposed_at[i]++;
             st->accepted_at[i] += i < j;
         }
         st->drafted += kr;
         st->accepted += j;
-        const int next = sample_greedy(s.tlog + j * vocab, vocab);
         for (size_t i = 0; i < j; i++)
             out[st->generated + i] = s.toks[n + i];
         out[st->generated + j] = next;

@@ -33,6 +33,26 @@ typedef struct {
     double seconds;                  /* wall time of the whole run */
 } SpecStats;
 
+/* Sampling (temperature > 0) instead of greedy choices: each model's
+ * distribution is the softmax of its logits over temperature, among its
+ * top_k tokens (0: all). A proposal d drawn from the draft's q is kept
+ * with probability min(1, p(d) / q(d)) under the target's p; at the first
+ * one refused, the token is drawn from max(0, p - q), normalized; when all
+ * are kept, one more from the target's p after them. The tokens then
+ * follow the target's own distribution (test_speculate's chi-square),
+ * though not its run token for token. */
+typedef struct {
+    double temperature; /* 0: greedy */
+    size_t top_k;
+    unsigned long seed; /* gsl mt19937 */
+} SpecSampling;
+
+/* The acceptance rule on one proposal: p, q [n] the target's and the
+ * draft's distributions, d drawn from q, u and v uniform in [0, 1). Returns
+ * d when u * q[d] < p[d] (*kept = 1), else the token whose cumulative share
+ * of max(0, p - q) first exceeds v times its sum (*kept = 0). Pure. */
+int spec_accept(const double *p, const double *q, size_t n, int d, double u, double v, int *kept);
+
 /* Generate n_generate tokens greedily from prompt [plen] with target and
  * its empty cache tc, drafting k (1 .. SPEC_MAX_K) tokens a round with
  * draft and its empty cache dc; out [n_generate]. Both models share one
@@ -41,5 +61,10 @@ typedef struct {
  * fit either model. */
 int speculate_greedy(const Model *target, KvCache *tc, const Model *draft, KvCache *dc, const int *prompt,
                      size_t plen, size_t n_generate, size_t k, int *out, SpecStats *st, Err *e);
+
+/* The same, sampling as smp says (greedy when smp is NULL or its
+ * temperature is 0). */
+int speculate(const Model *target, KvCache *tc, const Model *draft, KvCache *dc, const int *prompt, size_t plen,
+              size_t n_generate, size_t k, const SpecSampling *smp, int *out, SpecStats *st, Err *e);
 
 #endif

@@ -20,6 +20,7 @@ expect_fail "run --speculate with a ring is refused, saying why" 2 "cannot roll 
 expect_fail "run --speculate with h2o is refused" 2 "cannot roll back rows" \
     $KV run --model kjv-small --draft kjv-tiny --speculate 2 --cache h2o:budget=32,recent=8
 expect_fail "run --draft without --speculate is refused" 2 'go together' $KV run --model kjv-small --draft kjv-tiny
-expect_fail "run --speculate with --temperature is refused" 2 'greedy' \
-    $KV run --model kjv-small --draft kjv-tiny --speculate 2 --temperature 0.7
+expect_ok "run --speculate --temperature samples, and says what its tokens follow" \
+    "sampled at temperature 0.7.*|the target's distribution" \
+    $KV run --model kjv-small --draft kjv-tiny --speculate 2 --temperature 0.7 --top-k 20 --tokens 12
 expect_fail "run --speculate 17 is refused" 2 '1 \.\. 16' $KV run --model kjv-small --draft kjv-tiny --speculate 17

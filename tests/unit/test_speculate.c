@@ -5,8 +5,12 @@
  * the other sequence keeps its rows. */
 #include "testutil.h"
 
+#include <gsl/gsl_cdf.h>
+#include <gsl/gsl_rng.h>
+
 #include "sim/setup.h"
 #include "sim/speculate.h"
+#include "model/forward.h"
 
 #define N_GEN 40
 
@@ -200,6 +204,151 @@ static void test_paged_prefix_page(void **state)
     kv_free(c);
 }
 
+/* The acceptance rule alone: proposals drawn from q, kept or resampled,
+ * come out distributed as p (a chi-square test, p-value above 1e-3; fixed
+ * seed). */
+static void test_accept_rule(void **state)
+{
+    (void)state;
+    enum { N = 6, DRAWS = 20000 };
+    const double p[N] = { 0.30, 0.05, 0.25, 0.0, 0.15, 0.25 }, q[N] = { 0.10, 0.40, 0.20, 0.10, 0.20, 0.0 };
+    size_t count[N] = { 0 }, kept_n = 0;
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 7);
+    for (size_t t = 0; t < DRAWS; t++) {
+        double at = gsl_rng_uniform(rng), run = 0.0;
+        int d = 0;
+        while (d < N - 1 && at >= (run += q[d]))
+            d++;
+        int kept;
+        const double u = gsl_rng_uniform(rng), v = gsl_rng_uniform(rng);
+        count[spec_accept(p, q, N, d, u, v, &kept)]++;
+        kept_n += (size_t)kept;
+    }
+    gsl_rng_free(rng);
+    double chi2 = 0.0;
+    size_t cells = 0;
+    for (size_t i = 0; i < N; i++) {
+        if (p[i] == 0.0) {
+            assert_int_equal(count[i], 0);
+            continue;
+        }
+        const double want = DRAWS * p[i];
+        chi2 += (count[i] - want) * (count[i] - want) / want;
+        cells++;
+    }
+    const double crit = gsl_cdf_chisq_Qinv(1e-3, (double)(cells - 1));
+    if (chi2 > crit)
+        fail_msg("chi-square %.1f over %zu cells > %.1f: the kept and resampled tokens do not follow p", chi2, cells,
+                 crit);
+    /* kept: the sum over i of min(p, q), 0.1 + 0.05 + 0.2 + 0.15 */
+    assert_true(fabs((double)kept_n / DRAWS - 0.50) < 0.02);
+}
+
+/* A token's distribution: softmax of logits at temperature 1 among the
+ * top k (as speculate.c takes it). */
+static void top_k_softmax(const float *logits, size_t n, size_t k, double *out)
+{
+    float *c = malloc(n * sizeof *c);
+    memcpy(c, logits, n * sizeof *c);
+    for (size_t i = 0; i < k; i++) /* the k largest to the front */
+        for (size_t j = i + 1; j < n; j++)
+            if (c[j] > c[i]) {
+                float t = c[i];
+                c[i] = c[j], c[j] = t;
+            }
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        out[i] = logits[i] >= c[k - 1] ? exp((double)logits[i] - c[0]) : 0.0;
+        sum += out[i];
+    }
+    for (size_t i = 0; i < n; i++)
+        out[i] /= sum;
+    free(c);
+}
+
+/* Sampled speculative decoding on the models: the first two tokens, over
+ * many seeds, follow the target's own distribution (chi-square against
+ * p(t1) p(t2 | t1), computed by the target without a cache). */
+static void test_sampled_distribution(void **state)
+{
+    Fixture *f = *state;
+    enum { RUNS = 600, TOPK = 3 };
+    const size_t vocab = f->target.cfg.vocab, plen = 8; /* the prompt's first words: short, for time */
+    Err e = { 0 };
+    ForwardState fs;
+    assert_int_equal(forward_state_init(&fs, &f->target.cfg, plen + 1, 0, &e), 0);
+    float *logits = malloc(vocab * sizeof(float));
+    double *p1 = malloc(vocab * sizeof(double)), *p2 = malloc(vocab * sizeof(double));
+    int *seq = malloc((plen + 1) * sizeof(int));
+    memcpy(seq, f->prompt, plen * sizeof(int));
+    Counters ctr = { 0 };
+    assert_int_equal(model_forward(&f->target, &fs, NULL, seq, 1, plen, 0, logits, &ctr, &e), 0);
+    top_k_softmax(logits, vocab, TOPK, p1);
+    int first[TOPK + 1];
+    size_t n_first = 0;
+    double want[TOPK + 1][TOPK + 1];
+    int second[TOPK + 1][TOPK + 1];
+    for (size_t t = 0; t < vocab; t++) {
+        if (p1[t] == 0.0)
+            continue;
+        assert_true(n_first <= TOPK);
+        first[n_first] = (int)t;
+        seq[plen] = (int)t;
+        assert_int_equal(model_forward(&f->target, &fs, NULL, seq, 1, plen + 1, 0, logits, &ctr, &e), 0);
+        top_k_softmax(logits, vocab, TOPK, p2);
+        size_t m = 0;
+        for (size_t u = 0; u < vocab && m <= TOPK; u++)
+            if (p2[u] > 0.0)
+                second[n_first][m] = (int)u, want[n_first][m++] = RUNS * p1[t] * p2[u];
+        for (; m <= TOPK; m++)
+            second[n_first][m] = -1, want[n_first][m] = 0.0;
+        n_first++;
+    }
+    size_t got[TOPK + 1][TOPK + 1] = { { 0 } };
+    for (size_t r = 0; r < RUNS; r++) {
+        KvCache *tc = open_cache(&f->target, "contiguous"), *dc = open_cache(&f->draft, "contiguous");
+        SpecSampling smp = { .temperature = 1.0, .top_k = TOPK, .seed = 1000 + r };
+        SpecStats st;
+        int out[3];
+        if (speculate(&f->target, tc, &f->draft, dc, f->prompt, plen, 3, 2, &smp, out, &st, &e) < 0)
+            fail_msg("run %zu: %s", r, e.msg);
+        size_t a = 0, b = 0;
+        while (a < n_first && first[a] != out[0])
+            a++;
+        assert_true(a < n_first); /* within the target's top k */
+        while (b <= TOPK && second[a][b] != out[1])
+            b++;
+        assert_true(b <= TOPK);
+        got[a][b]++;
+        kv_free(tc);
+        kv_free(dc);
+    }
+    /* cells expected fewer than 5 times are pooled */
+    double chi2 = 0.0, pool_want = 0.0, pool_got = 0.0;
+    size_t cells = 0;
+    for (size_t a = 0; a < n_first; a++)
+        for (size_t b = 0; b <= TOPK; b++) {
+            if (want[a][b] == 0.0)
+                continue;
+            if (want[a][b] < 5.0) {
+                pool_want += want[a][b], pool_got += (double)got[a][b];
+                continue;
+            }
+            chi2 += ((double)got[a][b] - want[a][b]) * ((double)got[a][b] - want[a][b]) / want[a][b];
+            cells++;
+        }
+    if (pool_want > 0.0)
+        chi2 += (pool_got - pool_want) * (pool_got - pool_want) / pool_want, cells++;
+    const double crit = gsl_cdf_chisq_Qinv(1e-3, (double)(cells - 1));
+    printf("  sampled (T = 1, top %d, K = 2), %d seeds: chi-square %.1f over %zu cells (1e-3 critical value %.1f)\n",
+           TOPK, RUNS, chi2, cells, crit);
+    if (chi2 > crit)
+        fail_msg("the first two sampled tokens do not follow the target's distribution");
+    forward_state_free(&fs);
+    free(logits), free(p1), free(p2), free(seq);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -207,6 +356,8 @@ int main(void)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_paged_shared_page),
         cmocka_unit_test(test_paged_prefix_page),
+        cmocka_unit_test(test_accept_rule),
+        cmocka_unit_test(test_sampled_distribution),
     };
     return cmocka_run_group_tests_name("speculate", tests, setup, teardown);
 }
