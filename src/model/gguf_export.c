@@ -68,7 +68,7 @@ static CkptRole entry(const Config *c, size_t i, size_t *layer)
     return i == 9 * c->n_layers + 1 ? CK_FINAL_NORM : CK_OUTPUT;
 }
 
-static void write_metadata(GgufWriter *w, const Config *c, Format fmt)
+static void write_metadata(GgufWriter *w, const Config *c, size_t vocab, Format fmt)
 {
     gguf_writer_str(w, "general.architecture", "llama");
     gguf_writer_str(w, "general.name", c->name);
@@ -88,7 +88,7 @@ static void write_metadata(GgufWriter *w, const Config *c, Format fmt)
     gguf_writer_u32(w, "llama.rope.dimension_count", (uint32_t)c->head_dim);
     gguf_writer_f32(w, "llama.rope.freq_base", (float)c->rope_theta);
     gguf_writer_f32(w, "llama.attention.layer_norm_rms_epsilon", (float)c->norm_eps);
-    gguf_writer_u32(w, "llama.vocab_size", (uint32_t)c->vocab);
+    gguf_writer_u32(w, "llama.vocab_size", (uint32_t)vocab);
     if (c->sliding_window)
         gguf_writer_u32(w, "llama.attention.sliding_window", (uint32_t)c->sliding_window);
 }
@@ -96,12 +96,12 @@ static void write_metadata(GgufWriter *w, const Config *c, Format fmt)
 /* tok into w's metadata: a byte-level one as "gpt2"; the one a checkpoint
  * carries read again from it (the Tokenizer keeps no scores or types) and
  * written as it came, "llama". */
-static int write_vocab(GgufWriter *w, const Config *c, const Tokenizer *tok, Err *e)
+static int write_vocab(GgufWriter *w, const Config *c, const Tokenizer *tok, size_t vocab, int eos, Err *e)
 {
     const int (*merges)[2];
     size_t n_merges;
     if (tokenizer_byte_level(tok, &merges, &n_merges))
-        return gguf_vocab_write(w, tok, c->vocab, e);
+        return gguf_vocab_write(w, tok, vocab, eos, e);
     if (!c->checkpoint[0])
         return err_set(e, ERR_USAGE, "tokenizer '%s' is not one export writes", tokenizer_name(tok));
     Checkpoint ck;
@@ -139,15 +139,26 @@ int model_export_gguf(const Model *m, const Tokenizer *tok, const char *path, Fo
     const Config *c = &m->cfg;
     if (check_exportable(c, fmt, e) < 0)
         return -1;
+    /* A byte-level tokenizer is written with an end-of-text control token
+     * (llama.cpp's EOS and end of generation): the first id past its own,
+     * or one more id, whose embedding and classifier rows are zeros (its
+     * logit 0 at every position). */
+    const int (*merges)[2];
+    size_t n_merges, extra = 0;
+    int eos = -1;
+    if (tok && tokenizer_byte_level(tok, &merges, &n_merges) && tokenizer_vocab(tok) <= c->vocab) {
+        eos = (int)tokenizer_vocab(tok);
+        extra = tokenizer_vocab(tok) == c->vocab;
+    }
     CkptShape s = { .d_model = c->d_model, .n_layers = c->n_layers, .n_heads = c->n_heads,
                     .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim, .ffn_dim = c->ffn_dim,
-                    .vocab = c->vocab };
+                    .vocab = c->vocab + extra };
     GgufWriter *w = gguf_writer_new(path, 0);
     if (!w)
         return err_set(e, ERR_RUNTIME, "out of memory");
     ExportInfo got = { 0 };
-    write_metadata(w, c, fmt);
-    if (tok && write_vocab(w, c, tok, e) < 0) {
+    write_metadata(w, c, s.vocab, fmt);
+    if (tok && write_vocab(w, c, tok, s.vocab, eos, e) < 0) {
         gguf_writer_free(w);
         return -1;
     }
@@ -168,19 +179,29 @@ int model_export_gguf(const Model *m, const Tokenizer *tok, const char *path, Fo
             scratch_bytes = bytes;
     }
     unsigned char *scratch = malloc(scratch_bytes ? scratch_bytes : 1); /* [rows][row_bytes] of one tensor */
-    int rc = scratch ? gguf_writer_begin_data(w, e) : err_set(e, ERR_RUNTIME, "out of memory");
+    float *zeros = calloc(c->d_model, sizeof *zeros); /* the end-of-text row */
+    int rc = scratch && zeros ? gguf_writer_begin_data(w, e) : err_set(e, ERR_RUNTIME, "out of memory");
     for (size_t i = 0; rc == 0 && i < n; i++) {
         size_t l, rows, cols;
         CkptRole r = entry(c, i, &l);
         ckpt_role_dims(&s, r, &rows, &cols);
         Format f = stored_format(&s, r, fmt);
         const size_t row_bytes = format_row_bytes(f, cols);
-        const float *x = source(m, r, l); /* [rows][cols] */
-        if (f == FMT_F32) {
+        const float *x = source(m, r, l); /* [rows][cols], the last zeros when it is the added id's */
+        const size_t own = rows - ((r == CK_EMBED || r == CK_OUTPUT) ? extra : 0);
+        if (f == FMT_F32 && own == rows) {
             rc = gguf_writer_data(w, x, rows * cols * sizeof(float), e);
+        } else if (f == FMT_F32) { /* one call a tensor: copied with the zero row after it */
+            float *all = malloc(rows * cols * sizeof *all);
+            if (all) {
+                memcpy(all, x, own * cols * sizeof *all);
+                memset(all + own * cols, 0, (rows - own) * cols * sizeof *all);
+            }
+            rc = all ? gguf_writer_data(w, all, rows * cols * sizeof *all, e) : err_set(e, ERR_RUNTIME, "out of memory");
+            free(all);
         } else {
             for (size_t j = 0; j < rows; j++)
-                m->kern->codec[f].quantize(scratch + j * row_bytes, x + j * cols, cols);
+                m->kern->codec[f].quantize(scratch + j * row_bytes, j < own ? x + j * cols : zeros, cols);
             rc = gguf_writer_data(w, scratch, rows * row_bytes, e);
         }
         if (progress)
@@ -189,6 +210,7 @@ int model_export_gguf(const Model *m, const Tokenizer *tok, const char *path, Fo
     if (rc == 0)
         rc = gguf_writer_finish(w, e);
     free(scratch);
+    free(zeros);
     gguf_writer_free(w);
     if (rc == 0 && info) {
         FILE *f = fopen(path, "rb");

@@ -41,7 +41,7 @@ static void free_strings(char **s, size_t n)
     free(s);
 }
 
-int gguf_vocab_write(GgufWriter *w, const Tokenizer *tok, size_t vocab, Err *e)
+int gguf_vocab_write(GgufWriter *w, const Tokenizer *tok, size_t vocab, int eos, Err *e)
 {
     const int (*merges)[2];
     size_t n_merges;
@@ -52,6 +52,9 @@ int gguf_vocab_write(GgufWriter *w, const Tokenizer *tok, size_t vocab, Err *e)
     if (n_ids > vocab || vocab > INT32_MAX)
         return err_set(e, ERR_USAGE, "tokenizer '%s' makes %zu ids, more than the model's %zu", tokenizer_name(tok),
                        n_ids, vocab);
+    if (eos >= 0 && ((size_t)eos < n_ids || (size_t)eos >= vocab))
+        return err_set(e, ERR_USAGE, "end-of-text id %d: not past the tokenizer's %zu ids within %zu", eos, n_ids,
+                       vocab);
     char **tokens = calloc(vocab, sizeof *tokens);
     char **merged = calloc(n_merges ? n_merges : 1, sizeof *merged);
     int32_t *types = malloc(vocab * sizeof *types);
@@ -59,10 +62,12 @@ int gguf_vocab_write(GgufWriter *w, const Tokenizer *tok, size_t vocab, Err *e)
     for (size_t i = 0; ok && i < vocab; i++) {
         if (i < n_ids) {
             tokens[i] = written(tok, (int)i);
+        } else if ((int)i == eos) {
+            tokens[i] = strdup(END_OF_TEXT);
         } else if ((tokens[i] = malloc(32))) { /* a blank: never a piece, which the alphabet writes without one */
             snprintf(tokens[i], 32, "[unused %zu]", i);
         }
-        types[i] = i < n_ids ? 1 : 5;
+        types[i] = i < n_ids ? 1 : (int)i == eos ? 3 : 5; /* 3: control */
         ok = tokens[i] != NULL;
     }
     for (size_t m = 0; ok && m < n_merges; m++)
@@ -74,6 +79,10 @@ int gguf_vocab_write(GgufWriter *w, const Tokenizer *tok, size_t vocab, Err *e)
         gguf_writer_i32_array(w, "tokenizer.ggml.token_type", types, vocab);
         gguf_writer_str_array(w, "tokenizer.ggml.merges", (const char *const *)merged, n_merges);
         gguf_writer_bool(w, "tokenizer.ggml.add_bos_token", 0);
+        if (eos >= 0) { /* as GPT-2's: one id begins and ends a text, never added here */
+            gguf_writer_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)eos);
+            gguf_writer_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)eos);
+        }
     }
     free_strings(tokens, vocab);
     free_strings(merged, n_merges);

@@ -10,16 +10,24 @@
 #include "text/tokenizer.h"
 #include "util/err.h"
 
+/* The end-of-text token an export adds, GPT-2's name for it. */
+#define END_OF_TEXT "<|endoftext|>"
+
 /* Add a byte-level tokenizer (tokenizer_byte_level) to w's metadata as
  * llama.cpp's "gpt2" model with the "gpt-2" pre-tokenizer:
  *   tokenizer.ggml.tokens      each id's bytes in GPT-2's byte alphabet
- *                              (byte_alphabet.h), then, up to the model's
- *                              vocab, one "[unused N]" per id it never makes
- *   tokenizer.ggml.token_type  1 (normal) for the tokenizer's ids, 5 (unused) past them
+ *                              (byte_alphabet.h), then, up to vocab, one
+ *                              "[unused N]" per id it never makes, but
+ *                              END_OF_TEXT at id eos (>= 0: past the
+ *                              tokenizer's ids; -1: none)
+ *   tokenizer.ggml.token_type  1 (normal) for the tokenizer's ids, 3 (control)
+ *                              for eos, 5 (unused) for the others past them
  *   tokenizer.ggml.merges      "A B" per merge, in rank order
  *   tokenizer.ggml.add_bos_token  false: kvscope's models have no BOS
+ *   tokenizer.ggml.bos_token_id, eos_token_id  eos, when there is one (as
+ *                              GPT-2's): llama.cpp ends generation there
  * ERR_USAGE when tok is not byte-level or makes more ids than vocab. */
-int gguf_vocab_write(GgufWriter *w, const Tokenizer *tok, size_t vocab, Err *e);
+int gguf_vocab_write(GgufWriter *w, const Tokenizer *tok, size_t vocab, int eos, Err *e);
 
 /* The merges of a "gpt2" vocabulary v (CKPT_VOCAB_BPE) as id pairs, when
  * it is laid out as gguf_vocab_write writes one: ids 0..255 the bytes in

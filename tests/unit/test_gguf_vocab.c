@@ -81,7 +81,8 @@ static void test_round_trip(void **state)
         free(y);
     }
 
-    /* the types as written: normal, then unused past the tokenizer's ids */
+    /* the types as written: normal, the end-of-text control token right
+     * after the tokenizer's ids (BOS and EOS), unused past it */
     Checkpoint ck;
     CkptVocab v;
     assert_int_equal(ckpt_open(&ck, path, &e), 0);
@@ -90,7 +91,12 @@ static void test_round_trip(void **state)
     assert_string_equal(v.model, "gpt2");
     assert_int_equal(v.n, 300);
     for (size_t i = 0; i < v.n; i++)
-        assert_int_equal(v.type[i], i < 290 ? 1 : 5);
+        assert_int_equal(v.type[i], i < 290 ? 1 : i == 290 ? 3 : 5);
+    assert_int_equal(v.eos, 290);
+    assert_int_equal(v.bos, 290);
+    assert_int_equal(v.len[290], strlen("<|endoftext|>"));
+    assert_memory_equal(v.piece[290], "<|endoftext|>", v.len[290]);
+    assert_int_equal(back.eos_token, 290);
     assert_int_equal(v.len[' '], 2);
     assert_memory_equal(v.piece[' '], "\xc4\xa0", 2); /* a space written as GPT-2 writes it */
     ckpt_vocab_free(&v);
