@@ -206,6 +206,8 @@ int config_load(Config *c, const char *name, Err *e)
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     snprintf(c->name, sizeof c->name, "%.*s", (int)(strlen(base) > 4 ? strlen(base) - 4 : strlen(base)), base);
 
+    if (files_check_input(path, e) < 0) /* a FIFO or a folder: refused, not waited on */
+        return e && e->kind == ERR_USAGE ? -1 : err_set(e, ERR_RUNTIME, "cannot read model file '%s'", path);
     LoadCtx ctx = { c, e, 0 };
     int line = ini_parse(path, on_ini_value, &ctx);
     if (line < 0)

@@ -97,6 +97,15 @@ int files_open_input(const char *path, Err *e)
     return fd;
 }
 
+int files_check_input(const char *path, Err *e)
+{
+    int fd = files_open_input(path, e);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    return 0;
+}
+
 FILE *files_fopen_input(const char *path, Err *e)
 {
     int fd = files_open_input(path, e);

@@ -27,6 +27,10 @@ void files_list(const char *dir, const char *suffix, char *buf, size_t cap);
  * errno kept for a caller that words it its own way. */
 int files_open_input(const char *path, Err *e);
 
+/* files_open_input's check alone, for a reader that opens the file itself
+ * (a library's): 0, or -1 with e filled as files_open_input fills it. */
+int files_check_input(const char *path, Err *e);
+
 /* files_open_input as a stdio stream ("rb"); NULL with e filled. */
 FILE *files_fopen_input(const char *path, Err *e);
 

@@ -139,10 +139,13 @@ for cmd in "calc" "run --tokens 1" "tokenize hi" "export --gguf $op_tmp/l2/o.ggu
     status=$?
     op_expect "$c beside a FIFO tokenizer.bin: exit 2 at once" 2 "$op_tmp/l2/tokenizer.bin: not a regular file"
 done
-mkfifo "$op_tmp/text.fifo"
+mkfifo "$op_tmp/text.fifo" "$op_tmp/model.ini"
 timeout 5 $KV eval --text "$op_tmp/text.fifo" >"$out" 2>"$err"
 status=$?
 op_expect "eval --text a FIFO: exit 2 at once" 2 "'$op_tmp/text.fifo' is a FIFO, not a file"
+timeout 5 $KV run --model "$op_tmp/model.ini" >"$out" 2>"$err"
+status=$?
+op_expect "run --model a FIFO: exit 2 at once" 2 "'$op_tmp/model.ini' is a FIFO, not a file"
 # a folder where a file is read: one rule, exit 2
 run "train --text a folder" $KV train --model tiny --text "$op_tmp/l2" --valid README.md --out "$op_tmp/x.kvw"
 op_expect "train --text a folder: exit 2" 2 "train: '$op_tmp/l2' is a folder, not a file"
