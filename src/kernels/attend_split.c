@@ -92,7 +92,7 @@ void attend_split(const Kernels *k, const AttnArgs *a, size_t want, Counters *ct
     float *mem = NULL;
     for (size_t t = 0; t < a->n_q; t++) {
         const size_t qpos = a->pos0 + t, seen = attend_visible_count(a, qpos);
-        const size_t parts = attend_split_parts(seen, want);
+        const size_t parts = pool_in_job() ? 1 : attend_split_parts(seen, want); /* nested: it would run alone */
         if (parts > 1 && !s) { /* one allocation for every query: the most parts any may take */
             const size_t most = attend_split_parts(attend_visible_count(a, a->pos0 + a->n_q - 1), want);
             const size_t cap = most > parts ? most : parts;

@@ -38,6 +38,9 @@ size_t attend_split_parts(size_t seen, size_t want);
 /* Decode attention in the flash form, each query's rows cut into
  * attend_split_parts(seen, want) parts run side by side on the pool and
  * merged; with one part it is attend(k, ATTEND_FLASH, a, ctr), bit for bit.
+ * Inside an iteration of pool_run (pool_in_job) it takes one part: the
+ * parts would run one after the other there, and the result would depend on
+ * how the outer loop was spread over the threads.
  * a->scores must hold group * (visible rows) floats (the naive form's
  * scratch), shared out among the parts. Counts what flash counts, plus
  * ctr->attn_split_queries and attn_split_parts. Falls back to one part

@@ -37,6 +37,21 @@ static Pool pool = {
     .busy = ATOMIC_FLAG_INIT,
 };
 
+/* How many iterations this thread is inside (pool_in_job). */
+static _Thread_local size_t depth;
+
+static void run_one(PoolTaskFn fn, void *ctx, size_t i)
+{
+    depth++;
+    fn(ctx, i);
+    depth--;
+}
+
+int pool_in_job(void)
+{
+    return depth > 0;
+}
+
 /* Take and run iterations of the current job until none is left. */
 static void take_iterations(void)
 {
@@ -44,7 +59,7 @@ static void take_iterations(void)
         size_t i = atomic_fetch_add(&pool.next, 1);
         if (i >= pool.n)
             return;
-        pool.fn(pool.ctx, i);
+        run_one(pool.fn, pool.ctx, i);
         if (atomic_fetch_add(&pool.finished, 1) + 1 == pool.n) {
             pthread_mutex_lock(&pool.lock);
             pthread_cond_signal(&pool.done);
@@ -102,7 +117,7 @@ void pool_run(size_t n, PoolTaskFn fn, void *ctx)
 {
     if (pool.n_threads < 2 || n < 2 || atomic_flag_test_and_set(&pool.busy)) {
         for (size_t i = 0; i < n; i++)
-            fn(ctx, i);
+            run_one(fn, ctx, i);
         return;
     }
     pthread_mutex_lock(&pool.lock);

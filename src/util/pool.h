@@ -34,4 +34,10 @@ size_t pool_threads(void);
  * loop on the calling thread alone. */
 void pool_run(size_t n, PoolTaskFn fn, void *ctx);
 
+/* 1 on a thread running an iteration of pool_run (there a pool_run of its
+ * own would run alone): work that would split a sum across the pool
+ * (split-K attention) keeps it whole instead, so its result does not
+ * depend on whether the outer loop ran on one thread or several. */
+int pool_in_job(void);
+
 #endif

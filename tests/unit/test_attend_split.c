@@ -234,6 +234,38 @@ static void test_split_int_dot(void **state)
         check_format(fmts[i], 32, 4, 1500, 3, 0, 1);
 }
 
+typedef struct {
+    Kv *kv;
+    float *out;
+    Counters ctr;
+} Nested;
+
+static void nested_iteration(void *ctx, size_t i)
+{
+    Nested *n = ctx;
+    (void)i;
+    attend_kv(n->kv, 2, 0, 0, n->out, &n->ctr);
+}
+
+/* Called from inside a pool_run iteration, split attention keeps one part:
+ * flash's bytes exactly, and no split counted. */
+static void test_nested_stays_whole(void **state)
+{
+    (void)state;
+    Err e = { 0 };
+    assert_int_equal(pool_set_threads(2, &e), 0);
+    Kv c;
+    make_kv(&c, 32, 4, 1500, 3, FMT_F16, FMT_F16);
+    float want[4 * 32], got[4 * 32];
+    attend_kv(&c, 0, 0, 0, want, NULL);
+    Nested n = { &c, got, { 0 } };
+    pool_run(1, nested_iteration, &n);
+    assert_int_equal(n.ctr.attn_split_queries, 0);
+    assert_memory_equal(got, want, sizeof want);
+    free(c.k);
+    free(c.v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -241,6 +273,7 @@ int main(void)
         cmocka_unit_test(test_parts),
         cmocka_unit_test(test_split_equals_flash),
         cmocka_unit_test(test_split_int_dot),
+        cmocka_unit_test(test_nested_stays_whole),
     };
     return cmocka_run_group_tests_name("attend_split", tests, NULL, NULL);
 }
