@@ -150,12 +150,15 @@ void panel_counters(Frame *f, Rect r, const View *v, const Session *s, int focus
             above = 1;
             factor = pt[i].bw_share > factor ? pt[i].bw_share : factor;
         }
-    /* rows that do not fit go in this order: the roofs' line, the two
-     * shares, then the optional counts */
+    /* rows that do not fit go in this order: the roofs' line, the optional
+     * counts, then the two shares */
     int drop = n_rows + R_COUNT + 1 + above + noisy - (r.h - 2);
     const int show_roofs = drop <= 0;
     drop -= !show_roofs;
-    const int show_shares = drop <= 0;
+    int n_optional = 0;
+    for (int i = 0; i < n_rows; i++)
+        n_optional += rows[i].optional;
+    const int show_shares = drop <= n_optional;
     if (!show_shares)
         drop -= 2;
 
@@ -213,9 +216,9 @@ void panel_counters(Frame *f, Rect r, const View *v, const Session *s, int focus
     }
     if (above && y < r.h) {
         char note[160];
-        snprintf(note, sizeof note, "cache: from cache, %.1fx the DRAM roof (the weights fit in cache)", factor);
+        snprintf(note, sizeof note, "from cache: %.1fx the DRAM roof (the weights fit in cache)", factor);
         if (text_width(note) > r.w)
-            snprintf(note, sizeof note, "cache: from cache, %.1fx the DRAM roof", factor);
+            snprintf(note, sizeof note, "from cache: %.1fx the DRAM roof", factor);
         frame_text(f, r, 0, y++, ROLE_WARN, note);
     }
     if (show_roofs && y < r.h) {

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sim/roofs.h"
 #include "ui/fmt.h"
@@ -40,15 +41,17 @@ static const char *decade_label(char *buf, size_t cap, int d)
     return buf;
 }
 
-/* "0.01", "0.1", "1", "10", "1k". */
+/* "0.01", "0.1", "1", "10", "1k", "1e6". */
 static const char *intensity_label(char *buf, size_t cap, int d)
 {
     if (d < 0)
         snprintf(buf, cap, "%.*f", -d, pow(10, d));
     else if (d < 3)
         snprintf(buf, cap, "%.0f", pow(10, d));
-    else
+    else if (d < 6)
         snprintf(buf, cap, "%sk", d == 3 ? "1" : d == 4 ? "10" : "100");
+    else
+        snprintf(buf, cap, "1e%d", d);
     return buf;
 }
 
@@ -75,6 +78,9 @@ void panel_roofline(Frame *f, Rect r, const View *v, const Session *s, int focus
         snprintf(title, sizeof title, "roofline (FLOP/s by FLOP/B), roofs: %s", origin);
         if (text_width(title) + 4 > r.w)
             snprintf(title, sizeof title, "roofline, roofs: %s", origin);
+        char *utc = strstr(title, " UTC");
+        if (text_width(title) + 4 > r.w && utc) /* narrow: the time without its zone */
+            memmove(utc, utc + 4, strlen(utc + 4) + 1);
     } else {
         snprintf(title, sizeof title, "roofline (FLOP/s by FLOP/B)");
     }
@@ -142,7 +148,10 @@ void panel_roofline(Frame *f, Rect r, const View *v, const Session *s, int focus
     const int ridge_col = COL(log10(ridge));
     for (int c = 0; c < plot_w; c++) {
         const double lx = x0 + (c + 0.5) / sx;
-        const int row = CLAMP_ROW(ROW(log10(roofline_attainable(roofs, pow(10, lx)))));
+        int row = ROW(log10(roofline_attainable(roofs, pow(10, lx))));
+        if (row >= plot_h)
+            continue; /* below the plot: not drawn on its floor */
+        row = CLAMP_ROW(row);
         if (c == ridge_col)
             frame_put(f, plot, c, row, '+', ROLE_HEAD);
         else
@@ -183,6 +192,8 @@ void panel_roofline(Frame *f, Rect r, const View *v, const Session *s, int focus
     snprintf(line, sizeof line, "c cached, u uncached, C U the newest; + ridge %.3g FLOP/B", ridge);
     if (text_width(line) > r.w)
         snprintf(line, sizeof line, "c cached, u uncached, C U newest; + ridge %.3g", ridge);
+    if (text_width(line) > r.w)
+        snprintf(line, sizeof line, "c cached u uncached, C U newest; + ridge %.3g", ridge);
     frame_text(f, r, 0, y_legend, ROLE_DIM, line);
     if (newest) {
         const StepRecord *rec = session_record(s, n - 1);

@@ -100,15 +100,17 @@ else bad "no roofs given or kept: a probe at start, its figures finite and its r
 
 # --- the view: counters and the roofline panel --------------------------------
 # rl_view NAME ARGS...: the last frame after a prefill and a decode step,
-# the roofline focused (Shift-Tab from the map)
+# the roofline focused (Shift-Tab from the map); the uncached twin from the
+# formula (its passes would only cost time here)
 rl_view() {
     f=$rl_tmp/$1.txt
     shift
-    $KV view --headless --model tiny --isa ref --size 100x30 --frames last --keys '<space> <space> <btab>' "$@" >"$f" 2>&1
+    $KV view --headless --model tiny --uncached formula --size 100x30 --frames last --keys '<space> <space> <btab>' \
+        "$@" >"$f" 2>&1
 }
 rl_view f16 --cache contiguous+quant:k=f16,v=f16 --batch 8 --prompt-len 200 --tokens 3
 rl_view q4 --cache contiguous+quant:k=q4_0,v=q4_0 --batch 8 --prompt-len 200 --tokens 3
-rl_view b1 --prompt-len 16 --tokens 3
+rl_view b1 --isa ref --prompt-len 16 --tokens 3
 rl_view b4 --prompt-len 16 --tokens 3 --batch 4
 $KV run --model tiny --isa ref --prompt-len 16 --tokens 3 --format tsv >"$rl_tmp/b1.tsv"
 if python3 - "$rl_tmp" <<'PY'

@@ -115,6 +115,19 @@ else
     T send-keys -t v q
     wait_for 'EXIT=0' 5
 
+    # real times against a DRAM roof of 1 kB/s: every pass is above it, and
+    # the counters and the roofline panel say "from cache", not a share
+    T send-keys -t v "clear; KVSCOPE_ROOFS=0.000001,100 $KV view --model tiny; echo EXIT=\$?" Enter
+    wait_for '\[2 simulation\]' 10
+    step "roofs given: the roofline panel names them" 'roofline.*roofs: KVSCOPE_ROOFS' Space
+    step "a pass above the DRAM roof: from cache, in the counters and on the roofline" \
+        'from cache: [0-9.]+x the DRAM roof' Space
+    if grep -q 'C from cache' "$tdir/pane" && grep -Eq '^% of 1e-06 GB/s +cache +cache' "$tdir/pane"; then
+        ok "tmux: the newest point is labelled 'from cache', its share cell says cache"
+    else bad "tmux: the newest point is labelled 'from cache', its share cell says cache" "$(cat "$tdir/pane")"; fi
+    T send-keys -t v q
+    wait_for 'EXIT=0' 5
+
     # --batch 3 on pages: shared pages, prefix hits and a copy on write, live
     T send-keys -t v "clear; $KV view --model tiny --cache paged:page=3 --batch 3; echo EXIT=\$?" Enter
     wait_for '\[2 simulation\]' 10
