@@ -135,7 +135,7 @@ static const int caught[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
 void tempfiles_on_signal(int sig)
 {
     atomic_store(&dying, 1);
-    for (int i = atomic_load(&top) - 1; i >= 0; i--) {
+    for (int i = MAX_ENTRIES - 1; i >= 0; i--) { /* every slot: one being added may be above top yet */
         Entry *en = atomic_load(&slots[i]);
         if (en)
             undo(en);
