@@ -139,6 +139,10 @@ static int check(const Model *target, KvCache *tc, const Model *draft, KvCache *
     if (target->cfg.vocab != draft->cfg.vocab)
         return err_set(e, ERR_USAGE, "the draft '%s' has %zu tokens, the target '%s' %zu: they must share one "
                        "vocabulary", draft->cfg.name, draft->cfg.vocab, target->cfg.name, target->cfg.vocab);
+    if (target->cfg.attention == ATTN_MLA || draft->cfg.attention == ATTN_MLA)
+        return err_set(e, ERR_USAGE, "--speculate: model '%s' uses MLA, whose decompressed tiles would keep rows "
+                       "rolled back; speculative decoding runs GQA models",
+                       target->cfg.attention == ATTN_MLA ? target->cfg.name : draft->cfg.name);
     if (plen == 0 || n_generate == 0)
         return err_set(e, ERR_USAGE, "speculative decoding needs a prompt and a token to generate");
     const size_t need = plen + n_generate - 1; /* the positions a plain run needs; a round never goes past */

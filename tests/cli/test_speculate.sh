@@ -24,3 +24,5 @@ expect_ok "run --speculate --temperature samples, and says what its tokens follo
     "sampled at temperature 0.7.*|the target's distribution" \
     $KV run --model kjv-small --draft kjv-tiny --speculate 2 --temperature 0.7 --top-k 20 --tokens 12
 expect_fail "run --speculate 17 is refused" 2 '1 \.\. 16' $KV run --model kjv-small --draft kjv-tiny --speculate 17
+expect_fail "run --speculate on an MLA model is refused" 2 'uses MLA' \
+    $KV run --model mla-tiny --draft mla-tiny --speculate 2 --tokens 4
