@@ -156,18 +156,20 @@ cross-test: $(CROSS_OBJ)
 # $(BUILD)/fuzz/NAME-crash-*. Each target links only the sources it reaches.
 FUZZ_TIME    ?= 3
 FUZZ_TARGETS := gguf spec cache config number lesson bpe kvw llama2c gguf_tok
-FUZZ_SRC_gguf   := $(filter-out %/kvw.c,$(wildcard src/ckpt/*.c)) src/kernels/format.c
+# the file helpers every reader or writer of a file goes through
+FUZZ_SRC_io     := src/util/files.c src/util/outfile.c src/util/tempfiles.c
+FUZZ_SRC_gguf   := $(filter-out %/kvw.c,$(wildcard src/ckpt/*.c)) src/kernels/format.c $(FUZZ_SRC_io)
 FUZZ_SRC_spec   := src/kv/spec.c src/util/parse.c src/kernels/format.c
 FUZZ_SRC_cache  := $(wildcard src/kv/*.c) src/kernels/codec_ref.c src/kernels/format.c src/stats/counters.c \
 	src/util/parse.c src/util/sysmem.c src/util/human.c
 FUZZ_SRC_config := src/model/config.c src/util/parse.c src/util/files.c src/util/escape.c
 FUZZ_SRC_number := src/util/parse.c
-FUZZ_SRC_lesson := src/course/lesson_doc.c
-FUZZ_SRC_bpe    := src/text/bpe.c src/text/pretok.c src/text/unicode_class.c
-FUZZ_SRC_kvw    := src/ckpt/kvw.c src/kernels/codec_ref.c
+FUZZ_SRC_lesson := src/course/lesson_doc.c src/util/files.c
+FUZZ_SRC_bpe    := src/text/bpe.c src/text/pretok.c src/text/unicode_class.c $(FUZZ_SRC_io)
+FUZZ_SRC_kvw    := src/ckpt/kvw.c src/kernels/codec_ref.c $(FUZZ_SRC_io)
 FUZZ_SRC_llama2c := $(FUZZ_SRC_gguf)
-FUZZ_SRC_gguf_tok := $(FUZZ_SRC_gguf) src/model/gguf_vocab.c src/text/tokenizer.c src/text/bpe.c src/text/spm.c \
-	src/text/pretok.c src/text/byte_alphabet.c src/text/unicode_class.c src/util/files.c
+FUZZ_SRC_gguf_tok := $(sort $(FUZZ_SRC_gguf) $(FUZZ_SRC_bpe) src/model/gguf_vocab.c src/text/tokenizer.c \
+	src/text/spm.c src/text/vocab_bpe.c src/text/byte_alphabet.c)
 FUZZ_LIBS_config := $(shell pkg-config --libs inih 2>/dev/null)
 FUZZ_BIN     := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 fuzz: $(FUZZ_BIN)
