@@ -9,8 +9,9 @@ KIND:
   offsets0    every tensor's data offset 0
   nan-weight  the first f32 tensor's element 0 a NaN
   nan-scale   the first q8_0 tensor's first block scale a NaN (f16 0x7e00)
-  bos=N       tokenizer.ggml.bos_token_id set to N (an i32 entry added, the
-              metadata padded by a whole number of alignments, as spm_gguf.py)"""
+  bos=N       tokenizer.ggml.bos_token_id set to N: an i32 in place of a
+              32-bit id there, else an i32 entry added (the metadata padded
+              by a whole number of alignments, as spm_gguf.py)"""
 import struct
 import sys
 
@@ -38,12 +39,17 @@ def s(text):
 
 
 def parse(data):
-    """(n_kv, end of the metadata, [(name, type_at, offset_at)], data start)."""
+    """(n_kv, end of the metadata, [(name, type_at, offset_at)], data start,
+    {key: where its value type is})."""
     magic, _, n_tensors, n_kv = struct.unpack_from("<4sIQQ", data, 0)
     assert magic == b"GGUF"
     pos = 24
+    keys = {}
     for _ in range(n_kv):
-        pos += 8 + struct.unpack_from("<Q", data, pos)[0]
+        klen = struct.unpack_from("<Q", data, pos)[0]
+        key = data[pos + 8:pos + 8 + klen].decode()
+        pos += 8 + klen
+        keys[key] = pos
         pos = skip_value(data, pos + 4, struct.unpack_from("<I", data, pos)[0])
     meta_end = pos
     infos = []
@@ -55,7 +61,7 @@ def parse(data):
         pos += 4 + 8 * n_dims
         infos.append((name, pos, pos + 4))
         pos += 12
-    return n_kv, meta_end, infos, pos + (-pos) % ALIGN
+    return n_kv, meta_end, infos, pos + (-pos) % ALIGN, keys
 
 
 def first_of(data, infos, ggml_type):
@@ -75,7 +81,7 @@ def main():
 
 def make(src, dst, kind):
     data = bytearray(open(src, "rb").read())
-    n_kv, meta_end, infos, start = parse(data)
+    n_kv, meta_end, infos, start, keys = parse(data)
     if kind == "short":
         struct.pack_into("<Q", data, 8, len(infos) - 1)
     elif kind == "retype":
@@ -89,6 +95,11 @@ def make(src, dst, kind):
     elif kind == "nan-scale":
         at = start + struct.unpack_from("<Q", data, first_of(data, infos, Q8_0)[2])[0]
         struct.pack_into("<H", data, at, 0x7e00)
+    elif kind.startswith("bos=") and "tokenizer.ggml.bos_token_id" in keys:  # a 32-bit id there: made an i32
+        at = keys["tokenizer.ggml.bos_token_id"]
+        if struct.unpack_from("<I", data, at)[0] not in (4, 5):
+            sys.exit("bad_gguf.py: tokenizer.ggml.bos_token_id is not a 32-bit integer")
+        struct.pack_into("<Ii", data, at, I32, int(kind[4:]))
     elif kind.startswith("bos="):
         entry = s("tokenizer.ggml.bos_token_id") + struct.pack("<Ii", I32, int(kind[4:]))
         pad_base = len(entry) + len(s("test.pad")) + 4 + 8
