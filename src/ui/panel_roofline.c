@@ -194,6 +194,8 @@ void panel_roofline(Frame *f, Rect r, const View *v, const Session *s, int focus
         snprintf(line, sizeof line, "c cached, u uncached, C U newest; + ridge %.3g", ridge);
     if (text_width(line) > r.w)
         snprintf(line, sizeof line, "c cached u uncached, C U newest; + ridge %.3g", ridge);
+    if (text_width(line) > r.w)
+        snprintf(line, sizeof line, "c cached u uncached C U newest + ridge %.3g", ridge);
     frame_text(f, r, 0, y_legend, ROLE_DIM, line);
     if (newest) {
         const StepRecord *rec = session_record(s, n - 1);
