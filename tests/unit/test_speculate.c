@@ -12,7 +12,7 @@
 #include "sim/speculate.h"
 #include "model/forward.h"
 
-#define N_GEN 40
+#define N_GEN 24
 
 typedef struct {
     Model target, draft;
@@ -273,7 +273,7 @@ static void top_k_softmax(const float *logits, size_t n, size_t k, double *out)
 static void test_sampled_distribution(void **state)
 {
     Fixture *f = *state;
-    enum { RUNS = 600, TOPK = 3 };
+    enum { RUNS = 400, TOPK = 3 };
     const size_t vocab = f->target.cfg.vocab, plen = 8; /* the prompt's first words: short, for time */
     Err e = { 0 };
     ForwardState fs;
