@@ -81,6 +81,11 @@ void panel_roofline(Frame *f, Rect r, const View *v, const Session *s, int focus
         char *utc = strstr(title, " UTC");
         if (text_width(title) + 4 > r.w && utc) /* narrow: the time without its zone */
             memmove(utc, utc + 4, strlen(utc + 4) + 1);
+        if (text_width(title) + 4 > r.w) /* narrower: "roofline: kvscope bench, 2026-11-29" */
+            snprintf(title, sizeof title, "roofline: %s", origin);
+        char *last = strrchr(title, ' ');
+        if (text_width(title) + 4 > r.w && last && roofs->source == ROOFS_BENCH)
+            *last = '\0';
     } else {
         snprintf(title, sizeof title, "roofline (FLOP/s by FLOP/B)");
     }
