@@ -61,7 +61,7 @@ static void help(void)
            "                      (default: the CPUs this process may use; 1: none besides this one)\n"
            "%s\n"
            "The same seed and ISA give the same weights, whatever --threads: the work is split by\n"
-           "rows, heads and columns, never inside a sum. GFLOP/s counts the matmuls' and the\n"
+           "rows (of activations, of weight gradients) and heads, never inside a sum. GFLOP/s counts the matmuls' and the\n"
            "attention's multiply-adds of the forwards and backwards (2 FLOPs each); the run first\n"
            "times the matmul kernel on the model's own shapes on one thread, the rate to compare\n"
            "with (per thread).\n"
