@@ -90,6 +90,20 @@ static int load_lesson(json_t *l, Lesson *out, size_t number, Err *e)
             get_str(ex, "solution", 1, &x->solution, x->id, e) < 0 ||
             get_str(ex, "harness", 1, &x->harness, x->id, e) < 0 || get_str(ex, "hint", 0, &x->hint, x->id, e) < 0)
             return -1;
+        json_t *wrong = json_object_get(ex, "wrong");
+        if (wrong) {
+            if (!json_is_array(wrong) || json_array_size(wrong) > sizeof x->wrong / sizeof x->wrong[0])
+                return err_set(e, ERR_RUNTIME, "%s: \"wrong\" must list at most 8 objects", x->id);
+            for (size_t i = 0; i < json_array_size(wrong); i++) {
+                json_t *w = json_array_get(wrong, i);
+                if (!json_is_object(w))
+                    return err_set(e, ERR_RUNTIME, "%s: a wrong solution is not an object", x->id);
+                if (get_str(w, "file", 1, &x->wrong[i], x->id, e) < 0 ||
+                    get_str(w, "says", 1, &x->wrong_says[i], x->id, e) < 0)
+                    return -1;
+                x->n_wrong++;
+            }
+        }
     }
     return 0;
 }

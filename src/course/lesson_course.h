@@ -42,6 +42,10 @@ typedef struct {
     const char *solution;
     const char *harness;  /* the checker's main(), compiled with the learner's file */
     const char *hint;
+    /* Wrong solutions, each a usual mistake: the lint proves its check fails
+     * and that the checker's output names the mistake (contains `says`). */
+    const char *wrong[8], *wrong_says[8];
+    size_t n_wrong;
 } Exercise;
 
 typedef struct {

@@ -89,6 +89,52 @@ static int file_exists(const char *p)
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* The numbers of the configuration a check's command runs (its --model
+ * and --set, as `kvscope calc` prints them), into cfg; their count. The
+ * last configuration asked is remembered: a lesson's checks share few. */
+static size_t config_of(const CheckSpec *ck, RuleConfigValue *cfg, size_t cap)
+{
+    static char last_cmd[1024];
+    static RuleConfigValue last[48];
+    static size_t n_last;
+    char buf[2048], cmd[1024];
+    char *argv[64];
+    Err e = { 0 };
+    snprintf(buf, sizeof buf, "%s", ck->run);
+    int argc = exec_split(buf, argv, 64, &e);
+    size_t n = (size_t)snprintf(cmd, sizeof cmd, "kvscope calc");
+    for (int i = 2; argc > 0 && i + 1 < argc && n < sizeof cmd; i++)
+        if (strcmp(argv[i], "--model") == 0 || strcmp(argv[i], "--set") == 0) {
+            n += (size_t)snprintf(cmd + n, sizeof cmd - n, " %s '%s'", argv[i], argv[i + 1]);
+            i++;
+        }
+    if (n >= sizeof cmd - 16)
+        return 0;
+    snprintf(cmd + n, sizeof cmd - n, " --format json");
+    if (strcmp(cmd, last_cmd) != 0) {
+        snprintf(last_cmd, sizeof last_cmd, "%s", cmd);
+        n_last = 0;
+        ExecResult r;
+        if (exec_kvscope(cmd, &r, &e) == 0 && r.status == 0) {
+            json_t *root = lv_parse_output(r.out, &e);
+            json_t *model = root ? json_object_get(root, "model") : NULL;
+            const char *key;
+            json_t *v;
+            json_object_foreach(model, key, v) {
+                if (json_is_number(v) && n_last < sizeof last / sizeof last[0] && json_number_value(v) != 0) {
+                    snprintf(last[n_last].name, sizeof last[n_last].name, "%s", key);
+                    last[n_last++].value = json_number_value(v);
+                }
+            }
+            json_decref(root);
+        }
+        exec_result_free(&r);
+    }
+    size_t k = n_last < cap ? n_last : cap;
+    memcpy(cfg, last, k * sizeof *cfg);
+    return k;
+}
+
 static void lint_checks(Lint *l, const Course *c, const Lesson *ls, size_t *n_checks)
 {
     char path[PATH_MAX + 64];
@@ -124,6 +170,11 @@ static void lint_checks(Lint *l, const Course *c, const Lesson *ls, size_t *n_ch
         char why[600];
         if (rule_check_static(ck, why, sizeof why))
             problem(l, "check %s: %s", ck->id, why);
+        for (size_t j = 0; j < d.n; j++)
+            if (d.blocks[j].kind == BLK_CHECK && rule_halves_another(ck, &d.blocks[j].check, why, sizeof why)) {
+                problem(l, "check %s: %s", ck->id, why);
+                break;
+            }
         CheckOutcome o;
         Err ce = { 0 };
         step(l, ck->id);
@@ -137,7 +188,10 @@ static void lint_checks(Lint *l, const Course *c, const Lesson *ls, size_t *n_ch
             continue;
         }
         if (o.pass) {
+            RuleConfigValue cfg[48];
+            size_t n_cfg = config_of(ck, cfg, sizeof cfg / sizeof cfg[0]);
             if (rule_value_is_input(ck, o.actual, why, sizeof why) ||
+                rule_reads_back(ck, o.actual, cfg, n_cfg, why, sizeof why) ||
                 rule_rounds_as_written(ck, o.actual, why, sizeof why))
                 problem(l, "check %s: %s", ck->id, why);
             passed++;
@@ -235,6 +289,35 @@ static void lint_exercise(Lint *l, const Course *c, const Lesson *ls)
         }
         exercise_outcome_free(&o);
     }
+    for (size_t i = 0; i < x->n_wrong; i++) {
+        char p[PATH_MAX + 64], what[160];
+        course_path(c, x->wrong[i], p, sizeof p);
+        snprintf(what, sizeof what, "exercise %s, lessons/%s", x->id, x->wrong[i]);
+        if (!file_exists(p)) {
+            problem(l, "exercise %s: lessons/%s does not exist", x->id, x->wrong[i]);
+            continue;
+        }
+        ExerciseOutcome o;
+        Err e = { 0 };
+        step(l, what);
+        if (run_exercise(c, x, p, &o, &e) < 0) {
+            problem(l, "exercise %s: %s", x->id, e.msg);
+            return;
+        }
+        if (!o.compiled) {
+            problem(l, "%s, a wrong solution, does not compile%s", what, "");
+            say(l, "%s\n", o.output ? o.output : "");
+        } else if (o.passed) {
+            problem(l, "%s, a wrong solution, passes its check: the checker cannot see that mistake%s", what, "");
+        } else if (!o.output || !strstr(o.output, x->wrong_says[i])) {
+            problem(l, "%s fails its check without naming the mistake (no '%s' in the checker's output)", what,
+                    x->wrong_says[i]);
+            say(l, "%s\n", o.output ? o.output : "");
+        } else {
+            say(l, "  ok    exercise %-26s lessons/%s fails, naming the mistake\n", x->id, x->wrong[i]);
+        }
+        exercise_outcome_free(&o);
+    }
 }
 
 /* Lesson files (NN-*.md) that the manifest does not list. */
@@ -280,7 +363,7 @@ static size_t count_commands(const Course *c)
         for (size_t b = 0; b < d.n; b++)
             n += d.blocks[b].kind == BLK_CHECK;
         doc_free(&d);
-        n += ls->n_quiz + (ls->ex.present ? 2 : 0);
+        n += ls->n_quiz + (ls->ex.present ? 2 + ls->ex.n_wrong : 0);
     }
     return n;
 }

@@ -64,8 +64,14 @@ static int names_input(int argc, char **argv, const char *field)
 /* Is this first step of a path an echo of the input? */
 static int echo_root(const char *root, size_t len, int single, int argc, char **argv)
 {
-    if ((len == 5 && strncmp(root, "model", 5) == 0) || (len == 6 && strncmp(root, "config", 6) == 0))
-        return 1;
+    /* the configuration printed back, or rearranged: calc's row shapes are
+     * head_dim and the latent's widths, its cached_positions min(context,
+     * window) */
+    static const char *const echo_roots[] = { "model", "config", "shape", "reference_shape", "cached_positions",
+                                              NULL };
+    for (size_t i = 0; echo_roots[i]; i++)
+        if (len == strlen(echo_roots[i]) && strncmp(root, echo_roots[i], len) == 0)
+            return 1;
     if (!single)
         return 0;
     char name[96];
@@ -257,4 +263,133 @@ int rule_rounds_as_written(const CheckSpec *ck, double actual, char *why, size_t
     snprintf(why, cap, "the prose says %s, but the engine gives %s at that precision (its tol %s lets the check "
              "pass, not the text): write %s, or fewer digits", ck->expect, shown, ck->tol, shown);
     return 1;
+}
+
+/* The expression with its spaces removed. */
+static void squeeze(const char *in, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (; *in && n + 1 < cap; in++)
+        if (!isspace((unsigned char)*in))
+            out[n++] = *in;
+    out[n] = '\0';
+}
+
+int rule_halves_another(const CheckSpec *ck, const CheckSpec *other, char *why, size_t cap)
+{
+    if (ck == other || strcmp(ck->run, other->run) != 0)
+        return 0;
+    char a[1024], b[1024], forms[4][1100];
+    squeeze(ck->value, a, sizeof a);
+    squeeze(other->value, b, sizeof b);
+    snprintf(forms[0], sizeof forms[0], "%s/2", b);
+    snprintf(forms[1], sizeof forms[1], "%s*2", b);
+    snprintf(forms[2], sizeof forms[2], "2*%s", b);
+    snprintf(forms[3], sizeof forms[3], "(%s)/2", b);
+    for (int i = 0; i < 4; i++)
+        if (strcmp(a, forms[i]) == 0) {
+            snprintf(why, cap, "its value '%s' is check %s's value %s: it passes whenever that one does, and "
+                     "checks nothing of its own; compare with an independent computation", ck->value, other->id,
+                     i == 1 || i == 2 ? "doubled" : "halved");
+            return 1;
+        }
+    return 0;
+}
+
+/* Does expr read exactly one path, with nothing else (no arithmetic, no
+ * function)? */
+static int bare_path(const char *expr)
+{
+    char e[1024];
+    squeeze(expr, e, sizeof e);
+    int depth = 0;
+    for (const char *p = e; *p; p++) {
+        depth += *p == '[' ? 1 : *p == ']' ? -1 : 0;
+        if (depth == 0 && strchr("+-*/()", *p))
+            return 0;
+    }
+    return isalpha((unsigned char)e[0]) || e[0] == '_';
+}
+
+/* Is expr a per-unit conversion of one quantity into another, P * Q / R
+ * (bytes reserved times positions over bytes used: positions reserved)? */
+static int ratio_of_paths(const char *expr)
+{
+    char e[1024];
+    squeeze(expr, e, sizeof e);
+    int depth = 0, times = 0, over = 0;
+    for (const char *p = e; *p; p++) {
+        depth += *p == '[' ? 1 : *p == ']' ? -1 : 0;
+        if (depth)
+            continue;
+        if (*p == '+' || *p == '-' || *p == '(' || isdigit((unsigned char)*p) ||
+            (*p == '.' && isdigit((unsigned char)p[1])))
+            if (p == e || !(isalnum((unsigned char)p[-1]) || p[-1] == '_' || p[-1] == '.'))
+                return 0; /* a sum, a grouping or a constant: a computation of the check's own */
+        times += *p == '*';
+        over += *p == '/';
+    }
+    return times == 1 && over == 1;
+}
+
+static int same(double a, double b)
+{
+    return fabs(a - b) <= 1e-9 * fabs(b);
+}
+
+int rule_reads_back(const CheckSpec *ck, double actual, const RuleConfigValue *cfg, size_t n_cfg, char *why,
+                    size_t cap)
+{
+    LvFigure fig;
+    Err e = { 0 };
+    if (lv_parse_figure(ck->expect, &fig, &e) < 0 || fig.is_bool)
+        return 0;
+    if (actual == floor(actual) && fabs(actual) < 10)
+        return 0; /* a single-digit count is a definition, not a figure: it meets small inputs by chance */
+    const int bare = bare_path(ck->value), ratio = !bare && ratio_of_paths(ck->value);
+    if (!bare && !ratio)
+        return 0;
+    char names[256] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < n_cfg && used < sizeof names; i++)
+        if (same(actual, cfg[i].value))
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", used ? " = " : "", cfg[i].name);
+    if (used) {
+        snprintf(why, cap, "its value %s is the model's %s (%g), %s: the check would pass whatever the engine "
+                 "computed; compare with an independent computation", ck->expect, names, actual,
+                 bare ? "read back" : "read back through a ratio that cancels to it");
+        return 1;
+    }
+    if (!bare)
+        return 0;
+    /* numbers of the command line: one of them, or one over another (positions over a page) */
+    char buf[2048];
+    char *argv[RULE_MAX_WORDS];
+    int argc = split_run(ck, buf, sizeof buf, argv);
+    double nums[RULE_MAX_WORDS * 4];
+    size_t n = 0;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--model") == 0 || strcmp(argv[i], "--prompt") == 0 || strcmp(argv[i], "--format") == 0) {
+            i++;
+            continue;
+        }
+        char w[512], *save = NULL;
+        snprintf(w, sizeof w, "%s", argv[i]);
+        for (char *tok = strtok_r(w, ",:;+=", &save); tok && n < sizeof nums / sizeof nums[0];
+             tok = strtok_r(NULL, ",:;+=", &save)) {
+            char *end;
+            double x = strtod(tok, &end);
+            if (end != tok && *end == '\0' && x > 1)
+                nums[n++] = x;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            if (i != j && nums[j] != nums[i] && same(actual * nums[j], nums[i])) {
+                snprintf(why, cap, "its value %s is %g / %g, two numbers of its own command line, read back: the "
+                         "check would pass whatever the engine computed; compare with an independent computation",
+                         ck->expect, nums[i], nums[j]);
+                return 1;
+            }
+    return 0;
 }

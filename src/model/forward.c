@@ -355,6 +355,7 @@ int model_forward_slots(const Model *m, ForwardState *s, KvCache *cache, const s
     }
 
     /* logits of each sequence's last token only: the others are not needed */
-    sublayer_logits(m, s, n_seqs, n_new, logits, ctr);
+    if (logits)
+        sublayer_logits(m, s, n_seqs, n_new, logits, ctr);
     return 0;
 }

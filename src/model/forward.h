@@ -65,7 +65,8 @@ void forward_state_free(ForwardState *s);
  *           cache that shifts (kv_shifts) runs them at pos0 minus its
  *           kv_pos_shift, the same for every sequence, which must stay
  *           below max_seq_len (pos0 need not)
- *   logits: [n_seqs][vocab], the last token of each sequence
+ *   logits: [n_seqs][vocab], the last token of each sequence; NULL: none
+ *           (a pass whose logits nobody reads, such as a prefill's early chunk)
  * Counts its work into ctr (tokens_projected: n_seqs * n_new rows). */
 int model_forward(const Model *m, ForwardState *s, KvCache *cache, const int *tokens, size_t n_seqs,
                   size_t n_new, size_t pos0, float *logits, Counters *ctr, Err *e);

@@ -82,7 +82,7 @@ else bad "lesson check 6 on the starter fails" "exit $status" "stdout: $(head -c
 if grep -q '^/' "$out" || grep -q ' /[a-z]' "$out"; then bad "no absolute paths in check output" "$(grep ' /[a-z]' "$out" | head -3)"
 else ok "no absolute paths in check output"; fi
 cp lessons/solutions/window.c "$lesson_src/my_window.c"
-expect_ok "lesson check 6 on the solution passes" '^lesson 6: 8 of 8 checks pass, exercise passes; done\.$' \
+expect_ok "lesson check 6 on the solution passes" '^lesson 6: 10 of 10 checks pass, exercise passes; done\.$' \
     $KV lesson check 6 --file "$lesson_src/my_window.c"
 expect_ok "lesson check 3 --file=: the memory formula" 'all [0-9]+ figures match the reference' \
     $KV lesson check 3 --file=lessons/solutions/memory_formula.c
@@ -165,6 +165,48 @@ expect: 0.25
 tol: 5%
 hint: 256 B, in KB.
 ```
+
+Read-backs: a row of 16 values, 65,536 B, 256 positions, 128 B halved to 64.
+
+```check
+id: one.shape
+run: kvscope calc --model tiny --format json
+value: shape.k_len
+expect: 16
+hint: head_dim.
+```
+
+```check
+id: one.positions
+run: kvscope calc --model tiny --format json
+value: formats[format=f16].bytes_total * formats[format=f16].bytes_per_token_layer / formats[format=f16].bytes_per_token_layer
+expect: 65,536
+hint: Not a read-back.
+```
+
+```check
+id: one.max-len
+run: kvscope calc --model tiny --format json
+value: formats[format=f16].bytes_total * formats[format=f16].reference.ratio / formats[format=f16].reference.bytes_per_token
+expect: 256
+hint: A ratio that cancels.
+```
+
+```check
+id: one.layer
+run: kvscope calc --model tiny --format json
+value: formats[format=f16].bytes_per_token_layer
+expect: 128
+hint: 2 x 2 x 16 x 2.
+```
+
+```check
+id: one.layer-half
+run: kvscope calc --model tiny --format json
+value: formats[format=f16].bytes_per_token_layer / 2
+expect: 64
+hint: Halved.
+```
 EOF
 printf '# 2. Two\n\nNo checks.\n' >"$lesson_course/03-two.md"
 printf '# 9. Stray\n' >"$lesson_course/09-stray.md"
@@ -192,6 +234,10 @@ if [ "$status" -eq 1 ] && grep -q 'check one.len: expected 999, got 256' "$out" 
     grep -q "check one.len: its value 'model.max_seq_len' only reads back the input" "$out" &&
     grep -q "check one.constant: its value '8 \* 1.4' reads nothing from the command's output" "$out" &&
     grep -q 'check one.hidden: the prose says 0.25, but the engine gives 0.26 at that precision' "$out" &&
+    grep -q "check one.shape: its value 'shape.k_len' only reads back the input" "$out" &&
+    grep -q "check one.layer-half: its value 'formats\[format=f16\].bytes_per_token_layer / 2' is check one.layer's value halved" "$out" &&
+    grep -q "check one.max-len: its value 256 is the model's .*max_seq_len (256), read back through a ratio" "$out" &&
+    ! grep -q 'check one.positions' "$out" && ! grep -q 'FAIL  check one.layer:' "$out" &&
     grep -q 'lesson file 03-two.md should be lessons/02-' "$out" &&
     grep -q 'lesson two\|lesson one has no check block' "$out" &&
     grep -q 'lessons/09-stray.md is not in the manifest' "$out" &&

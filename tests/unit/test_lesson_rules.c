@@ -92,12 +92,63 @@ static void test_rounds_as_written(void **state)
     assert_int_equal(rule_rounds_as_written(&c, 0.04258, why, sizeof why), 0);
 }
 
+static void test_reads_back(void **state)
+{
+    (void)state;
+    char why[600];
+    /* calc's shape and cached_positions restate the configuration */
+    CheckSpec c = spec("kvscope calc --model llama-2-7b --format json", "shape.k_len", "128", NULL);
+    assert_int_equal(rule_check_static(&c, why, sizeof why), 1);
+    c = spec("kvscope calc --model mistral-7b --context 32768 --format json", "cached_positions", "4,096", NULL);
+    assert_int_equal(rule_check_static(&c, why, sizeof why), 1);
+    c = spec("kvscope calc --model glm-mla --format json", "reference_shape.k_len", "256", NULL);
+    assert_int_equal(rule_check_static(&c, why, sizeof why), 1);
+    /* good: the engine's bytes over the formula's other factors */
+    c = spec("kvscope calc --model llama-2-7b --format json",
+             "formats[format=f16].bytes_per_token_layer / (2 * 32 * 2)", "128", NULL);
+    assert_int_equal(rule_check_static(&c, why, sizeof why), 0);
+
+    const RuleConfigValue cfg[] = { { "d_model", 64 }, { "max_seq_len", 256 }, { "n_layers", 2 } };
+    /* a ratio that cancels to max_seq_len: lesson 5's old max-positions */
+    c = spec("kvscope run --model tiny --prompt-len 8 --tokens 8 --format tsv",
+             "rows[-1].cache_bytes_reserved * rows[-1].cache_len / rows[-1].cache_bytes_used", "256", NULL);
+    assert_int_equal(rule_reads_back(&c, 256, cfg, 3, why, sizeof why), 1);
+    assert_non_null(strstr(why, "max_seq_len"));
+    /* a bare read of positions over a page size, both on the command line */
+    c = spec("kvscope run --model tiny --set max_seq_len=1024 --prompt-len 1024 --tokens 1 --cache paged:page=64 "
+             "--format json", "pages.used", "16", NULL);
+    assert_int_equal(rule_reads_back(&c, 16, cfg, 3, why, sizeof why), 1);
+    assert_non_null(strstr(why, "1024 / 64"));
+    /* a bare read equal to a configuration number */
+    c = spec("kvscope run --model tiny --format json", "summary.rows", "256", NULL);
+    assert_int_equal(rule_reads_back(&c, 256, cfg, 3, why, sizeof why), 1);
+    /* good: the bytes over the page's size, a computation of the check's own */
+    c = spec("kvscope run --model tiny --set max_seq_len=1024 --prompt-len 1024 --tokens 1 --cache paged:page=64 "
+             "--format json", "steps[-1].counters.cache_bytes_used / (64 * 512)", "16", NULL);
+    assert_int_equal(rule_reads_back(&c, 16, cfg, 3, why, sizeof why), 0);
+    /* good: a count of the engine's that is no configuration number (8 beams, 8 references) */
+    c = spec("kvscope run --model encdec --beams 8 --format json", "measured.cross_peak_refs", "8", NULL);
+    assert_int_equal(rule_reads_back(&c, 8, cfg, 3, why, sizeof why), 0);
+
+    /* a value that halves another check's */
+    CheckSpec a = spec("kvscope run --model worked-example --format tsv", "rows[step=0].proj_flops", "384", NULL);
+    CheckSpec b = spec("kvscope run --model worked-example --format tsv", "rows[step=0].proj_flops / 2", "192", NULL);
+    b.id = "t.half";
+    assert_int_equal(rule_halves_another(&b, &a, why, sizeof why), 1);
+    assert_non_null(strstr(why, "halved"));
+    assert_int_equal(rule_halves_another(&a, &b, why, sizeof why), 0);
+    /* good: against the formula's own count */
+    b.value = "rows[step=0].proj_flops / 192";
+    assert_int_equal(rule_halves_another(&b, &a, why, sizeof why), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_static_rules),
         cmocka_unit_test(test_value_is_input),
         cmocka_unit_test(test_rounds_as_written),
+        cmocka_unit_test(test_reads_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,9 @@
  * KvCache, attend() over its blocks. After every step the learner's cache
  * length, its new K and V rows and its output must match the engine's.
  *
+ * The last shape scales q and K up so that scores reach the hundreds: a
+ * softmax that does not subtract the largest score overflows there.
+ *
  * When they do not, the checker names the mistake: it runs the engine again
  * with each of the usual mistakes committed (RoPE at the wrong position, V
  * rotated, the wrong KV head, a mask, the cache ignored, no 1/sqrt(d)), and
@@ -19,7 +22,8 @@
 #include "harness.h"
 #include "kv/cache.h"
 
-#define N_CONFIGS 6
+#define N_CONFIGS 7
+#define LARGE 30.0 /* the last shape's q and K: scores of hundreds, where exp(score) overflows a float */
 #define MAX_STEPS 16
 #define TOL 1e-4 /* relative: the learner may add in another order */
 
@@ -173,12 +177,15 @@ int main(void)
             }
         printf("shape %d: %zu query heads, %zu KV heads (groups of %zu), head_dim %zu, theta %g, %zu tokens\n",
                ci + 1, H, Hkv, group, D, theta, steps);
+        const double big = ci == N_CONFIGS - 1 ? LARGE : 1.0;
+        if (big > 1.0)
+            printf("  (q and K scaled by %g: scores reach the hundreds, as logits of a trained model can)\n", big);
         float q[64 * 64], ql[64 * 64], k[8 * 64], v[8 * 64], out[64 * 64];
         for (size_t pos = 0; pos < steps; pos++) {
             for (size_t i = 0; i < H * D; i++)
-                q[i] = (float)(2 * uniform() - 1);
+                q[i] = (float)(big * (2 * uniform() - 1));
             for (size_t i = 0; i < Hkv * D; i++)
-                k[i] = (float)(2 * uniform() - 1), v[i] = (float)(2 * uniform() - 1);
+                k[i] = (float)(big * (2 * uniform() - 1)), v[i] = (float)(2 * uniform() - 1);
             for (int mk = 0; mk < M_COUNT; mk++)
                 engine_step(K, &en[mk], (Mistake)mk, &c, pos, q, k, v);
             memcpy(ql, q, sizeof q);
@@ -218,8 +225,15 @@ int main(void)
                            en[M_NONE].out[1], out[0], out[1]);
             }
             if (bad) {
+                int finite = 1;
+                for (size_t i = 0; i < H * D; i++)
+                    finite &= isfinite(out[i]) != 0;
                 Mistake mk = diagnose(en, out, &c, pos);
-                if (mk != M_NONE)
+                if (!finite && big > 1.0)
+                    printf("  your output holds inf or NaN where the engine's is finite: exp(score) overflows a "
+                           "float past a score of about 88; subtract each head's largest score before exp (the "
+                           "softmax is unchanged)\n");
+                else if (mk != M_NONE)
                     printf("  your numbers are the engine's with this mistake: %s\n", mistake_text[mk]);
                 else
                     printf("  (they match none of the usual mistakes: RoPE position, V rotated, head mapping, "

@@ -4,7 +4,8 @@
  * reference codec (codec_ref[FMT_Q8_0].quantize, llama.cpp's
  * quantize_row_q8_0_ref) on every test block: Gaussian values at several
  * scales, a block with one outlier, a negative maximum, exact halves, tiny
- * values, and a block of zeros. Its q4_0_block must write the same 18
+ * values, a block of zeros, and values halfway between two codes (0.5, 2.5,
+ * -4.5 steps of the scale), which round away from zero, not to even. Its q4_0_block must write the same 18
  * bytes as codec_ref[FMT_Q4_0] (llama.cpp's quantize_row_q4_0_ref) on the
  * same blocks; a scale of the wrong sign and swapped nibbles are named.
  *
@@ -46,7 +47,7 @@ static int check_fp4(void)
     unsigned char row[4 * ROW / 8 + 2];
     float x[ROW];
     Tally t = { 0, 0 };
-    int seed_rule = 0;
+    int seed_rule = 0, tie_rule = 0;
     printf("reference: kvscope's fp4 codec on %d rows of %d values (%zu bytes each)\n", N_ROWS, ROW, sizeof row);
     for (int r = 0; r < N_ROWS; r++) {
         for (int j = 0; j < ROW; j++) {
@@ -70,7 +71,20 @@ static int check_fp4(void)
             if (got < 16)
                 printf(" (%s%g)", got & 8u ? "-" : "+", mag[got & 7u]);
             printf("\n");
-            float a = roundf(fabsf(x[j] / s));
+            const float ax = fabsf(x[j] / s);
+            int tie = 0;
+            for (unsigned i = 1; i < 8; i++)
+                tie |= ax == 0.5f * (mag[i - 1] + mag[i]);
+            const unsigned wi = want & 7u, gi = got & 7u;
+            if (tie && got < 16 && (want & 8u) == (got & 8u) && (wi + 1 == gi || gi + 1 == wi)) {
+                if (!tie_rule++)
+                    printf("  |x / s| = %g lies halfway between %g and %g: a tie goes to the even index (%g, "
+                           "index %u), not to the %s magnitude\n", ax, mag[(want < got ? want : got) & 7u],
+                           mag[(want < got ? got : want) & 7u], mag[want & 7u], want & 7u,
+                           (got & 7u) < (want & 7u) ? "lower" : "higher");
+                continue;
+            }
+            float a = roundf(ax);
             if ((got & 7u) == (unsigned)a && a != mag[got & 7u] && !seed_rule++)
                 printf("  that is the Marlin design's round(value / scale) = %g used as a code: E2M1's index %g stands "
                        "for %g; take the nearest of the eight magnitudes instead\n",
@@ -82,10 +96,14 @@ static int check_fp4(void)
 
 int main(void)
 {
-    enum { N_BLOCKS = 12 };
+    enum { N_BLOCKS = 13 };
     static const char *const names[N_BLOCKS] = { "gaussian x1", "gaussian x0.01", "gaussian x100", "gaussian x3",
                                                  "one outlier", "negative max", "exact halves", "tiny values",
-                                                 "zeros",       "ramp",         "gaussian x7", "all equal" };
+                                                 "zeros",       "ramp",         "gaussian x7", "all equal",
+                                                 "halves of the scale" };
+    /* max 127 makes d = 1 exactly: these values are k + 1/2 steps of d, where rounding half away from zero
+     * (roundf, llama.cpp's) and half to even (rintf, nearbyintf) part: 0.5 -> 1 or 0, 2.5 -> 3 or 2 */
+    static const float halves[8] = { 127.0f, 0.5f, 2.5f, -4.5f, -0.5f, 6.5f, -1.5f, 10.5f };
     float x[N_BLOCKS][QK8_0];
     for (int b = 0; b < N_BLOCKS; b++)
         for (int j = 0; j < QK8_0; j++) {
@@ -102,7 +120,8 @@ int main(void)
             case 8: x[b][j] = 0.0f; break;
             case 9: x[b][j] = (float)j / 31.0f - 0.5f; break;
             case 10: x[b][j] = 7.0f * g; break;
-            default: x[b][j] = 2.5f; break;
+            case 11: x[b][j] = 2.5f; break;
+            default: x[b][j] = halves[j % 8] * (j < 8 ? 1.0f : j % 2 ? -1.0f : 1.0f); break;
             }
         }
 
@@ -120,12 +139,19 @@ int main(void)
             if (want.d != got.d)
                 printf("  scale d: expected 0x%04x (%g), got 0x%04x (%g)\n", want.d, fp16_to_f32(want.d), got.d,
                        fp16_to_f32(got.d));
-            int shown = 0;
-            for (int j = 0; j < QK8_0 && shown < 3; j++)
+            int shown = 0, to_even = want.d == got.d;
+            const float d = fp16_to_f32(want.d), id = d != 0.0f ? 1.0f / d : 0.0f;
+            for (int j = 0; j < QK8_0; j++)
                 if (want.qs[j] != got.qs[j]) {
-                    printf("  qs[%d] for x = %g: expected %d, got %d\n", j, x[b][j], want.qs[j], got.qs[j]);
-                    shown++;
+                    const float v = x[b][j] * id;
+                    to_even &= v - floorf(v) == 0.5f && got.qs[j] == (int8_t)rintf(v);
+                    if (shown++ < 3)
+                        printf("  qs[%d] for x = %g (x / d = %g): expected %d, got %d\n", j, x[b][j], v,
+                               want.qs[j], got.qs[j]);
                 }
+            if (shown && to_even)
+                printf("  halfway values rounded to even (rintf, nearbyintf, or the FPU's default): llama.cpp's "
+                       "reference rounds half away from zero (roundf), so 0.5 -> 1 and -4.5 -> -5\n");
         }
     }
     const int q8_failed = verdict(&t, "q8_0 blocks");

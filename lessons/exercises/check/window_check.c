@@ -59,12 +59,21 @@ int main(void)
                 const float *ek = harness_row(b.k, b.k_stride, want_first + i);
                 const float *ev = harness_row(b.v, b.v_stride, want_first + i);
                 const float *gk = window_k(&w, i), *gv = window_v(&w, i);
-                int ok = memcmp(ek, gk, dim * sizeof(float)) == 0 && memcmp(ev, gv, dim * sizeof(float)) == 0;
-                if (tally(&t, ok)) {
-                    printf("window %zu, after appending position %zu: row %zu should be position %zu\n", W, p, i,
-                           want_first + i);
-                    print_row("expected K", ek, dim);
-                    print_row("got      K", gk, dim);
+                const int k_ok = memcmp(ek, gk, dim * sizeof(float)) == 0;
+                const int v_ok = memcmp(ev, gv, dim * sizeof(float)) == 0;
+                if (tally(&t, k_ok && v_ok)) {
+                    printf("window %zu, after appending position %zu: row %zu should be position %zu, and its %s\n",
+                           W, p, i, want_first + i,
+                           k_ok ? "V row differs (K is right)" : v_ok ? "K row differs (V is right)"
+                                                                  : "K and V rows both differ");
+                    if (!k_ok) {
+                        print_row("expected K", ek, dim);
+                        print_row("got      K", gk, dim);
+                    }
+                    if (!v_ok) {
+                        print_row("expected V", ev, dim);
+                        print_row("got      V", gv, dim);
+                    }
                 }
             }
         }
