@@ -39,7 +39,7 @@ else
 
     state=$(mktemp -d)
     run_peak "lesson 4's checks" env KVSCOPE_LLC=512M XDG_STATE_HOME="$state" $KV lesson check 4
-    if [ "$status" -eq 0 ] && [ "$peak_kib" -lt "$limit_kib" ] && grep -q '^lesson 4: 14 of 14 checks pass' "$out"; then
+    if [ "$status" -eq 0 ] && [ "$peak_kib" -lt "$limit_kib" ] && grep -q '^lesson 4: \([0-9][0-9]*\) of \1 checks pass' "$out"; then
         ok "lesson 4 with a 512 MiB LLC: every check passes, peak $((peak_kib / 1024)) MiB"
     else bad "lesson 4 with a 512 MiB LLC: every check passes, under 2 GiB" "exit $status, peak $peak_kib KiB" \
         "stdout: $(grep -v '^  ok' "$out" | head -c 600)"; fi
