@@ -154,7 +154,7 @@ cross-test: $(CROSS_OBJ)
 # crasher it finds is kept once the parser is fixed (test_gguf also replays
 # gguf's); new inputs go to $(BUILD)/fuzz/corpus/NAME, a crash to
 # $(BUILD)/fuzz/NAME-crash-*. Each target links only the sources it reaches.
-FUZZ_TIME    ?= 3
+FUZZ_TIME    ?= 2
 FUZZ_TARGETS := gguf spec cache config number lesson bpe kvw llama2c gguf_tok
 # the file helpers every reader or writer of a file goes through
 FUZZ_SRC_io     := src/util/files.c src/util/outfile.c src/util/tempfiles.c
