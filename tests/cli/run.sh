@@ -6,11 +6,11 @@ cd "$(dirname "$0")/../.." || exit 1
 export KVSCOPE_DATA=data
 for test_file in tests/cli/test_*.sh; do
     echo "== $test_file"
-    # under the sanitizers, the files that check packaging (install, man
-    # page) or drive through tmux the view test_view.sh already drives: they
-    # reach no code the others do not, and make test's time is bounded
+    # under the sanitizers, skip the files that check packaging (install,
+    # man page), drive through tmux the view test_view.sh drives, or draw
+    # every figure (two minutes under ASan): make test's time is bounded
     case "${KVSCOPE_SANITIZED:-}:$test_file" in
-    ?*:*/test_install.sh | ?*:*/test_view_tmux.sh)
+    ?*:*/test_install.sh | ?*:*/test_view_tmux.sh | ?*:*/test_plot.sh)
         echo "   SKIP under the sanitizers (run in the plain pass)"; continue ;;
     esac
     t0=$(date +%s.%N)
