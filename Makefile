@@ -227,7 +227,7 @@ tokenizer: corpus $(BIN)
 	$(BIN) tokenize --learn --text $(BUILD)/corpus/kjv-train.txt --vocab 1024 --out data/tokenizer/kjv-bpe.txt
 
 # The trained models of data/models/kjv-*.ini, trained again from scratch
-# (minutes for kjv-tiny, under an hour for kjv-small on one core); each run
+# (minutes for kjv-tiny, under an hour for kjv-small, kjv-base's time in its .kvw.json); each run
 # writes data/weights/NAME.kvw, NAME.kvw.json (how it was made) and
 # NAME.log.tsv (every step: the loss curve of `kvscope plot loss`).
 TRAIN := $(BIN) train --init scratch --text $(BUILD)/corpus/kjv-train.txt \
@@ -237,6 +237,8 @@ models: corpus $(BIN)
 		--eval-every 250 --ckpt-every 1000 --log data/weights/kjv-tiny.log.tsv
 	$(TRAIN) --model kjv-small --out data/weights/kjv-small.kvw --steps 700 --batch 8 --lr 3e-3 --warmup 50 \
 		--eval-every 50 --ckpt-every 100 --log data/weights/kjv-small.log.tsv
+	$(TRAIN) --model kjv-base --out data/weights/kjv-base.kvw --steps 750 --batch 6 --lr 2e-3 --warmup 60 \
+		--eval-every 50 --ckpt-every 50 --log data/weights/kjv-base.log.tsv
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary; data, lessons and
 # the plot scripts under share/kvscope (found from the binary's place, see

@@ -154,11 +154,11 @@ int train_write_sidecar(const Progress *p, const Model *m, uint64_t text_hash, E
     const double tokens = steps_run * (double)(a->t.batch * a->t.seq_len);
     fprintf(f, "  \"seed\": %llu,\n  \"isa\": \"%s\",\n  \"threads\": %zu,\n  \"text_fnv1a64\": \"%016llx\",\n"
             "  \"steps\": %zu,\n"
-            "  \"seconds\": %.1f,\n  \"tokens_per_second\": %.0f,\n  \"gflops_per_second\": %.3f,\n"
+            "  \"seconds\": %.1f,\n  \"flops\": %.4e,\n  \"tokens_per_second\": %.0f,\n  \"gflops_per_second\": %.3f,\n"
             "  \"matmul_gflops_per_second\": %.3f,\n  \"train_bits_per_byte\": %.4f,\n  \"valid_bits_per_byte\": %.4f,\n"
             "  \"parameters\": %zu\n}\n",
             (unsigned long long)a->t.seed, m->kern->isa, pool_threads(), (unsigned long long)text_hash, a->t.steps,
-            p->seconds,
+            p->seconds, p->flops,
             p->seconds > 0 ? tokens / p->seconds : 0.0, p->seconds > 0 ? p->flops / p->seconds / 1e9 : 0.0,
             p->matmul_gflops, bits_per_byte(p->last_train, p->train_bytes_per_token),
             bits_per_byte(p->last_valid, p->bytes_per_token), model_param_floats(&m->cfg));

@@ -37,7 +37,7 @@ static const KeyDef keys[] = {
     KEY(qk_nope_dim, K_SIZE0), KEY(v_head_dim, K_SIZE0),
     KEY(architecture, K_ARCH), KEY(encoder_layers, K_SIZE0),
     KEY(src_len, K_SIZE0),     KEY(bos_token, K_TOKEN),
-    KEY(eos_token, K_TOKEN),
+    KEY(eos_token, K_TOKEN),   KEY(add_bos, K_BOOL),
 };
 #undef KEY
 
@@ -229,8 +229,14 @@ static int config_validate_encdec(const Config *c, Err *e)
         if (c->encoder_layers || c->src_len)
             return err_set(e, ERR_USAGE, "model '%s' is decoder-only: encoder_layers and src_len apply to "
                            "architecture = encdec", c->name);
+        if (c->add_bos && (c->bos_token < 0 || (size_t)c->bos_token >= c->vocab))
+            return err_set(e, ERR_USAGE, "model '%s': add_bos with bos_token %d outside the vocabulary 0..%zu",
+                           c->name, c->bos_token, c->vocab - 1);
         return 0;
     }
+    if (c->add_bos)
+        return err_set(e, ERR_USAGE, "model '%s': add_bos applies to a decoder (an encoder-decoder's target "
+                       "always starts with bos_token)", c->name);
     if (c->encoder_layers == 0 || c->src_len == 0)
         return err_set(e, ERR_USAGE, "model '%s': an encoder-decoder needs encoder_layers and src_len (at least 1)",
                        c->name);

@@ -58,8 +58,10 @@ typedef struct {
     Arch architecture;
     size_t encoder_layers; /* encoder depth; the decoder has n_layers */
     size_t src_len;        /* source tokens the encoder reads */
-    int bos_token;         /* the token every target starts from */
+    int bos_token;         /* the token every target starts from (a decoder's first token with add_bos) */
     int eos_token;         /* the token that ends a hypothesis; -1 = none ("none" in an .ini) */
+    int add_bos;           /* decoder: every sequence it reads (a training window, an eval segment, a
+                            * prompt) starts with bos_token, so attention always has the same first key */
 } Config;
 
 /* Defaults for keys an .ini may leave out (weights, theta, eps, window...). */

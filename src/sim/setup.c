@@ -195,6 +195,11 @@ int setup_tokenizer(const Config *cfg, Tokenizer **out, Err *e)
         return checkpoint_tokenizer(cfg, out, e);
     if (tokenizer_open(out, cfg->tokenizer, e) < 0)
         return err_wrap(e, "model '%s'", cfg->name);
+    if (cfg->add_bos && tokenizer_set_bos(*out, cfg->bos_token, e) < 0) {
+        tokenizer_free(*out);
+        *out = NULL;
+        return err_wrap(e, "model '%s'", cfg->name);
+    }
     if (tokenizer_vocab(*out) > cfg->vocab) {
         err_set(e, ERR_USAGE, "model '%s': tokenizer '%s' makes %zu ids, more than its vocabulary of %zu", cfg->name,
                 cfg->tokenizer, tokenizer_vocab(*out), cfg->vocab);

@@ -18,6 +18,7 @@ struct Tokenizer {
     Spm *spm;                /* a checkpoint's vocabulary, or NULL */
     VocabBpe *vb;            /* a checkpoint's "gpt2" vocabulary in another layout than kvscope's, or NULL */
     unsigned char byte[256]; /* bytes: piece of id i is byte[i] */
+    int has_bos, bos;        /* tokenizer_set_bos: every encode starts with bos */
 };
 
 /* NAME -> data/tokenizer/NAME.txt, or a path to a merges file as it is. */
@@ -136,7 +137,23 @@ int tokenizer_byte_level(const Tokenizer *t, const int (**merges)[2], size_t *n)
     return !t->spm && !t->vb;
 }
 
-int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, int **ids, size_t *n, Err *e)
+int tokenizer_set_bos(Tokenizer *t, int id, Err *e)
+{
+    if (id < 0 || (size_t)id > t->vocab)
+        return err_set(e, ERR_USAGE, "tokenizer '%s': a first token %d is neither one of its ids 0..%zu nor the "
+                       "next one", t->name, id, t->vocab - 1);
+    if ((size_t)id < t->vocab && !t->spm && !t->vb) /* a byte-level id stands for text */
+        return err_set(e, ERR_USAGE, "tokenizer '%s': id %d stands for text; a first token must be a control "
+                       "token (id %zu, one past its own)", t->name, id, t->vocab);
+    t->has_bos = 1;
+    t->bos = id;
+    if ((size_t)id == t->vocab)
+        t->vocab++;
+    return 0;
+}
+
+/* The tokens of text[0..len) as the tokenizer's kind makes them. */
+static int encode_text(const Tokenizer *t, const char *text, size_t len, int **ids, size_t *n, Err *e)
 {
     if (t->spm)
         return spm_encode(t->spm, (const unsigned char *)text, len, ids, n, e);
@@ -155,11 +172,34 @@ int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, int **ids
     return 0;
 }
 
+int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, int **ids, size_t *n, Err *e)
+{
+    if (encode_text(t, text, len, ids, n, e) < 0)
+        return -1;
+    if (!t->has_bos)
+        return 0;
+    int *grown = realloc(*ids, (*n + 1) * sizeof **ids);
+    if (!grown) {
+        free(*ids);
+        *ids = NULL;
+        return err_set(e, ERR_RUNTIME, "out of memory for %zu tokens", *n + 1);
+    }
+    memmove(grown + 1, grown, *n * sizeof *grown);
+    grown[0] = t->bos;
+    *ids = grown;
+    (*n)++;
+    return 0;
+}
+
 const unsigned char *tokenizer_piece(const Tokenizer *t, int id, size_t *len)
 {
     if (id < 0 || (size_t)id >= t->vocab) {
         *len = 0;
         return NULL;
+    }
+    if (t->has_bos && id == t->bos) { /* a control token: no bytes */
+        *len = 0;
+        return (const unsigned char *)"";
     }
     if (t->spm)
         return spm_piece(t->spm, id, len);

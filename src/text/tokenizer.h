@@ -45,6 +45,11 @@ size_t tokenizer_vocab(const Tokenizer *t);
  * for "bytes"); 0 for a checkpoint's vocabulary. */
 int tokenizer_byte_level(const Tokenizer *t, const int (**merges)[2], size_t *n);
 
+/* From now on every encode puts id first: a model's fixed first token
+ * (a config's add_bos). id is a control token: one past the tokenizer's own
+ * ids (then tokenizer_vocab grows by one), or, for a checkpoint's
+ * vocabulary, one of its ids. Its piece is empty. ERR_USAGE otherwise. */
+int tokenizer_set_bos(Tokenizer *t, int id, Err *e);
 /* text[0..len) into *ids (malloc'd, *n of them; the caller frees).
  * ERR_RUNTIME when memory runs out; ERR_USAGE when a vocabulary has no
  * token for a byte of the text. */

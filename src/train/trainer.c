@@ -17,8 +17,21 @@ struct Trainer {
     gsl_rng *rng;
     const int *train, *valid;
     size_t n_train, n_valid;
+    int *bos_window;       /* [seq_len + 1] with add_bos: bos_token, then the text's tokens */
     double tokens;
 };
+
+/* The seq_len + 1 tokens a window at text[at] reads (inputs, then the last
+ * target): the text itself, or with add_bos the fixed first token followed
+ * by seq_len of the text's, so every window starts the same way. */
+static const int *window_at(Trainer *t, const int *text, size_t at)
+{
+    if (!t->bos_window)
+        return text + at;
+    t->bos_window[0] = t->m->cfg.bos_token;
+    memcpy(t->bos_window + 1, text + at, t->o.seq_len * sizeof(int));
+    return t->bos_window;
+}
 
 int trainer_init(Trainer **out, Model *m, const TrainOpts *o, const int *train, size_t n_train, const int *valid,
                  size_t n_valid, Err *e)
@@ -45,6 +58,10 @@ int trainer_init(Trainer **out, Model *m, const TrainOpts *o, const int *train, 
         trainer_free(t);
         return e->kind ? -1 : err_set(e, ERR_RUNTIME, "out of memory");
     }
+    if (c->add_bos && !(t->bos_window = malloc((o->seq_len + 1) * sizeof(int)))) {
+        trainer_free(t);
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    }
     gsl_rng_set(t->rng, (unsigned long)o->seed);
     *out = t;
     return 0;
@@ -59,6 +76,7 @@ void trainer_free(Trainer *t)
     model_free(&t->grad);
     adamw_free(&t->adam);
     backprop_free(t->bp);
+    free(t->bos_window);
     free(t);
 }
 
@@ -73,7 +91,7 @@ double trainer_valid_loss(Trainer *t)
     const size_t span = t->n_valid - T - 1;
     double sum = 0;
     for (size_t i = 0; i < n; i++) /* windows evenly spaced: the same ones every time */
-        sum += backprop_forward(t->m, t->bp, t->valid + (n > 1 ? i * span / (n - 1) : 0), T, NULL);
+        sum += backprop_forward(t->m, t->bp, window_at(t, t->valid, n > 1 ? i * span / (n - 1) : 0), T, NULL);
     return sum / (double)n;
 }
 
@@ -85,7 +103,7 @@ static double step(Trainer *t, double *grad_norm)
     double loss = 0;
     for (size_t b = 0; b < t->o.batch; b++) {
         size_t at = gsl_rng_uniform_int(t->rng, t->n_train - T - 1);
-        loss += backprop_forward(t->m, t->bp, t->train + at, T, NULL);
+        loss += backprop_forward(t->m, t->bp, window_at(t, t->train, at), T, NULL);
         backprop_backward(t->m, t->bp, &t->grad, 1.0f / (float)t->o.batch);
     }
     *grad_norm = adamw_step(&t->adam, &t->o.opt, t->m->arena, t->grad.arena);
