@@ -57,7 +57,9 @@ typedef float (*ExpSumFn)(float *x, size_t n, float max);
  * way of multiplying by q8_0 and q4_0 weights, and of scoring q8_0, q4_0,
  * int4 and fp4 keys against a query rounded to q8_0:
  *   y[g * ld + r] = sum over blocks b of d_w(r, b) * d_x(g, b) * (w codes . x_g codes),
- * each block's 32 code products summed exactly in integers. d_w is the
+ * each block's 32 code products summed exactly in integers, and the float
+ * sum taken in one fixed order on every ISA (qdot_ref.c, QDOT_LANES), so
+ * that every table gives the same bits. d_w is the
  * block's scale (q8_0, q4_0) or the row's (int4; fp4: half of it, its
  * codes being the E2M1 values doubled, the integers 0, +-1, +-2, +-3, +-4,
  * +-6, +-8, +-12). rows: n_rows rows of n values (n a multiple of 32) in
@@ -67,6 +69,10 @@ typedef float (*ExpSumFn)(float *x, size_t n, float max);
  * n_rows when G > 1. ahead: rows to prefetch meanwhile (codec.h), or NULL. */
 typedef void (*QDotFn)(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows,
                        const void *xq, size_t G, size_t n, const RowsAhead *ahead);
+
+/* QDotFn's float sum: block b of a row into lane b % QDOT_LANES by a fused
+ * multiply-add, then the lanes added in adjacent pairs (qdot_ref.c). */
+#define QDOT_LANES 8
 
 /* Value rows added with integer weights (the integer form of a tile's
  * weighted sum of values; kernels.h's attention, AttnArgs.iv). Head g's

@@ -41,15 +41,6 @@ static inline float half_at(const unsigned char *p)
     return _cvtsh_ss((unsigned short)half_bits(p));
 }
 
-/* The f16 at p times d in all 8 lanes: broadcast as a half, then converted
- * (cheaper than a scalar conversion and a broadcast). */
-static inline __m256 half_times(const unsigned char *p, __m256 d)
-{
-    short h;
-    memcpy(&h, p, sizeof h);
-    return _mm256_mul_ps(_mm256_cvtph_ps(_mm_set1_epi16(h)), d);
-}
-
 /* 16 bytes as 32 unsigned nibbles, each byte's low nibbles in the lower
  * half and its high nibbles in the upper: the bytes in both halves (a
  * broadcast load), the upper half shifted down 4 (in-lane: no cross-lane
@@ -86,39 +77,17 @@ static inline __m256i pair_sums(__m256i u, __m256i x)
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1));
 }
 
-/* Four maddubs results (of 16 bytes pairs each lane) summed in one
- * register: lane j < 4 the sum of m[j]'s lower 16 products, lane 4 + j of
- * its upper 16. Two horizontal adds in 16 bits, so exact while 8 products
- * stay below 2^15, then one pair sum. */
-static inline __m256i sums4(const __m256i m[4])
-{
-    const __m256i h = _mm256_hadd_epi16(_mm256_hadd_epi16(m[0], m[1]), _mm256_hadd_epi16(m[2], m[3]));
-    return _mm256_madd_epi16(h, _mm256_set1_epi16(1));
-}
-
 /* The 4-bit formats' offset: what their unsigned codes add to each code. */
 static inline int offset_of(const Kind k)
 {
     return k == K_FP4 ? 12 : 8;
 }
 
-/* The pair sums of offset times x, which the offset codes add. */
-static inline __m256i offset_sums(const Kind k, __m256i x)
-{
-    return pair_sums(_mm256_set1_epi8((char)offset_of(k)), x);
-}
-
-/* Where block b of a row starts, and the scale that goes with its sums:
- * the block's times dx (q8_0, q4_0), dx alone (int4, fp4: the row's scale
- * comes at the end, row_scale). */
+/* Where block b of a row starts; the row's scale (int4, fp4: fp4's halved,
+ * its codes being the values doubled; 1 for the formats with block scales). */
 static inline const unsigned char *block_at(const Kind k, const unsigned char *row, size_t b)
 {
     return k == K_Q8_0 ? row + b * sizeof(BlockQ8_0) : k == K_Q4_0 ? row + b * sizeof(BlockQ4_0) : row + b * (QK / 2);
-}
-
-static inline __m256 block_scale(const Kind k, const unsigned char *blk, __m256 dx)
-{
-    return k == K_Q8_0 || k == K_Q4_0 ? half_times(blk, dx) : dx;
 }
 
 static inline float row_scale(const Kind k, const unsigned char *row, size_t n)
@@ -141,43 +110,90 @@ static inline __m256i offset_codes_of(const Kind k, const unsigned char *blk)
     return u;
 }
 
-/* w . x of one block as exact int32 lanes; off: offset_sums(k, x), used
- * by the 4-bit formats. */
-static inline __m256i block_sums(const Kind k, const unsigned char *blk, __m256i x, __m256i off)
+/* Lane i = the sum of v[i]'s 8 lanes, i < QDOT_LANES (exact: integers).
+ * With cnt <= 4 only v[0 .. 3] are read and the upper lanes are 0. */
+static inline __m256i sums8(const __m256i v[QDOT_LANES], size_t cnt)
 {
-    if (k == K_Q8_0) {
-        const __m256i w = load32(blk + 2);
-        return pair_sums(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
-    }
-    return _mm256_sub_epi32(pair_sums(offset_codes_of(k, blk), x), off);
+    const __m256i k0 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    if (cnt <= 4) /* k0: lanes 0..3 the lower halves' sums, 4..7 the upper's */
+        return _mm256_zextsi128_si256(_mm_add_epi32(_mm256_castsi256_si128(k0), _mm256_extracti128_si256(k0, 1)));
+    const __m256i k1 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(k0, k1, 0x20), _mm256_permute2x128_si256(k0, k1, 0x31));
 }
 
-static inline int offset_codes(const Kind k)
-{
-    return k != K_Q8_0;
-}
-
-static inline float hsum(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-/* x as the loops read it: block b's 32 codes at codes + b * step, its
- * scale dx[b]. */
+/* x as the loops read it: vector g's block b has its 32 codes at codes +
+ * (g * nb + b) * step, its scale at dx[g * nb8 + b] and (4-bit formats)
+ * offset_of(k) times the sum of its codes at off[g * nb8 + b]; both zero
+ * for b from nb up to nb8, nb rounded up to QDOT_LANES. */
 typedef struct {
     const unsigned char *codes;
     size_t step;
     const float *dx;
+    const int32_t *off;
+    size_t nb, nb8;
 } XBlocks;
 
-/* G > 1 (qdot_group_avx2.c): the G vectors' blocks x [G][nb] (x.dx too)
- * against every row, y[g * ld + r]; offs: [G][nb] their offset_sums, for
- * the 4-bit formats, of the heads after the last four only; ahead: rows to
- * prefetch meanwhile, or NULL. */
+/* The weights' scales d_w of blocks b0 .. b0 + cnt - 1 of a row, in their
+ * lanes, 0 past cnt: the blocks' own (q8_0, q4_0) or the row's (int4, fp4:
+ * row_scale). */
+static inline __m256 chunk_dw(const Kind k, const unsigned char *row, size_t b0, size_t cnt, size_t n)
+{
+    if (k == K_INT4 || k == K_FP4)
+        return _mm256_set1_ps(row_scale(k, row, n));
+    int16_t h[QDOT_LANES] = { 0 };
+    for (size_t i = 0; i < cnt; i++)
+        h[i] = (int16_t)half_bits(block_at(k, row, b0 + i));
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+}
+
+/* Blocks b0 .. b0 + cnt - 1 (cnt <= QDOT_LANES) of a row against vector g
+ * of x, into acc as qdot_ref.c orders it: block b0 + i's integer sum times
+ * d_w * d_x, fused into lane i (b0 is a multiple of QDOT_LANES). u: the
+ * blocks' unsigned codes (4-bit formats) or their raw codes (q8_0), from
+ * chunk_codes; dw: chunk_dw's. */
+static inline __m256 chunk_fma(const Kind k, const __m256i u[QDOT_LANES], __m256 dw, XBlocks x, size_t g,
+                               size_t b0, size_t cnt, __m256 acc)
+{
+    __m256i v[QDOT_LANES];
+    const unsigned char *xc = x.codes + (g * x.nb + b0) * x.step;
+    for (size_t i = 0; i < QDOT_LANES; i++) {
+        if (i >= cnt) {
+            v[i] = _mm256_setzero_si256();
+            continue;
+        }
+        const __m256i xv = load32(xc + i * x.step);
+        v[i] = k == K_Q8_0 ? pair_sums(_mm256_sign_epi8(u[i], u[i]), _mm256_sign_epi8(xv, u[i]))
+                           : pair_sums(u[i], xv);
+    }
+    __m256i isum = sums8(v, cnt);
+    if (k != K_Q8_0)
+        isum = _mm256_sub_epi32(isum, _mm256_loadu_si256((const __m256i *)(x.off + g * x.nb8 + b0)));
+    const __m256 s = _mm256_mul_ps(dw, _mm256_loadu_ps(x.dx + g * x.nb8 + b0));
+    return _mm256_fmadd_ps(s, _mm256_cvtepi32_ps(isum), acc);
+}
+
+/* A row's blocks b0 .. b0 + cnt - 1 as chunk_fma takes them. */
+static inline void chunk_codes(const Kind k, const unsigned char *row, size_t b0, size_t cnt,
+                               __m256i u[QDOT_LANES])
+{
+    for (size_t i = 0; i < cnt; i++) {
+        const unsigned char *blk = block_at(k, row, b0 + i);
+        u[i] = k == K_Q8_0 ? load32(blk + 2) : offset_codes_of(k, blk);
+    }
+}
+
+/* The lanes added in adjacent pairs, ((l0 + l1) + (l2 + l3)) + ((l4 + l5)
+ * + (l6 + l7)), as qdot_ref.c does. */
+static inline float lanes_sum(__m256 acc)
+{
+    const __m256 t = _mm256_hadd_ps(acc, acc); /* l0+l1, l2+l3, .. | l4+l5, l6+l7, .. */
+    const __m256 u = _mm256_hadd_ps(t, t);
+    return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1)));
+}
+
+/* G > 1 (qdot_group_avx2.c): the G vectors x against every row, y[g * ld
+ * + r]; ahead: rows to prefetch meanwhile, or NULL. */
 void qdot_group_avx2(Kind k, float *y, size_t ld, const unsigned char *rows, size_t stride, size_t n_rows,
-                     XBlocks x, const __m256i *offs, size_t G, size_t nb, size_t n, const RowsAhead *ahead);
+                     XBlocks x, size_t G, size_t n, const RowsAhead *ahead);
 
 #endif

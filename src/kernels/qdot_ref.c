@@ -46,6 +46,22 @@ static float codes_of(Format fmt, const unsigned char *row, size_t n, size_t b, 
     return scale_of(block);
 }
 
+/* The one order of the float sums every QDotFn follows, so that a result
+ * is the same bits on every ISA: block b's exact integer sum, times
+ * s_b = d_w(b) * d_x(b) (one rounding), is added by one fused
+ * multiply-add into lane b % QDOT_LANES (each lane from +0, its blocks in
+ * increasing b), and the lanes are added in adjacent pairs:
+ * ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)). fmaf, not a * b + c:
+ * the SIMD kernels fuse, and this file is built without FMA, where a
+ * compiler contracting (or not) would change the bits. */
+static float lanes_sum(const float lane[QDOT_LANES])
+{
+    const float a = lane[0] + lane[1], b = lane[2] + lane[3];
+    const float c = lane[4] + lane[5], d = lane[6] + lane[7];
+    const float ab = a + b, cd = c + d;
+    return ab + cd;
+}
+
 void qdot_ref(float *y, size_t ld, Format fmt, const void *rows, size_t stride, size_t n_rows, const void *xq,
               size_t G, size_t n, const RowsAhead *ahead)
 {
@@ -55,16 +71,17 @@ void qdot_ref(float *y, size_t ld, Format fmt, const void *rows, size_t stride, 
         for (size_t r = 0; r < n_rows; r++) {
             const unsigned char *w = (const unsigned char *)rows + r * stride;
             const unsigned char *x = (const unsigned char *)xq + g * nb * xb;
-            float sum = 0.0f;
+            float lane[QDOT_LANES] = { 0 };
             for (size_t b = 0; b < nb; b++, x += xb) {
                 int wc[QK];
                 const float dw = codes_of(fmt, w, n, b, wc);
                 int32_t isum = 0;
                 for (int j = 0; j < QK; j++)
                     isum += wc[j] * (int8_t)x[2 + j];
-                sum += dw * scale_of(x) * (float)isum;
+                const float s = dw * scale_of(x);
+                lane[b % QDOT_LANES] = fmaf(s, (float)isum, lane[b % QDOT_LANES]);
             }
-            y[g * ld + r] = sum;
+            y[g * ld + r] = lanes_sum(lane);
         }
 }
 

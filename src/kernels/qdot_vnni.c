@@ -23,9 +23,10 @@
  * The integer sums are exact, and so are the sums of each block's four
  * lanes, taken for four (row, head) units at once by two rounds of
  * shuffles (group_sums); only then is each block's sum turned to a float
- * and scaled by x's block scale and the row's, and the four blocks added,
- * (b0 + b1) + (b2 + b3), for 16 units at once (reduce_groups): a row's
- * score does not depend on where its run was cut. Where each lane was
+ * and scaled by x's block scale times the row's, and the four blocks
+ * added, (b0 + b1) + (b2 + b3), for 16 units at once (reduce_groups):
+ * qdot_ref.c's order for four blocks, so the bits are the reference's,
+ * and a row's score does not depend on where its run was cut. Where each lane was
  * turned to a float and scaled and the 16 lanes of a row and head added
  * by a transposed reduction (reduce16), the dot alone from cache took
  * 1.38x to 1.50x as long at G = 4 (q4_0, q8_0, int4, fp4), 1.10x to 1.35x
@@ -48,7 +49,7 @@
  * to 1.04x at G = 4, q4_0 1.03x at G = 8 (whole cold flash steps,
  * alternating, medians).
  *
- * Agrees with qdot_ref within float rounding (test_gguf's check_qdot). */
+ * The same bits as qdot_ref (test_qdot_isa). */
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -257,7 +258,8 @@ INLINE __m512 group_sums(const Format fmt, const size_t GB, const Gather *ix, co
         d = i == 0 ? row.d : _mm512_mask_blend_ps((__mmask16)(((1u << GB) - 1) * 0x1111u << (i * GB)), d, row.d);
     }
     const __m512i s = pair_add(pair_add(v[0], v[1]), pair_add(v[2], v[3]));
-    return _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(s), dx), d);
+    /* qdot_ref.c's product: the sum times (d_x * d_w), fused onto +0 */
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dx, d), _mm512_setzero_ps());
 }
 
 /* Lane 4k + u = the sum of group k's four blocks of unit u:
