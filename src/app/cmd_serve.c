@@ -18,6 +18,7 @@
 
 #define DEFAULT_MODEL "small"
 #define DEFAULT_CACHE "paged:page=16,pages=96"
+#define FEWSHOT_PREAMBLE 40 /* --workload fewshot's preamble without --shared-prefix */
 
 typedef struct {
     ModelOpts mo;
@@ -28,6 +29,7 @@ typedef struct {
     OutFormat fmt;
     const char *trace;  /* --trace FILE */
     int fork_share_given;
+    int prefix_given;   /* --shared-prefix given (few-shot has its own default) */
     int quiet;          /* --quiet: no progress line */
     size_t threads;     /* --threads (0: every CPU this process may use) */
 } ServeOpts;
@@ -60,6 +62,13 @@ static void help(void)
            "                      --samples)\n"
            "  --seed S            arrivals, lengths, prompts, forks and samples (default 1;\n"
            "                      gsl mt19937)\n"
+           "  --workload W        random (default: the prompts above), chat (conversations of\n"
+           "                      --turns requests: each turn's prompt is the previous turn's\n"
+           "                      prompt and output and a new message of --prompt-len tokens;\n"
+           "                      it arrives 1..%d steps after the previous turn finished) or\n"
+           "                      fewshot (one of %d preambles of --shared-prefix tokens, default\n"
+           "                      %d, sharing their first half, then a question of --prompt-len)\n"
+           "  --turns T           chat: requests a conversation has (default 4)\n"
            "  --trace FILE        the requests from a file instead: a line `ARRIVAL PROMPT_LEN\n"
            "                      OUTPUT_LEN` each (arrival in engine steps, sorted; # comments);\n"
            "                      --requests, --rate and the length ranges are then not used\n"
@@ -67,6 +76,16 @@ static void help(void)
            "  --cache SPEC        a paged cache (default %s)\n"
            "  --slots N           sequences running at once (default 8)\n"
            "  --token-budget T    tokens one step runs, decodes and prompt chunks (default 64)\n"
+           "  --prefix-cache C    how finished requests' rows serve later ones: pages (default:\n"
+           "                      full pages found by their hash are mapped, not written, but\n"
+           "                      every prompt token still runs through the model), block (vLLM:\n"
+           "                      the same hash, and a request starts past the full pages found)\n"
+           "                      or radix (SGLang's RadixAttention: a radix tree over token ids\n"
+           "                      keeps every row of finished requests and shares any common\n"
+           "                      prefix, its partly filled last page copied on the first write;\n"
+           "                      least recently used leaves are evicted when pages run short,\n"
+           "                      never pages a running request maps). The prompt's last token\n"
+           "                      always runs: its logits choose the first output token\n"
            "  --preempt HOW       recompute (default: the preempted sequence's pages given back,\n"
            "                      its tokens run again later) or swap (its rows copied to host\n"
            "                      memory and back, counted; f32 caches)\n"
@@ -84,7 +103,8 @@ static void help(void)
            "rather than spin if the requests do not finish in twice the steps they would\n"
            "take one after another.\n"
            "example: kvscope serve --requests 48 --rate 1 --shared-prefix 32 --cache paged:page=16,pages=48\n",
-           DEFAULT_MODEL, cli_model_help, SERVE_SAMPLE_TEMPERATURE, DEFAULT_CACHE, progress_line_help);
+           DEFAULT_MODEL, cli_model_help, SERVE_SAMPLE_TEMPERATURE, SERVE_CHAT_PAUSE, SERVE_FEWSHOT_PREAMBLES,
+           FEWSHOT_PREAMBLE, DEFAULT_CACHE, progress_line_help);
 }
 
 /* "A..B" or "A" into [lo, hi]. */
@@ -120,7 +140,8 @@ static int parse_options(int argc, char **argv, ServeOpts *o, Err *e)
         { "format", required_argument, 0, 0 },        { "trace", required_argument, 0, 0 },
         { "samples", required_argument, 0, 0 },       { "fork-share", required_argument, 0, 0 },
         { "quiet", no_argument, 0, 0 },               { "help", no_argument, 0, 'h' },
-        { "threads", required_argument, 0, 0 },
+        { "threads", required_argument, 0, 0 },      { "prefix-cache", required_argument, 0, 0 },
+        { "workload", required_argument, 0, 0 },      { "turns", required_argument, 0, 0 },
         { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -138,8 +159,15 @@ static int parse_options(int argc, char **argv, ServeOpts *o, Err *e)
             rc = parse_range(optarg, "--prompt-len", &o->so.prompt_min, &o->so.prompt_max, e);
         else if (strcmp(name, "output-len") == 0)
             rc = parse_range(optarg, "--output-len", &o->so.output_min, &o->so.output_max, e);
-        else if (strcmp(name, "shared-prefix") == 0)
+        else if (strcmp(name, "shared-prefix") == 0) {
             rc = parse_size(optarg, "--shared-prefix", &o->so.shared_prefix, e);
+            o->prefix_given = 1;
+        } else if (strcmp(name, "turns") == 0)
+            rc = parse_size(optarg, "--turns", &o->so.turns, e);
+        else if (strcmp(name, "prefix-cache") == 0)
+            rc = serve_prefix_parse(optarg, &o->so.prefix, e);
+        else if (strcmp(name, "workload") == 0)
+            rc = serve_workload_parse(optarg, &o->so.workload, e);
         else if (strcmp(name, "seed") == 0) {
             unsigned long long v;
             rc = parse_u64(optarg, "--seed", &v, e);
@@ -179,6 +207,10 @@ static int parse_options(int argc, char **argv, ServeOpts *o, Err *e)
         return got == CLI_HELP ? 1 : -1;
     if (optind < argc)
         return err_set(e, ERR_USAGE, "serve: unexpected argument '%s' (see `kvscope serve --help`)", argv[optind]);
+    if (o->so.workload == SERVE_WORKLOAD_FEWSHOT && !o->prefix_given)
+        o->so.shared_prefix = FEWSHOT_PREAMBLE;
+    if (o->trace && o->so.workload != SERVE_WORKLOAD_RANDOM)
+        return err_set(e, ERR_USAGE, "serve: --trace brings its own requests; --workload draws them (not both)");
     if (o->so.n_samples >= 2 && !o->fork_share_given)
         o->so.fork_share = 1; /* --samples alone: every request forks */
     return pool_set_threads(o->threads, e);
@@ -209,7 +241,7 @@ int cmd_serve(int argc, char **argv)
 {
     ServeOpts o = { .mo.model = DEFAULT_MODEL, .cache_spec = DEFAULT_CACHE, .slots = 8,
                     .so = { .n_requests = 32, .rate = 0.5, .prompt_min = 16, .prompt_max = 48, .output_min = 8,
-                            .output_max = 32, .token_budget = 64, .n_samples = 1, .seed = 1 } };
+                            .output_max = 32, .token_budget = 64, .n_samples = 1, .seed = 1, .turns = 4 } };
     Err e = { 0 };
     int pr = parse_options(argc, argv, &o, &e);
     if (pr == 1) {

@@ -16,6 +16,7 @@
 #include "ui/tty.h"
 #include "ui/view.h"
 #include "model/structure.h"
+#include "report/serve_report.h"
 #include "util/parse.h"
 #include "util/pool.h"
 
@@ -44,6 +45,8 @@ typedef struct {
     const char *preset;    /* --preset's name, or NULL */
     size_t beams;          /* an encoder-decoder's beam width (its preset's, else 4) */
     int serve;             /* --serve: the simulation screen shows many requests over one pool */
+    ServePrefix serve_prefix;     /* --prefix-cache, with --serve */
+    ServeWorkload serve_workload; /* --workload, with --serve */
     int model_given;
     int no_color, ascii;
     int headless, measure;
@@ -97,6 +100,10 @@ static void help(void)
            "                      a 16-token shared prompt, 8 slots; the pool's pages by the\n"
            "                      request holding them, the queue, preemptions. --cache must be\n"
            "                      paged (default with --serve: " VIEW_SERVE_CACHE ")\n"
+           "  --prefix-cache C    with --serve: pages (default), block or radix (as serve's; the\n"
+           "                      radix tree drawn beside the pool)\n"
+           "  --workload W        with --serve: random (default), chat (conversations of 3 turns)\n"
+           "                      or fewshot (preambles of 40 tokens; see kvscope serve --help)\n"
            "  --cache SPEC        the cache (default contiguous); accepted:\n%s"
            "  --attention FORM    naive (default: the heatmaps need its weights), flash or\n"
            "                      materialize\n"
@@ -199,6 +206,7 @@ static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
         { "headless", no_argument, 0, 0 },          { "size", required_argument, 0, 0 },
         { "keys", required_argument, 0, 0 },        { "frames", required_argument, 0, 0 },
         { "measure", no_argument, 0, 0 },           { "serve", no_argument, 0, 0 },
+        { "prefix-cache", required_argument, 0, 0 }, { "workload", required_argument, 0, 0 },
         { "threads", required_argument, 0, 0 },
         { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
@@ -224,6 +232,10 @@ static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
             o->cache_spec = optarg;
         else if (strcmp(name, "serve") == 0)
             o->serve = o->model_given = 1;
+        else if (strcmp(name, "prefix-cache") == 0 && serve_prefix_parse(optarg, &o->serve_prefix, e) < 0)
+            return -1;
+        else if (strcmp(name, "workload") == 0 && serve_workload_parse(optarg, &o->serve_workload, e) < 0)
+            return -1;
         else if (strcmp(name, "threads") == 0 && parse_size0(optarg, "--threads", &o->threads, e) < 0)
             return -1;
         else if (strcmp(name, "structure") == 0 && structure_parse(optarg, &o->structure, e) < 0)
@@ -233,6 +245,8 @@ static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
         return got == CLI_HELP ? 1 : -1;
     if (optind < argc)
         return err_set(e, ERR_USAGE, "view: unexpected argument '%s' (see `kvscope view --help`)", argv[optind]);
+    if (!o->serve && (o->serve_prefix != SERVE_PREFIX_PAGES || o->serve_workload != SERVE_WORKLOAD_RANDOM))
+        return err_set(e, ERR_USAGE, "view: --prefix-cache and --workload are for --serve");
     if (o->keys && !o->headless)
         return err_set(e, ERR_USAGE, "view: --keys needs --headless");
     if (o->threads != 1 && pool_set_threads(o->threads, e) < 0) /* 0: every CPU this process may use */
@@ -358,8 +372,13 @@ static int open_beam(ViewOpts *o, Config cfg, const Kernels *kern, BeamReplay **
 static int open_serving(const ViewOpts *o, const Config *cfg, const Kernels *kern, ServeReplay **out, Err *e)
 {
     const char *spec = strcmp(o->cache_spec, "contiguous") == 0 ? VIEW_SERVE_CACHE : o->cache_spec;
-    const ServeOptions so = { .n_requests = 24, .rate = 0.5, .prompt_min = 16, .prompt_max = 48, .output_min = 8,
-                              .output_max = 32, .shared_prefix = 16, .token_budget = 64, .seed = 1 };
+    ServeOptions so = { .n_requests = 24, .rate = 0.5, .prompt_min = 16, .prompt_max = 48, .output_min = 8,
+                        .output_max = 32, .shared_prefix = 16, .token_budget = 64, .seed = 1,
+                        .prefix = o->serve_prefix, .workload = o->serve_workload, .turns = 4 };
+    if (so.workload == SERVE_WORKLOAD_CHAT) /* conversations grow: shorter messages and outputs */
+        so.prompt_min = 4, so.prompt_max = 12, so.output_min = 4, so.output_max = 12, so.turns = 3;
+    else if (so.workload == SERVE_WORKLOAD_FEWSHOT)
+        so.shared_prefix = 40, so.prompt_min = 8, so.prompt_max = 24;
     Model m;
     ServeReplay *sr = calloc(1, sizeof *sr);
     if (!sr)

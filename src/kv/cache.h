@@ -54,6 +54,7 @@ typedef struct {
     size_t prefix_hits;   /* pages mapped from the prefix hash instead of written */
     size_t cow_copies;    /* shared pages copied before a write */
     size_t evictions;     /* cached pages reclaimed for new data */
+    size_t pages_hashed;  /* pages the block hash names (mapped or cached): what it keeps for reuse */
     int sparse_on;        /* block-sparse mode active (past its threshold) */
     size_t pages_dropped; /* logical pages a policy gave back (block-sparse) */
     size_t pages_active;  /* logical pages still attended, all sequences */
@@ -79,8 +80,37 @@ typedef struct {
     unsigned char page_start; /* 1 when a page (or block of storage) starts here */
 } KvCell;
 
+/* Page-level sharing across sequences, for a serving loop's prefix cache
+ * (sim/serve.h): a paged cache has it, other layouts leave it NULL. Page
+ * numbers are physical pages of the pool (page_table's). */
+typedef struct {
+    /* 0 when sharing can be used; else ERR_USAGE naming why (+sparse gives
+     * pages back behind a sequence's back). */
+    int (*usable)(const KvCache *c, Err *e);
+    /* Name full pages by the block hash (on at open) or not: off, a page
+     * given back with no holder goes free at once. For an empty pool. */
+    void (*hash)(KvCache *c, int on);
+    /* Map into the empty sequence seq the leading full pages of tokens[0..n)
+     * the hash names, as positions held in every layer (rows not run again);
+     * returns those positions, a multiple of the page. */
+    size_t (*map_hashed)(KvCache *c, size_t seq, const int *tokens, size_t n);
+    /* One more (delta 1) or one fewer (-1) holder of page pg, beside the
+     * sequences mapping it; a page with no holder left goes back to the pool. */
+    void (*hold)(KvCache *c, size_t pg, int delta);
+    /* Holders of page pg: sequences mapping it plus hold()'s. */
+    size_t (*refs)(const KvCache *c, size_t pg);
+    /* Map pages phys[0 .. ceil(rows / page)) into the empty sequence seq as
+     * its positions 0 .. rows-1, held in every layer, with token ids
+     * tokens[0 .. rows); each page one holder more. A last page that rows
+     * ends inside is copied before the sequence's next write into it (it is
+     * shared: the giver still holds it). */
+    int (*adopt)(KvCache *c, size_t seq, const size_t *phys, size_t rows, const int *tokens, Err *e);
+} KvShareOps;
+
 typedef struct {
     const char *name;
+    /* Optional (NULL = none): page sharing for prefix caches. */
+    const KvShareOps *share;
     /* Optional (NULL = nothing to do): positions pos .. pos+n-1 of seq, whose
      * token ids are tokens[0..n), are about to be appended in every layer.
      * A paged cache maps pages here, sharing a full page whose tokens (and

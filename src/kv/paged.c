@@ -55,6 +55,8 @@ typedef struct {
     int *tokens;          /* [n_seqs][max_seq_len] */
     unsigned char *prefilled; /* [n_seqs][max_logical]: page mapped from the hash, rows already there */
     size_t *first_active; /* [n_seqs] logical pages before it were dropped by the sparse policy */
+    int hash_on;          /* name full pages by the block hash (KvShareOps.hash) */
+    size_t *held;         /* [max_pages] holders beside the sequences (KvShareOps.hold) */
     int sparse;           /* +sparse given */
     size_t threshold;
     double keep;
@@ -199,7 +201,7 @@ static int map_page(Paged *p, size_t seq, size_t pos, size_t end, Counters *ctr,
     const int *toks = p->tokens + seq * p->base.geo.max_seq_len;
     if (table[lp] == NONE) {
         /* a page this pass fills from its start: maybe the pool has it already */
-        if (pos == first && end >= first + p->page) {
+        if (p->hash_on && pos == first && end >= first + p->page) {
             uint64_t prev = lp ? p->hash[table[lp - 1]] : 0;
             uint64_t h = page_hash(prev, toks + first, p->page);
             size_t hit = (lp == 0 || prev) ? hash_find(p, h, toks + first) : NONE;
@@ -348,6 +350,7 @@ static void paged_stats(const KvCache *base, KvStats *out)
     for (size_t pg = 0; pg < p->max_pages; pg++) {
         out->pages_used += p->ref[pg] > 0;
         out->pages_shared += p->ref[pg] > 1;
+        out->pages_hashed += p->hash[pg] != 0;
     }
     for (size_t s = 0; s < base->geo.n_seqs; s++) {
         if (p->reserved[s] % p->page)
@@ -487,7 +490,7 @@ static void paged_reset(KvCache *base)
     /* every page back to the clean stack: reset forgets the prefix hashes too */
     p->n_free = 0;
     for (size_t pg = p->max_pages; pg-- > 0;) {
-        p->ref[pg] = 0, p->hash[pg] = 0;
+        p->ref[pg] = 0, p->hash[pg] = 0, p->held[pg] = 0;
         p->free_stack[p->n_free++] = pg;
     }
     for (size_t b = 0; b < p->n_buckets; b++)
@@ -503,12 +506,108 @@ static void paged_destroy(KvCache *base)
     free(p->pool), free(p->ref), free(p->hash), free(p->page_tokens), free(p->bucket_next);
     free(p->lru_prev), free(p->lru_next), free(p->free_stack), free(p->buckets);
     free(p->table), free(p->reserved), free(p->layer_len), free(p->tokens), free(p->prefilled);
-    free(p->first_active);
+    free(p->first_active), free(p->held);
     free(p);
 }
 
+/* --- sharing for a serving loop's prefix cache (KvShareOps) -------------- */
+
+static int paged_share_usable(const KvCache *base, Err *e)
+{
+    if (((const Paged *)base)->sparse)
+        return err_set(e, ERR_USAGE, "cache '%s': a prefix cache keeps pages that +sparse would give back under it",
+                       base->spec);
+    return 0;
+}
+
+static void paged_share_hash(KvCache *base, int on)
+{
+    ((Paged *)base)->hash_on = on;
+}
+
+/* Make seq hold positions 0 .. rows-1 (already in its mapped pages) in
+ * every layer, with their token ids. */
+static void hold_rows(Paged *p, size_t seq, const int *tokens, size_t rows)
+{
+    const KvGeometry *g = &p->base.geo;
+    memcpy(p->tokens + seq * g->max_seq_len, tokens, rows * sizeof(int));
+    p->reserved[seq] = rows;
+    for (size_t l = 0; l < g->n_layers; l++)
+        p->layer_len[l * g->n_seqs + seq] = rows;
+}
+
+static size_t paged_share_map_hashed(KvCache *base, size_t seq, const int *tokens, size_t n)
+{
+    Paged *p = (Paged *)base;
+    if (!p->hash_on || p->reserved[seq])
+        return 0;
+    size_t *table = table_of(p, seq), lp = 0;
+    uint64_t prev = 0;
+    for (; (lp + 1) * p->page <= n; lp++) { /* the chain map_page names: each page's hash covers its prefix */
+        const int *toks = tokens + lp * p->page;
+        const uint64_t h = page_hash(prev, toks, p->page);
+        const size_t hit = hash_find(p, h, toks);
+        if (hit == NONE)
+            break;
+        if (p->ref[hit] == 0)
+            lru_unlink(p, hit);
+        p->ref[hit]++;
+        table[lp] = hit;
+        p->prefilled[seq * p->max_logical + lp] = 1;
+        p->st_counts.prefix_hits++;
+        prev = h;
+    }
+    hold_rows(p, seq, tokens, lp * p->page);
+    return lp * p->page;
+}
+
+static void paged_share_hold(KvCache *base, size_t pg, int delta)
+{
+    Paged *p = (Paged *)base;
+    if (delta > 0) {
+        p->ref[pg]++, p->held[pg]++;
+    } else if (p->held[pg] > 0) {
+        p->held[pg]--;
+        give_back(p, pg);
+    }
+}
+
+static size_t paged_share_refs(const KvCache *base, size_t pg)
+{
+    const Paged *p = (const Paged *)base;
+    return pg < p->max_pages ? p->ref[pg] : 0;
+}
+
+static int paged_share_adopt(KvCache *base, size_t seq, const size_t *phys, size_t rows, const int *tokens, Err *e)
+{
+    Paged *p = (Paged *)base;
+    if (p->reserved[seq])
+        return err_set(e, ERR_RUNTIME, "paged cache: adopt into sequence %zu, which is not empty", seq);
+    if (rows > base->geo.max_seq_len)
+        return err_set(e, ERR_RUNTIME, "paged cache: adopt of %zu rows past max_seq_len", rows);
+    size_t *table = table_of(p, seq);
+    for (size_t lp = 0; lp < (rows + p->page - 1) / p->page; lp++) {
+        if (phys[lp] >= p->max_pages || p->ref[phys[lp]] == 0)
+            return err_set(e, ERR_RUNTIME, "paged cache: adopt of page %zu, which holds nothing", phys[lp]);
+        table[lp] = phys[lp];
+        p->ref[phys[lp]]++; /* now shared: map_page copies a partly filled one before writing into it */
+    }
+    hold_rows(p, seq, tokens, rows);
+    return 0;
+}
+
+static const KvShareOps paged_share = {
+    .usable = paged_share_usable,
+    .hash = paged_share_hash,
+    .map_hashed = paged_share_map_hashed,
+    .hold = paged_share_hold,
+    .refs = paged_share_refs,
+    .adopt = paged_share_adopt,
+};
+
 static const KvCacheOps paged_ops = {
     .name = "paged",
+    .share = &paged_share,
     .truncate = paged_truncate,
     .rollback = "whole pages past the kept length go back to the pool (a shared page stays shared, one "
                 "reference fewer); the page the length falls in is kept, and copied before its next write "
@@ -595,7 +694,9 @@ KvCache *paged_open(KvSpecPart *opts, const KvGeometry *geo, const KvStorage *st
     p->tokens = calloc(seqs * geo->max_seq_len, sizeof *p->tokens);
     p->prefilled = calloc(seqs * max_logical, 1);
     p->first_active = calloc(seqs, sizeof *p->first_active);
-    if (!p->pool || !p->ref || !p->hash || !p->page_tokens || !p->bucket_next || !p->lru_prev || !p->lru_next ||
+    p->held = calloc(pages, sizeof *p->held);
+    p->hash_on = 1;
+    if (!p->held || !p->pool || !p->ref || !p->hash || !p->page_tokens || !p->bucket_next || !p->lru_prev || !p->lru_next ||
         !p->free_stack || !p->buckets || !p->table || !p->reserved || !p->layer_len || !p->tokens || !p->prefilled ||
         !p->first_active) {
         paged_destroy(&p->base);

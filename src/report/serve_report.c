@@ -2,9 +2,45 @@
 #include "report/serve_report.h"
 
 #include <jansson.h>
+#include <string.h>
 
 static const char step_tsv_header[] = "step\trunning\twaiting\tdone\tdecode_tokens\tprefill_tokens\tpreempted\t"
-                                      "pages_used\tpages_shared\tpages_free\tprefix_hits\twaste_rows\tcow_copies\n";
+                                      "pages_used\tpages_shared\tpages_free\tprefix_hits\twaste_rows\tcow_copies\t"
+                                      "prefix_pages\tprefix_evicted\ttree_nodes\n";
+
+static const char *const prefix_names[] = { "pages", "block", "radix" };
+static const char *const workload_names[] = { "random", "chat", "fewshot" };
+
+static int parse_word(const char *s, const char *flag, const char *const *names, int n, int *out, Err *e)
+{
+    for (int k = 0; k < n; k++)
+        if (strcmp(s, names[k]) == 0)
+            return *out = k, 0;
+    return err_set(e, ERR_USAGE, "%s: '%s' is not %s, %s or %s", flag, s, names[0], names[1], names[2]);
+}
+
+int serve_prefix_parse(const char *s, ServePrefix *out, Err *e)
+{
+    int k = 0;
+    if (parse_word(s, "--prefix-cache", prefix_names, 3, &k, e) < 0)
+        return -1;
+    *out = (ServePrefix)k;
+    return 0;
+}
+
+int serve_workload_parse(const char *s, ServeWorkload *out, Err *e)
+{
+    int k = 0;
+    if (parse_word(s, "--workload", workload_names, 3, &k, e) < 0)
+        return -1;
+    *out = (ServeWorkload)k;
+    return 0;
+}
+
+const char *serve_prefix_name(ServePrefix p)
+{
+    return prefix_names[p];
+}
 
 void serve_report_header(FILE *f, OutFormat fmt, const ServeRun *run)
 {
@@ -17,7 +53,18 @@ void serve_report_header(FILE *f, OutFormat fmt, const ServeRun *run)
     if (o->fork_share > 0)
         snprintf(forks, sizeof forks, ", %.3g of the requests forking into %zu samples", o->fork_share,
                  o->n_samples);
-    if (o->trace)
+    if (o->workload == SERVE_WORKLOAD_CHAT)
+        fprintf(f, "serve: model %s, chat: %zu requests, conversations of %zu turns starting at %.3g a step, "
+                   "messages %zu..%zu tokens, outputs %zu..%zu, %zu slots, %zu tokens a step, prefix cache %s%s\n",
+                run->model, o->n_requests, o->turns, o->rate, o->prompt_min, o->prompt_max, o->output_min,
+                o->output_max, run->slots, o->token_budget, prefix_names[o->prefix], forks);
+    else if (o->workload == SERVE_WORKLOAD_FEWSHOT)
+        fprintf(f, "serve: model %s, few-shot: %zu requests at %.3g a step, %d preambles of %zu tokens, questions "
+                   "%zu..%zu tokens, outputs %zu..%zu, %zu slots, %zu tokens a step, prefix cache %s%s\n",
+                run->model, o->n_requests, o->rate, SERVE_FEWSHOT_PREAMBLES, o->shared_prefix, o->prompt_min,
+                o->prompt_max, o->output_min, o->output_max, run->slots, o->token_budget, prefix_names[o->prefix],
+                forks);
+    else if (o->trace)
         fprintf(f, "serve: model %s, %zu requests from a trace (%zu prompt tokens shared), %zu slots, %zu tokens a "
                    "step, preemption by %s%s\n", run->model, o->n_requests, o->shared_prefix, run->slots,
                 o->token_budget, o->swap ? "swap" : "recompute", forks);
@@ -34,9 +81,10 @@ void serve_report_step(FILE *f, OutFormat fmt, const ServeStep *st)
 {
     const KvStats *p = &st->pool;
     if (fmt == OUT_TSV)
-        fprintf(f, "%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\n", st->step, st->running,
-                st->waiting, st->done, st->decode_tokens, st->prefill_tokens, st->preempted, p->pages_used,
-                p->pages_shared, p->pages_free + p->pages_cached, p->prefix_hits, p->waste_rows, p->cow_copies);
+        fprintf(f, "%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\n", st->step,
+                st->running, st->waiting, st->done, st->decode_tokens, st->prefill_tokens, st->preempted,
+                p->pages_used, p->pages_shared, p->pages_free + p->pages_cached, p->prefix_hits, p->waste_rows,
+                p->cow_copies, st->prefix_pages, st->prefix_evicted, st->tree_nodes);
     else if (fmt == OUT_TABLE)
         fprintf(f, "%6zu %7zu %7zu %5zu %6zu %7zu %9zu %5zu %6zu %5zu %7zu\n", st->step, st->running, st->waiting,
                 st->done, st->decode_tokens, st->prefill_tokens, st->preempted, p->pages_used, p->pages_shared,
@@ -72,6 +120,15 @@ static void summary_json(FILE *f, const ServeRun *run, const ServeResult *r, con
     json_object_set_new(summary, "forked_requests", json_integer((json_int_t)r->forked_requests));
     json_object_set_new(summary, "fork_shared_pages", json_integer((json_int_t)r->fork_shared_pages));
     json_object_set_new(summary, "cow_copies", json_integer((json_int_t)s->cow_copies));
+    const ServeStep *end = &r->steps[r->n_steps - 1];
+    json_object_set_new(summary, "prefix_cache", json_string(prefix_names[run->o->prefix]));
+    json_object_set_new(summary, "workload", json_string(workload_names[run->o->workload]));
+    json_object_set_new(summary, "prefix_hit_tokens", json_integer((json_int_t)r->prefix_hit_tokens));
+    json_object_set_new(summary, "prefix_hit_rate",
+                        json_real(r->prompt_tokens ? (double)r->prefix_hit_tokens / (double)r->prompt_tokens : 0));
+    json_object_set_new(summary, "prefix_pages_held", json_integer((json_int_t)end->prefix_pages));
+    json_object_set_new(summary, "prefix_evicted_pages", json_integer((json_int_t)end->prefix_evicted));
+    json_object_set_new(summary, "tree_nodes", json_integer((json_int_t)end->tree_nodes));
     json_t *root = json_pack("{s:s, s:s, s:I, s:f, s:I, s:o, s:o}", "model", run->model, "cache", run->cache,
                              "slots", (json_int_t)run->slots, "rate", run->o->trace ? 0.0 : run->o->rate, "token_budget",
                              (json_int_t)run->o->token_budget, "summary", summary, "steps", steps);
@@ -103,6 +160,12 @@ void serve_report_summary(FILE *f, OutFormat fmt, const ServeRun *run, const Ser
     fprintf(f, "pool: %zu pages of %zu rows, at most %zu in use; prefix hits %zu pages: %zu rows mapped from the "
                "prefix cache, not written (a shared prefix, or a preempted sequence's own pages)\n",
             last->pages_total, last->page_rows, s->peak_pages_used, s->prefix_hit_pages, s->prefix_hit_rows);
+    const ServeStep *end = &r->steps[r->n_steps - 1];
+    fprintf(f, "prefix cache %s: %zu of %zu prompt tokens found cached, not run (hit rate %.1f%%); %zu pages held at "
+               "the end%s, %zu pages evicted for room\n", prefix_names[run->o->prefix], r->prefix_hit_tokens,
+            r->prompt_tokens, r->prompt_tokens ? 100.0 * (double)r->prefix_hit_tokens / (double)r->prompt_tokens : 0,
+            end->prefix_pages, run->o->prefix == SERVE_PREFIX_RADIX ? " by the tree" : " named by the hash",
+            end->prefix_evicted);
     if (r->forked_requests)
         fprintf(f, "parallel sampling: %zu requests forked into %zu samples each; %zu prompt pages shared at the "
                    "forks instead of written, %zu copied on write\n",

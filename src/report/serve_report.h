@@ -16,6 +16,12 @@ typedef struct {
     size_t slots;
 } ServeRun;
 
+/* --prefix-cache and --workload's words: ERR_USAGE naming the accepted
+ * ones for another. */
+int serve_prefix_parse(const char *s, ServePrefix *out, Err *e);
+int serve_workload_parse(const char *s, ServeWorkload *out, Err *e);
+const char *serve_prefix_name(ServePrefix p);
+
 void serve_report_header(FILE *f, OutFormat fmt, const ServeRun *run);
 void serve_report_step(FILE *f, OutFormat fmt, const ServeStep *st);
 void serve_report_summary(FILE *f, OutFormat fmt, const ServeRun *run, const ServeResult *r, const ServeSummary *s);

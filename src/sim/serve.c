@@ -10,6 +10,7 @@
 
 #include "model/forward.h"
 #include "model/sample.h"
+#include "sim/serve_workload.h"
 #include "sim/setup.h"
 #include "util/checked.h"
 #include "util/clock.h"
@@ -34,6 +35,10 @@ typedef struct {
     size_t n_tokens, filled, target; /* target: prompt_len + n_output, the last never fed */
     float *swapped;       /* swap: [n_layers][2][n_swapped][kv_dim] K then V, while it waits */
     size_t n_swapped;
+    RadixNode *locked;    /* RADIX: where its match (or its prompt's full pages) ended, locked while it runs */
+    size_t in_tree;       /* RADIX: its positions the tree spells along that path */
+    int cow;              /* its last mapped page is the tree's, partly filled: its next write copies it */
+    int seen;             /* admitted before (prefix hits count at the first admission only) */
 } Seq;
 
 typedef struct {
@@ -54,6 +59,12 @@ typedef struct {
     unsigned char *state;   /* [n_requests] */
     size_t *held;           /* [n_requests] */
     size_t *table;          /* [pages_total] one sequence's page table */
+    size_t *first_seq;      /* [n_requests] index of each request's sample 0 in seq */
+    size_t *pause;          /* [n_requests] CHAT: steps a turn waits after the previous one */
+    size_t last_arrival;    /* a bound on the arrivals (chat turns come after their previous) */
+    RadixTree *tree;        /* RADIX */
+    RadixView *view;        /* [view_cap] the tree for the step callback */
+    size_t view_cap;
 } Loop;
 
 /* The latest arrival a trace may give: the steps before it are run. */
@@ -71,6 +82,16 @@ static size_t pages_available(const Loop *L)
     return st.pages_free + st.pages_cached;
 }
 
+/* Pages available, after evicting the radix tree's least recently used
+ * unlocked leaves until `want` are (or none is left to evict). */
+static size_t pages_room(Loop *L, size_t want)
+{
+    size_t have = pages_available(L);
+    while (L->tree && have < want && radix_evict_one(L->tree, NULL))
+        have = pages_available(L);
+    return have;
+}
+
 /* Bytes of the forward pass's activations for one row (a token of a step). */
 static size_t activation_row_bytes(const Config *c)
 {
@@ -85,7 +106,18 @@ int serve_check(const Config *cfg, const KvCache *cache, const ServeOptions *o, 
         return err_set(e, ERR_USAGE, "serve: the cache must be paged (paged:page=P,pages=N), not '%s'", cache->spec);
     if (cfg->architecture != ARCH_DECODER || cfg->attention != ATTN_GQA)
         return err_set(e, ERR_USAGE, "serve: model '%s' is not a decoder with standard attention", cfg->name);
-    size_t shortest = o->prompt_min, longest = o->prompt_max + o->output_max - 1; /* positions held */
+    size_t shortest, longest; /* positions held */
+    serve_workload_lengths(o, &shortest, &longest);
+    if (o->trace && o->workload != SERVE_WORKLOAD_RANDOM)
+        return err_set(e, ERR_USAGE, "serve: a trace brings its own requests; a chat or few-shot workload is drawn");
+    if (o->workload == SERVE_WORKLOAD_CHAT && !o->turns)
+        return err_set(e, ERR_USAGE, "serve: a chat has at least 1 turn");
+    if (o->workload == SERVE_WORKLOAD_FEWSHOT && !o->shared_prefix)
+        return err_set(e, ERR_USAGE, "serve: a few-shot workload needs a preamble (--shared-prefix S, S > 0)");
+    if (o->prefix != SERVE_PREFIX_PAGES &&
+        (!cache->ops->share ? err_set(e, ERR_USAGE, "a prefix cache shares pages; '%s' cannot", cache->spec)
+                            : cache->ops->share->usable(cache, e)) < 0)
+        return err_wrap(e, "serve");
     if (o->trace) {
         shortest = SIZE_MAX, longest = 0;
         for (size_t i = 0; i < o->n_requests; i++) {
@@ -107,7 +139,7 @@ int serve_check(const Config *cfg, const KvCache *cache, const ServeOptions *o, 
     }
     if (!o->n_requests || !o->token_budget)
         return err_set(e, ERR_USAGE, "serve: requests and the token budget must be above 0");
-    if (o->shared_prefix > shortest)
+    if (o->workload == SERVE_WORKLOAD_RANDOM && o->shared_prefix > shortest)
         return err_set(e, ERR_USAGE, "serve: a shared prefix of %zu is longer than the shortest prompt (%zu)",
                        o->shared_prefix, shortest);
     if (longest > cfg->max_seq_len)
@@ -171,19 +203,28 @@ static int draw_requests(Loop *L, Err *e)
     double t = 0;
     size_t late = 0; /* the request drawn past SERVE_MAX_ARRIVAL, from 1 */
     int rc = prefix ? 0 : -1;
-    for (size_t r = 0; rc == 0 && r < o->n_requests; r++) {
+    if (rc == 0 && o->workload != SERVE_WORKLOAD_RANDOM) {
+        L->last_arrival = serve_workload_draw(o, L->m->cfg.vocab, rng, L->out->req, L->pause);
+        rc = L->last_arrival == SIZE_MAX ? -1 : 0;
+        if (rc == 0 && L->last_arrival > SERVE_MAX_ARRIVAL)
+            late = o->n_requests, t = (double)L->last_arrival, rc = -1;
+        for (size_t r = 0; rc == 0 && r < o->n_requests; r++)
+            L->out->prompt_tokens += L->out->req[r].prompt_len;
+    }
+    for (size_t r = 0; rc == 0 && o->workload == SERVE_WORKLOAD_RANDOM && r < o->n_requests; r++) {
         ServeRequest *q = &L->out->req[r];
         if (o->trace) {
             q->arrival = o->trace[r].arrival;
             q->prompt_len = o->trace[r].prompt_len;
             q->n_output = o->trace[r].output_len;
+            L->last_arrival = q->arrival;
         } else {
             t += gsl_ran_exponential(rng, 1.0 / o->rate);
             if (!(t <= SERVE_MAX_ARRIVAL)) { /* a long draw near serve_check's bound */
                 late = r + 1, rc = -1;
                 break;
             }
-            q->arrival = (size_t)t;
+            q->arrival = L->last_arrival = (size_t)t;
             q->prompt_len = o->prompt_min + gsl_rng_uniform_int(rng, o->prompt_max - o->prompt_min + 1);
             q->n_output = o->output_min + gsl_rng_uniform_int(rng, o->output_max - o->output_min + 1);
         }
@@ -212,6 +253,7 @@ static int draw_requests(Loop *L, Err *e)
         q->output = malloc(q->n_samples * q->n_output * sizeof(int));
         rc = q->output ? 0 : -1;
         L->left[r] = q->n_samples;
+        L->first_seq[r] = (size_t)(s - L->seq);
         for (size_t k = 0; rc == 0 && k < q->n_samples; k++, s++) {
             *s = (Seq){ .req = r, .sample = k, .unforked = k ? 0 : q->n_samples - 1,
                         .n_tokens = q->prompt_len, .target = q->prompt_len + q->n_output };
@@ -282,6 +324,9 @@ static int preempt(Loop *L, size_t i, Err *e)
         return -1;
     kv_drop(L->cache, s->slot);
     L->free_slots[L->n_free++] = s->slot;
+    if (L->tree)
+        radix_lock(L->tree, s->locked, -1);
+    s->locked = NULL, s->cow = 0, s->in_tree = 0;
     if (!L->o->swap)
         L->out->recomputed_tokens += s->filled;
     s->filled = 0;
@@ -316,22 +361,37 @@ static size_t slots_promised(const Loop *L)
 /* Append token `next` to sequence i; the sequence that reaches its target
  * is done (the last token is never fed back), and its request with its
  * last sample. */
-static void push(Loop *L, size_t i, int next)
+static int push(Loop *L, size_t i, int next, Err *e)
 {
     Seq *s = &L->seq[i];
     ServeRequest *q = &L->out->req[s->req];
     s->tokens[s->n_tokens++] = next;
     L->out->generated_tokens++;
     if (s->n_tokens < s->target)
-        return;
+        return 0;
     memcpy(q->output + s->sample * q->n_output, s->tokens + q->prompt_len, q->n_output * sizeof(int));
     if (s->state == SERVE_RUNNING) { /* a sample done at its fork never took a slot */
+        if (L->tree) { /* the tree keeps every row it held, then its lock goes */
+            L->cache->ops->page_table(L->cache, s->slot, L->table, L->pages_total);
+            if (radix_insert(L->tree, s->tokens, s->filled, L->table, NULL, e) < 0)
+                return -1;
+            radix_lock(L->tree, s->locked, -1);
+            s->locked = NULL;
+        }
         kv_drop(L->cache, s->slot);
         L->free_slots[L->n_free++] = s->slot;
     }
     s->state = SERVE_DONE;
-    if (--L->left[s->req] == 0)
+    if (--L->left[s->req] == 0) {
         q->finished = L->cur.step;
+        const size_t next_turn = serve_chat_next(L->o, L->out->req, L->pause, s->req, L->cur.step);
+        if (next_turn != SIZE_MAX) { /* its samples' tokens start from its prompt, now whole */
+            const ServeRequest *nq = &L->out->req[next_turn];
+            for (size_t k = 0; k < nq->n_samples; k++)
+                memcpy(L->seq[L->first_seq[next_turn] + k].tokens, nq->prompt, nq->prompt_len * sizeof(int));
+        }
+    }
+    return 0;
 }
 
 /* The next token of sequence i from L->logits: greedy, or a forked
@@ -361,9 +421,30 @@ static int fork_samples(Loop *L, size_t i, Err *e)
             s->state = SERVE_RUNNING;
             L->out->fork_shared_pages += pages_for(L->page, 0, p->filled);
         }
-        push(L, j, choose(L, s));
+        if (push(L, j, choose(L, s), e) < 0)
+            return -1;
     }
     p->unforked = 0;
+    return 0;
+}
+
+/* RADIX: the prompt is in: the tree takes its full pages now (SGLang
+ * caches a running request's prefix too), so requests arriving while this
+ * one decodes share them. Only whole pages: the partly filled last page is
+ * still being written (the tree gets it when the request finishes). The
+ * lock moves to the node where those pages end. */
+static int share_prompt(Loop *L, Seq *s, Err *e)
+{
+    const size_t aligned = s->filled / L->page * L->page;
+    if (aligned <= s->in_tree)
+        return 0;
+    RadixNode *node;
+    L->cache->ops->page_table(L->cache, s->slot, L->table, L->pages_total);
+    if (radix_insert(L->tree, s->tokens, aligned, L->table, &node, e) < 0)
+        return -1;
+    radix_lock(L->tree, node, 1);
+    radix_lock(L->tree, s->locked, -1);
+    s->locked = node, s->in_tree = aligned;
     return 0;
 }
 
@@ -378,14 +459,16 @@ static int run_chunk(Loop *L, size_t i, size_t n, Err *e)
                             &ctr, e) < 0)
         return -1;
     s->filled += n;
+    s->cow = 0;
     if (s->filled < s->n_tokens)
         return 0; /* a prompt chunk that is not the last */
     if (s->n_tokens == q->prompt_len && s->sample == 0)
         q->first_token = L->cur.step;
+    if (L->tree && s->n_tokens == q->prompt_len && s->sample == 0 && share_prompt(L, s, e) < 0)
+        return -1;
     if (s->unforked && fork_samples(L, i, e) < 0)
         return -1;
-    push(L, i, choose(L, s));
-    return 0;
+    return push(L, i, choose(L, s), e);
 }
 
 /* A running sequence whose only pending token is the one it generated last. */
@@ -400,7 +483,7 @@ static int due_decode(const Seq *s)
 static size_t decode_pages(Loop *L, size_t i)
 {
     const Seq *s = &L->seq[i];
-    if (s->filled % L->page == 0)
+    if (s->filled % L->page == 0 || s->cow)
         return 1;
     const size_t total = L->pages_total, lp = s->filled / L->page;
     if (L->out->req[s->req].n_samples == 1 || !L->cache->ops->page_table ||
@@ -436,7 +519,7 @@ static int decode_all(Loop *L, size_t *budget, Err *e)
         Seq *s = &L->seq[i];
         if (s->state != SERVE_RUNNING) /* preempted by an older one in this step */
             continue;
-        while (decode_pages(L, i) > pages_available(L)) {
+        while (decode_pages(L, i) > pages_room(L, decode_pages(L, i))) {
             size_t victim = newest_running(L, i);
             if (victim == SIZE_MAX || L->seq[victim].admitted < s->admitted)
                 victim = i; /* it is the newest itself */
@@ -457,6 +540,50 @@ static int decode_all(Loop *L, size_t *budget, Err *e)
     return rc;
 }
 
+/* Admit waiting sequence i when a slot (one for each sample still to
+ * fork) and the pages it needs are free: 1 admitted, 0 not now, -1 error.
+ * A prefix cache maps what it holds of the sequence's tokens first (at its
+ * first admission, or after a preemption by recompute), all but the last
+ * token, and the sequence starts past it. */
+static int admit_one(Loop *L, size_t i, Err *e)
+{
+    Seq *s = &L->seq[i];
+    const ServeRequest *q = &L->out->req[s->req];
+    const int fresh = !s->swapped && s->filled == 0;
+    size_t need = pages_for(L->page, 0, s->n_tokens), hit = 0;
+    RadixNode *node = NULL;
+    if (L->n_free < 1 + s->unforked + slots_promised(L))
+        return 0;
+    if (fresh && L->tree) {
+        if (radix_match(L->tree, s->tokens, s->n_tokens - 1, L->table, &node, &hit, e) < 0)
+            return -1;
+        radix_lock(L->tree, node, 1); /* before any eviction makes room */
+        need = pages_for(L->page, hit, s->n_tokens) + (hit % L->page != 0);
+    }
+    if (need > pages_room(L, need)) {
+        if (node)
+            radix_lock(L->tree, node, -1);
+        return 0;
+    }
+    s->slot = L->free_slots[--L->n_free];
+    s->admitted = L->n_admitted++;
+    s->state = SERVE_RUNNING;
+    if (s->swapped)
+        return swap_in(L, s, e) < 0 ? -1 : 1;
+    const KvShareOps *share = L->cache->ops->share;
+    if (node) {
+        if (share->adopt(L->cache, s->slot, L->table, hit, s->tokens, e) < 0)
+            return -1;
+        s->filled = s->in_tree = hit, s->locked = node, s->cow = hit % L->page != 0;
+    } else if (fresh && L->o->prefix == SERVE_PREFIX_BLOCK) {
+        s->filled = share->map_hashed(L->cache, s->slot, s->tokens, s->n_tokens - 1);
+    }
+    if (!s->seen && s->sample == 0)
+        L->out->prefix_hit_tokens += s->filled < q->prompt_len ? s->filled : q->prompt_len;
+    s->seen = 1;
+    return 1;
+}
+
 /* Prompt chunks: sequences being prefilled first, then waiting ones in
  * arrival order, while the budget, a slot (one for each sample of a
  * request still to fork) and the pool's pages last. */
@@ -470,21 +597,20 @@ static int prefill_some(Loop *L, size_t *budget, Err *e)
                 continue;
             size_t pending = s->n_tokens - s->filled;
             if (admit) {
-                if (L->n_free < 1 + s->unforked + slots_promised(L) ||
-                    pages_for(L->page, 0, pending) > pages_available(L))
-                    break; /* first come, first served: later ones wait too */
-                s->slot = L->free_slots[--L->n_free];
-                s->admitted = L->n_admitted++;
-                s->state = SERVE_RUNNING;
-                if (s->swapped && swap_in(L, s, e) < 0)
+                const int swapped = s->swapped != NULL;
+                int rc = admit_one(L, i, e);
+                if (rc < 0)
                     return -1;
+                if (rc == 0)
+                    break; /* first come, first served: later ones wait too */
                 pending = s->n_tokens - s->filled;
-                if (pending == 1 && s->filled > 0)
+                if (pending == 1 && s->filled > 0 && swapped)
                     continue; /* back where it was: it decodes from the next step */
             }
             size_t n = pending < *budget ? pending : *budget;
-            size_t room = pages_available(L);
-            while (n > 0 && pages_for(L->page, s->filled, s->filled + n) > room)
+            const size_t cow = (size_t)s->cow; /* the tree's partly filled page, copied before the write */
+            size_t room = pages_room(L, pages_for(L->page, s->filled, s->filled + n) + cow);
+            while (n > 0 && pages_for(L->page, s->filled, s->filled + n) + cow > room)
                 n--;
             if (n == 0)
                 continue;
@@ -499,7 +625,7 @@ static int prefill_some(Loop *L, size_t *budget, Err *e)
 /* What the step callback may look at: who holds each page, each request's
  * state (running while a sample runs, else waiting while one waits) and the
  * rows its samples hold. */
-static void describe(Loop *L)
+static int describe(Loop *L, Err *e)
 {
     const size_t total = L->pages_total;
     for (size_t p = 0; p < total; p++)
@@ -524,7 +650,24 @@ static void describe(Loop *L)
                                                                                                  : SERVE_PAGE_SHARED;
         }
     }
+    for (size_t p = 0; L->tree && p < total; p++)
+        if (L->page_owner[p] == SERVE_PAGE_FREE && radix_page_holds(L->tree, p))
+            L->page_owner[p] = SERVE_PAGE_CACHED;
     L->cur.page_owner = L->page_owner, L->cur.state = L->state, L->cur.held = L->held;
+    if (!L->tree)
+        return 0;
+    size_t n = radix_view(L->tree, L->view, L->view_cap);
+    if (n > L->view_cap) {
+        RadixView *grown = realloc(L->view, 2 * n * sizeof *grown);
+        if (!grown)
+            return err_set(e, ERR_RUNTIME, "out of memory");
+        L->view = grown, L->view_cap = 2 * n;
+        n = radix_view(L->tree, L->view, L->view_cap);
+    }
+    for (size_t k = 0; k < n; k++)
+        L->view[k].tokens = NULL; /* the callback keeps the shape, not the ids */
+    L->cur.tree = L->view, L->cur.tree_nodes = n;
+    return 0;
 }
 
 static void count_states(Loop *L)
@@ -558,17 +701,23 @@ int serve_run(const Model *m, KvCache *cache, const ServeOptions *o, ServeStepFn
     L.table = malloc(st.pages_total * sizeof *L.table);
     L.state = malloc(o->n_requests);
     L.held = malloc(o->n_requests * sizeof *L.held);
+    L.first_seq = malloc(o->n_requests * sizeof *L.first_seq);
+    L.pause = calloc(o->n_requests, sizeof *L.pause);
     int rc = -1;
     if (!out->req || !L.left || !L.scratch || !L.free_slots || !L.logits || !L.page_owner || !L.table || !L.state ||
-        !L.held) {
+        !L.held || !L.first_seq || !L.pause) {
         err_set(e, ERR_RUNTIME, "out of memory");
         goto done;
     }
+    if (cache->ops->share) /* the block hash serves PAGES and BLOCK; the tree alone keeps pages for RADIX */
+        cache->ops->share->hash(cache, o->prefix != SERVE_PREFIX_RADIX);
+    if (o->prefix == SERVE_PREFIX_RADIX && !(L.tree = radix_new(cache, e)))
+        goto done;
     for (size_t i = 0; i < cache->geo.n_seqs; i++)
         L.free_slots[L.n_free++] = cache->geo.n_seqs - 1 - i; /* slot 0 on top */
     if (draw_requests(&L, e) < 0 || forward_state_init(&L.fs, &m->cfg, o->token_budget, 0, e) < 0)
         goto done;
-    size_t bound = out->req[o->n_requests - 1].arrival + 16, done_n = 0;
+    size_t bound = L.last_arrival + 16, done_n = 0;
     for (size_t i = 0; i < L.n_seqs; i++)
         bound += 2 * L.seq[i].target;
     double t0 = clock_seconds();
@@ -589,6 +738,13 @@ int serve_run(const Model *m, KvCache *cache, const ServeOptions *o, ServeStepFn
         count_states(&L);
         done_n = L.cur.done;
         kv_stats(cache, &L.cur.pool);
+        L.cur.prefix_pages = L.cur.pool.pages_hashed, L.cur.prefix_evicted = L.cur.pool.evictions;
+        if (L.tree) {
+            RadixStats rs;
+            radix_stats(L.tree, &rs);
+            L.cur.prefix_pages = rs.pages_held, L.cur.prefix_evicted = rs.evicted_pages;
+            L.cur.tree_nodes = rs.nodes;
+        }
         L.cur.seconds = clock_seconds() - ts;
         ServeStep *grown = realloc(out->steps, (out->n_steps + 1) * sizeof *grown);
         if (!grown) {
@@ -597,7 +753,8 @@ int serve_run(const Model *m, KvCache *cache, const ServeOptions *o, ServeStepFn
         }
         out->steps = grown;
         out->steps[out->n_steps++] = L.cur; /* without the callback's pointers */
-        describe(&L);
+        if (describe(&L, e) < 0)
+            goto done;
         if (fn && fn(user, &L.cur)) {
             err_set(e, ERR_RUNTIME, "serve: stopped at step %zu", step);
             goto done;
@@ -614,6 +771,8 @@ done:
     free(L.free_slots);
     free(L.logits);
     free(L.page_owner), free(L.table), free(L.state), free(L.held);
+    free(L.first_seq), free(L.pause), free(L.view);
+    radix_free(L.tree); /* its pages back to the pool */
     forward_state_free(&L.fs);
     return rc;
 }

@@ -37,8 +37,37 @@
 #include <stdint.h>
 
 #include "kv/cache.h"
+#include "kv/radix.h"
 #include "model/model.h"
 #include "util/err.h"
+
+/* How finished requests' rows are kept for later ones with the same
+ * prefix. SERVE_PREFIX_PAGES, the default: the paged cache's block hash
+ * maps a full page it already holds instead of writing it, yet the model
+ * still runs every prompt token (memory saved, not compute). BLOCK: vLLM's
+ * prefix caching, the same hash, and a request starts past the full pages
+ * it finds (their tokens not run again). RADIX: SGLang's RadixAttention, a
+ * radix tree over token ids (kv/radix.h) that shares any common prefix, a
+ * partial last page included (copied on the request's first write into it),
+ * and evicts least recently used leaves when the pool runs short. BLOCK and
+ * RADIX leave at least the prompt's last token to run: its logits choose
+ * the first output token. The block hash names a page only when one pass
+ * fills it whole (a prompt chunk), so pages filled by decoding are never
+ * found by it; the tree keeps every row a request held. */
+typedef enum { SERVE_PREFIX_PAGES = 0, SERVE_PREFIX_BLOCK, SERVE_PREFIX_RADIX } ServePrefix;
+
+/* What the requests ask. RANDOM: random prompts (shared_prefix tokens the
+ * same for all). CHAT: conversations of `turns` requests; the first turn's
+ * prompt is shared_prefix tokens common to all (a system prompt) and a
+ * message, a later turn's the previous turn's whole text (its prompt and the tokens the model
+ * generated) and a new message; it arrives 1 .. SERVE_CHAT_PAUSE steps after
+ * the previous turn finished; first turns arrive at `rate`. FEWSHOT: every
+ * prompt is one of SERVE_FEWSHOT_PREAMBLES preambles of shared_prefix tokens
+ * (the first half common to all, then examples of its own) and a question
+ * drawn from the prompt length range. */
+typedef enum { SERVE_WORKLOAD_RANDOM = 0, SERVE_WORKLOAD_CHAT, SERVE_WORKLOAD_FEWSHOT } ServeWorkload;
+#define SERVE_CHAT_PAUSE 4
+#define SERVE_FEWSHOT_PREAMBLES 3
 
 /* One request of a trace: when it arrives and how long it is. */
 typedef struct {
@@ -60,6 +89,9 @@ typedef struct {
     double fork_share;    /* share of requests that fork into n_samples (parallel sampling); 0 = none */
     size_t n_samples;     /* samples of a forked request, at least 2 when fork_share > 0 */
     uint64_t seed;        /* arrivals, lengths, prompts, which requests fork (gsl mt19937); samples' draws */
+    ServePrefix prefix;
+    ServeWorkload workload; /* not with a trace */
+    size_t turns;         /* CHAT: requests a conversation has (its last may have fewer) */
 } ServeOptions;
 
 /* Forked requests sample at this temperature (the others are greedy). */
@@ -81,6 +113,7 @@ typedef enum { SERVE_FUTURE = 0, SERVE_WAITING, SERVE_RUNNING, SERVE_DONE } Serv
 /* Who holds a page of the pool, in ServeStep.page_owner. */
 #define SERVE_PAGE_FREE (-1)
 #define SERVE_PAGE_SHARED (-2)
+#define SERVE_PAGE_CACHED (-3) /* RADIX: held by the tree alone, for later requests */
 
 /* One engine step. */
 typedef struct {
@@ -91,10 +124,15 @@ typedef struct {
     size_t preempted;     /* sequences preempted in this step */
     KvStats pool;         /* after the step */
     double seconds;
+    size_t prefix_pages;  /* pages the prefix cache holds after the step: BLOCK and PAGES the pages the
+                             hash names, RADIX the tree's */
+    size_t prefix_evicted; /* pages the prefix cache gave up so far for room */
+    size_t tree_nodes;    /* RADIX: nodes of the tree */
     /* during the step callback only (NULL in ServeResult.steps): */
     const int *page_owner;           /* [pool.pages_total] the request mapping each page, or SERVE_PAGE_* */
     const unsigned char *state;      /* [n_requests] ServeState of each request */
     const size_t *held;              /* [n_requests] positions each holds in the cache */
+    const RadixView *tree;           /* RADIX: [tree_nodes] the tree, depth first (no token ids) */
 } ServeStep;
 
 typedef struct {
@@ -107,6 +145,7 @@ typedef struct {
     size_t fork_shared_pages; /* prompt pages mapped into a sample at its fork instead of written */
     size_t preemptions, recomputed_tokens, prompt_tokens, generated_tokens;
     uint64_t swapped_out_bytes, swapped_in_bytes; /* with swap: rows copied to host memory and back */
+    size_t prefix_hit_tokens; /* prompt tokens a request found cached at its first admission, not run */
     double seconds;
 } ServeResult;
 

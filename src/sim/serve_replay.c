@@ -26,6 +26,20 @@ static int record(void *user, const ServeStep *st)
     if (!held)
         return rec->oom = 1; /* stops the run; serve_replay_make says why */
     r->held = held;
+    size_t *at = realloc(r->tree_at, (n + 1) * sizeof *at);
+    if (!at)
+        return rec->oom = 1;
+    r->tree_at = at;
+    if (st->step == 0)
+        at[0] = 0;
+    at[n] = at[st->step] + st->tree_nodes;
+    if (st->tree_nodes) {
+        RadixView *tree = realloc(r->tree, at[n] * sizeof *tree);
+        if (!tree)
+            return rec->oom = 1;
+        r->tree = tree;
+        memcpy(tree + at[st->step], st->tree, st->tree_nodes * sizeof *tree);
+    }
     memcpy(r->owner + st->step * P, st->page_owner, P * sizeof *owner);
     memcpy(r->state + st->step * R, st->state, R);
     memcpy(r->held + st->step * R, st->held, R * sizeof *held);
@@ -56,5 +70,6 @@ void serve_replay_free(ServeReplay *r)
     free(r->owner);
     free(r->state);
     free(r->held);
+    free(r->tree_at), free(r->tree);
     memset(r, 0, sizeof *r);
 }

@@ -18,6 +18,8 @@ typedef struct {
     int *owner;            /* [n_steps][pages_total] ServeStep.page_owner of each step */
     unsigned char *state;  /* [n_steps][n_requests] ServeState */
     size_t *held;          /* [n_steps][n_requests] positions held */
+    size_t *tree_at;       /* RADIX: [n_steps + 1] where each step's tree starts in tree */
+    RadixView *tree;       /* RADIX: every step's tree, depth first, one after another (no token ids) */
 } ServeReplay;
 
 /* Serve o with model m over `cache` (paged, its geometry's n_seqs the

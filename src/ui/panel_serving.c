@@ -6,7 +6,9 @@
  *   the pool: one cell per page, the request holding it (a page two
  *   requests map: the shared glyph; free: dim)
  *   the requests: waiting, running (positions held), done
- *   the run so far: preemptions, prefix hits, time to first token */
+ *   the run so far: preemptions, prefix hits, time to first token
+ *   with the radix prefix cache: its tree, a node a line indented by depth
+ *   (tokens on its edge, pages it holds, requests running below it) */
 #include <stdio.h>
 
 #include "ui/fmt.h"
@@ -28,6 +30,8 @@ static void draw_pool(Frame *f, Rect r, const ServeReplay *sr, const int *owner)
             frame_put_glyph(f, r, x, y, G_SLOT_EMPTY, ROLE_DIM);
         else if (owner[p] == SERVE_PAGE_SHARED)
             frame_put_glyph(f, r, x, y, G_SLOT_SHARED, ROLE_SHARED);
+        else if (owner[p] == SERVE_PAGE_CACHED)
+            frame_put_glyph(f, r, x, y, G_SLOT_EXACT, ROLE_DIM);
         else
             frame_put(f, r, x, y, (uint32_t)mark_of(owner[p]), owner[p] % 2 ? ROLE_HEAT2 : ROLE_HEAT3);
     }
@@ -58,6 +62,39 @@ static int draw_requests(Frame *f, Rect r, int y, const char *label, const Serve
     return y + 1;
 }
 
+/* The radix tree after the step, from row y down to the panel's bottom:
+ * a node a line, indented two columns a level (deeper than 8 levels drawn
+ * at 8), what does not fit summed up on the last line. */
+static void draw_tree(Frame *f, Rect b, int y, const ServeReplay *sr, size_t step)
+{
+    const RadixView *t = sr->tree + sr->tree_at[step - 1];
+    const size_t n = sr->tree_at[step] - sr->tree_at[step - 1];
+    size_t pages = 0, tokens = 0;
+    for (size_t k = 0; k < n; k++)
+        pages += t[k].n_pages, tokens += t[k].n;
+    char title[160];
+    snprintf(title, sizeof title, "the radix tree: %zu node%s, %zu tokens (a node: its tokens, pages, requests "
+             "running below)", n, fmt_s(n), tokens);
+    frame_rule(f, rect_sub(b, 0, y++, b.w, 1), 0, title, 0);
+    if (n == 0) {
+        frame_text(f, b, 0, y, ROLE_DIM, "empty: no request has finished its prompt yet");
+        return;
+    }
+    for (size_t k = 0; k < n && y < b.h; k++, y++) {
+        if (y == b.h - 1 && k + 1 < n) {
+            frame_print(f, b, 0, y, ROLE_DIM, "... %zu more node%s", n - k, fmt_s(n - k));
+            break;
+        }
+        const int indent = 2 * (int)(t[k].depth < 8 ? t[k].depth - 1 : 7);
+        char item[96];
+        int len = snprintf(item, sizeof item, "%s %zu tok, %zu pg (pos %zu..%zu)", t[k].leaf ? "-" : "+", t[k].n,
+                           t[k].n_pages, t[k].start, t[k].start + t[k].n - 1);
+        if (t[k].lock && len > 0 && (size_t)len < sizeof item)
+            snprintf(item + len, sizeof item - (size_t)len, ", %zu running", t[k].lock);
+        frame_text(f, b, indent, y, t[k].lock ? ROLE_NORMAL : ROLE_DIM, item);
+    }
+}
+
 void panel_serving(Frame *f, Rect b, const View *v)
 {
     const ServeReplay *sr = v->serving;
@@ -77,8 +114,8 @@ void panel_serving(Frame *f, Rect b, const View *v)
     snprintf(title, sizeof title, "model %s serving %zu requests: %zu slots, %zu tokens a step, cache %s",
              sr->model, sr->n_requests, sr->slots, o->token_budget, sr->cache);
     frame_rule(f, rect_sub(b, 0, 1, b.w, 1), 0, title, 0);
-    snprintf(title, sizeof title, "the pool: %zu pages of %zu rows (a mark: the request holding the page)",
-             sr->pages_total, sr->page_rows);
+    snprintf(title, sizeof title, "the pool: %zu pages of %zu rows (a mark: the request holding the page%s)",
+             sr->pages_total, sr->page_rows, sr->o.prefix == SERVE_PREFIX_RADIX ? "; dim filled: the tree's" : "");
     frame_rule(f, rect_sub(b, 0, 2, b.w, 1), 0, title, 0);
     const int pool_h = (int)((sr->pages_total + (size_t)b.w - 1) / (size_t)(b.w > 8 ? b.w : 8));
     if (step == 0) {
@@ -91,9 +128,15 @@ void panel_serving(Frame *f, Rect b, const View *v)
     const size_t *held = sr->held + (step - 1) * sr->n_requests;
     draw_pool(f, rect_sub(b, 0, 3, b.w, pool_h), sr, owner);
     int y = 3 + pool_h;
-    frame_print(f, b, 0, y++, ROLE_NORMAL, "used %zu  shared %zu  free %zu  prefix hits %zu  rows empty in mapped "
-                "pages %zu", pool->pages_used, pool->pages_shared, pool->pages_free + pool->pages_cached,
-                pool->prefix_hits, pool->waste_rows);
+    const ServeStep *now = &res->steps[step - 1];
+    if (o->prefix == SERVE_PREFIX_RADIX)
+        frame_print(f, b, 0, y++, ROLE_NORMAL, "used %zu  shared %zu  free %zu  kept by the tree %zu  evicted %zu  "
+                    "rows empty in mapped pages %zu", pool->pages_used, pool->pages_shared,
+                    pool->pages_free + pool->pages_cached, now->prefix_pages, now->prefix_evicted, pool->waste_rows);
+    else
+        frame_print(f, b, 0, y++, ROLE_NORMAL, "used %zu  shared %zu  free %zu  prefix hits %zu  rows empty in "
+                    "mapped pages %zu", pool->pages_used, pool->pages_shared, pool->pages_free + pool->pages_cached,
+                    pool->prefix_hits, pool->waste_rows);
     frame_rule(f, rect_sub(b, 0, y++, b.w, 1), 0, "the requests (running ones: positions held)", 0);
     y = draw_requests(f, b, y, "running", sr, state, held, SERVE_RUNNING);
     y = draw_requests(f, b, y, "waiting", sr, state, held, SERVE_WAITING);
@@ -105,4 +148,6 @@ void panel_serving(Frame *f, Rect b, const View *v)
         first += res->req[q].n_output > 0 && res->req[q].first_token < step;
     frame_print(f, b, 0, y + 1, ROLE_NORMAL, "so far: %zu preemption%s, %zu of %zu requests have their first "
                 "token, %zu decode tokens", preempted, fmt_s(preempted), first, sr->n_requests, generated);
+    if (sr->o.prefix == SERVE_PREFIX_RADIX && sr->tree_at && y + 3 < b.h)
+        draw_tree(f, b, y + 2, sr, step);
 }

@@ -273,6 +273,42 @@ static void test_bad_workloads_are_refused(void **state)
     model_free(&m);
 }
 
+/* The prefix caches (block hash that skips its pages, radix tree) on the
+ * chat and few-shot workloads: every request still generates what it does
+ * alone, whether its prefix came from the cache, was evicted under a tight
+ * pool, or it was preempted; with room to spare, every token ran once
+ * except those found cached. */
+static void test_prefix_caches_as_alone(void **state)
+{
+    (void)state;
+    Config c = test_config(2, 4, 2);
+    Model m;
+    test_model(&m, &c);
+    static const char *const pools[] = { "paged:page=4,pages=200", "paged:page=4,pages=24" };
+    for (int prefix = SERVE_PREFIX_BLOCK; prefix <= SERVE_PREFIX_RADIX; prefix++)
+        for (int w = SERVE_WORKLOAD_CHAT; w <= SERVE_WORKLOAD_FEWSHOT; w++)
+            for (size_t p = 0; p < 2; p++) {
+                ServeOptions o = workload();
+                o.prefix = (ServePrefix)prefix, o.workload = (ServeWorkload)w, o.turns = 3, o.rate = 1;
+                o.prompt_min = 3, o.prompt_max = 9, o.output_min = 3, o.output_max = 9, o.shared_prefix = 6;
+                ServeResult r;
+                serve(&m, pools[p], 4, &o, &r);
+                expect_alone(&m, &r, o.seed);
+                if (p == 0) {
+                    assert_int_equal(r.preemptions, 0);
+                    assert_true(r.prefix_hit_tokens > 0);
+                    size_t ran = 0;
+                    for (size_t s = 0; s < r.n_steps; s++)
+                        ran += r.steps[s].decode_tokens + r.steps[s].prefill_tokens;
+                    assert_int_equal(ran, r.prompt_tokens + r.generated_tokens - r.n_sequences - r.prefix_hit_tokens);
+                } else {
+                    assert_true(r.steps[r.n_steps - 1].prefix_evicted > 0); /* the tight pool evicts */
+                }
+                serve_result_free(&r);
+            }
+    model_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -283,6 +319,7 @@ int main(void)
         cmocka_unit_test(test_forked_samples_as_alone),
         cmocka_unit_test(test_preempted_samples_draw_the_same),
         cmocka_unit_test(test_bad_workloads_are_refused),
+        cmocka_unit_test(test_prefix_caches_as_alone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
