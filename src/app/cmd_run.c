@@ -40,6 +40,7 @@ typedef struct {
     json_t *steps;
     float *logits; /* [n_generate][n_seqs][vocab], the logits each token was chosen from */
     size_t n_logged;
+    int at_eos;    /* the run stopped at the end-of-text token (StepReport.at_eos) */
     MlaRunStats mla; /* MLA models: tile LRU and prefetch statistics */
     const Roofs *roofs; /* the machine's roofs, for each pass's shares */
 } Collector;
@@ -56,6 +57,7 @@ static int on_step(void *user, const StepReport *r)
         size_t n = col->n_seqs * col->vocab;
         memcpy(col->logits + col->n_logged++ * n, r->logits, n * sizeof(float));
     }
+    col->at_eos |= r->at_eos;
     return 0;
 }
 
@@ -124,8 +126,9 @@ static int run_open(Run *r, RunOpts *o, const Config *cfg, Err *e)
     r->cu = (Collector){ .label = "uncached", .fmt = o->fmt, .n_seqs = r->batch, .vocab = cfg->vocab };
     r->out_c = calloc(n_out, sizeof(int));
     r->out_u = calloc(n_out, sizeof(int));
-    r->cc.logits = malloc(n_logits * sizeof(float));
-    r->cu.logits = malloc(n_logits * sizeof(float));
+    /* zeros past a run that stops at its end-of-text token: the comparison reads every step */
+    r->cc.logits = calloc(n_logits, sizeof(float));
+    r->cu.logits = calloc(n_logits, sizeof(float));
     if (!r->out_c || !r->out_u || !r->cc.logits || !r->cu.logits)
         return err_set(e, ERR_RUNTIME, "out of memory for %zu logits", n_logits);
     return 0;
@@ -213,8 +216,10 @@ static int run_generate(Run *r, const RunOpts *o, Err *e)
                                        e) < 0) ? -1 : 0;
     if (out != stdout)
         fclose(out);
+    const Collector *shown = run_cached ? &r->cc : &r->cu;
     RunTokens tokens = { .tok = r->tok, .prompt = r->prompt, .plen = r->plen,
-                         .out = run_cached ? r->out_c : r->out_u, .batch = r->batch, .n = o->go.n_generate };
+                         .out = run_cached ? r->out_c : r->out_u, .batch = r->batch, .n = shown->n_logged,
+                         .stride = o->go.n_generate, .at_eos = shown->at_eos, .eos = r->m.cfg.eos_token };
     if (rc == 0 && o->fmt == OUT_TABLE) {
         print_header(r, o, o->no_cache ? "none (recompute every step)" : o->cache_spec);
         report_tokens(stdout, o->fmt, &tokens, NULL);

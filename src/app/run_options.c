@@ -52,7 +52,10 @@ void run_options_help(void)
            "  --chunk C           prefill the prompt in chunks of C tokens (default: all at once)\n"
            "  --temperature T     sample at temperature T (default 0: greedy)\n"
            "  --top-k K           with --temperature, sample among the K likeliest (default: all)\n"
-           "  --sample-seed S     seed of the sampler (default 1; gsl mt19937)\n\n"
+           "  --sample-seed S     seed of the sampler (default 1; gsl mt19937)\n"
+           "  --ignore-eos        go on to --tokens past the model's end-of-text token (by default a\n"
+           "                      run stops once every sequence has chosen it, greedy or sampled, and\n"
+           "                      says so: a config's eos_token, a GGUF's tokenizer.ggml.eos_token_id)\n\n"
            "cache:\n"
            "  --cache SPEC        the cache (default contiguous); accepted:\n%s"
            "  --attention FORM    flash (default: tiles of " STR_OF(ATTEND_TILE) ", online softmax, dequantization\n"
@@ -110,6 +113,7 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
         { "alpha", required_argument, 0, 0 },   { "mla", required_argument, 0, 0 },
         { "structure", required_argument, 0, 0 }, { "threads", required_argument, 0, 0 },
         { "draft", required_argument, 0, 0 },   { "speculate", required_argument, 0, 0 },
+        { "ignore-eos", no_argument, 0, 0 },
         { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -160,6 +164,8 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
             o->draft = optarg;
         else if (strcmp(name, "speculate") == 0)
             rc = parse_size(optarg, "--speculate", &o->speculate, e);
+        else if (strcmp(name, "ignore-eos") == 0)
+            o->ignore_eos = 1;
         if (rc < 0)
             return -1;
     }
@@ -175,6 +181,7 @@ static int parse_options(int argc, char **argv, RunOpts *o, Err *e)
         return err_set(e, ERR_USAGE, "run: --quality measures one sequence; drop --batch");
     if (run_speculate_check(o, e) < 0)
         return -1;
+    o->go.stop_at_eos = !o->ignore_eos && !o->quality; /* --quality compares every step with its shadow */
     return pool_set_threads(o->threads, e);
 }
 

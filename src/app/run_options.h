@@ -32,6 +32,7 @@ typedef struct {
     size_t threads;       /* --threads (0: every CPU this process may use) */
     const char *draft;    /* --draft: the draft model of speculative decoding (run_speculate.c) */
     size_t speculate;     /* --speculate K: draft tokens a round; 0 = not given */
+    int ignore_eos;       /* --ignore-eos: generate all --tokens past the model's end-of-text token */
 } RunOpts;
 
 /* Fill o (its defaults set by the caller) from argv: a --preset's values

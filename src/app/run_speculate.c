@@ -132,6 +132,9 @@ static void print_table(const RunOpts *o, const Spec *s, const SpecStats *st, co
     printf("speculative decoding, %s: target %s, draft %s, K = %zu, cache %s\n", how, s->target.cfg.name,
            s->draft.cfg.name, o->speculate, o->cache_spec);
     printf("prompt: %zu tokens; generated: %zu\n", s->plen, st->generated);
+    if (st->at_eos)
+        printf("stopped at EOS after %zu tokens (the end-of-text token %d; --ignore-eos goes on)\n", st->generated,
+               s->target.cfg.eos_token);
     printf("text: ");
     print_tokens(s->tok, s->got, st->generated);
     printf("\ntarget passes:        %zu (the prefill and %zu checks), %.2f tokens a check\n", st->target_passes,
@@ -198,13 +201,13 @@ int run_speculate(const RunOpts *o, const Config *cfg)
     double t_alone = 0.0;
     if (rc == 0) { /* the target alone, for the tokens and the time */
         GenOptions go = { .n_generate = o->go.n_generate, .temperature = o->go.temperature, .top_k = o->go.top_k,
-                          .sample_seed = o->go.sample_seed };
+                          .sample_seed = o->go.sample_seed, .stop_at_eos = o->go.stop_at_eos };
         const double t0 = clock_seconds();
         rc = generate(&s.target, s.alone, s.prompt, 1, s.plen, &go, s.want, add_step, &alone, &e);
         t_alone = clock_seconds() - t0;
     }
     const SpecSampling smp = { .temperature = o->go.temperature, .top_k = o->go.top_k,
-                               .seed = (unsigned long)o->go.sample_seed };
+                               .seed = (unsigned long)o->go.sample_seed, .stop_at_eos = o->go.stop_at_eos };
     if (rc == 0)
         rc = speculate(&s.target, s.tc, &s.draft, s.dc, s.prompt, s.plen, o->go.n_generate, o->speculate, &smp,
                        s.got, &st, &e);

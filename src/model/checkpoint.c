@@ -94,8 +94,9 @@ int config_from_checkpoint(Config *cfg, const char *path, Err *e)
     CkptVocab v;
     int (*merges)[2] = NULL;
     int rc = ckpt_vocab(&ck, path, &v, e), readable = rc == 0 ? vocab_readable(&ck, &v, &merges, e) : -1;
-    if (readable > 0 && v.kind == CKPT_VOCAB_BPE && v.eos >= 0 && v.type && v.type[v.eos] == 3)
-        cfg->eos_token = v.eos; /* an end-of-text control token (an export's): a hypothesis ends there */
+    if (readable > 0 && v.eos >= 0 && (size_t)v.eos < cfg->vocab && v.type && v.type[v.eos] == 3)
+        cfg->eos_token = v.eos; /* an end-of-text control token (an export's, Llama's </s>): generation and a
+                                   hypothesis end there */
     if (readable > 0)
         snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s", CHECKPOINT_TOKENIZER);
     else if (readable == 0)

@@ -25,6 +25,8 @@ struct Generator {
     size_t cached;    /* positions already in the cache */
     size_t len;       /* tokens known per sequence */
     size_t generated; /* tokens chosen per sequence */
+    unsigned char *ended; /* [n_seqs] 1: the sequence has chosen the end-of-text token (stop_at_eos) */
+    int at_eos;       /* every sequence has: no pass more */
 };
 
 size_t generate_positions(size_t prompt_len, size_t n_generate)
@@ -39,6 +41,7 @@ void gen_free(Generator *g)
     free(g->seq);
     free(g->input);
     free(g->sampled);
+    free(g->ended);
     free(g->logits);
     free(g->sample_scratch);
     if (g->rng)
@@ -84,6 +87,7 @@ int gen_init(Generator **out, const Model *m, KvCache *cache, const int *prompt,
     g->seq = malloc(n_seqs * g->stride * sizeof(int));
     g->input = malloc(n_seqs * max_new * sizeof(int));
     g->sampled = malloc(n_seqs * sizeof(int));
+    g->ended = calloc(n_seqs, 1);
     g->logits = malloc(n_seqs * c->vocab * sizeof(float));
     g->sample_scratch = malloc(sample_scratch_bytes(c->vocab));
     if (o->temperature > 0) {
@@ -91,7 +95,7 @@ int gen_init(Generator **out, const Model *m, KvCache *cache, const int *prompt,
         if (g->rng)
             gsl_rng_set(g->rng, (unsigned long)o->sample_seed);
     }
-    if (!g->seq || !g->input || !g->sampled || !g->logits || !g->sample_scratch || (o->temperature > 0 && !g->rng)) {
+    if (!g->seq || !g->input || !g->sampled || !g->ended || !g->logits || !g->sample_scratch || (o->temperature > 0 && !g->rng)) {
         gen_free(g);
         return err_set(e, ERR_RUNTIME, "out of memory for generation buffers");
     }
@@ -108,7 +112,7 @@ int gen_init(Generator **out, const Model *m, KvCache *cache, const int *prompt,
 
 int gen_step(Generator *g, StepReport *rep, Err *e)
 {
-    if (g->generated == g->o.n_generate)
+    if (g->generated == g->o.n_generate || g->at_eos)
         return 0;
     /* which tokens this pass runs: a prefill chunk, one decode token, or
      * (uncached) the whole sequence from position 0 */
@@ -158,7 +162,17 @@ int gen_step(Generator *g, StepReport *rep, Err *e)
                 g->o.force ? g->o.force[b * g->o.n_generate + g->generated] : g->sampled[b];
         g->len++;
         g->generated++;
+        const int eos = g->m->cfg.eos_token;
+        if (g->o.stop_at_eos && eos >= 0) {
+            int all = 1;
+            for (size_t b = 0; b < g->n_seqs; b++) {
+                g->ended[b] |= g->sampled[b] == eos;
+                all &= g->ended[b];
+            }
+            g->at_eos = all;
+        }
     }
+    rep->at_eos = g->at_eos;
     rep->sampled = choose ? g->sampled : NULL;
     rep->logits = g->logits;
     rep->state = &g->fs;
@@ -174,6 +188,11 @@ const int *gen_sequence(const Generator *g, size_t seq, size_t *len)
 size_t gen_generated(const Generator *g)
 {
     return g->generated;
+}
+
+int gen_at_eos(const Generator *g)
+{
+    return g->at_eos;
 }
 
 int generate(const Model *m, KvCache *cache, const int *prompt, size_t n_seqs, size_t prompt_len,

@@ -30,6 +30,9 @@ typedef struct {
                             they are forked from sequence 0 (kv_fork: a paged cache shares its pages and
                             copies one on its first write) and choose from its logits. Their prompts are
                             sequence 0's. 0 = none; fewer than n_seqs */
+    int stop_at_eos;     /* 1: generation ends after the pass in which every sequence has chosen the
+                            model's end-of-text token (cfg.eos_token, when it has one), that token the
+                            last generated; 0: it runs to n_generate */
 } GenOptions;
 
 typedef enum { PHASE_PREFILL, PHASE_DECODE } Phase;
@@ -41,6 +44,8 @@ typedef struct {
     size_t pos0;          /* position of the first of them */
     size_t context;       /* positions attention saw for the last token (= cache length after, when cached) */
     const int *sampled;   /* [n_seqs] tokens chosen by this pass; NULL for a prefill chunk that is not last */
+    int at_eos;           /* 1: with stop_at_eos, every sequence has now chosen the end-of-text token
+                             (this pass or before): the last pass of the generation */
     const float *logits;  /* [n_seqs][vocab] logits of the last token */
     const ForwardState *state; /* activations and, with keep_probs, attention weights */
     Counters ctr;         /* work of this pass */
@@ -65,9 +70,13 @@ int gen_step(Generator *g, StepReport *rep, Err *e);
 const int *gen_sequence(const Generator *g, size_t seq, size_t *len);
 /* Tokens generated per sequence so far. */
 size_t gen_generated(const Generator *g);
+/* 1 when generation ended at the end-of-text token (GenOptions.stop_at_eos). */
+int gen_at_eos(const Generator *g);
 void gen_free(Generator *g);
 
-/* Generate o->n_generate tokens for each of n_seqs prompts of prompt_len.
+/* Generate o->n_generate tokens for each of n_seqs prompts of prompt_len
+ * (fewer with stop_at_eos: the step function sees at_eos on the last pass;
+ * out's later tokens are left as they were).
  *   prompt: [n_seqs][prompt_len]; out: [n_seqs][n_generate]
  *   cache:  NULL for the uncached path; otherwise an empty cache whose
  *           geometry has n_seqs sequences (it is filled, not reset, here).

@@ -274,20 +274,24 @@ static char *ids_text(const Tokenizer *tok, const int *ids, size_t n, char *buf,
 void report_tokens(FILE *f, OutFormat fmt, const RunTokens *t, json_t *root)
 {
     char text[4096];
+    const size_t st = t->stride ? t->stride : t->n;
     if (fmt == OUT_TABLE) {
         for (size_t b = 0; b < t->batch; b++) {
             fprintf(f, "tokens (sequence %zu):", b);
             for (size_t i = 0; i < t->n; i++)
-                fprintf(f, " %d", t->out[b * t->n + i]);
+                fprintf(f, " %d", t->out[b * st + i]);
             fprintf(f, "\n");
         }
         for (size_t b = 0; t->tok && b < t->batch; b++) {
             fprintf(f, "text (sequence %zu, %s tokens): %s", b, tokenizer_name(t->tok),
                     ids_text(t->tok, t->prompt + b * t->plen, t->plen, text, sizeof text));
-            fprintf(f, " \u2016 %s\n", ids_text(t->tok, t->out + b * t->n, t->n, text, sizeof text));
+            fprintf(f, " \u2016 %s\n", ids_text(t->tok, t->out + b * st, t->n, text, sizeof text));
         }
         if (t->tok)
             fprintf(f, "(the prompt, then \u2016 and what was generated; \\n, \\t and \\xHH stand for bytes shown escaped)\n");
+        if (t->at_eos)
+            fprintf(f, "stopped at EOS after %zu tokens (the end-of-text token %d%s; --ignore-eos goes on)\n", t->n,
+                    t->eos, t->batch > 1 ? ", chosen by every sequence" : "");
         return;
     }
     if (!root)
@@ -296,7 +300,7 @@ void report_tokens(FILE *f, OutFormat fmt, const RunTokens *t, json_t *root)
     for (size_t b = 0; b < t->batch; b++) {
         json_t *row = json_array(), *prow = t->tok ? json_array() : NULL;
         for (size_t i = 0; i < t->n; i++) {
-            const int id = t->out[b * t->n + i];
+            const int id = t->out[b * st + i];
             json_array_append_new(row, json_integer(id));
             if (prow)
                 json_array_append_new(prow, json_string(ids_text(t->tok, &id, 1, text, sizeof text)));
@@ -304,10 +308,12 @@ void report_tokens(FILE *f, OutFormat fmt, const RunTokens *t, json_t *root)
         json_array_append_new(ids, row);
         if (prow) {
             json_array_append_new(pieces, prow);
-            json_array_append_new(texts, json_string(ids_text(t->tok, t->out + b * t->n, t->n, text, sizeof text)));
+            json_array_append_new(texts, json_string(ids_text(t->tok, t->out + b * st, t->n, text, sizeof text)));
         }
     }
     json_object_set_new(root, "tokens", ids);
+    if (t->at_eos)
+        json_object_set_new(root, "stopped_at_eos", json_pack("{s:i, s:I}", "eos", t->eos, "tokens", (json_int_t)t->n));
     if (t->tok) {
         json_object_set_new(root, "tokenizer", json_string(tokenizer_name(t->tok)));
         json_object_set_new(root, "pieces", pieces);

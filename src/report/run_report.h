@@ -57,13 +57,17 @@ typedef struct {
     const Tokenizer *tok;  /* the model's, or NULL: ids only */
     const int *prompt;     /* [batch][plen] */
     size_t plen;
-    const int *out;        /* [batch][n] generated */
+    const int *out;        /* [batch][stride] generated, n of them */
     size_t batch, n;
+    size_t stride;         /* ids between sequences in out; 0: n */
+    int at_eos;            /* 1: generation stopped at the end-of-text token eos, the n-th token */
+    int eos;
 } RunTokens;
 
 /* The generated tokens: a line of ids per sequence and, with a tokenizer,
- * a line of text (table); or the "tokens" member of root, and with a
- * tokenizer "pieces" and "text" (json). */
+ * a line of text, and where generation stopped at the end-of-text token a
+ * line that says so (table); or the "tokens" member of root, with a
+ * tokenizer "pieces" and "text", and "stopped_at_eos" (json). */
 void report_tokens(FILE *f, OutFormat fmt, const RunTokens *t, json_t *root);
 
 /* The cached run against the uncached one (sim/compare.h): a few lines

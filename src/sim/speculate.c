@@ -203,8 +203,10 @@ int speculate(const Model *target, KvCache *tc, const Model *draft, KvCache *dc,
     size_t n = plen, dlen = plen; /* committed tokens; rows the draft holds */
     s.toks[n++] = out[0] = choose(&s, s.tlog, vocab, s.p);
     st->generated = 1;
+    const int eos = smp && smp->stop_at_eos ? target->cfg.eos_token : -1;
+    st->at_eos = eos >= 0 && out[0] == eos;
 
-    while (st->generated < n_generate) {
+    while (st->generated < n_generate && !st->at_eos) {
         const size_t left = n_generate - st->generated;
         const size_t kr = k < left - 1 ? k : left - 1; /* proposals this round: at most left - 1 */
         /* 1. draft: toks[n .. n + kr) */
@@ -267,6 +269,12 @@ int speculate(const Model *target, KvCache *tc, const Model *draft, KvCache *dc,
             dlen = keep;
         }
         n += j + 1;
+        for (size_t i = 0; i <= j && !st->at_eos; i++)
+            if (out[st->generated + i] == eos && eos >= 0) { /* the tokens past it are dropped */
+                st->at_eos = 1;
+                memset(out + st->generated + i + 1, 0, (j - i) * sizeof *out);
+                j = i;
+            }
         st->generated += j + 1;
     }
     rc = 0;

@@ -31,6 +31,7 @@ typedef struct {
     size_t target_rolled, draft_rolled; /* token rows written (in every layer) then rolled back */
     Counters target, draft;          /* all the work of each model */
     double seconds;                  /* wall time of the whole run */
+    int at_eos;                      /* the run ended at the end-of-text token, generated tokens in */
 } SpecStats;
 
 /* Sampling (temperature > 0) instead of greedy choices: each model's
@@ -45,6 +46,8 @@ typedef struct {
     double temperature; /* 0: greedy */
     size_t top_k;
     unsigned long seed; /* gsl mt19937 */
+    int stop_at_eos;    /* 1: the run ends at the target's end-of-text token (cfg.eos_token, when it has
+                           one), the last token out (SpecStats.at_eos) */
 } SpecSampling;
 
 /* The acceptance rule on one proposal: p, q [n] the target's and the
@@ -63,7 +66,8 @@ int speculate_greedy(const Model *target, KvCache *tc, const Model *draft, KvCac
                      size_t plen, size_t n_generate, size_t k, int *out, SpecStats *st, Err *e);
 
 /* The same, sampling as smp says (greedy when smp is NULL or its
- * temperature is 0). */
+ * temperature is 0), and with smp->stop_at_eos ending at the end-of-text
+ * token: st->generated tokens in out, the rest of out zeros. */
 int speculate(const Model *target, KvCache *tc, const Model *draft, KvCache *dc, const int *prompt, size_t plen,
               size_t n_generate, size_t k, const SpecSampling *smp, int *out, SpecStats *st, Err *e);
 
