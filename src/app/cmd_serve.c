@@ -51,7 +51,10 @@ static void help(void)
            "  --requests N        requests in all (default 32)\n"
            "  --rate R            arrivals per step, Poisson (default 0.5)\n"
            "  --prompt-len A..B   prompt lengths, uniform (default 16..48; one number: fixed)\n"
-           "  --output-len A..B   tokens each generates (default 8..32)\n"
+           "  --output-len A..B   tokens each generates (default 8..32); fewer where it chooses the\n"
+           "                      model's end-of-text token, which ends it (not --workload chat,\n"
+           "                      whose turns' lengths are drawn ahead)\n"
+           "  --ignore-eos        each request goes on to its output length past the end-of-text token\n"
            "  --shared-prefix S   the first S prompt tokens are the same for all: a system\n"
            "                      prompt whose full pages are shared (default 0)\n"
            "  --samples N         a forked request draws N samples (N >= 2; default 1: none):\n"
@@ -142,6 +145,7 @@ static int parse_options(int argc, char **argv, ServeOpts *o, Err *e)
         { "quiet", no_argument, 0, 0 },               { "help", no_argument, 0, 'h' },
         { "threads", required_argument, 0, 0 },      { "prefix-cache", required_argument, 0, 0 },
         { "workload", required_argument, 0, 0 },      { "turns", required_argument, 0, 0 },
+        { "ignore-eos", no_argument, 0, 0 },
         { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -186,6 +190,8 @@ static int parse_options(int argc, char **argv, ServeOpts *o, Err *e)
             o->trace = optarg;
         else if (strcmp(name, "quiet") == 0)
             o->quiet = 1;
+        else if (strcmp(name, "ignore-eos") == 0)
+            o->so.stop_at_eos = 0;
         else if (strcmp(name, "threads") == 0)
             rc = parse_size0(optarg, "--threads", &o->threads, e);
         else if (strcmp(name, "samples") == 0) {
@@ -241,7 +247,8 @@ int cmd_serve(int argc, char **argv)
 {
     ServeOpts o = { .mo.model = DEFAULT_MODEL, .cache_spec = DEFAULT_CACHE, .slots = 8,
                     .so = { .n_requests = 32, .rate = 0.5, .prompt_min = 16, .prompt_max = 48, .output_min = 8,
-                            .output_max = 32, .token_budget = 64, .n_samples = 1, .seed = 1, .turns = 4 } };
+                            .output_max = 32, .token_budget = 64, .n_samples = 1, .seed = 1, .turns = 4,
+                            .stop_at_eos = 1 } };
     Err e = { 0 };
     int pr = parse_options(argc, argv, &o, &e);
     if (pr == 1) {
@@ -275,7 +282,7 @@ int cmd_serve(int argc, char **argv)
         return cli_fail(&e);
     }
     m.int_dot = o.mo.int_dot;
-    ServeRun run = { .model = m.cfg.name, .cache = cache->spec, .o = &o.so, .slots = o.slots };
+    ServeRun run = { .model = m.cfg.name, .cache = cache->spec, .o = &o.so, .slots = o.slots, .eos = m.cfg.eos_token };
     Printer p = { .fmt = o.fmt, .every = o.every, .n_requests = o.so.n_requests };
     progress_line_init(&p.line, o.quiet);
     if (!p.every) /* about 24 rows: the expected length over 24 */

@@ -129,6 +129,7 @@ static void summary_json(FILE *f, const ServeRun *run, const ServeResult *r, con
     json_object_set_new(summary, "prefix_pages_held", json_integer((json_int_t)end->prefix_pages));
     json_object_set_new(summary, "prefix_evicted_pages", json_integer((json_int_t)end->prefix_evicted));
     json_object_set_new(summary, "tree_nodes", json_integer((json_int_t)end->tree_nodes));
+    json_object_set_new(summary, "stopped_at_eos", json_integer((json_int_t)r->eos_requests));
     json_t *root = json_pack("{s:s, s:s, s:I, s:f, s:I, s:o, s:o}", "model", run->model, "cache", run->cache,
                              "slots", (json_int_t)run->slots, "rate", run->o->trace ? 0.0 : run->o->rate, "token_budget",
                              (json_int_t)run->o->token_budget, "summary", summary, "steps", steps);
@@ -149,6 +150,9 @@ void serve_report_summary(FILE *f, OutFormat fmt, const ServeRun *run, const Ser
     fprintf(f, "\n%zu requests in %zu steps, %.3f s: %zu tokens generated (%.1f tokens/s), %zu prompt tokens\n",
             r->n_requests, r->n_steps, r->seconds, r->generated_tokens,
             r->seconds > 0 ? (double)r->generated_tokens / r->seconds : 0, r->prompt_tokens);
+    if (r->eos_requests)
+        fprintf(f, "stopped at EOS: %zu of %zu requests (every sample chose the end-of-text token %d; "
+                   "--ignore-eos goes on)\n", r->eos_requests, r->n_requests, run->eos);
     fprintf(f, "time to first token: median %zu steps (%.1f ms), mean %.1f steps; time per output token: mean "
                "%.2f steps (%.2f ms)\n", s->ttft_median, s->ttft_median_ms, s->ttft_mean, s->tpot_mean,
             s->tpot_mean_ms);

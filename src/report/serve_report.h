@@ -14,6 +14,7 @@ typedef struct {
     const char *model, *cache;
     const ServeOptions *o;
     size_t slots;
+    int eos;              /* the model's end-of-text token, or -1 */
 } ServeRun;
 
 /* --prefix-cache and --workload's words: ERR_USAGE naming the accepted

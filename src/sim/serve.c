@@ -367,9 +367,18 @@ static int push(Loop *L, size_t i, int next, Err *e)
     ServeRequest *q = &L->out->req[s->req];
     s->tokens[s->n_tokens++] = next;
     L->out->generated_tokens++;
+    const int eos = L->o->stop_at_eos && L->o->workload != SERVE_WORKLOAD_CHAT ? L->m->cfg.eos_token : -1;
+    if (eos >= 0 && next == eos) { /* the end-of-text token: the sequence ends here */
+        s->target = s->n_tokens;
+        q->eos_samples++;
+    }
     if (s->n_tokens < s->target)
         return 0;
-    memcpy(q->output + s->sample * q->n_output, s->tokens + q->prompt_len, q->n_output * sizeof(int));
+    const size_t made = s->n_tokens - q->prompt_len;
+    int *row = q->output + s->sample * q->n_output;
+    memcpy(row, s->tokens + q->prompt_len, made * sizeof(int));
+    memset(row + made, 0, (q->n_output - made) * sizeof(int));
+    q->n_made = made > q->n_made ? made : q->n_made;
     if (s->state == SERVE_RUNNING) { /* a sample done at its fork never took a slot */
         if (L->tree) { /* the tree keeps every row it held, then its lock goes */
             L->cache->ops->page_table(L->cache, s->slot, L->table, L->pages_total);
@@ -384,6 +393,7 @@ static int push(Loop *L, size_t i, int next, Err *e)
     s->state = SERVE_DONE;
     if (--L->left[s->req] == 0) {
         q->finished = L->cur.step;
+        L->out->eos_requests += q->eos_samples == q->n_samples;
         const size_t next_turn = serve_chat_next(L->o, L->out->req, L->pause, s->req, L->cur.step);
         if (next_turn != SIZE_MAX) { /* its samples' tokens start from its prompt, now whole */
             const ServeRequest *nq = &L->out->req[next_turn];

@@ -92,6 +92,9 @@ typedef struct {
     ServePrefix prefix;
     ServeWorkload workload; /* not with a trace */
     size_t turns;         /* CHAT: requests a conversation has (its last may have fewer) */
+    int stop_at_eos;      /* 1: a sequence that chooses the model's end-of-text token (cfg.eos_token)
+                             ends there, before its output length; not CHAT (its turns' prompts hold
+                             the whole previous output, their lengths drawn ahead) */
 } ServeOptions;
 
 /* Forked requests sample at this temperature (the others are greedy). */
@@ -104,7 +107,11 @@ typedef struct {
     size_t n_samples;     /* 1, or the samples of a forked request */
     size_t preemptions;   /* of any of its samples */
     int *prompt;          /* [prompt_len] */
-    int *output;          /* [n_samples][n_output] the tokens it generated */
+    int *output;          /* [n_samples][n_output] the tokens it generated (zeros past an
+                             end-of-text stop) */
+    size_t n_made;        /* the most tokens a sample generated: n_output, or fewer when every sample
+                             stopped at the end-of-text token */
+    size_t eos_samples;   /* samples that ended at the end-of-text token (stop_at_eos) */
 } ServeRequest;
 
 /* Where a request is. */
@@ -146,6 +153,7 @@ typedef struct {
     size_t preemptions, recomputed_tokens, prompt_tokens, generated_tokens;
     uint64_t swapped_out_bytes, swapped_in_bytes; /* with swap: rows copied to host memory and back */
     size_t prefix_hit_tokens; /* prompt tokens a request found cached at its first admission, not run */
+    size_t eos_requests;  /* requests whose every sample ended at the end-of-text token */
     double seconds;
 } ServeResult;
 

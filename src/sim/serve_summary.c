@@ -37,9 +37,9 @@ int serve_summarize(const ServeResult *r, ServeSummary *s)
         ttft[i] = q->first_token - q->arrival;
         ttft_ms[i] = end_ms[q->first_token + 1] - end_ms[q->arrival];
         ttft_sum += (double)ttft[i];
-        if (q->n_output > 1) {
-            tpot += (double)(q->finished - q->first_token) / (double)(q->n_output - 1);
-            tpot_ms += (end_ms[q->finished + 1] - end_ms[q->first_token + 1]) / (double)(q->n_output - 1);
+        if (q->n_made > 1) { /* n_made: fewer than n_output where it stopped at the end-of-text token */
+            tpot += (double)(q->finished - q->first_token) / (double)(q->n_made - 1);
+            tpot_ms += (end_ms[q->finished + 1] - end_ms[q->first_token + 1]) / (double)(q->n_made - 1);
             tpot_n++;
         }
     }

@@ -59,4 +59,18 @@ expect_ok "run --speculate --ignore-eos: all 12" "generated: 12" \
     --tokens 12 --ignore-eos
 expect_ok "run --help names --ignore-eos" '--ignore-eos' "$KV" run --help
 expect_fail "run --ignore-eos takes no value" 2 "ignore-eos" "$KV" run --model tiny --ignore-eos=1
+# serve: requests end at it (test_serve_eos checks the tokens); --ignore-eos goes on
+expect_ok "serve --help names --ignore-eos" '--ignore-eos' "$KV" serve --help
+# the first id of the greedy run's that some request chooses: that run
+# generates fewer tokens than with --ignore-eos, which stops none
+eos_serve() { e=$1; shift; "$KV" serve --model tiny --set eos_token="$e" --requests 4 --output-len 24 --quiet --format json "$@" |
+    python3 -c 'import json, sys; s = json.load(sys.stdin)["summary"]; print(s["stopped_at_eos"], s["generated_tokens"])'; }
+all="" none=""
+for id in $(echo "$first" | tr ' ' '\n' | awk '!seen[$1]++'); do
+    all=$(eos_serve "$id" 2>/dev/null)
+    [ "${all%% *}" -gt 0 ] 2>/dev/null && { none=$(eos_serve "$id" --ignore-eos 2>/dev/null); break; }
+done
+if [ -n "$none" ] && [ "${none%% *}" = 0 ] && [ "${all#* }" -lt "${none#* }" ]; then
+    ok "serve: end-of-text id $id ends requests (ended, tokens: $all); --ignore-eos: $none"
+else bad "serve: requests end at EOS, --ignore-eos goes on" "with: $all" "--ignore-eos: $none"; fi
 rm -rf "$eos_dir"
