@@ -46,7 +46,9 @@ then ok "lesson: the list, then the lesson to open next (not the whole lesson)"
 else bad "lesson: the list, then the lesson to open next (not the whole lesson)" "exit $status, $(wc -l <"$out") lines" \
     "$(tail -n 5 "$out")"; fi
 l2_checks=$(grep -c '^```check$' lessons/02-prefill-decode.md)
-expect_ok "lesson check 2 (the worked example)" "^lesson 2: $l2_checks of $l2_checks checks pass; done\\.\$" $KV lesson check 2
+expect_ok "lesson check 2 (the worked example, the exercise's solution)" \
+    "^lesson 2: $l2_checks of $l2_checks checks pass, exercise passes; done\\.\$" \
+    $KV lesson check 2 --file lessons/solutions/decode_layer.c
 expect_ok "lesson names the next one further on" '^    kvscope lesson show 3$' $KV lesson
 
 # a quiz reads answers from stdin: right, a hint then wrong, skipped
