@@ -51,6 +51,8 @@ const PlotFigure plot_figures[] = {
       NULL, 0, plot_serve },
     { 18, "roofline", "prefill and decode passes on this machine's roofline and on a data-center GPU's; the batch "
       "where decode crosses the ridge", NULL, 1, plot_roofline },
+    { 19, "prefix-cache", "prefix caches on chat and few-shot serving: block hash vs radix tree, hit rate, steps, "
+      "evictions and pages held by the pool's size", NULL, 0, plot_prefix_cache },
 };
 const size_t plot_n_figures = sizeof plot_figures / sizeof plot_figures[0];
 

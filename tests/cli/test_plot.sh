@@ -17,10 +17,10 @@ expect_ok "plot is listed in kvscope --help" '^  plot ' $KV --help
 run "plot --list" $KV plot --list
 ready=$(grep -Ec '^ +[0-9]+  [a-z-]+ +ready' "$out")
 waiting=$(grep -Ec '^ +[0-9]+  [a-z-]+ +waiting' "$out")
-if [ "$status" -eq 0 ] && [ "$ready" -eq 18 ] && [ "$waiting" -eq 0 ] && ! grep -q 'waits for' "$out" &&
+if [ "$status" -eq 0 ] && [ "$ready" -eq 19 ] && [ "$waiting" -eq 0 ] && ! grep -q 'waits for' "$out" &&
     grep -Eq '^  8  eviction +ready' "$out"
-then ok "plot --list: figures 1-18 ready, none waiting"
-else bad "plot --list: figures 1-18 ready, none waiting" \
+then ok "plot --list: figures 1-19 ready, none waiting"
+else bad "plot --list: figures 1-19 ready, none waiting" \
     "exit $status, ready $ready, waiting $waiting" "stdout: $(head -c 600 "$out")"; fi
 
 # --- every figure, quick, drawn when gnuplot is here ------------------------
@@ -239,6 +239,17 @@ header serve.prefix.tsv "shared_prefix	hit_rows	prompt_tokens	hit_share"
 shape serve.prefix.tsv 2 4
 check "serve.prefix: a shared prefix of 32 maps more rows than none" \
     'if (NR == 3 && $2 <= h) why = "no more hits at " $1; h = $2' serve.prefix.tsv
+
+# prefix-cache: pools of 24 and 48 pages with --quick; block and radix on
+# chat and few-shot. Hit rates are shares; the few-shot preambles (40
+# tokens, pages of 16) give the tree 8 tokens more than the hash's 2 full
+# pages wherever a preamble is met again, so radix hits more; the bigger
+# pool evicts no more than the smaller
+header prefix-cache.tsv "pool_pages	chat_block_hit_rate	chat_block_steps	chat_block_evicted	chat_block_held	chat_radix_hit_rate	chat_radix_steps	chat_radix_evicted	chat_radix_held	fewshot_block_hit_rate	fewshot_block_steps	fewshot_block_evicted	fewshot_block_held	fewshot_radix_hit_rate	fewshot_radix_steps	fewshot_radix_evicted	fewshot_radix_held"
+shape prefix-cache.tsv 2 17
+check "prefix-cache: hit rates in [0, 1], few-shot radix above block, fewer evictions in the bigger pool" \
+    'for (i = 2; i <= 17; i += 4) if ($i < 0 || $i > 1) why = why " pool " $1 " col " i; if ($14 <= $10) why = why " fewshot radix not above block at " $1; if (NR == 3 && ($8 > e8 || $16 > e16)) why = why " more evictions at " $1; e8 = $8; e16 = $16' \
+    prefix-cache.tsv
 
 # loss: the shipped training logs, row for row; the mean is of the last 25 steps
 header loss.tsv "tokens	step	train_bits_per_byte	train_bits_per_byte_mean25	valid_bits_per_byte"
