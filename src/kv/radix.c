@@ -25,6 +25,7 @@ struct RadixTree {
     uint64_t clock;
     size_t next_id;
     uint32_t *holds;      /* [pool_pages] holders the tree keeps on each page */
+    uint32_t *scratch;    /* [pool_pages] radix_evictable's count */
     RadixStats st;
 };
 
@@ -157,9 +158,13 @@ RadixTree *radix_new(KvCache *cache, Err *e)
     if (cache->ops->share->usable(cache, e) < 0)
         return NULL;
     RadixTree *t = calloc(1, sizeof *t);
-    if (t)
+    if (t) {
         t->holds = calloc(st.pages_total, sizeof *t->holds);
-    if (!t || !t->holds) {
+        t->scratch = calloc(st.pages_total, sizeof *t->scratch);
+    }
+    if (!t || !t->holds || !t->scratch) {
+        if (t)
+            free(t->holds), free(t->scratch);
         free(t);
         err_set(e, ERR_RUNTIME, "out of memory for a radix tree over %zu pages", st.pages_total);
         return NULL;
@@ -185,7 +190,7 @@ void radix_free(RadixTree *t)
     if (!t)
         return;
     free_below(t, &t->root);
-    free(t->holds);
+    free(t->holds), free(t->scratch);
     free(t);
 }
 
@@ -271,6 +276,36 @@ int radix_evict_one(RadixTree *t, size_t *id)
         *id = x->id;
     node_free(x);
     return 1;
+}
+
+/* Count, per page, the holds of x and every node below it. */
+static void count_all(RadixTree *t, const RadixNode *x)
+{
+    for (size_t i = 0; i < x->n_pages; i++)
+        t->scratch[x->pages[i]]++;
+    for (const RadixNode *c = x->child; c; c = c->next)
+        count_all(t, c);
+}
+
+/* ... of the unlocked nodes below x: a node's lock counts the locks below
+ * it, so an unlocked node's subtree is unlocked and evicts whole. */
+static void count_unlocked(RadixTree *t, const RadixNode *x)
+{
+    for (const RadixNode *c = x->child; c; c = c->next)
+        if (c->lock)
+            count_unlocked(t, c);
+        else
+            count_all(t, c);
+}
+
+size_t radix_evictable(RadixTree *t)
+{
+    memset(t->scratch, 0, t->pool_pages * sizeof *t->scratch);
+    count_unlocked(t, &t->root);
+    size_t n = 0;
+    for (size_t pg = 0; pg < t->pool_pages; pg++)
+        n += t->scratch[pg] && t->scratch[pg] == t->holds[pg] && t->share->refs(t->cache, pg) == t->holds[pg];
+    return n;
 }
 
 void radix_stats(const RadixTree *t, RadixStats *out)

@@ -75,6 +75,12 @@ int radix_insert(RadixTree *t, const int *tokens, size_t n, const size_t *pages,
  * NULL), or 0 when every leaf is locked or the tree is empty. */
 int radix_evict_one(RadixTree *t, size_t *id);
 
+/* Pages that evicting every unlocked leaf, again and again, would give
+ * back to the pool: held only by unlocked nodes, mapped by no sequence. A
+ * caller short of pages asks first, so as not to empty the tree for a
+ * request that would not fit anyway. */
+size_t radix_evictable(RadixTree *t);
+
 void radix_stats(const RadixTree *t, RadixStats *out);
 
 /* Up to cap nodes in depth-first order (children oldest first) into out;

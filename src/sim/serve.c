@@ -83,11 +83,14 @@ static size_t pages_available(const Loop *L)
 }
 
 /* Pages available, after evicting the radix tree's least recently used
- * unlocked leaves until `want` are (or none is left to evict). */
+ * unlocked leaves until `want` are; when evicting all it may would not
+ * reach `want`, none is evicted. */
 static size_t pages_room(Loop *L, size_t want)
 {
     size_t have = pages_available(L);
-    while (L->tree && have < want && radix_evict_one(L->tree, NULL))
+    if (!L->tree || have >= want || have + radix_evictable(L->tree) < want)
+        return have; /* enough, or not even the whole unlocked tree would do: evict nothing */
+    while (have < want && radix_evict_one(L->tree, NULL))
         have = pages_available(L);
     return have;
 }
