@@ -19,6 +19,7 @@
 #include "util/checked.h"
 #include "util/npy.h"
 #include "util/parse.h"
+#include "util/pool.h"
 
 _Static_assert(sizeof(int) == 4, "tokens are written as int32 straight from int arrays");
 
@@ -33,6 +34,7 @@ typedef struct {
     const char *cache_spec;
     const char *out;
     int force;
+    size_t threads;     /* --threads (0: every CPU this process may use) */
 } DumpOpts;
 
 static void help(void)
@@ -70,8 +72,11 @@ static void help(void)
            "  --out DIR           where to write (created if missing; must be empty)\n"
            "  --force             write into a non-empty DIR, replacing files of the same name\n"
            "  --tokens N          tokens to generate per sequence (default %d)\n"
+           "  --threads N         threads for the prefill's rows and a decode step's matrices (each\n"
+           "                      thread a part of their output rows): the same bytes for every N;\n"
+           "                      default: the CPUs this process may use\n"
            "  --cache SPEC        the cache (default contiguous); accepted:\n%s\n"
-           "model (default %s):\n%s\n"
+           "model (default %s):\n%s%s\n"
            "prompt (default %s for the worked example, else random ids):\n%s\n"
            "load in Python:\n"
            "  import json, numpy as np\n"
@@ -82,7 +87,7 @@ static void help(void)
            "compares tokens, logits and cache (an f32 cache: the run must be exact);\n"
            "tests/cli/dump_storage.py DIR decodes a quantized cache's stored bytes again.\n"
            "example: kvscope dump --out kvdump --model tiny --prompt-len 5 --tokens 6 --batch 2\n",
-           DEFAULT_TOKENS, caches, DEFAULT_MODEL, cli_model_help, DEFAULT_PROMPT, cli_prompt_help);
+           DEFAULT_TOKENS, caches, DEFAULT_MODEL, cli_model_help, cli_int_dot_help, DEFAULT_PROMPT, cli_prompt_help);
 }
 
 /* 1: --help; 0: options in o; -1: error in e. */
@@ -92,11 +97,12 @@ static int parse_options(int argc, char **argv, DumpOpts *o, Err *e)
         { "model", required_argument, 0, 0 },   { "set", required_argument, 0, 0 },
         { "isa", required_argument, 0, 0 },     { "shared", no_argument, 0, 0 },
         { "allow-nan", no_argument, 0, 0 },
-        { "weights", required_argument, 0, 0 },
+        { "weights", required_argument, 0, 0 }, { "int-dot", optional_argument, 0, 0 },
         { "prompt", required_argument, 0, 0 },      { "prompt-ids", required_argument, 0, 0 },  { "prompt-len", required_argument, 0, 0 },
         { "prompt-seed", required_argument, 0, 0 }, { "batch", required_argument, 0, 0 },
         { "tokens", required_argument, 0, 0 },  { "cache", required_argument, 0, 0 },
         { "out", required_argument, 0, 0 },     { "force", no_argument, 0, 0 },
+        { "threads", required_argument, 0, 0 },
         { "help", no_argument, 0, 'h' },        { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -121,6 +127,9 @@ static int parse_options(int argc, char **argv, DumpOpts *o, Err *e)
             o->out = optarg;
         } else if (strcmp(name, "force") == 0) {
             o->force = 1;
+        } else if (strcmp(name, "threads") == 0) {
+            if (parse_size0(optarg, "--threads", &o->threads, e) < 0)
+                return -1;
         }
     }
     if (got != CLI_DONE)
@@ -129,7 +138,7 @@ static int parse_options(int argc, char **argv, DumpOpts *o, Err *e)
         return err_set(e, ERR_USAGE, "dump: unexpected argument '%s' (see `kvscope dump --help`)", argv[optind]);
     if (!o->out)
         return err_set(e, ERR_USAGE, "dump: --out DIR is required (see `kvscope dump --help`)");
-    return 0;
+    return pool_set_threads(o->threads, e);
 }
 
 typedef struct {
