@@ -10,6 +10,7 @@
 
 #include "model/forward.h"
 #include "model/sample.h"
+#include "sim/serve_loop.h"
 #include "sim/serve_workload.h"
 #include "sim/setup.h"
 #include "util/checked.h"
@@ -17,83 +18,12 @@
 #include "util/human.h"
 #include "util/sysmem.h"
 
-/* A sequence's life in the loop: a request, or one sample of a forked
- * request. Its tokens are the prompt, then what it generated; `filled` of
- * them are in the cache. The tokens not yet in the cache are what its next
- * chunk runs: the whole prompt at first, one token per decode step after
- * that, everything again after a preemption. A forked request's sample 0
- * prefills the prompt; the other samples wait (SERVE_FUTURE) until it is in
- * and they are forked from it. */
-typedef struct {
-    ServeState state;
-    size_t req, sample;
-    size_t unforked;      /* sample 0 of a forked request: samples still to fork from it (they hold a
-                             slot's promise while it runs) */
-    size_t slot;          /* cache sequence, while running */
-    size_t admitted;      /* admission order: the newest running is preempted first */
-    int *tokens;          /* [prompt_len + n_output] */
-    size_t n_tokens, filled, target; /* target: prompt_len + n_output, the last never fed */
-    float *swapped;       /* swap: [n_layers][2][n_swapped][kv_dim] K then V, while it waits */
-    size_t n_swapped;
-    RadixNode *locked;    /* RADIX: where its match (or its prompt's full pages) ended, locked while it runs */
-    size_t in_tree;       /* RADIX: its positions the tree spells along that path */
-    int cow;              /* its last mapped page is the tree's, partly filled: its next write copies it */
-    int seen;             /* admitted before (prefix hits count at the first admission only) */
-} Seq;
-
-typedef struct {
-    const Model *m;
-    KvCache *cache;
-    const ServeOptions *o;
-    ServeResult *out;
-    Seq *seq;             /* [n_seqs] by request, then sample */
-    size_t n_seqs;
-    size_t *left;         /* [n_requests] samples not finished */
-    void *scratch;        /* sample_scratch_bytes(vocab) */
-    size_t *free_slots, n_free; /* a stack of cache sequences */
-    size_t page, pages_total, n_admitted;
-    ForwardState fs;
-    float *logits;
-    ServeStep cur;
-    int *page_owner;        /* [pages_total] scratch for the step callback */
-    unsigned char *state;   /* [n_requests] */
-    size_t *held;           /* [n_requests] */
-    size_t *table;          /* [pages_total] one sequence's page table */
-    size_t *first_seq;      /* [n_requests] index of each request's sample 0 in seq */
-    size_t *pause;          /* [n_requests] CHAT: steps a turn waits after the previous one */
-    size_t last_arrival;    /* a bound on the arrivals (chat turns come after their previous) */
-    RadixTree *tree;        /* RADIX */
-    RadixView *view;        /* [view_cap] the tree for the step callback */
-    size_t view_cap;
-} Loop;
 
 /* The latest arrival a trace may give: the steps before it are run. */
 #define SERVE_MAX_ARRIVAL 1000000
 
-static size_t pages_for(size_t page, size_t from, size_t to)
-{
-    return (to + page - 1) / page - (from + page - 1) / page; /* pages mapped past `from` to reach `to` */
-}
 
-static size_t pages_available(const Loop *L)
-{
-    KvStats st = { 0 };
-    kv_stats(L->cache, &st);
-    return st.pages_free + st.pages_cached;
-}
 
-/* Pages available, after evicting the radix tree's least recently used
- * unlocked leaves until `want` are; when evicting all it may would not
- * reach `want`, none is evicted. */
-static size_t pages_room(Loop *L, size_t want)
-{
-    size_t have = pages_available(L);
-    if (!L->tree || have >= want || have + radix_evictable(L->tree) < want)
-        return have; /* enough, or not even the whole unlocked tree would do: evict nothing */
-    while (have < want && radix_evict_one(L->tree, NULL))
-        have = pages_available(L);
-    return have;
-}
 
 /* Bytes of the forward pass's activations for one row (a token of a step). */
 static size_t activation_row_bytes(const Config *c)
@@ -183,7 +113,7 @@ int serve_check(const Config *cfg, const KvCache *cache, const ServeOptions *o, 
                        "a step runs); this machine has %s", o->token_budget,
                        human_bytes(need_s, sizeof need_s, (double)act), human_bytes(have_s, sizeof have_s, (double)have));
     }
-    size_t need = pages_for(st.page_rows, 0, longest);
+    size_t need = serve_pages_for(st.page_rows, 0, longest);
     if (need > st.pages_total)
         return err_set(e, ERR_USAGE, "serve: the longest request needs %zu pages of %zu rows; the pool holds %zu "
                        "(raise pages=)", need, st.page_rows, st.pages_total);
@@ -327,9 +257,7 @@ static int preempt(Loop *L, size_t i, Err *e)
         return -1;
     kv_drop(L->cache, s->slot);
     L->free_slots[L->n_free++] = s->slot;
-    if (L->tree)
-        radix_lock(L->tree, s->locked, -1);
-    s->locked = NULL, s->cow = 0, s->in_tree = 0;
+    serve_prefix_release(L, s);
     if (!L->o->swap)
         L->out->recomputed_tokens += s->filled;
     s->filled = 0;
@@ -383,13 +311,8 @@ static int push(Loop *L, size_t i, int next, Err *e)
     memset(row + made, 0, (q->n_output - made) * sizeof(int));
     q->n_made = made > q->n_made ? made : q->n_made;
     if (s->state == SERVE_RUNNING) { /* a sample done at its fork never took a slot */
-        if (L->tree) { /* the tree keeps every row it held, then its lock goes */
-            L->cache->ops->page_table(L->cache, s->slot, L->table, L->pages_total);
-            if (radix_insert(L->tree, s->tokens, s->filled, L->table, NULL, e) < 0)
-                return -1;
-            radix_lock(L->tree, s->locked, -1);
-            s->locked = NULL;
-        }
+        if (serve_prefix_keep(L, s, e) < 0)
+            return -1;
         kv_drop(L->cache, s->slot);
         L->free_slots[L->n_free++] = s->slot;
     }
@@ -432,7 +355,7 @@ static int fork_samples(Loop *L, size_t i, Err *e)
             s->filled = p->filled;
             s->admitted = L->n_admitted++;
             s->state = SERVE_RUNNING;
-            L->out->fork_shared_pages += pages_for(L->page, 0, p->filled);
+            L->out->fork_shared_pages += serve_pages_for(L->page, 0, p->filled);
         }
         if (push(L, j, choose(L, s), e) < 0)
             return -1;
@@ -441,25 +364,6 @@ static int fork_samples(Loop *L, size_t i, Err *e)
     return 0;
 }
 
-/* RADIX: the prompt is in: the tree takes its full pages now (SGLang
- * caches a running request's prefix too), so requests arriving while this
- * one decodes share them. Only whole pages: the partly filled last page is
- * still being written (the tree gets it when the request finishes). The
- * lock moves to the node where those pages end. */
-static int share_prompt(Loop *L, Seq *s, Err *e)
-{
-    const size_t aligned = s->filled / L->page * L->page;
-    if (aligned <= s->in_tree)
-        return 0;
-    RadixNode *node;
-    L->cache->ops->page_table(L->cache, s->slot, L->table, L->pages_total);
-    if (radix_insert(L->tree, s->tokens, aligned, L->table, &node, e) < 0)
-        return -1;
-    radix_lock(L->tree, node, 1);
-    radix_lock(L->tree, s->locked, -1);
-    s->locked = node, s->in_tree = aligned;
-    return 0;
-}
 
 /* Run n of sequence i's pending tokens; when they reach its last known
  * token, the logits choose the next one. */
@@ -477,7 +381,7 @@ static int run_chunk(Loop *L, size_t i, size_t n, Err *e)
         return 0; /* a prompt chunk that is not the last */
     if (s->n_tokens == q->prompt_len && s->sample == 0)
         q->first_token = L->cur.step;
-    if (L->tree && s->n_tokens == q->prompt_len && s->sample == 0 && share_prompt(L, s, e) < 0)
+    if (L->tree && s->n_tokens == q->prompt_len && s->sample == 0 && serve_share_prompt(L, s, e) < 0)
         return -1;
     if (s->unforked && fork_samples(L, i, e) < 0)
         return -1;
@@ -532,7 +436,7 @@ static int decode_all(Loop *L, size_t *budget, Err *e)
         Seq *s = &L->seq[i];
         if (s->state != SERVE_RUNNING) /* preempted by an older one in this step */
             continue;
-        while (decode_pages(L, i) > pages_room(L, decode_pages(L, i))) {
+        while (decode_pages(L, i) > serve_pages_room(L, decode_pages(L, i))) {
             size_t victim = newest_running(L, i);
             if (victim == SIZE_MAX || L->seq[victim].admitted < s->admitted)
                 victim = i; /* it is the newest itself */
@@ -561,21 +465,14 @@ static int decode_all(Loop *L, size_t *budget, Err *e)
 static int admit_one(Loop *L, size_t i, Err *e)
 {
     Seq *s = &L->seq[i];
-    const ServeRequest *q = &L->out->req[s->req];
     const int fresh = !s->swapped && s->filled == 0;
-    size_t need = pages_for(L->page, 0, s->n_tokens), hit = 0;
-    RadixNode *node = NULL;
+    ServePrefixHit hit;
     if (L->n_free < 1 + s->unforked + slots_promised(L))
         return 0;
-    if (fresh && L->tree) {
-        if (radix_match(L->tree, s->tokens, s->n_tokens - 1, L->table, &node, &hit, e) < 0)
-            return -1;
-        radix_lock(L->tree, node, 1); /* before any eviction makes room */
-        need = pages_for(L->page, hit, s->n_tokens) + (hit % L->page != 0);
-    }
-    if (need > pages_room(L, need)) {
-        if (node)
-            radix_lock(L->tree, node, -1);
+    if (serve_prefix_look(L, s, fresh, &hit, e) < 0)
+        return -1;
+    if (hit.need > serve_pages_room(L, hit.need)) {
+        serve_prefix_forget(L, &hit);
         return 0;
     }
     s->slot = L->free_slots[--L->n_free];
@@ -583,18 +480,7 @@ static int admit_one(Loop *L, size_t i, Err *e)
     s->state = SERVE_RUNNING;
     if (s->swapped)
         return swap_in(L, s, e) < 0 ? -1 : 1;
-    const KvShareOps *share = L->cache->ops->share;
-    if (node) {
-        if (share->adopt(L->cache, s->slot, L->table, hit, s->tokens, e) < 0)
-            return -1;
-        s->filled = s->in_tree = hit, s->locked = node, s->cow = hit % L->page != 0;
-    } else if (fresh && L->o->prefix == SERVE_PREFIX_BLOCK) {
-        s->filled = share->map_hashed(L->cache, s->slot, s->tokens, s->n_tokens - 1);
-    }
-    if (!s->seen && s->sample == 0)
-        L->out->prefix_hit_tokens += s->filled < q->prompt_len ? s->filled : q->prompt_len;
-    s->seen = 1;
-    return 1;
+    return serve_prefix_map(L, s, fresh, &hit, e) < 0 ? -1 : 1;
 }
 
 /* Prompt chunks: sequences being prefilled first, then waiting ones in
@@ -622,8 +508,8 @@ static int prefill_some(Loop *L, size_t *budget, Err *e)
             }
             size_t n = pending < *budget ? pending : *budget;
             const size_t cow = (size_t)s->cow; /* the tree's partly filled page, copied before the write */
-            size_t room = pages_room(L, pages_for(L->page, s->filled, s->filled + n) + cow);
-            while (n > 0 && pages_for(L->page, s->filled, s->filled + n) + cow > room)
+            size_t room = serve_pages_room(L, serve_pages_for(L->page, s->filled, s->filled + n) + cow);
+            while (n > 0 && serve_pages_for(L->page, s->filled, s->filled + n) + cow > room)
                 n--;
             if (n == 0)
                 continue;
@@ -663,24 +549,8 @@ static int describe(Loop *L, Err *e)
                                                                                                  : SERVE_PAGE_SHARED;
         }
     }
-    for (size_t p = 0; L->tree && p < total; p++)
-        if (L->page_owner[p] == SERVE_PAGE_FREE && radix_page_holds(L->tree, p))
-            L->page_owner[p] = SERVE_PAGE_CACHED;
     L->cur.page_owner = L->page_owner, L->cur.state = L->state, L->cur.held = L->held;
-    if (!L->tree)
-        return 0;
-    size_t n = radix_view(L->tree, L->view, L->view_cap);
-    if (n > L->view_cap) {
-        RadixView *grown = realloc(L->view, 2 * n * sizeof *grown);
-        if (!grown)
-            return err_set(e, ERR_RUNTIME, "out of memory");
-        L->view = grown, L->view_cap = 2 * n;
-        n = radix_view(L->tree, L->view, L->view_cap);
-    }
-    for (size_t k = 0; k < n; k++)
-        L->view[k].tokens = NULL; /* the callback keeps the shape, not the ids */
-    L->cur.tree = L->view, L->cur.tree_nodes = n;
-    return 0;
+    return serve_prefix_describe(L, e);
 }
 
 static void count_states(Loop *L)
