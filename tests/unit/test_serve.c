@@ -306,6 +306,17 @@ static void test_prefix_caches_as_alone(void **state)
                 }
                 serve_result_free(&r);
             }
+    /* forked requests' samples share the adopted pages, and draw as alone */
+    for (int prefix = SERVE_PREFIX_BLOCK; prefix <= SERVE_PREFIX_RADIX; prefix++) {
+        ServeOptions o = workload();
+        o.prefix = (ServePrefix)prefix, o.workload = SERVE_WORKLOAD_FEWSHOT, o.rate = 1, o.shared_prefix = 6;
+        o.prompt_min = 3, o.prompt_max = 9, o.fork_share = 0.5, o.n_samples = 2;
+        ServeResult r;
+        serve(&m, pools[1], 4, &o, &r);
+        assert_true(r.forked_requests > 0);
+        expect_alone(&m, &r, o.seed);
+        serve_result_free(&r);
+    }
     model_free(&m);
 }
 
