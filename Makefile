@@ -45,7 +45,7 @@ TEST_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 # tree is warning-free under a second compiler
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-.PHONY: peer peer-if-reachable corpus tokenizer models all bin run test test-bins unit-tests cli-tests sanitize cross-test deps deps-test clean plots check-lessons \
+.PHONY: peer peer-if-reachable peer-speed corpus tokenizer models all bin run test test-bins unit-tests cli-tests sanitize cross-test deps deps-test clean plots check-lessons \
 	check-layers install uninstall fuzz
 
 # deps first, then a fresh make, so pkg-config is asked after any install;
@@ -209,6 +209,10 @@ peer: $(BIN) $(LIB)
 	@PEER_LDLIBS="$(LDLIBS)" sh tests/peer/peer.sh $(BUILD) $(BIN) $(LIB)
 peer-if-reachable: $(BIN) $(LIB)
 	@PEER_LDLIBS="$(LDLIBS)" sh tests/peer/peer.sh $(BUILD) $(BIN) $(LIB) --if-reachable
+# a decode step's time in llama.cpp and kvscope (tests/peer/speed.sh; not in
+# make test: a machine's speed): PEER_SPEED_SHAPE=tiny checks it in seconds
+peer-speed: $(BIN) $(LIB)
+	@PEER_LDLIBS="$(LDLIBS)" sh tests/peer/peer.sh $(BUILD) $(BIN) $(LIB) --speed
 
 deps:
 	@sh tests/deps.sh data/packages-run.txt

@@ -15,6 +15,7 @@
 #include "app/bench_split.h"
 #include "app/commands.h"
 #include "app/progress_line.h"
+#include "util/pool.h"
 #include "util/parse.h"
 #include "util/machine.h"
 #include "sim/roofs.h"
@@ -43,6 +44,7 @@ typedef struct {
     size_t steps;         /* --steps, for --decode */
     int quiet;            /* --quiet: no progress line */
     int split_k;          /* --split-k: decode attention on 1 thread and split-K on 2, at long contexts */
+    size_t threads;       /* --threads, for --decode (default 1) */
 } BenchOpts;
 
 static void help(void)
@@ -116,6 +118,8 @@ static void help(void)
            "                      q4_0, int4 and fp4 values with 16-bit integer weights, and with --weights\n"
            "                      its q8_0/q4_0 matrices against the activation rounded to q8_0\n"
            "  --steps N           decode steps timed per context and cache (default 5, at most 64)\n"
+           "  --threads N         threads of --decode's step (default 1): its matrices split by\n"
+           "                      output rows, its attention past 511 rows by split-K\n"
            "  --split-k           section 5 alone: flash on 1 thread against split-K on 2\n"
            "%s\n"
            "On a terminal, stderr shows which section of which round runs, and the time left. A full\n"
@@ -166,6 +170,7 @@ static int parse_options(int argc, char **argv, BenchOpts *o, Err *e)
         { "decode", no_argument, 0, 0 },              { "model", required_argument, 0, 0 },
         { "weights", required_argument, 0, 0 },       { "int-dot", no_argument, 0, 0 },
         { "steps", required_argument, 0, 0 },         { "quiet", no_argument, 0, 0 },
+        { "threads", required_argument, 0, 0 },
         { "split-k", no_argument, 0, 0 },
         { 0, 0, 0, 0 },
     };
@@ -200,6 +205,8 @@ static int parse_options(int argc, char **argv, BenchOpts *o, Err *e)
             o->split_k = 1;
         else if (strcmp(name, "steps") == 0)
             rc = parse_size(optarg, "--steps", &o->steps, e);
+        else if (strcmp(name, "threads") == 0)
+            rc = parse_size(optarg, "--threads", &o->threads, e);
         else if (strcmp(name, "format") == 0) {
             rc = out_format_parse(optarg, &o->fmt, e);
             if (rc == 0 && o->fmt == OUT_JSON)
@@ -224,6 +231,10 @@ static int parse_options(int argc, char **argv, BenchOpts *o, Err *e)
         return err_set(e, ERR_USAGE, "bench: --split-k goes without --decode and --int-dot");
     if (o->steps > 64)
         return err_set(e, ERR_USAGE, "--steps: at most 64, got %zu", o->steps);
+    if (o->threads && !o->decode)
+        return err_set(e, ERR_USAGE, "bench: --threads goes with --decode (the other sections time one thread)");
+    if (o->threads && pool_set_threads(o->threads, e) < 0)
+        return -1;
     if (o->pool_mib > ((size_t)1 << 20))
         return err_set(e, ERR_USAGE, "--pool-mib: at most 1048576 (1 TiB), got %zu", o->pool_mib);
     return 0;

@@ -30,4 +30,11 @@ dt_case "q4_0 export, --int-dot=ref" --weights "$dt_dir/small.q4_0.gguf" --int-d
 dt_case "q4_0 export, --int-dot, batch 2" --weights "$dt_dir/small.q4_0.gguf" --int-dot --batch 2
 expect_ok "dump --help names --threads" '--threads N' "$KV" dump --help
 expect_fail "dump --threads 65 is refused" 2 "threads" "$KV" dump --model tiny --threads 65 --out "$dt_dir/no"
+# bench --decode times its step on --threads (make peer-speed reads its f16 row)
+run "bench --decode --threads 2" "$KV" bench --decode --weights "$dt_dir/small.q4_0.gguf" --contexts 64 --steps 2 \
+    --reps 1 --threads 2 --pool-mib 8 --format tsv --quiet
+if [ "$status" -eq 0 ] && awk -F'\t' '$1 == "decode" && $7 == 64 && $8 == "f16" && $9 > 0 { n++ } END { exit n != 1 }' "$out"
+then ok "bench --decode --threads 2: a timed f16 row at context 64"
+else bad "bench --decode --threads 2: a timed f16 row at context 64" "exit $status" "$(head -c 300 "$err")"; fi
+expect_fail "bench --threads without --decode is refused" 2 "goes with --decode" "$KV" bench --threads 2 --quick
 rm -rf "$dt_dir"

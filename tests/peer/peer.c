@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "llama.h"
 
@@ -383,6 +384,78 @@ static int mode_text(const char *seed, const char *bytes, const char *out)
     return 0;
 }
 
+/* decode: llama.cpp's decode step on a GGUF, its cache (f16, llama.cpp's
+ * default) filled to `ctx` positions by a prefill of seeded ids (batches
+ * of 512, on every thread given), then `steps` single-token steps timed
+ * at each thread count of the list, in turn, each step's row taken out
+ * again so every step sees ctx rows. Prints the median ms a step. */
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int mode_decode(const char *gguf, int ctx_len, int steps, const char *thread_list)
+{
+    int threads[8], nt = 0, most = 1;
+    for (const char *c = thread_list; *c && nt < 8; c += *c == ',')
+        most = (threads[nt] = (int)strtol(c, (char **)&c, 10)) > most ? threads[nt] : most, nt++;
+    if (ctx_len < 1 || steps < 1 || steps > 64 || nt == 0)
+        die("decode: a context, 1 .. 64 steps and threads (1,2)");
+    struct llama_model *m = load(gguf, 0);
+    const int V = llama_vocab_n_tokens(llama_model_get_vocab(m));
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = (uint32_t)(ctx_len + 8);
+    cp.n_batch = cp.n_ubatch = 512;
+    cp.n_threads = cp.n_threads_batch = most;
+    struct llama_context *ctx = llama_init_from_model(m, cp);
+    if (!ctx)
+        die("llama.cpp cannot make a context of %d", ctx_len + 8);
+    rng_state = 48;
+    struct llama_batch b = llama_batch_init(512, 0, 1);
+    for (int p0 = 0; p0 < ctx_len; p0 += 512) {
+        b.n_tokens = ctx_len - p0 < 512 ? ctx_len - p0 : 512;
+        for (int i = 0; i < b.n_tokens; i++) {
+            b.token[i] = (llama_token)rnd((uint32_t)V);
+            b.pos[i] = p0 + i;
+            b.n_seq_id[i] = 1;
+            b.seq_id[i][0] = 0;
+            b.logits[i] = p0 + i == ctx_len - 1;
+        }
+        if (llama_decode(ctx, b) != 0)
+            die("llama_decode failed filling the cache");
+    }
+    llama_batch_free(b);
+    double t[8][64];
+    for (int s = 0; s < steps; s++)
+        for (int k = 0; k < nt; k++) {
+            llama_set_n_threads(ctx, threads[k], threads[k]);
+            llama_token tok = (llama_token)rnd((uint32_t)V);
+            struct llama_batch one = llama_batch_get_one(&tok, 1);
+            const double t0 = now_s();
+            if (llama_decode(ctx, one) != 0)
+                die("llama_decode failed");
+            (void)llama_get_logits_ith(ctx, -1);
+            t[k][s] = now_s() - t0;
+            llama_memory_seq_rm(llama_get_memory(ctx), 0, ctx_len, -1); /* back to ctx rows */
+        }
+    for (int k = 0; k < nt; k++) {
+        qsort(t[k], (size_t)steps, sizeof t[k][0], cmp_double);
+        printf("%sthreads=%d ms=%.3f", k ? " " : "", threads[k], 1e3 * t[k][steps / 2]);
+    }
+    printf("\n");
+    llama_free(ctx);
+    llama_model_free(m);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     llama_log_set(log_cb, NULL);
@@ -402,6 +475,8 @@ int main(int argc, char **argv)
         return mode_vocab(argv[2], argv[3], argv[4]);
     if ((argc == 5 || argc == 6) && strcmp(argv[1], "logits") == 0)
         return mode_logits(argv[2], argv[3], atoi(argv[4]), argc < 6 ? 0 : strcmp(argv[5], "int") == 0 ? 1 : strcmp(argv[5], "intref") == 0 ? 2 : 0);
-    fprintf(stderr, "usage: peer info|tok|vocab|logits|text ... (see peer.c)\n");
+    if (argc == 6 && strcmp(argv[1], "decode") == 0)
+        return mode_decode(argv[2], atoi(argv[3]), atoi(argv[4]), argv[5]);
+    fprintf(stderr, "usage: peer info|tok|vocab|logits|decode|text ... (see peer.c)\n");
     return 2;
 }

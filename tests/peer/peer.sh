@@ -8,7 +8,9 @@
 # against their sha512; nothing of them is committed, all of it lives in
 # BUILD/peer (downloaded once). With --if-reachable (make test) a machine
 # that cannot run it (not x86_64, npm's registry out of reach) prints a
-# SKIP line and succeeds; otherwise that is a failure.
+# SKIP line and succeeds; otherwise that is a failure. With --speed (make
+# peer-speed) it times a decode step in both programs instead
+# (tests/peer/speed.sh).
 set -u
 BUILD=$1 BIN=$2 LIB=$3 MODE=${4:-}
 VER=3.22.1 RELEASE=v0.5.0
@@ -66,6 +68,8 @@ cc $CF -Isrc -c tests/peer/kv_side.c -o "$P/kv_side.o" &&
         -L"$LIBDIR" -l:libllama.$RELEASE.so -l:libggml.$RELEASE.so -lggml-base -Wl,-rpath,"$(cd "$LIBDIR" && pwd)" \
         ${PEER_LDLIBS:-} -lm -pthread || die "cannot build the driver"
 export PEER_LIB="$LIBDIR"
+# --speed: the decode-speed table (make peer-speed) instead of the comparisons
+if [ "$MODE" = --speed ]; then . tests/peer/speed.sh; exit 0; fi
 D=$P/run
 rm -rf "$D" && mkdir -p "$D"
 
