@@ -9,6 +9,7 @@
 
 #include "app/cli.h"
 #include "app/commands.h"
+#include "app/eval_attention.h"
 #include "app/progress_line.h"
 #include "kv/cache.h"
 #include "report/eval_report.h"
@@ -44,6 +45,8 @@ typedef struct {
     size_t n_pairs;
     int quiet;           /* --quiet: no progress line */
     size_t threads;      /* --threads (0: every CPU this process may use) */
+    int attention_stats; /* --attention-stats: where attention goes, instead of caches */
+    size_t windows, window_len; /* --windows, --window-len of --attention-stats */
 } EvalOpts;
 
 static void help(void)
@@ -71,7 +74,17 @@ static void help(void)
            "  --per-position      instead: -ln p of every scored token, a column per cache\n"
            "                      (tsv; json: an array per cache), for plots\n"
            "  --per-segment       instead: each segment's bytes and each cache's bits per byte,\n"
-           "                      KL and top-1 on it (tsv: a row per segment; json)\n\n"
+           "                      KL and top-1 on it (tsv: a row per segment; json)\n"
+           "  --attention-stats   instead of caches: where each head's attention goes, from\n"
+           "                      uncached passes over windows of the text read from position 0\n"
+           "                      (with the model's fixed first token, if it has one): per layer\n"
+           "                      and head, the mean weight on position 0 and the heads above\n"
+           "                      %.1f (attention sinks, as Gu et al. 2024 count them), and the\n"
+           "                      share of each query's mass on its heaviest %.0f%% of keys (what\n"
+           "                      H2O's heavy hitters rely on); every query from position 1 on\n"
+           "  --windows N         --attention-stats: windows, evenly spaced over the text\n"
+           "                      (default %d, always the same ones)\n"
+           "  --window-len T      --attention-stats: tokens a window (default: the context)\n\n"
            "intervals:\n"
            "  Every figure comes with a %d%% interval: the scored predictions are cut into\n"
            "  segments of the text, in order (named by their byte offsets in json and\n"
@@ -92,7 +105,7 @@ static void help(void)
            "example: kvscope eval --model tiny --text README.md --tokens 600 \\\n"
            "             --cache ring:window=64,sinks=4 --cache contiguous+quant:k=q4_0,v=q4_0\n",
            REFERENCE_SPEC, cli_model_help, cli_int_dot_help, MAX_CACHES - 1, caches, cli_threads_help,
-           (int)(100 * EVAL_CI_LEVEL + 0.5), EVAL_CI_RESAMPLES, EVAL_CI_SEED, EVAL_CI_SEGMENTS, MAX_SEGMENTS,
+           ATTN_SINK_THRESHOLD, 100 * ATTN_TOP_SHARE, EVAL_ATTN_WINDOWS, (int)(100 * EVAL_CI_LEVEL + 0.5), EVAL_CI_RESAMPLES, EVAL_CI_SEED, EVAL_CI_SEGMENTS, MAX_SEGMENTS,
            progress_line_help);
 }
 
@@ -147,7 +160,8 @@ static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
         { "per-position", no_argument, 0, 0 },  { "help", no_argument, 0, 'h' },
         { "threads", required_argument, 0, 0 }, { "quiet", no_argument, 0, 0 },
         { "segments", required_argument, 0, 0 }, { "paired", required_argument, 0, 0 },
-        { "per-segment", no_argument, 0, 0 },
+        { "per-segment", no_argument, 0, 0 },   { "attention-stats", no_argument, 0, 0 },
+        { "windows", required_argument, 0, 0 }, { "window-len", required_argument, 0, 0 },
         { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -180,6 +194,13 @@ static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
                 o->per_position = 1;
             else if (strcmp(name, "per-segment") == 0)
                 o->per_segment = 1;
+            else if (strcmp(name, "attention-stats") == 0)
+                o->attention_stats = 1;
+            else if (strcmp(name, "windows") == 0 && (rc = parse_size(optarg, "--windows", &o->windows, e)) == 0 &&
+                     (o->windows == 0 || o->windows > 4096))
+                rc = err_set(e, ERR_USAGE, "--windows: 1 to 4096, got %zu", o->windows);
+            else if (strcmp(name, "window-len") == 0)
+                rc = parse_size(optarg, "--window-len", &o->window_len, e);
             else if (strcmp(name, "segments") == 0 &&
                      (rc = parse_size(optarg, "--segments", &o->segments, e)) == 0 &&
                      (o->segments < 2 || o->segments > MAX_SEGMENTS))
@@ -202,6 +223,11 @@ static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
         return err_set(e, ERR_USAGE, "eval: --text FILE or --split validation is required (see `kvscope eval --help`)");
     if (o->per_position && o->per_segment)
         return err_set(e, ERR_USAGE, "eval: --per-position or --per-segment, not both");
+    if (o->attention_stats && (o->n_caches || o->per_position || o->per_segment || o->n_pairs))
+        return err_set(e, ERR_USAGE, "eval: --attention-stats measures the model, not caches: no --cache, "
+                       "--per-position, --per-segment or --paired with it");
+    if (!o->attention_stats && (o->windows || o->window_len))
+        return err_set(e, ERR_USAGE, "eval: --windows and --window-len go with --attention-stats");
     for (size_t p = 0; p < o->n_pairs; p++)
         for (int k = 0; k < 2; k++)
             if (o->pairs[p][k] > o->n_caches)
@@ -291,6 +317,11 @@ int cmd_eval(int argc, char **argv)
     }
     if (pr < 0)
         return cli_fail(&e);
+    if (o.attention_stats) {
+        EvalAttnOpts ao = { .mo = &o.mo, .text = o.text, .text_label = o.text_label, .windows = o.windows,
+                            .len = o.window_len, .tokens = o.tokens, .fmt = o.fmt, .quiet = o.quiet };
+        return eval_attention_stats(&ao);
+    }
     EvalJob j = { 0 };
     size_t n = 0, n_caches = o.n_caches + 1;
     ProgressLine line;

@@ -186,4 +186,32 @@ b=$($KV eval --model kjv-tiny --text data/text/kjv-valid.txt --tokens 300 --form
     bad "eval --split validation scores the shipped held-out text" "split: $a, text: $b"
 expect_fail "eval: an unknown split" 2 "'validation' is the one split" $KV eval --split train
 expect_fail "eval: --split and --text" 2 "exclude each other" $KV eval --split validation --text "$evtext"
+
+# --attention-stats: where each head's attention goes, from windows read from position 0
+run "eval --attention-stats" $KV eval --model kjv-tiny --split validation --attention-stats --windows 3 --window-len 64 \
+    --format json
+if [ "$status" -eq 0 ] && python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+heads = d["heads"]
+assert len(heads) == 2 * 4 and d["first_token"] == -1, (len(heads), d["first_token"])  # kjv-tiny: 2 layers, 4 heads
+assert d["queries_per_head"] == 3 * 63, d["queries_per_head"]
+assert d["sink_heads"] == sum(h["first"] > 0.3 for h in heads)
+assert all(0 <= h["first"] <= 1 and 0.05 <= h["top"] <= 1 + 1e-6 for h in heads)
+even = sum(1 / (t + 1) for t in range(1, 64)) / 63  # a head spreading evenly over what it sees
+assert abs(d["even_first"] - even) < 1e-9, (d["even_first"], even)
+' "$out"; then ok "eval --attention-stats: every head, sinks counted, the even baseline"
+else bad "eval --attention-stats: every head, sinks counted, the even baseline" "exit $status" "$(head -c 300 "$out")"; fi
+run "eval --attention-stats, a fixed first token" $KV eval --model kjv-base --set weights=synthetic --set n_layers=1 \
+    --set d_model=48 --set ffn_dim=64 --set head_dim=8 --split validation --attention-stats --windows 2 \
+    --window-len 32 --format json
+[ "$status" -eq 0 ] && [ "$(jq -r .first_token "$out")" = 1024 ] &&
+    ok "eval --attention-stats: kjv-base's windows start with its first token, 1024" ||
+    bad "eval --attention-stats: kjv-base's windows start with its first token, 1024" "exit $status" "$(head -c 300 "$out")"
+expect_fail "eval --attention-stats: no caches with it" 2 "measures the model, not caches" \
+    $KV eval --split validation --attention-stats --cache ring:window=16
+expect_fail "eval: --windows without --attention-stats" 2 "go with --attention-stats" $KV eval --split validation --windows 2
+expect_fail "eval --attention-stats: --windows 0" 2 "at least 1" $KV eval --split validation --attention-stats --windows 0
+expect_fail "eval --attention-stats: a window past the context" 2 "reads 2 to 128" \
+    $KV eval --split validation --attention-stats --window-len 129
 rm -f "$evtext" "$evtext.empty" "$evtext.bin"

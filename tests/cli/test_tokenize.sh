@@ -55,3 +55,8 @@ python3 tests/cli/vocab_gguf.py "$vdir/v.gguf"
 expect_ok "tokenize --weights: a GGUF of a vocabulary alone, ids not in byte order" '^258,223,150,139,259$' \
     sh -c "$KV tokenize --weights $vdir/v.gguf --format tsv \" the it's\" | awk -F'\t' 'NR > 1 { printf \"%s%s\", s, \$2; s = \",\" } END { print \"\" }'"
 rm -rf "$vdir"
+# a model whose sequences all start with a fixed first token (add_bos): it comes first, its piece empty
+expect_ok "tokenize --model kjv-base: the first token 1024, then the text's" '^1024	0	$' \
+    sh -c "$KV tokenize --model kjv-base --format tsv 'In the beginning' | sed -n 2p | cut -f2-4"
+expect_fail "a first token that stands for text" 2 "id 65 stands for text" \
+    $KV eval --model kjv-base --set bos_token=65 --set weights=synthetic --text README.md --tokens 20
