@@ -69,9 +69,9 @@ static void draw_tree(Frame *f, Rect b, int y, const ServeReplay *sr, size_t ste
 {
     const RadixView *t = sr->tree + sr->tree_at[step - 1];
     const size_t n = sr->tree_at[step] - sr->tree_at[step - 1];
-    size_t pages = 0, tokens = 0;
+    size_t tokens = 0;
     for (size_t k = 0; k < n; k++)
-        pages += t[k].n_pages, tokens += t[k].n;
+        tokens += t[k].n;
     char title[160];
     snprintf(title, sizeof title, "the radix tree: %zu node%s, %zu tokens (a node: its tokens, pages, requests "
              "running below)", n, fmt_s(n), tokens);
