@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "util/outfile.h"
 #include "util/state_dir.h"
 
 static ProgressEntry *entry(Progress *p, const char *id, int create)
@@ -80,21 +80,17 @@ int progress_save(const Progress *p, Err *e)
         return err_set(e, ERR_RUNTIME, "cannot save progress: neither XDG_STATE_HOME nor HOME is an absolute path");
     if (state_dir_make(p->path) < 0)
         return err_set(e, ERR_RUNTIME, "cannot create the state directory for progress: %s", strerror(errno));
-    char tmp[PATH_MAX + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", p->path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return err_set(e, ERR_RUNTIME, "cannot save progress: %s", strerror(errno));
-    fprintf(f, "# kvscope lesson progress: `done ID` and `quiz ID RIGHT TOTAL` lines\n");
+    OutFile o;
+    if (outfile_open(&o, p->path, e) < 0)
+        return err_wrap(e, "cannot save progress");
+    fprintf(o.f, "# kvscope lesson progress: `done ID` and `quiz ID RIGHT TOTAL` lines\n");
     for (size_t i = 0; i < p->n; i++) {
         if (p->e[i].done)
-            fprintf(f, "done %s\n", p->e[i].id);
+            fprintf(o.f, "done %s\n", p->e[i].id);
         if (p->e[i].quiz_total)
-            fprintf(f, "quiz %s %d %d\n", p->e[i].id, p->e[i].quiz_right, p->e[i].quiz_total);
+            fprintf(o.f, "quiz %s %d %d\n", p->e[i].id, p->e[i].quiz_right, p->e[i].quiz_total);
     }
-    if (fclose(f) != 0 || rename(tmp, p->path) < 0) {
-        unlink(tmp);
-        return err_set(e, ERR_RUNTIME, "cannot save progress: %s", strerror(errno));
-    }
+    if (outfile_commit(&o, e) < 0)
+        return err_wrap(e, "cannot save progress");
     return 0;
 }

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
+#include "util/outfile.h"
 #include "util/state_dir.h"
 
 /* "20,150" -> 20 GB/s and 150 GFLOP/s. */
@@ -73,18 +73,14 @@ int roofs_save(const Roofs *r, char *path, size_t cap, Err *e)
         return err_set(e, ERR_RUNTIME, "cannot keep the roofs: neither XDG_STATE_HOME nor HOME is an absolute path");
     if (state_dir_make(path) < 0)
         return err_set(e, ERR_RUNTIME, "cannot create the state folder for the roofs: %s", strerror(errno));
-    char tmp[PATH_MAX + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return err_set(e, ERR_RUNTIME, "cannot keep the roofs: %s", strerror(errno));
-    fprintf(f, "# kvscope's roofs of this machine, measured by `kvscope bench` (the view and run read them)\n"
-               "when %lld\nread_bytes_per_s %.6g\nflops_per_s %.6g\nisa %s\n",
+    OutFile o;
+    if (outfile_open(&o, path, e) < 0)
+        return err_wrap(e, "cannot keep the roofs");
+    fprintf(o.f, "# kvscope's roofs of this machine, measured by `kvscope bench` (the view and run read them)\n"
+                 "when %lld\nread_bytes_per_s %.6g\nflops_per_s %.6g\nisa %s\n",
             (long long)r->when, r->read_bps, r->flops_ps, r->isa[0] ? r->isa : "unknown");
-    if (fclose(f) != 0 || rename(tmp, path) < 0) {
-        unlink(tmp);
-        return err_set(e, ERR_RUNTIME, "cannot keep the roofs: %s", strerror(errno));
-    }
+    if (outfile_commit(&o, e) < 0)
+        return err_wrap(e, "cannot keep the roofs");
     return 0;
 }
 
