@@ -67,6 +67,10 @@ static void help(void)
            "  --tokens N          score only the first N tokens (default: all)\n"
            "  --prefill P         tokens of the first pass (default 1); the rest one per step\n\n"
            "caches (repeatable, at most %d besides the reference):\n"
+           "  --reference SPEC    the first row, every other cache's yardstick (default %s, the\n"
+           "                      exact cache); e.g. shift:ctx=C,keep=1, C the model's context,\n"
+           "                      scores a text longer than C at positions the model trained on,\n"
+           "                      without the exact cache's cost, which grows with every token\n"
            "  --cache SPEC        one of:\n%s"
            "  --attention FORM    flash (default), naive or materialize\n%s\n"
            "output:\n"
@@ -104,7 +108,7 @@ static void help(void)
            "a shift cache runs its rows at positions below its ctx (a ring at the text's).\n"
            "example: kvscope eval --model tiny --text README.md --tokens 600 \\\n"
            "             --cache ring:window=64,sinks=4 --cache contiguous+quant:k=q4_0,v=q4_0\n",
-           REFERENCE_SPEC, cli_model_help, cli_int_dot_help, MAX_CACHES - 1, caches, cli_threads_help,
+           REFERENCE_SPEC, cli_model_help, cli_int_dot_help, MAX_CACHES - 1, REFERENCE_SPEC, caches, cli_threads_help,
            ATTN_SINK_THRESHOLD, 100 * ATTN_TOP_SHARE, EVAL_ATTN_WINDOWS, (int)(100 * EVAL_CI_LEVEL + 0.5), EVAL_CI_RESAMPLES, EVAL_CI_SEED, EVAL_CI_SEGMENTS, MAX_SEGMENTS,
            progress_line_help);
 }
@@ -162,6 +166,7 @@ static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
         { "segments", required_argument, 0, 0 }, { "paired", required_argument, 0, 0 },
         { "per-segment", no_argument, 0, 0 },   { "attention-stats", no_argument, 0, 0 },
         { "windows", required_argument, 0, 0 }, { "window-len", required_argument, 0, 0 },
+        { "reference", required_argument, 0, 0 },
         { 0, 0, 0, 0 },
     };
     cli_options_begin();
@@ -184,6 +189,8 @@ static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
                 rc = err_set(e, ERR_USAGE, "--cache: at most %d caches besides the reference", MAX_CACHES - 1);
             else if (strcmp(name, "cache") == 0)
                 o->caches[++o->n_caches] = optarg;
+            else if (strcmp(name, "reference") == 0)
+                o->caches[0] = optarg;
             else if (strcmp(name, "tokens") == 0)
                 rc = parse_size(optarg, "--tokens", &o->tokens, e);
             else if (strcmp(name, "prefill") == 0)
@@ -223,9 +230,9 @@ static int parse_options(int argc, char **argv, EvalOpts *o, Err *e)
         return err_set(e, ERR_USAGE, "eval: --text FILE or --split validation is required (see `kvscope eval --help`)");
     if (o->per_position && o->per_segment)
         return err_set(e, ERR_USAGE, "eval: --per-position or --per-segment, not both");
-    if (o->attention_stats && (o->n_caches || o->per_position || o->per_segment || o->n_pairs))
+    if (o->attention_stats && (o->n_caches || strcmp(o->caches[0], REFERENCE_SPEC) != 0 || o->per_position || o->per_segment || o->n_pairs))
         return err_set(e, ERR_USAGE, "eval: --attention-stats measures the model, not caches: no --cache, "
-                       "--per-position, --per-segment or --paired with it");
+                       "--reference, --per-position, --per-segment or --paired with it");
     if (!o->attention_stats && (o->windows || o->window_len))
         return err_set(e, ERR_USAGE, "eval: --windows and --window-len go with --attention-stats");
     for (size_t p = 0; p < o->n_pairs; p++)

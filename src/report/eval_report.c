@@ -100,8 +100,11 @@ static void print_table(FILE *f, const EvalRun *run, const char *const *specs, c
         for (int k = 0; k < 6; k++)
             w[k] = (int)strlen(col[k]) > w[k] ? (int)strlen(col[k]) : w[k];
     }
-    fprintf(f, "%-*s  %-*s  %-*s  %-*s  %-*s  %*s  %6s\n", w[0], "cache", w[1], "bits/byte", w[2],
-            "vs exact, bits/byte", w[3], "KL nats/tok", w[4], "top-1", w[5], "cache used", "reach");
+    /* row 0 is the exact cache unless --reference named another */
+    const char *vs = strcmp(specs[0], "contiguous") == 0 ? "vs exact" : "vs reference";
+    char vs_head[40];
+    snprintf(vs_head, sizeof vs_head, "%s, bits/byte", vs);
+    fprintf(f, "%-*s  %-*s  %-*s  %-*s  %-*s  %*s  %6s\n", w[0], "cache", w[1], "bits/byte", w[2], vs_head, w[3], "KL nats/tok", w[4], "top-1", w[5], "cache used", "reach");
     int past = 0;
     for (size_t i = 0; i < n; i++) {
         const Cells *c = &cells[i];
@@ -123,11 +126,12 @@ static void print_table(FILE *f, const EvalRun *run, const char *const *specs, c
                     side_word(&d->bpb, 0), k, side_word(&d->kl, 0), t, side_word(&d->top1, 1));
         }
     }
-    fprintf(f, "vs exact: this cache's bits per byte minus the reference's, with the interval of that paired\n"
+    fprintf(f, "%s: this cache's bits per byte minus the reference's, with the interval of that paired\n"
                "difference (the same resamples); same: the interval holds 0, better / worse: it lies wholly below\n"
                "/ above (lower bits per byte and KL, higher top-1, are better). KL: mean KL(reference || cache) of\n"
                "the next-token distributions; top-1: steps whose greedy token agrees with the reference's; reach:\n"
-               "the most positions a step attended across. tsv and json add perplexity and the largest logit error\n");
+               "the most positions a step attended across. tsv and json add perplexity and the largest logit error\n",
+            vs);
     if (past)
         fprintf(f, "past the trained context: model %s learnt %zu positions; a cache that reaches further feeds it\n"
                    "distances it never saw, so its score says as much about the model there as about the cache\n",

@@ -187,6 +187,15 @@ b=$($KV eval --model kjv-tiny --text data/text/kjv-valid.txt --tokens 300 --form
 expect_fail "eval: an unknown split" 2 "'validation' is the one split" $KV eval --split train
 expect_fail "eval: --split and --text" 2 "exclude each other" $KV eval --split validation --text "$evtext"
 
+# --reference: another cache as row 0 scores the same as that cache in a row of its own
+a=$($KV eval --text "$evtext" --tokens 150 --cache shift:ctx=64,keep=2 --format json | jq -r '.caches[1].bits_per_byte')
+b=$($KV eval --text "$evtext" --tokens 150 --reference shift:ctx=64,keep=2 --format json |
+    jq -r 'if .caches[0].reference then .caches[0].bits_per_byte else "not the reference" end')
+[ -n "$a" ] && [ "$a" = "$b" ] && ok "eval --reference: a shift cache as row 0 scores as it does in row 1 ($a)" ||
+    bad "eval --reference: a shift cache as row 0 scores as it does in row 1" "row 1: $a, reference: $b"
+expect_ok "eval --reference: the table compares against it" 'vs reference, bits/byte' \
+    $KV eval --text "$evtext" --tokens 100 --reference ring:window=16 --cache ring:window=32
+expect_fail "eval --reference: a bad spec" 2 "unknown cache 'nope'" $KV eval --text "$evtext" --reference nope
 # --attention-stats: where each head's attention goes, from windows read from position 0
 run "eval --attention-stats" $KV eval --model kjv-tiny --split validation --attention-stats --windows 3 --window-len 64 \
     --format json
