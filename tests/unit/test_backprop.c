@@ -3,10 +3,12 @@
  * against central differences of a double-precision reference of the loss. */
 #include "testutil.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "model/forward.h"
 #include "train/backprop.h"
+#include "train/trainer.h"
 #include "util/pool.h"
 
 #define T_LEN 8
@@ -276,6 +278,43 @@ static void test_threads_same_bytes(void **state)
     model_free(&g);
 }
 
+/* With add_bos, every window the trainer reads starts with bos_token and
+ * continues with the text: its validation loss is the mean of the forward's
+ * losses over windows built here that way (and differs from the windows
+ * without it). */
+static void test_windows_start_with_bos(void **state)
+{
+    (void)state;
+    Config cfg = tiny_config();
+    cfg.vocab = 17, cfg.bos_token = 16, cfg.add_bos = 1; /* one past the text's ids */
+    Model m;
+    test_model(&m, &cfg);
+    enum { N = 40, WINDOWS = 3 };
+    int text[N];
+    test_tokens(text, N, 16, 5);
+    TrainOpts o = { .steps = 1, .batch = 1, .seq_len = T_LEN, .eval_windows = WINDOWS, .seed = 1 };
+    Trainer *t;
+    Err e = { 0 };
+    assert_int_equal(trainer_init(&t, &m, &o, text, N, text, N, &e), 0);
+    const double got = trainer_valid_loss(t);
+    BackpropState *s;
+    assert_int_equal(backprop_init(&s, &cfg, T_LEN, &e), 0);
+    double want = 0, plain = 0;
+    const size_t span = N - T_LEN - 1;
+    for (size_t i = 0; i < WINDOWS; i++) {
+        const size_t at = i * span / (WINDOWS - 1);
+        int win[T_LEN + 1] = { 16 };
+        memcpy(win + 1, text + at, T_LEN * sizeof(int));
+        want += backprop_forward(&m, s, win, T_LEN, NULL) / WINDOWS;
+        plain += backprop_forward(&m, s, text + at, T_LEN, NULL) / WINDOWS;
+    }
+    assert_true(fabs(got - want) < 1e-12);
+    assert_true(fabs(got - plain) > 1e-6);
+    backprop_free(s);
+    trainer_free(t);
+    model_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -283,6 +322,7 @@ int main(void)
         cmocka_unit_test(test_gradients),
         cmocka_unit_test(test_flop_count),
         cmocka_unit_test(test_threads_same_bytes),
+        cmocka_unit_test(test_windows_start_with_bos),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
