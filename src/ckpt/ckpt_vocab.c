@@ -134,12 +134,14 @@ static int gguf_merges(const GgufFile *g, CkptVocab *v, size_t n, Err *e)
     GgufValueType elem;
     uint64_t count;
     int got = gguf_get_array(g, key, &elem, &count, e);
-    /* kvscope's BPE puts no BOS first, but an id outside the vocabulary
-     * means the file is not what it claims: refused as for "llama" */
+    /* an id outside the vocabulary means the file is not what it claims:
+     * refused as for "llama"; add_bos_token (false by default, as GPT-2's)
+     * is an export's fixed first token */
     if (got < 0 || gguf_arrays(g, v, n, "gpt2", e) < 0 ||
         gguf_id(g, "tokenizer.ggml.bos_token_id", -1, n, &v->bos, e) < 0 ||
         gguf_id(g, "tokenizer.ggml.eos_token_id", -1, n, &v->eos, e) < 0 ||
-        gguf_id(g, "tokenizer.ggml.unknown_token_id", -1, n, &v->unk, e) < 0)
+        gguf_id(g, "tokenizer.ggml.unknown_token_id", -1, n, &v->unk, e) < 0 ||
+        gguf_bool(g, "tokenizer.ggml.add_bos_token", 0, &v->add_bos, e) < 0)
         return -1;
     if (got == 0)
         return err_set(e, ERR_USAGE, "metadata '%s' is missing (tokenizer model 'gpt2')", key);

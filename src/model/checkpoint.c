@@ -97,6 +97,12 @@ int config_from_checkpoint(Config *cfg, const char *path, Err *e)
     if (readable > 0 && v.eos >= 0 && (size_t)v.eos < cfg->vocab && v.type && v.type[v.eos] == 3)
         cfg->eos_token = v.eos; /* an end-of-text control token (an export's, Llama's </s>): generation and a
                                    hypothesis end there */
+    if (readable > 0 && merges && v.add_bos && v.bos >= 0 && (size_t)v.bos < cfg->vocab && v.type &&
+        v.type[v.bos] == 3) { /* an export of a model whose sequences start with a fixed first token (add_bos):
+                                 kvscope's own BPE layout, whose tokenizer puts it first as the model's did */
+        cfg->add_bos = 1;
+        cfg->bos_token = v.bos;
+    }
     if (readable > 0)
         snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s", CHECKPOINT_TOKENIZER);
     else if (readable == 0)

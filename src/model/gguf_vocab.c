@@ -48,7 +48,11 @@ int gguf_vocab_write(GgufWriter *w, const Tokenizer *tok, size_t vocab, int eos,
     if (!tokenizer_byte_level(tok, &merges, &n_merges))
         return err_set(e, ERR_USAGE, "tokenizer '%s' is not byte-level; only those are written as 'gpt2'",
                        tokenizer_name(tok));
-    const size_t n_ids = tokenizer_vocab(tok);
+    const int bos = tokenizer_bos(tok); /* a fixed first token: one past the text's ids, written as eos */
+    const size_t n_ids = tokenizer_vocab(tok) - (bos >= 0);
+    if (bos >= 0 && bos != eos)
+        return err_set(e, ERR_USAGE, "tokenizer '%s': its first token %d is not the end-of-text id %d",
+                       tokenizer_name(tok), bos, eos);
     if (n_ids > vocab || vocab > INT32_MAX)
         return err_set(e, ERR_USAGE, "tokenizer '%s' makes %zu ids, more than the model's %zu", tokenizer_name(tok),
                        n_ids, vocab);
@@ -78,8 +82,8 @@ int gguf_vocab_write(GgufWriter *w, const Tokenizer *tok, size_t vocab, int eos,
         gguf_writer_str_array(w, "tokenizer.ggml.tokens", (const char *const *)tokens, vocab);
         gguf_writer_i32_array(w, "tokenizer.ggml.token_type", types, vocab);
         gguf_writer_str_array(w, "tokenizer.ggml.merges", (const char *const *)merged, n_merges);
-        gguf_writer_bool(w, "tokenizer.ggml.add_bos_token", 0);
-        if (eos >= 0) { /* as GPT-2's: one id begins and ends a text, never added here */
+        gguf_writer_bool(w, "tokenizer.ggml.add_bos_token", bos >= 0);
+        if (eos >= 0) { /* as GPT-2's: one id begins and ends a text, added first when the model reads it so */
             gguf_writer_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)eos);
             gguf_writer_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)eos);
         }

@@ -23,7 +23,8 @@
  *   tokenizer.ggml.token_type  1 (normal) for the tokenizer's ids, 3 (control)
  *                              for eos, 5 (unused) for the others past them
  *   tokenizer.ggml.merges      "A B" per merge, in rank order
- *   tokenizer.ggml.add_bos_token  false: kvscope's models have no BOS
+ *   tokenizer.ggml.add_bos_token  true when tok puts a first token (tokenizer_set_bos,
+ *                              a model's add_bos): that id must be eos
  *   tokenizer.ggml.bos_token_id, eos_token_id  eos, when there is one (as
  *                              GPT-2's): llama.cpp ends generation there
  * ERR_USAGE when tok is not byte-level or makes more ids than vocab. */

@@ -191,9 +191,10 @@ int setup_tokenizer(const Config *cfg, Tokenizer **out, Err *e)
     *out = NULL;
     if (!cfg->tokenizer[0])
         return 0;
-    if (strcmp(cfg->tokenizer, CHECKPOINT_TOKENIZER) == 0)
-        return checkpoint_tokenizer(cfg, out, e);
-    if (tokenizer_open(out, cfg->tokenizer, e) < 0)
+    if (strcmp(cfg->tokenizer, CHECKPOINT_TOKENIZER) == 0) {
+        if (checkpoint_tokenizer(cfg, out, e) < 0)
+            return -1;
+    } else if (tokenizer_open(out, cfg->tokenizer, e) < 0)
         return err_wrap(e, "model '%s'", cfg->name);
     if (cfg->add_bos && tokenizer_set_bos(*out, cfg->bos_token, e) < 0) {
         tokenizer_free(*out);

@@ -152,6 +152,11 @@ int tokenizer_set_bos(Tokenizer *t, int id, Err *e)
     return 0;
 }
 
+int tokenizer_bos(const Tokenizer *t)
+{
+    return t->has_bos ? t->bos : -1;
+}
+
 /* The tokens of text[0..len) as the tokenizer's kind makes them. */
 static int encode_text(const Tokenizer *t, const char *text, size_t len, int **ids, size_t *n, Err *e)
 {

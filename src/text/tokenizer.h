@@ -50,6 +50,8 @@ int tokenizer_byte_level(const Tokenizer *t, const int (**merges)[2], size_t *n)
  * ids (then tokenizer_vocab grows by one), or, for a checkpoint's
  * vocabulary, one of its ids. Its piece is empty. ERR_USAGE otherwise. */
 int tokenizer_set_bos(Tokenizer *t, int id, Err *e);
+/* The id tokenizer_set_bos put first, or -1. */
+int tokenizer_bos(const Tokenizer *t);
 /* text[0..len) into *ids (malloc'd, *n of them; the caller frees).
  * ERR_RUNTIME when memory runs out; ERR_USAGE when a vocabulary has no
  * token for a byte of the text. */

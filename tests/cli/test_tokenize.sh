@@ -60,3 +60,14 @@ expect_ok "tokenize --model kjv-base: the first token 1024, then the text's" '^1
     sh -c "$KV tokenize --model kjv-base --format tsv 'In the beginning' | sed -n 2p | cut -f2-4"
 expect_fail "a first token that stands for text" 2 "id 65 stands for text" \
     $KV eval --model kjv-base --set bos_token=65 --set weights=synthetic --text README.md --tokens 20
+# its GGUF export says so (add_bos_token, the first token as <|endoftext|>), and reads back the same
+bos_dir=$(mktemp -d)
+bos_set="--set weights=synthetic --set n_layers=1 --set d_model=64 --set ffn_dim=64 --set head_dim=16 --set n_heads=4 --set n_kv_heads=2"
+run "export kjv-base's shape" $KV export --model kjv-base $bos_set --gguf "$bos_dir/b.gguf"
+expect_ok "tokenize --weights: an export of kjv-base puts its first token first" '^1024	0	$' \
+    sh -c "$KV tokenize --weights $bos_dir/b.gguf --format tsv 'In the beginning' | sed -n 2p | cut -f2-4"
+a=$($KV eval --model kjv-base $bos_set --split validation --tokens 120 --format json | jq -r '.caches[0].bits_per_byte')
+b=$($KV eval --weights "$bos_dir/b.gguf" --split validation --tokens 120 --format json | jq -r '.caches[0].bits_per_byte')
+[ -n "$a" ] && [ "$a" = "$b" ] && ok "eval: kjv-base and its GGUF export score the same bytes ($a bits/byte)" ||
+    bad "eval: kjv-base and its GGUF export score the same bytes" "model: $a, export: $b"
+rm -rf "$bos_dir"
