@@ -161,9 +161,13 @@ void serve_report_summary(FILE *f, OutFormat fmt, const ServeRun *run, const Ser
                 (double)r->swapped_out_bytes / 1024.0, (double)r->swapped_in_bytes / 1024.0);
     else
         fprintf(f, "preemptions %zu (by recompute: %zu tokens run again)\n", r->preemptions, r->recomputed_tokens);
-    fprintf(f, "pool: %zu pages of %zu rows, at most %zu in use; prefix hits %zu pages: %zu rows mapped from the "
-               "prefix cache, not written (a shared prefix, or a preempted sequence's own pages)\n",
-            last->pages_total, last->page_rows, s->peak_pages_used, s->prefix_hit_pages, s->prefix_hit_rows);
+    if (run->o->prefix == SERVE_PREFIX_RADIX) /* the block hash is off: the tree's line below says it all */
+        fprintf(f, "pool: %zu pages of %zu rows, at most %zu in use (the tree's pages included)\n", last->pages_total,
+                last->page_rows, s->peak_pages_used);
+    else
+        fprintf(f, "pool: %zu pages of %zu rows, at most %zu in use; prefix hits %zu pages: %zu rows mapped from the "
+                   "prefix cache, not written (a shared prefix, or a preempted sequence's own pages)\n",
+                last->pages_total, last->page_rows, s->peak_pages_used, s->prefix_hit_pages, s->prefix_hit_rows);
     const ServeStep *end = &r->steps[r->n_steps - 1];
     fprintf(f, "prefix cache %s: %zu of %zu prompt tokens found cached, not run (hit rate %.1f%%); %zu pages held at "
                "the end%s, %zu pages evicted for room\n", prefix_names[run->o->prefix], r->prefix_hit_tokens,
