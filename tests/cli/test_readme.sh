@@ -42,3 +42,14 @@ else
     else bad "README tour 4: the window's and the full cache's bits per byte as the text gives them" \
         "exit $status, window '$win', full '$full', '$pair'" "$(head -c 1200 "$out")"; fi
 fi
+
+# the trained models' table: parameters, context and held-out bits per byte as their sidecars record them
+for side in data/weights/*.kvw.json; do
+    name=$(jq -r .model "$side")
+    params=$(jq -r .parameters "$side" | sed ':a;s/\B[0-9]\{3\}\>/,&/;ta')
+    ctx=$(sed -n 's/^max_seq_len *= *//p' "data/models/$name.ini")
+    bpb=$(jq -r .valid_bits_per_byte "$side" | awk '{ printf "%.3f", $1 }')
+    row="| $name | $params | $ctx | $bpb |"
+    grep -qF "$row" README.md && ok "README: $row, as $side records" ||
+        bad "README: the row of $name as its sidecar records" "want '$row'" "$(grep -F "| $name |" README.md)"
+done
