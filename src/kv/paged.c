@@ -22,46 +22,12 @@
  * more than T positions, only the most recent ceil(R * pages) of its logical
  * pages stay; the older ones are given back and attention no longer sees
  * them. The check runs before each pass, so a pass always sees its own rows. */
-#include "kv/layouts.h"
+#include "kv/paged_pool.h"
 
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define NONE SIZE_MAX
-#define DROPPED (SIZE_MAX - 1) /* a logical page the block-sparse policy gave back */
-
-typedef struct {
-    KvCache base;
-    KvStorage st;
-    size_t page, max_pages, max_logical; /* rows per page, pool size, pages a sequence may map */
-    size_t k_row, v_row, page_bytes;
-    unsigned char *pool;                 /* [max_pages][page_bytes] */
-    /* per physical page */
-    uint32_t *ref;        /* sequences mapping it */
-    uint64_t *hash;       /* of a full page, 0 = none */
-    int *page_tokens;     /* [max_pages][page] token ids, to confirm a hash match */
-    size_t *bucket_next;  /* hash chains */
-    size_t *lru_prev, *lru_next; /* cached pages, least recently used at lru_head */
-    size_t *free_stack;
-    size_t n_free, lru_head, lru_tail, n_cached;
-    size_t *buckets;      /* [n_buckets] */
-    size_t n_buckets;
-    /* per sequence */
-    size_t *table;        /* [n_seqs][max_logical] */
-    size_t *reserved;     /* [n_seqs] positions mapped */
-    size_t *layer_len;    /* [n_layers][n_seqs] rows written (or shared) per layer */
-    int *tokens;          /* [n_seqs][max_seq_len] */
-    unsigned char *prefilled; /* [n_seqs][max_logical]: page mapped from the hash, rows already there */
-    size_t *first_active; /* [n_seqs] logical pages before it were dropped by the sparse policy */
-    int hash_on;          /* name full pages by the block hash (KvShareOps.hash) */
-    size_t *held;         /* [max_pages] holders beside the sequences (KvShareOps.hold) */
-    int sparse;           /* +sparse given */
-    size_t threshold;
-    double keep;
-    KvStats st_counts;    /* prefix_hits, cow_copies, evictions, pages_dropped */
-} Paged;
 
 /* --- pool bookkeeping --------------------------------------------------- */
 
@@ -77,7 +43,7 @@ static unsigned char *page_v(const Paged *p, size_t page, size_t layer, size_t h
            (layer * g->n_kv_heads + h) * p->page * p->v_row;
 }
 
-static void lru_unlink(Paged *p, size_t pg)
+void paged_lru_unlink(Paged *p, size_t pg)
 {
     size_t a = p->lru_prev[pg], b = p->lru_next[pg];
     if (a != NONE)
@@ -120,7 +86,7 @@ static void hash_insert(Paged *p, size_t pg, uint64_t h)
     p->buckets[b] = pg;
 }
 
-static size_t hash_find(const Paged *p, uint64_t h, const int *tokens)
+size_t paged_hash_find(const Paged *p, uint64_t h, const int *tokens)
 {
     for (size_t pg = p->buckets[h & (p->n_buckets - 1)]; pg != NONE; pg = p->bucket_next[pg])
         if (p->hash[pg] == h && memcmp(p->page_tokens + pg * p->page, tokens, p->page * sizeof(int)) == 0)
@@ -129,7 +95,7 @@ static size_t hash_find(const Paged *p, uint64_t h, const int *tokens)
 }
 
 /* FNV-1a over the previous page's hash and this page's token ids. */
-static uint64_t page_hash(uint64_t prev, const int *tokens, size_t n)
+uint64_t paged_page_hash(uint64_t prev, const int *tokens, size_t n)
 {
     uint64_t h = 1469598103934665603ull ^ prev;
     for (size_t i = 0; i < n; i++) {
@@ -151,7 +117,7 @@ static size_t take_page(Paged *p)
         pg = p->free_stack[--p->n_free];
     } else if (p->lru_head != NONE) {
         pg = p->lru_head;
-        lru_unlink(p, pg);
+        paged_lru_unlink(p, pg);
         hash_remove(p, pg);
         p->st_counts.evictions++;
     } else {
@@ -161,7 +127,7 @@ static size_t take_page(Paged *p)
     return pg;
 }
 
-static void give_back(Paged *p, size_t pg)
+void paged_give_back(Paged *p, size_t pg)
 {
     if (--p->ref[pg] > 0)
         return;
@@ -173,7 +139,7 @@ static void give_back(Paged *p, size_t pg)
 
 /* --- the cache interface ------------------------------------------------ */
 
-static size_t *table_of(const Paged *p, size_t seq)
+size_t *paged_table_of(const Paged *p, size_t seq)
 {
     return p->table + seq * p->max_logical;
 }
@@ -197,17 +163,17 @@ static void copy_page(Paged *p, size_t from, size_t to, size_t rows, Counters *c
 static int map_page(Paged *p, size_t seq, size_t pos, size_t end, Counters *ctr, Err *e)
 {
     size_t lp = pos / p->page, first = lp * p->page;
-    size_t *table = table_of(p, seq);
+    size_t *table = paged_table_of(p, seq);
     const int *toks = p->tokens + seq * p->base.geo.max_seq_len;
     if (table[lp] == NONE) {
         /* a page this pass fills from its start: maybe the pool has it already */
         if (p->hash_on && pos == first && end >= first + p->page) {
             uint64_t prev = lp ? p->hash[table[lp - 1]] : 0;
-            uint64_t h = page_hash(prev, toks + first, p->page);
-            size_t hit = (lp == 0 || prev) ? hash_find(p, h, toks + first) : NONE;
+            uint64_t h = paged_page_hash(prev, toks + first, p->page);
+            size_t hit = (lp == 0 || prev) ? paged_hash_find(p, h, toks + first) : NONE;
             if (hit != NONE) {
                 if (p->ref[hit] == 0)
-                    lru_unlink(p, hit);
+                    paged_lru_unlink(p, hit);
                 p->ref[hit]++;
                 table[lp] = hit;
                 p->prefilled[seq * p->max_logical + lp] = 1;
@@ -248,13 +214,13 @@ exhausted:
 /* Keep the most recent ceil(keep * pages) logical pages of seq. */
 static void drop_old_pages(Paged *p, size_t seq)
 {
-    size_t *table = table_of(p, seq);
+    size_t *table = paged_table_of(p, seq);
     size_t pages = (p->reserved[seq] + p->page - 1) / p->page;
     size_t kept = (size_t)((double)pages * p->keep + 0.999999);
     if (kept == 0)
         kept = 1;
     for (size_t lp = p->first_active[seq]; lp + kept < pages; lp++) {
-        give_back(p, table[lp]);
+        paged_give_back(p, table[lp]);
         table[lp] = DROPPED;
         p->st_counts.pages_dropped++;
         p->first_active[seq] = lp + 1;
@@ -288,7 +254,7 @@ static int paged_append(KvCache *base, size_t layer, size_t seq, size_t pos, siz
     if (pos != *len || pos + n > p->reserved[seq])
         return err_set(e, ERR_RUNTIME, "paged cache: append of %zu rows at %zu, held %zu, reserved %zu", n, pos,
                        *len, p->reserved[seq]);
-    const size_t *table = table_of(p, seq);
+    const size_t *table = paged_table_of(p, seq);
     size_t written = 0;
     for (size_t t = 0; t < n;) {
         size_t q = pos + t, lp = q / p->page, r = q % p->page;
@@ -329,7 +295,7 @@ static void paged_block(const KvCache *base, size_t layer, size_t seq, size_t h,
 {
     const Paged *p = (const Paged *)base;
     i += p->first_active[seq]; /* the i-th page still attended */
-    size_t len = paged_length(base, layer, seq), pg = table_of(p, seq)[i];
+    size_t len = paged_length(base, layer, seq), pg = paged_table_of(p, seq)[i];
     size_t n = len - i * p->page < p->page ? len - i * p->page : p->page;
     *out = (KvBlock){
         .pos = i * p->page, .n = n,
@@ -371,7 +337,7 @@ static size_t paged_bytes_used(const KvCache *base)
     size_t row_pair = base->geo.n_layers * base->geo.n_kv_heads * (p->k_row + p->v_row);
     size_t rows = st.pages_used * p->page;
     for (size_t s = 0; s < base->geo.n_seqs; s++) /* the tails of unshared last pages hold nothing */
-        if (p->reserved[s] % p->page && p->ref[table_of(p, s)[p->reserved[s] / p->page]] == 1)
+        if (p->reserved[s] % p->page && p->ref[paged_table_of(p, s)[p->reserved[s] / p->page]] == 1)
             rows -= p->page - p->reserved[s] % p->page;
     return rows * row_pair;
 }
@@ -389,7 +355,7 @@ static size_t paged_page_table(const KvCache *base, size_t seq, size_t *phys, si
     const Paged *p = (const Paged *)base;
     size_t n = (p->reserved[seq] + p->page - 1) / p->page;
     for (size_t i = 0; i < n && i < cap; i++)
-        phys[i] = table_of(p, seq)[i];
+        phys[i] = paged_table_of(p, seq)[i];
     return n;
 }
 
@@ -401,7 +367,7 @@ static void paged_cells(const KvCache *base, size_t layer, size_t seq, KvCell *o
         out[i].page_start = i % p->page == 0;
         if (out[i].state == CELL_EMPTY)
             continue;
-        size_t pg = table_of(p, seq)[i / p->page];
+        size_t pg = paged_table_of(p, seq)[i / p->page];
         if (pg == DROPPED)
             out[i].state = CELL_EVICTED;
         else if (p->ref[pg] > 1)
@@ -423,11 +389,11 @@ static int paged_truncate(KvCache *base, size_t seq, size_t len, Counters *ctr, 
     if (p->sparse)
         return err_set(e, ERR_USAGE, "cache '%s' cannot roll back rows: +sparse gives old pages back as the "
                        "sequence grows, and a page given back for a rejected row is gone", base->spec);
-    size_t *table = table_of(p, seq);
+    size_t *table = paged_table_of(p, seq);
     const size_t keep_pages = (len + p->page - 1) / p->page;
     for (size_t lp = keep_pages; lp < p->max_logical && table[lp] != NONE; lp++) {
         if (table[lp] != DROPPED)
-            give_back(p, table[lp]);
+            paged_give_back(p, table[lp]);
         table[lp] = NONE;
         p->prefilled[seq * p->max_logical + lp] = 0;
     }
@@ -449,10 +415,10 @@ static int paged_truncate(KvCache *base, size_t seq, size_t len, Counters *ctr, 
 static void paged_drop(KvCache *base, size_t seq)
 {
     Paged *p = (Paged *)base;
-    size_t *table = table_of(p, seq);
+    size_t *table = paged_table_of(p, seq);
     for (size_t i = 0; i < p->max_logical; i++) {
         if (table[i] != NONE && table[i] != DROPPED)
-            give_back(p, table[i]);
+            paged_give_back(p, table[i]);
         table[i] = NONE;
         p->prefilled[seq * p->max_logical + i] = 0;
     }
@@ -469,12 +435,12 @@ static int paged_fork(KvCache *base, size_t src, size_t dst, Counters *ctr, Err 
     (void)ctr; /* sharing copies nothing */
     if (p->reserved[dst] != 0)
         return err_set(e, ERR_RUNTIME, "fork: sequence %zu is not empty", dst);
-    memcpy(table_of(p, dst), table_of(p, src), p->max_logical * sizeof(size_t));
+    memcpy(paged_table_of(p, dst), paged_table_of(p, src), p->max_logical * sizeof(size_t));
     memcpy(p->prefilled + dst * p->max_logical, p->prefilled + src * p->max_logical, p->max_logical);
     memcpy(p->tokens + dst * g->max_seq_len, p->tokens + src * g->max_seq_len, p->reserved[src] * sizeof(int));
-    for (size_t i = 0; i < p->max_logical && table_of(p, src)[i] != NONE; i++)
-        if (table_of(p, src)[i] != DROPPED)
-            p->ref[table_of(p, src)[i]]++;
+    for (size_t i = 0; i < p->max_logical && paged_table_of(p, src)[i] != NONE; i++)
+        if (paged_table_of(p, src)[i] != DROPPED)
+            p->ref[paged_table_of(p, src)[i]]++;
     p->reserved[dst] = p->reserved[src];
     p->first_active[dst] = p->first_active[src];
     for (size_t l = 0; l < g->n_layers; l++)
@@ -510,104 +476,9 @@ static void paged_destroy(KvCache *base)
     free(p);
 }
 
-/* --- sharing for a serving loop's prefix cache (KvShareOps) -------------- */
-
-static int paged_share_usable(const KvCache *base, Err *e)
-{
-    if (((const Paged *)base)->sparse)
-        return err_set(e, ERR_USAGE, "cache '%s': a prefix cache keeps pages that +sparse would give back under it",
-                       base->spec);
-    return 0;
-}
-
-static void paged_share_hash(KvCache *base, int on)
-{
-    ((Paged *)base)->hash_on = on;
-}
-
-/* Make seq hold positions 0 .. rows-1 (already in its mapped pages) in
- * every layer, with their token ids. */
-static void hold_rows(Paged *p, size_t seq, const int *tokens, size_t rows)
-{
-    const KvGeometry *g = &p->base.geo;
-    memcpy(p->tokens + seq * g->max_seq_len, tokens, rows * sizeof(int));
-    p->reserved[seq] = rows;
-    for (size_t l = 0; l < g->n_layers; l++)
-        p->layer_len[l * g->n_seqs + seq] = rows;
-}
-
-static size_t paged_share_map_hashed(KvCache *base, size_t seq, const int *tokens, size_t n)
-{
-    Paged *p = (Paged *)base;
-    if (!p->hash_on || p->reserved[seq])
-        return 0;
-    size_t *table = table_of(p, seq), lp = 0;
-    uint64_t prev = 0;
-    for (; (lp + 1) * p->page <= n; lp++) { /* the chain map_page names: each page's hash covers its prefix */
-        const int *toks = tokens + lp * p->page;
-        const uint64_t h = page_hash(prev, toks, p->page);
-        const size_t hit = hash_find(p, h, toks);
-        if (hit == NONE)
-            break;
-        if (p->ref[hit] == 0)
-            lru_unlink(p, hit);
-        p->ref[hit]++;
-        table[lp] = hit;
-        p->prefilled[seq * p->max_logical + lp] = 1;
-        p->st_counts.prefix_hits++;
-        prev = h;
-    }
-    hold_rows(p, seq, tokens, lp * p->page);
-    return lp * p->page;
-}
-
-static void paged_share_hold(KvCache *base, size_t pg, int delta)
-{
-    Paged *p = (Paged *)base;
-    if (delta > 0) {
-        p->ref[pg]++, p->held[pg]++;
-    } else if (p->held[pg] > 0) {
-        p->held[pg]--;
-        give_back(p, pg);
-    }
-}
-
-static size_t paged_share_refs(const KvCache *base, size_t pg)
-{
-    const Paged *p = (const Paged *)base;
-    return pg < p->max_pages ? p->ref[pg] : 0;
-}
-
-static int paged_share_adopt(KvCache *base, size_t seq, const size_t *phys, size_t rows, const int *tokens, Err *e)
-{
-    Paged *p = (Paged *)base;
-    if (p->reserved[seq])
-        return err_set(e, ERR_RUNTIME, "paged cache: adopt into sequence %zu, which is not empty", seq);
-    if (rows > base->geo.max_seq_len)
-        return err_set(e, ERR_RUNTIME, "paged cache: adopt of %zu rows past max_seq_len", rows);
-    size_t *table = table_of(p, seq);
-    for (size_t lp = 0; lp < (rows + p->page - 1) / p->page; lp++) {
-        if (phys[lp] >= p->max_pages || p->ref[phys[lp]] == 0)
-            return err_set(e, ERR_RUNTIME, "paged cache: adopt of page %zu, which holds nothing", phys[lp]);
-        table[lp] = phys[lp];
-        p->ref[phys[lp]]++; /* now shared: map_page copies a partly filled one before writing into it */
-    }
-    hold_rows(p, seq, tokens, rows);
-    return 0;
-}
-
-static const KvShareOps paged_share = {
-    .usable = paged_share_usable,
-    .hash = paged_share_hash,
-    .map_hashed = paged_share_map_hashed,
-    .hold = paged_share_hold,
-    .refs = paged_share_refs,
-    .adopt = paged_share_adopt,
-};
-
 static const KvCacheOps paged_ops = {
     .name = "paged",
-    .share = &paged_share,
+    .share = &paged_share_ops,
     .truncate = paged_truncate,
     .rollback = "whole pages past the kept length go back to the pool (a shared page stays shared, one "
                 "reference fewer); the page the length falls in is kept, and copied before its next write "
