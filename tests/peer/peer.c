@@ -385,10 +385,13 @@ static int mode_text(const char *seed, const char *bytes, const char *out)
 }
 
 /* decode: llama.cpp's decode step on a GGUF, its cache (f16, llama.cpp's
- * default) filled to `ctx` positions by a prefill of seeded ids (batches
- * of 512, on every thread given), then `steps` single-token steps timed
- * at each thread count of the list, in turn, each step's row taken out
- * again so every step sees ctx rows. Prints the median ms a step. */
+ * default) filled to `ctx` positions once, by a prefill of seeded ids
+ * (batches of 512, on every thread given); then `rounds` rounds, each
+ * timing `steps` single-token steps at each thread count of the list, in
+ * turn (each step's row taken out again, so every step sees ctx rows),
+ * printing a line `threads=T ms=M ...` of the round's medians, then
+ * running `between` (a shell command: the other program's round), if
+ * given, so the two programs take turns on one fill. */
 static int cmp_double(const void *a, const void *b)
 {
     const double x = *(const double *)a, y = *(const double *)b;
@@ -402,13 +405,14 @@ static double now_s(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static int mode_decode(const char *gguf, int ctx_len, int steps, const char *thread_list)
+static int mode_decode(const char *gguf, int ctx_len, int steps, const char *thread_list, int rounds,
+                       const char *between)
 {
     int threads[8], nt = 0, most = 1;
     for (const char *c = thread_list; *c && nt < 8; c += *c == ',')
         most = (threads[nt] = (int)strtol(c, (char **)&c, 10)) > most ? threads[nt] : most, nt++;
-    if (ctx_len < 1 || steps < 1 || steps > 64 || nt == 0)
-        die("decode: a context, 1 .. 64 steps and threads (1,2)");
+    if (ctx_len < 1 || steps < 1 || steps > 64 || nt == 0 || rounds < 1)
+        die("decode: a context, 1 .. 64 steps, threads (1,2) and rounds");
     struct llama_model *m = load(gguf, 0);
     const int V = llama_vocab_n_tokens(llama_model_get_vocab(m));
     struct llama_context_params cp = llama_context_default_params();
@@ -433,24 +437,29 @@ static int mode_decode(const char *gguf, int ctx_len, int steps, const char *thr
             die("llama_decode failed filling the cache");
     }
     llama_batch_free(b);
-    double t[8][64];
-    for (int s = 0; s < steps; s++)
+    for (int r = 0; r < rounds; r++) {
+        double t[8][64];
+        for (int s = 0; s < steps; s++)
+            for (int k = 0; k < nt; k++) {
+                llama_set_n_threads(ctx, threads[k], threads[k]);
+                llama_token tok = (llama_token)rnd((uint32_t)V);
+                struct llama_batch one = llama_batch_get_one(&tok, 1);
+                const double t0 = now_s();
+                if (llama_decode(ctx, one) != 0)
+                    die("llama_decode failed");
+                (void)llama_get_logits_ith(ctx, -1);
+                t[k][s] = now_s() - t0;
+                llama_memory_seq_rm(llama_get_memory(ctx), 0, ctx_len, -1); /* back to ctx rows */
+            }
         for (int k = 0; k < nt; k++) {
-            llama_set_n_threads(ctx, threads[k], threads[k]);
-            llama_token tok = (llama_token)rnd((uint32_t)V);
-            struct llama_batch one = llama_batch_get_one(&tok, 1);
-            const double t0 = now_s();
-            if (llama_decode(ctx, one) != 0)
-                die("llama_decode failed");
-            (void)llama_get_logits_ith(ctx, -1);
-            t[k][s] = now_s() - t0;
-            llama_memory_seq_rm(llama_get_memory(ctx), 0, ctx_len, -1); /* back to ctx rows */
+            qsort(t[k], (size_t)steps, sizeof t[k][0], cmp_double);
+            printf("%sthreads=%d ms=%.3f", k ? " " : "", threads[k], 1e3 * t[k][steps / 2]);
         }
-    for (int k = 0; k < nt; k++) {
-        qsort(t[k], (size_t)steps, sizeof t[k][0], cmp_double);
-        printf("%sthreads=%d ms=%.3f", k ? " " : "", threads[k], 1e3 * t[k][steps / 2]);
+        printf("\n");
+        fflush(stdout);
+        if (between && *between && system(between) != 0)
+            die("decode: '%s' failed", between);
     }
-    printf("\n");
     llama_free(ctx);
     llama_model_free(m);
     return 0;
@@ -475,8 +484,8 @@ int main(int argc, char **argv)
         return mode_vocab(argv[2], argv[3], argv[4]);
     if ((argc == 5 || argc == 6) && strcmp(argv[1], "logits") == 0)
         return mode_logits(argv[2], argv[3], atoi(argv[4]), argc < 6 ? 0 : strcmp(argv[5], "int") == 0 ? 1 : strcmp(argv[5], "intref") == 0 ? 2 : 0);
-    if (argc == 6 && strcmp(argv[1], "decode") == 0)
-        return mode_decode(argv[2], atoi(argv[3]), atoi(argv[4]), argv[5]);
+    if ((argc == 7 || argc == 8) && strcmp(argv[1], "decode") == 0)
+        return mode_decode(argv[2], atoi(argv[3]), atoi(argv[4]), argv[5], atoi(argv[6]), argc == 8 ? argv[7] : NULL);
     fprintf(stderr, "usage: peer info|tok|vocab|logits|decode|text ... (see peer.c)\n");
     return 2;
 }
