@@ -10,7 +10,7 @@
 #include "util/files.h"
 
 /* The models drawn: the first is loss.tsv, the others loss.NAME.tsv. */
-static const char *const models[] = { "kjv-small", "kjv-tiny" };
+static const char *const models[] = { "kjv-small", "kjv-tiny", "kjv-base" };
 #define N_MODELS (sizeof models / sizeof models[0])
 /* Steps in the training loss's running mean: one step's batch is noisy. */
 #define MEAN_STEPS 25
@@ -73,7 +73,7 @@ static int convert_log(const PlotCtx *ctx, const char *model, const char *table,
 int plot_loss(const PlotCtx *ctx, PlotNote *note, Err *e)
 {
     LogSummary sum[N_MODELS];
-    char caption[1024] = "", table[96];
+    char caption[1536] = "", table[96];
     size_t used = 0;
     for (size_t i = 0; i < N_MODELS; i++) {
         if (i == 0)
@@ -100,9 +100,10 @@ int plot_loss(const PlotCtx *ctx, PlotNote *note, Err *e)
     FILE *labels = plot_labels_open(ctx, "loss", "Training the shipped models: bits per byte of text", caption, e);
     if (!labels)
         return -1;
-    fprintf(labels, "mean_steps = %d\nsecond = \"loss.%s.tsv\"\nfirst_name = \"%s\"\nsecond_name = \"%s\"\n", MEAN_STEPS,
-            models[1], models[0], models[1]);
-    snprintf(note->note, sizeof note->note, "validation at the end: %s %.3f, %s %.3f bits per byte", models[0],
-             sum[0].last_valid, models[1], sum[1].last_valid);
+    fprintf(labels, "mean_steps = %d\nsecond = \"loss.%s.tsv\"\nthird = \"loss.%s.tsv\"\nfirst_name = \"%s\"\n"
+            "second_name = \"%s\"\nthird_name = \"%s\"\n", MEAN_STEPS, models[1], models[2], models[0], models[1],
+            models[2]);
+    snprintf(note->note, sizeof note->note, "validation at the end: %s %.3f, %s %.3f, %s %.3f bits per byte", models[0],
+             sum[0].last_valid, models[1], sum[1].last_valid, models[2], sum[2].last_valid);
     return plot_close(labels, "loss", e);
 }

@@ -253,7 +253,7 @@ check "prefix-cache: hit rates in [0, 1], few-shot radix above block, fewer evic
 
 # loss: the shipped training logs, row for row; the mean is of the last 25 steps
 header loss.tsv "tokens	step	train_bits_per_byte	train_bits_per_byte_mean25	valid_bits_per_byte"
-for pair in "loss.tsv kjv-small" "loss.kjv-tiny.tsv kjv-tiny"; do
+for pair in "loss.tsv kjv-small" "loss.kjv-tiny.tsv kjv-tiny" "loss.kjv-base.tsv kjv-base"; do
     set -- $pair
     said=$(awk -F'\t' 'FNR == 1 { next } NR == FNR { st[FNR] = $1; tb[FNR] = $4; vb[FNR] = $5; tk[FNR] = $7; n = FNR; next }
         { sum += $3; q[FNR] = $3; if (FNR > 26) sum -= q[FNR - 25]; k = FNR - 1 < 25 ? FNR - 1 : 25
