@@ -86,6 +86,16 @@ static void hash_insert(Paged *p, size_t pg, uint64_t h)
     p->buckets[b] = pg;
 }
 
+void paged_map_hit(Paged *p, size_t seq, size_t lp, size_t hit)
+{
+    if (p->ref[hit] == 0)
+        paged_lru_unlink(p, hit);
+    p->ref[hit]++;
+    paged_table_of(p, seq)[lp] = hit;
+    p->prefilled[seq * p->max_logical + lp] = 1;
+    p->st_counts.prefix_hits++;
+}
+
 size_t paged_hash_find(const Paged *p, uint64_t h, const int *tokens)
 {
     for (size_t pg = p->buckets[h & (p->n_buckets - 1)]; pg != NONE; pg = p->bucket_next[pg])
@@ -172,12 +182,7 @@ static int map_page(Paged *p, size_t seq, size_t pos, size_t end, Counters *ctr,
             uint64_t h = paged_page_hash(prev, toks + first, p->page);
             size_t hit = (lp == 0 || prev) ? paged_hash_find(p, h, toks + first) : NONE;
             if (hit != NONE) {
-                if (p->ref[hit] == 0)
-                    paged_lru_unlink(p, hit);
-                p->ref[hit]++;
-                table[lp] = hit;
-                p->prefilled[seq * p->max_logical + lp] = 1;
-                p->st_counts.prefix_hits++;
+                paged_map_hit(p, seq, lp, hit);
                 return 0;
             }
             size_t pg = take_page(p);

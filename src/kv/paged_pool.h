@@ -44,6 +44,9 @@ typedef struct {
 
 /* Take cached page pg off the LRU list (a prefix hit maps it again). */
 void paged_lru_unlink(Paged *p, size_t pg);
+/* Map cached page hit as sequence seq's logical page lp: a prefix hit
+ * (one more holder, off the LRU list, the page's rows prefilled). */
+void paged_map_hit(Paged *p, size_t seq, size_t lp, size_t hit);
 /* The page holding the full page of tokens whose chained hash is h; NONE. */
 size_t paged_hash_find(const Paged *p, uint64_t h, const int *tokens);
 /* FNV-1a over the previous page's hash and this page's token ids. */

@@ -36,7 +36,7 @@ static size_t paged_share_map_hashed(KvCache *base, size_t seq, const int *token
     Paged *p = (Paged *)base;
     if (!p->hash_on || p->reserved[seq])
         return 0;
-    size_t *table = paged_table_of(p, seq), lp = 0;
+    size_t lp = 0;
     uint64_t prev = 0;
     for (; (lp + 1) * p->page <= n; lp++) { /* the chain map_page names: each page's hash covers its prefix */
         const int *toks = tokens + lp * p->page;
@@ -44,12 +44,7 @@ static size_t paged_share_map_hashed(KvCache *base, size_t seq, const int *token
         const size_t hit = paged_hash_find(p, h, toks);
         if (hit == NONE)
             break;
-        if (p->ref[hit] == 0)
-            paged_lru_unlink(p, hit);
-        p->ref[hit]++;
-        table[lp] = hit;
-        p->prefilled[seq * p->max_logical + lp] = 1;
-        p->st_counts.prefix_hits++;
+        paged_map_hit(p, seq, lp, hit);
         prev = h;
     }
     hold_rows(p, seq, tokens, lp * p->page);
