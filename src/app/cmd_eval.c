@@ -353,6 +353,7 @@ int cmd_eval(int argc, char **argv)
         j.used[i] = kv_bytes_used(j.caches[i]);
     EvalRun run = { .model = j.m.cfg.name, .weights = j.m.source, .text = o.text_label, .tokenizer = j.tokenizer,
                     .tokens = n, .prefill = o.prefill, .text_bytes = j.text_len, .trained_ctx = j.trained_ctx,
+                    .reference_exact = strcmp(o.caches[0], REFERENCE_SPEC) == 0,
                     .seconds = clock_seconds() - start };
     /* every cache against the reference, then the pairs asked for */
     size_t pairs[MAX_CACHES - 1 + MAX_PAIRS][2], n_pairs = 0;

@@ -100,8 +100,7 @@ static void print_table(FILE *f, const EvalRun *run, const char *const *specs, c
         for (int k = 0; k < 6; k++)
             w[k] = (int)strlen(col[k]) > w[k] ? (int)strlen(col[k]) : w[k];
     }
-    /* row 0 is the exact cache unless --reference named another */
-    const char *vs = strcmp(specs[0], "contiguous") == 0 ? "vs exact" : "vs reference";
+    const char *vs = run->reference_exact ? "vs exact" : "vs reference";
     char vs_head[40];
     snprintf(vs_head, sizeof vs_head, "%s, bits/byte", vs);
     fprintf(f, "%-*s  %-*s  %-*s  %-*s  %-*s  %*s  %6s\n", w[0], "cache", w[1], "bits/byte", w[2], vs_head, w[3], "KL nats/tok", w[4], "top-1", w[5], "cache used", "reach");

@@ -21,6 +21,7 @@ typedef struct {
     size_t tokens, prefill;
     size_t text_bytes;
     size_t trained_ctx;      /* the model's max_seq_len before eval stretched it to the text */
+    int reference_exact;     /* row 0 is the exact cache (not another --reference) */
     double seconds;          /* wall time of the whole run */
 } EvalRun;
 
