@@ -146,11 +146,13 @@ int model_export_gguf(const Model *m, const Tokenizer *tok, const char *path, Fo
     const int (*merges)[2];
     size_t n_merges, extra = 0;
     int eos = -1;
-    if (tok && tokenizer_byte_level(tok, &merges, &n_merges) && tokenizer_bos(tok) >= 0) {
-        eos = tokenizer_bos(tok); /* a fixed first token (add_bos) is already that id, one past the text's */
-    } else if (tok && tokenizer_byte_level(tok, &merges, &n_merges) && tokenizer_vocab(tok) <= c->vocab) {
-        eos = (int)tokenizer_vocab(tok);
-        extra = tokenizer_vocab(tok) == c->vocab;
+    if (tok && tokenizer_byte_level(tok, &merges, &n_merges)) {
+        if (tokenizer_bos(tok) >= 0) { /* a fixed first token (add_bos) is already that id, one past the text's */
+            eos = tokenizer_bos(tok);
+        } else if (tokenizer_vocab(tok) <= c->vocab) {
+            eos = (int)tokenizer_vocab(tok);
+            extra = tokenizer_vocab(tok) == c->vocab;
+        }
     }
     CkptShape s = { .d_model = c->d_model, .n_layers = c->n_layers, .n_heads = c->n_heads,
                     .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim, .ffn_dim = c->ffn_dim,
