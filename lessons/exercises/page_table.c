@@ -1,5 +1,5 @@
-/* page_table.c: find a sequence's rows through its block table (lesson 11).
- * Fill in the TODOs; check it with `kvscope lesson check 11 --file
+/* page_table.c: find a sequence's rows through its block table (lesson 6).
+ * Fill in the TODOs; check it with `kvscope lesson check 6 --file
  * THIS_FILE`: the checker places the real K rows of a model run in a pool,
  * in pages scattered through it, and asks for every position; it also
  * compares your page and waste counts with a real paged cache's. */

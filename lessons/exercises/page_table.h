@@ -1,4 +1,4 @@
-/* page_table.h: a sequence's rows through its block table (lesson 11).
+/* page_table.h: a sequence's rows through its block table (lesson 6).
  *
  * A paged cache keeps rows in a pool of pages of `page_rows` rows each. A
  * sequence owns no memory of its own: its block table lists, for its first,

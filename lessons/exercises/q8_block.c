@@ -1,7 +1,7 @@
 /* q8_block.c: quantize one q8_0 block and one q4_0 block, and encode one fp4
- * value (lesson 7).
+ * value (lesson 9).
  * Fill in the TODOs; check
- * it with `kvscope lesson check 7 --file THIS_FILE`: its bytes are compared
+ * it with `kvscope lesson check 9 --file THIS_FILE`: its bytes are compared
  * with kvscope's reference codec on several blocks.
  *
  * A q8_0 block holds 32 values as one fp16 scale d and 32 signed bytes q,

@@ -1,5 +1,5 @@
 /* q8_block.h: one q8_0 block, one q4_0 block and one fp4 (E2M1) code
- * (lesson 7). */
+ * (lesson 9). */
 #ifndef KVSCOPE_EXERCISE_Q8_BLOCK_H
 #define KVSCOPE_EXERCISE_Q8_BLOCK_H
 

@@ -1,5 +1,5 @@
-/* split_prefill.c: prefill in chunks (lesson 9). Fill in the TODO; check it
- * with `kvscope lesson check 9 --file THIS_FILE`.
+/* split_prefill.c: prefill in chunks (lesson 11). Fill in the TODO; check it
+ * with `kvscope lesson check 11 --file THIS_FILE`.
  *
  * model_forward (src/model/forward.h) runs n_new tokens of each sequence,
  * starting at absolute position pos0, appending their K and V rows to the

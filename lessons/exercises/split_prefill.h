@@ -1,4 +1,4 @@
-/* split_prefill.h: prefill a prompt in chunks (lesson 9, the teaching notes' "hard"
+/* split_prefill.h: prefill a prompt in chunks (lesson 11, the teaching notes' "hard"
  * exercise). */
 #ifndef KVSCOPE_EXERCISE_SPLIT_PREFILL_H
 #define KVSCOPE_EXERCISE_SPLIT_PREFILL_H

@@ -1,6 +1,6 @@
-/* window.c: a sliding window over a fixed buffer (lesson 6, the teaching notes'
+/* window.c: a sliding window over a fixed buffer (lesson 7, the teaching notes'
  * "medium" exercise, the Marlin design's ring buffer). Fill in the TODOs; check it
- * with `kvscope lesson check 6 --file THIS_FILE`. */
+ * with `kvscope lesson check 7 --file THIS_FILE`. */
 #include <stdlib.h>
 #include <string.h>
 

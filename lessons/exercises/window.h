@@ -1,4 +1,4 @@
-/* window.h: a sliding window of K/V rows over a fixed buffer (lesson 6).
+/* window.h: a sliding window of K/V rows over a fixed buffer (lesson 7).
  *
  * The buffer holds `window` rows of K and of V. Appending a row when it is
  * full overwrites the oldest one, as a ring: the row of position p goes to

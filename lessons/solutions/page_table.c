@@ -1,4 +1,4 @@
-/* page_table.c: a sequence's rows through its block table (lesson 11): the
+/* page_table.c: a sequence's rows through its block table (lesson 6): the
  * reference solution. */
 #include "page_table.h"
 

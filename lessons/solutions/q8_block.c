@@ -1,5 +1,5 @@
 /* q8_block.c, solved: quantize one q8_0 block and one q4_0 block, and
- * encode one fp4 value (lesson 7). */
+ * encode one fp4 value (lesson 9). */
 #include <math.h>
 
 #include "kernels/codec.h"

@@ -1,4 +1,4 @@
-/* split_prefill.c, solved: prefill in chunks (lesson 9). */
+/* split_prefill.c, solved: prefill in chunks (lesson 11). */
 #include "split_prefill.h"
 
 int split_prefill(const Model *m, ForwardState *s, KvCache *cache, const int *prompt, size_t len, size_t chunk,

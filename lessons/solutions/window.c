@@ -1,4 +1,4 @@
-/* window.c, solved: a sliding window over a fixed buffer (lesson 6). */
+/* window.c, solved: a sliding window over a fixed buffer (lesson 7). */
 #include <stdlib.h>
 #include <string.h>
 

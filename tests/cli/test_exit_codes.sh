@@ -49,7 +49,7 @@ expect_fail "exit 1: tokenize, a merges file that cannot be read" 1 "cannot read
 expect_fail "exit 1: train, a text that cannot be read" 1 "cannot read '$ec_tmp/none.txt'" \
     $KV train --model tiny --text "$ec_tmp/none.txt" --valid "$ec_tmp/none.txt" --out "$ec_tmp/x.kvw"
 expect_fail "exit 1: lesson check, an exercise file that cannot be read" 1 "cannot read '$ec_tmp/none.c'" \
-    $KV lesson check 6 --file "$ec_tmp/none.c"
+    $KV lesson check 7 --file "$ec_tmp/none.c"
 expect_fail "exit 1: export, a folder that does not exist" 1 'cannot create' \
     $KV export --model tiny --gguf "$ec_tmp/no/such/x.gguf"
 

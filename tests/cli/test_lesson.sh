@@ -21,17 +21,17 @@ expect_ok "lesson show renders a check block" 'should be 15,150' $KV lesson show
 expect_ok "lesson show by id" '^# 3\. Memory math' $KV lesson show memory-math
 expect_ok "lesson show 03 (leading zero)" '^# 3\. Memory math' $KV lesson show 03
 expect_ok "lesson show names the exercise to copy" 'cp .*lessons/exercises/window\.c my_window\.c' \
-    $KV lesson show 6
+    $KV lesson show 7
 # the copy command pastes from where the learner is, and climbs no higher than it must
 kv_abs=$(cd "$(dirname "$KV")" && pwd)/$(basename "$KV")
 for where in "$lesson_src" "$(pwd)/src/kv" "$(pwd)"; do
-    starter=$(cd "$where" && "$kv_abs" lesson show 6 2>/dev/null | sed -n 's/^ *cp \(.*\) my_window\.c$/\1/p' | tail -n 1)
+    starter=$(cd "$where" && "$kv_abs" lesson show 7 2>/dev/null | sed -n 's/^ *cp \(.*\) my_window\.c$/\1/p' | tail -n 1)
     common=$(python3 -c 'import os, sys; print(os.path.commonpath([os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2])]))' \
         "$where" lessons)
     ups=$(printf '%s' "$starter" | grep -o '\.\./' | wc -l)
     if [ -n "$starter" ] && (cd "$where" && [ -f "$starter" ]) &&
-        { [ "$common" != / ] || [ "$ups" -eq 0 ]; }; then ok "lesson show 6 from $where: cp $starter"
-    else bad "lesson show 6 from $where: the starter's path pastes" "got: '$starter' (common directory $common)"; fi
+        { [ "$common" != / ] || [ "$ups" -eq 0 ]; }; then ok "lesson show 7 from $where: cp $starter"
+    else bad "lesson show 7 from $where: the starter's path pastes" "got: '$starter' (common directory $common)"; fi
 done
 
 # checks pass, and the lesson is marked done in the state directory
@@ -79,34 +79,34 @@ then ok "lesson quiz stops cleanly at the end of input"
 else bad "lesson quiz stops cleanly at the end of input" "stdout: $(head -c 600 "$out")"; fi
 
 # exercises: the starter fails with expected vs actual, hint and re-run; the solution passes
-run "lesson check 6 on the starter fails" $KV lesson check 6
+run "lesson check 7 on the starter fails" $KV lesson check 7
 if [ "$status" -eq 1 ] && grep -q 'expected length 1, got 0' "$out" && grep -q '^        hint: ' "$out" &&
     grep -q '^        build it by hand: .* -o window_check && \./window_check$' "$out" &&
-    grep -q '^re-run: kvscope lesson check 6$' "$out"; then ok "lesson check 6 on the starter fails"
-else bad "lesson check 6 on the starter fails" "exit $status" "stdout: $(head -c 1200 "$out")" "stderr: $(head -c 300 "$err")"; fi
+    grep -q '^re-run: kvscope lesson check 7$' "$out"; then ok "lesson check 7 on the starter fails"
+else bad "lesson check 7 on the starter fails" "exit $status" "stdout: $(head -c 1200 "$out")" "stderr: $(head -c 300 "$err")"; fi
 if grep -q '^/' "$out" || grep -q ' /[a-z]' "$out"; then bad "no absolute paths in check output" "$(grep ' /[a-z]' "$out" | head -3)"
 else ok "no absolute paths in check output"; fi
 cp lessons/solutions/window.c "$lesson_src/my_window.c"
-expect_ok "lesson check 6 on the solution passes" '^lesson 6: 10 of 10 checks pass, exercise passes; done\.$' \
-    $KV lesson check 6 --file "$lesson_src/my_window.c"
+expect_ok "lesson check 7 on the solution passes" '^lesson 7: 10 of 10 checks pass, exercise passes; done\.$' \
+    $KV lesson check 7 --file "$lesson_src/my_window.c"
 expect_ok "lesson check 3 --file=: the memory formula" 'all [0-9]+ figures match the reference' \
     $KV lesson check 3 --file=lessons/solutions/memory_formula.c
 printf 'int broken(void) { return }\n' >"$lesson_src/broken.c"
-run "lesson check 6 on a file that does not compile" $KV lesson check 6 --file "$lesson_src/broken.c"
-if [ "$status" -eq 1 ] && grep -q 'FAIL  it does not compile' "$out" && grep -q "re-run: kvscope lesson check 6 --file" "$out"
-then ok "lesson check 6 on a file that does not compile"
-else bad "lesson check 6 on a file that does not compile" "exit $status" "stdout: $(head -c 800 "$out")"; fi
+run "lesson check 7 on a file that does not compile" $KV lesson check 7 --file "$lesson_src/broken.c"
+if [ "$status" -eq 1 ] && grep -q 'FAIL  it does not compile' "$out" && grep -q "re-run: kvscope lesson check 7 --file" "$out"
+then ok "lesson check 7 on a file that does not compile"
+else bad "lesson check 7 on a file that does not compile" "exit $status" "stdout: $(head -c 800 "$out")"; fi
 
 # bad input: one line, exit 2 for usage, 1 for what cannot be done
 expect_fail "lesson show: unknown id" 2 "no lesson 'nope': give a number 1 to $lesson_n or an id" $KV lesson show nope
 expect_fail "lesson show: number out of range" 2 "no lesson 99: the course has lessons 1 to $lesson_n" $KV lesson show 99
 expect_fail "lesson: unknown subcommand" 2 "unknown lesson command 'frob'" $KV lesson frob
 expect_fail "lesson show without a number" 2 'needs a lesson number or id' $KV lesson show
-expect_fail "lesson check: --file without a value" 2 "'--file' needs a value" $KV lesson check 6 --file
-expect_fail "lesson show --file" 2 '--file goes with `lesson check`' $KV lesson show 6 --file x.c
+expect_fail "lesson check: --file without a value" 2 "'--file' needs a value" $KV lesson check 7 --file
+expect_fail "lesson show --file" 2 '--file goes with `lesson check`' $KV lesson show 7 --file x.c
 expect_fail "lesson list: stray argument" 2 "unexpected argument 'extra'" $KV lesson list extra
 expect_fail "lesson check: unknown option" 2 "unknown option '--fast'" $KV lesson check 1 --fast
-expect_fail "lesson check: missing exercise file" 1 "cannot read 'nope.c'" $KV lesson check 6 --file nope.c
+expect_fail "lesson check: missing exercise file" 1 "cannot read 'nope.c'" $KV lesson check 7 --file nope.c
 expect_fail "lesson: no course found" 1 'KVSCOPE_LESSONS names a directory without manifest.json' \
     env KVSCOPE_LESSONS="$lesson_src" $KV lesson list
 

@@ -74,7 +74,7 @@ static void test_rounds_as_written(void **state)
     CheckSpec c = spec("kvscope run --format json", "compare.max_logit_diff_rel", "0.045", "10%");
     assert_int_equal(rule_rounds_as_written(&c, 0.04258, why, sizeof why), 1);
     assert_non_null(strstr(why, "0.043"));
-    /* lesson 7's: 0.00024 against 0.000246 */
+    /* lesson 9's: 0.00024 against 0.000246 */
     c = spec("kvscope run --format json", "compare.max_logit_diff_rel", "0.00024", "5%");
     assert_int_equal(rule_rounds_as_written(&c, 0.000246, why, sizeof why), 1);
     /* good: rounds to the figure */

@@ -1,4 +1,4 @@
-/* page_table_check.c: checks lessons/exercises/page_table.c (lesson 11).
+/* page_table_check.c: checks lessons/exercises/page_table.c (lesson 6).
  *
  * The rows are real: the K rows (layer 0, KV head 0) the tiny model leaves
  * in an exact contiguous cache after a short generation. The checker puts

@@ -1,4 +1,4 @@
-/* q8_check.c: checks lessons/exercises/q8_block.c (lesson 7).
+/* q8_check.c: checks lessons/exercises/q8_block.c (lesson 9).
  *
  * The learner's q8_0_block must write the same 34 bytes as kvscope's
  * reference codec (codec_ref[FMT_Q8_0].quantize, llama.cpp's

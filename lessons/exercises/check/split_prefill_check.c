@@ -1,4 +1,4 @@
-/* split_prefill_check.c: checks lessons/exercises/split_prefill.c (lesson 9).
+/* split_prefill_check.c: checks lessons/exercises/split_prefill.c (lesson 11).
  *
  * The reference is the engine's Generator running the tiny model's prefill
  * in one pass (GenOptions.chunk = 0). For several chunk sizes, the learner's

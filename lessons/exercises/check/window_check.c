@@ -1,4 +1,4 @@
-/* window_check.c: checks lessons/exercises/window.c (lesson 6).
+/* window_check.c: checks lessons/exercises/window.c (lesson 7).
  *
  * The reference rows are real ones: the K and V rows (layer 0, KV head 0)
  * that the tiny model leaves in an exact contiguous cache after generating

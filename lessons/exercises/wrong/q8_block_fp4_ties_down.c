@@ -1,4 +1,4 @@
-/* q8_block.c, wrong on purpose (lesson 7): an fp4 value halfway between two
+/* q8_block.c, wrong on purpose (lesson 9): an fp4 value halfway between two
  * magnitudes goes to the lower one instead of the even index. The lint
  * proves its check fails and names the mistake. */
 #include <math.h>

@@ -1,4 +1,4 @@
-/* q8_block.c, wrong on purpose (lesson 7): q8_0 rounds halfway values to even
+/* q8_block.c, wrong on purpose (lesson 9): q8_0 rounds halfway values to even
  * (rintf) where llama.cpp rounds them away from zero. The lint proves its
  * check fails and names the mistake. */
 #include <math.h>

@@ -1,4 +1,4 @@
-/* split_prefill.c, wrong on purpose (lesson 9): no pass is given the logits
+/* split_prefill.c, wrong on purpose (lesson 11): no pass is given the logits
  * buffer, not even the last chunk's. The lint proves its check fails and names
  * the mistake. */
 #include "split_prefill.h"

@@ -1,4 +1,4 @@
-/* window.c, wrong on purpose (lesson 6): window_v reads slot i, not the slot
+/* window.c, wrong on purpose (lesson 7): window_v reads slot i, not the slot
  * of the i-th oldest position (window_k is right). The lint proves its
  * check fails and names the mistake. */
 #include <stdlib.h>
