@@ -7,7 +7,10 @@
  * costs with the fact stated against without it, through each cache). A
  * third number asks the model alone: a passage read twice, is the second
  * reading cheaper? The names come from Ruth, a held-out book; the filler
- * is Ecclesiastes, which names none of them. */
+ * is Ecclesiastes, which names none of them. The parts are encoded apart
+ * and joined: for a model trained with a first token, the document is that
+ * token and then continuations (tokenizer_encode_continuation), so it holds
+ * exactly one, at position 0, as every sequence the model trained on. */
 #include "plot/plot.h"
 
 #include <math.h>
@@ -20,7 +23,7 @@
 #include "util/files.h"
 #include "util/pool.h"
 
-#define RETRIEVAL_MODEL "kjv-small"
+#define RETRIEVAL_MODEL "kjv-base"
 #define FILLER_BOOK "Ecclesiastes 1\n" /* where the filler starts in the held-out text */
 #define BUDGET 64                      /* rows per layer of every evicting cache */
 #define REPEAT_TOKENS 160              /* the passage read twice */
@@ -39,7 +42,7 @@ static const struct {
 };
 #define N_FACTS (sizeof facts / sizeof facts[0])
 
-static const size_t distances[] = { 16, 32, 64, 128, 256, 448 };
+static const size_t distances[] = { 16, 32, 64, 128, 256, 512, 896 }; /* the longest still fits 1024 */
 #define N_DIST (sizeof distances / sizeof distances[0])
 static const size_t quick_distances[] = { 16, 128 }; /* --quick: one inside every budget, one past it */
 #define N_QUICK (sizeof quick_distances / sizeof quick_distances[0])
@@ -82,11 +85,12 @@ typedef struct {
     size_t n_filler;
 } Bench;
 
+/* text as it continues the document: never a first token */
 static int append_text(const Tokenizer *tok, const char *text, Doc *d, size_t cap, Err *e)
 {
     int *ids;
     size_t n;
-    if (tokenizer_encode(tok, text, strlen(text), &ids, &n, e) < 0)
+    if (tokenizer_encode_continuation(tok, text, strlen(text), &ids, &n, e) < 0)
         return -1;
     if (d->n + n > cap) {
         free(ids);
@@ -98,8 +102,9 @@ static int append_text(const Tokenizer *tok, const char *text, Doc *d, size_t ca
     return 0;
 }
 
-/* [fact][distance tokens of filler]\n[question][answer]: the fact is the
- * question and answer as a sentence, left out when stated is 0. */
+/* [first token][fact][distance tokens of filler]\n[question][answer]: the
+ * first token when the model has one (tokenizer_bos), the fact the question
+ * and answer as a sentence, left out when stated is 0. */
 static int build_doc(const Bench *b, size_t f, size_t distance, int stated, Doc *d, Err *e)
 {
     const size_t cap = b->m.cfg.max_seq_len;
@@ -107,6 +112,8 @@ static int build_doc(const Bench *b, size_t f, size_t distance, int stated, Doc 
     if (!(d->ids = malloc(cap * sizeof *d->ids)))
         return err_set(e, ERR_RUNTIME, "out of memory");
     char line[128];
+    if (tokenizer_bos(b->tok) >= 0)
+        d->ids[d->n++] = tokenizer_bos(b->tok);
     if (stated) {
         if (append_text(b->tok, facts[f].question, d, cap, e) < 0)
             return -1;
@@ -211,7 +218,7 @@ static int load_filler(Bench *b, Err *e)
     if (rc == 0) {
         const size_t want = 4096; /* bytes: more than the longest distance and the repeated passage need */
         const size_t avail = len - (size_t)(from - text);
-        rc = tokenizer_encode(b->tok, from, avail < want ? avail : want, &b->filler, &b->n_filler, e);
+        rc = tokenizer_encode_continuation(b->tok, from, avail < want ? avail : want, &b->filler, &b->n_filler, e);
     }
     free(text);
     if (rc == 0 && b->n_filler < REPEAT_TOKENS)
@@ -242,10 +249,12 @@ static void bench_free(Bench *b)
 }
 
 /* Does the model copy at all? REPEAT_TOKENS of filler, then the same again
- * through the exact cache: the mean nats a token of each reading. */
+ * through the exact cache (after the first token, if the model has one):
+ * the mean nats a token of each reading. */
 static int copy_test(const Bench *b, double *first, double *second, Err *e)
 {
-    const size_t half = REPEAT_TOKENS, n = 2 * half;
+    const int bos = tokenizer_bos(b->tok);
+    const size_t half = REPEAT_TOKENS, lead = bos >= 0, n = lead + 2 * half;
     int *ids = malloc(n * sizeof *ids);
     KvGeometry geo = model_kv_geometry(&b->m, 1);
     KvCache *exact = ids ? kv_open("contiguous", &geo, e) : NULL;
@@ -253,16 +262,18 @@ static int copy_test(const Bench *b, double *first, double *second, Err *e)
     memset(&res, 0, sizeof res);
     int rc = ids ? (exact ? 0 : -1) : err_set(e, ERR_RUNTIME, "out of memory");
     if (rc == 0) {
-        memcpy(ids, b->filler, half * sizeof *ids);
-        memcpy(ids + half, b->filler, half * sizeof *ids);
+        if (lead)
+            ids[0] = bos;
+        memcpy(ids + lead, b->filler, half * sizeof *ids);
+        memcpy(ids + lead + half, b->filler, half * sizeof *ids);
         EvalOptions eo = { .prefill = 1, .per_position = 1 };
         rc = eval_run(&b->m, &exact, 1, ids, n, &eo, &res, NULL, NULL, e);
     }
-    if (rc == 0) { /* scored k predicts token k + 1: the first reading from token 1, the second from half */
+    if (rc == 0) { /* scored k predicts token k + 1: the first reading from its second token, the second whole */
         double a = 0, s = 0;
-        for (size_t k = 0; k + 1 < half; k++)
+        for (size_t k = lead; k + 1 < lead + half; k++)
             a += res.nll_at[k];
-        for (size_t k = half - 1; k + 1 < n; k++)
+        for (size_t k = lead + half - 1; k + 1 < n; k++)
             s += res.nll_at[k];
         *first = a / (double)(half - 1);
         *second = s / (double)half;
@@ -278,6 +289,7 @@ typedef struct {
     /* 95% intervals over the facts (a bootstrap resampling them): of the gain, and of the gain minus the
      * exact cache's on the same facts */
     double gain_lo[N_CACHES], gain_hi[N_CACHES], vs_lo[N_CACHES], vs_hi[N_CACHES];
+    double first_token_ok; /* share of the documents that start as the model trained (first_token_ok) */
 } DistRow;
 
 /* One document of a distance's row: a fact, stated or not, through every cache. */
@@ -286,9 +298,20 @@ typedef struct {
     PlotRuns *runs;
     size_t distance;
     double held[N_FACTS][N_CACHES], bits[2][N_FACTS][N_CACHES]; /* bits[stated][fact] */
-    int rc[2][N_FACTS];
+    int rc[2][N_FACTS], start_ok[2][N_FACTS];
     Err err[2][N_FACTS];
 } DistJobs;
+
+/* 1 when d holds the model's first token exactly once, at position 0 (a
+ * model without one: nowhere), as every sequence it trained on. */
+static int first_token_ok(const Tokenizer *tok, const Doc *d)
+{
+    const int bos = tokenizer_bos(tok);
+    size_t count = 0;
+    for (size_t i = 0; i < d->n; i++)
+        count += d->ids[i] == bos;
+    return bos < 0 ? count == 0 : count == 1 && d->n > 0 && d->ids[0] == bos;
+}
 
 static void run_job(void *ctx, size_t i)
 {
@@ -297,8 +320,10 @@ static void run_job(void *ctx, size_t i)
     Doc d = { 0 };
     Err *e = &js->err[stated][f];
     int rc = build_doc(js->b, f, js->distance, (int)stated, &d, e);
-    if (rc == 0)
+    if (rc == 0) {
+        js->start_ok[stated][f] = first_token_ok(js->b->tok, &d);
         rc = run_doc(js->b, &d, js->bits[stated][f], stated ? js->held[f] : NULL, e);
+    }
     free(d.ids);
     js->rc[stated][f] = rc;
     plot_runs_done(js->runs);
@@ -351,12 +376,14 @@ static int measure_distance(const Bench *b, PlotRuns *runs, size_t distance, siz
         for (int stated = 1; rc == 0 && stated >= 0; stated--)
             if ((rc = js->rc[stated][f]) < 0 && e)
                 *e = js->err[stated][f];
-    for (size_t f = 0; rc == 0 && f < n_facts; f++)
+    for (size_t f = 0; rc == 0 && f < n_facts; f++) {
+        row->first_token_ok += (js->start_ok[0][f] + js->start_ok[1][f]) / (2.0 * (double)n_facts);
         for (int c = 0; c < N_CACHES; c++) {
             row->held[c] += js->held[f][c] / (double)n_facts;
             row->bits[c] += js->bits[1][f][c] / (double)n_facts;
             row->gain[c] += (js->bits[0][f][c] - js->bits[1][f][c]) / (double)n_facts;
         }
+    }
     if (rc == 0)
         rc = gain_intervals(js, n_facts, row, e);
     free(js);
@@ -374,7 +401,7 @@ static int write_table(const PlotCtx *ctx, const size_t *dist, const DistRow *ro
     for (int c = 0; c < N_CACHES; c++) /* then the intervals over the facts */
         fprintf(f, "\t%s_gain_lo\t%s_gain_hi\t%s_vs_exact_lo\t%s_vs_exact_hi", cache_column[c], cache_column[c],
                 cache_column[c], cache_column[c]);
-    fputc('\n', f);
+    fprintf(f, "\tfirst_token_ok\n");
     for (size_t i = 0; i < n_dist; i++) {
         fprintf(f, "%zu", dist[i]);
         for (int c = 0; c < N_CACHES; c++)
@@ -382,7 +409,7 @@ static int write_table(const PlotCtx *ctx, const size_t *dist, const DistRow *ro
         for (int c = 0; c < N_CACHES; c++)
             fprintf(f, "\t%.4f\t%.4f\t%.4f\t%.4f", rows[i].gain_lo[c], rows[i].gain_hi[c], rows[i].vs_lo[c],
                     rows[i].vs_hi[c]);
-        fputc('\n', f);
+        fprintf(f, "\t%.4f\n", rows[i].first_token_ok);
     }
     return plot_close(f, "retrieval.tsv", e);
 }

@@ -254,23 +254,37 @@ int eval_recompute_window(const Model *m, const int *ids, size_t n, size_t prefi
                           Err *e)
 {
     const size_t V = m->cfg.vocab, P = prefill;
-    if (P == 0 || n <= P || window == 0 || window > m->cfg.max_seq_len)
+    const int bos = m->cfg.add_bos;
+    if (P == 0 || n <= P || window < 1 + (size_t)bos || window > m->cfg.max_seq_len)
         return err_set(e, ERR_USAGE, "eval: a window of %zu over %zu tokens after a prefill of %zu", window, n, P);
+    if (bos && ids[0] != m->cfg.bos_token)
+        return err_set(e, ERR_USAGE, "eval: the model reads every sequence from token %d, and this one starts "
+                       "with %d", m->cfg.bos_token, ids[0]);
     ForwardState fs;
     float *logits = malloc(V * sizeof(float));
-    if (!logits || forward_state_init(&fs, &m->cfg, window, 0, e) < 0) {
+    int *win = malloc(window * sizeof *win); /* [window] the tokens one step runs */
+    if (!logits || !win || forward_state_init(&fs, &m->cfg, window, 0, e) < 0) {
         free(logits);
+        free(win);
         return e->kind ? -1 : err_set(e, ERR_RUNTIME, "out of memory");
     }
     int rc = 0;
     for (size_t t = P - 1; rc == 0 && t + 1 < n; t++) {
-        const size_t first = t + 1 > window ? t + 1 - window : 0;
+        /* A model trained with a first token saw it at position 0 of every
+         * sequence: the window is that token and the last window - 1 tokens,
+         * as llama.cpp's context shift keeps it; otherwise the last window. */
+        const size_t first = t + 1 > window ? t + 1 - window + (size_t)bos : 0, len = t + 1 - first + (first ? bos : 0);
+        size_t k = 0;
+        if (first && bos)
+            win[k++] = ids[0];
+        memcpy(win + k, ids + first, (t + 1 - first) * sizeof *win);
         Counters ctr = { 0 };
-        rc = model_forward(m, &fs, NULL, ids + first, 1, t + 1 - first, 0, logits, &ctr, e);
+        rc = model_forward(m, &fs, NULL, win, 1, len, 0, logits, &ctr, e);
         if (rc == 0)
             nll_at[t - (P - 1)] = log_sum_exp(logits, V) - logits[ids[t + 1]];
     }
     forward_state_free(&fs);
     free(logits);
+    free(win);
     return rc;
 }

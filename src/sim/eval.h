@@ -73,9 +73,12 @@ void eval_result_free(EvalResult *r);
 
 /* StreamingLLM's baseline, which no cache is: at every step, the last
  * `window` tokens (fewer at the start) run from scratch, at positions 0 ..
- * window - 1, without a cache. The same steps as eval_run with prefill P:
- * nll_at [n - P] gets -ln p of each next token. Costs a window's forward
- * per step. */
+ * window - 1, without a cache. For a model with add_bos, ids[0] must be its
+ * bos_token (ERR_USAGE otherwise) and every window starts with it, as the
+ * model trained: the first token and the last window - 1 tokens, as
+ * llama.cpp's context shift keeps it. The same steps as eval_run with
+ * prefill P: nll_at [n - P] gets -ln p of each next token. Costs a
+ * window's forward per step. */
 int eval_recompute_window(const Model *m, const int *ids, size_t n, size_t prefill, size_t window, double *nll_at,
                           Err *e);
 

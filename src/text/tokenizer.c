@@ -196,6 +196,11 @@ int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, int **ids
     return 0;
 }
 
+int tokenizer_encode_continuation(const Tokenizer *t, const char *text, size_t len, int **ids, size_t *n, Err *e)
+{
+    return encode_text(t, text, len, ids, n, e);
+}
+
 const unsigned char *tokenizer_piece(const Tokenizer *t, int id, size_t *len)
 {
     if (id < 0 || (size_t)id >= t->vocab) {

@@ -56,6 +56,11 @@ int tokenizer_bos(const Tokenizer *t);
  * ERR_RUNTIME when memory runs out; ERR_USAGE when a vocabulary has no
  * token for a byte of the text. */
 int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, int **ids, size_t *n, Err *e);
+/* The same for text that continues a sequence already begun (its first
+ * token placed by an earlier tokenizer_encode): never a first token, so
+ * fragments encoded apart concatenate into a sequence with one BOS, at 0.
+ * Without a first token it is tokenizer_encode. Same ownership and errors. */
+int tokenizer_encode_continuation(const Tokenizer *t, const char *text, size_t len, int **ids, size_t *n, Err *e);
 
 /* The bytes id stands for (*len of them; 0 for a control token such as
  * BOS), or NULL for an id it never produces (then *len is 0). */

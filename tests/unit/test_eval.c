@@ -222,6 +222,56 @@ static void test_recompute_window(void **state)
     model_free(&m);
 }
 
+/* For a model trained with a first token, the recomputed window starts
+ * with it at position 0: the first token and the last W - 1 tokens, the
+ * uncached run of exactly those; it differs from the last W tokens alone,
+ * and a sequence that does not start with the first token is refused. */
+static void test_recompute_window_bos(void **state)
+{
+    (void)state;
+    Config cfg = test_config(2, 4, 2);
+    cfg.add_bos = 1;
+    cfg.bos_token = (int)cfg.vocab - 1;
+    Model m;
+    test_model(&m, &cfg);
+    int ids[N_TOK];
+    test_tokens(ids, N_TOK, cfg.vocab - 1, 7);
+    ids[0] = cfg.bos_token;
+    enum { W = 8 };
+    double got[N_TOK - PREFILL], plain[N_TOK - PREFILL];
+    Err e = { 0 };
+    if (eval_recompute_window(&m, ids, N_TOK, PREFILL, W, got, &e) < 0)
+        fail_msg("recompute: %s", e.msg);
+    cfg.add_bos = 0; /* the same weights read as a model without a first token: the last W tokens */
+    Model plain_m = m;
+    plain_m.cfg = cfg;
+    if (eval_recompute_window(&plain_m, ids, N_TOK, PREFILL, W, plain, &e) < 0)
+        fail_msg("recompute: %s", e.msg);
+    size_t differ = 0;
+    for (size_t t = PREFILL - 1; t + 1 < N_TOK; t++) {
+        const size_t k = t - (PREFILL - 1);
+        int w[W + 1];
+        size_t len = 0;
+        if (t + 1 <= W) { /* the whole prefix, the first token already at 0 */
+            memcpy(w, ids, (t + 2) * sizeof *w);
+            len = t + 1;
+        } else {
+            w[0] = ids[0];
+            memcpy(w + 1, ids + t + 1 - (W - 1), W * sizeof *w); /* the last W - 1, then the target */
+            len = W;
+        }
+        assert_int_equal(w[0], cfg.bos_token);
+        const double ref = uncached_nll(&m, w, len - 1);
+        assert_true(fabs(got[k] - ref) <= 1e-5 * fmax(1.0, fabs(ref)));
+        differ += t + 1 > W && fabs(got[k] - plain[k]) > 1e-6;
+    }
+    assert_true(differ > 0); /* keeping the first token changed the windows past W */
+    ids[0] = 0;
+    assert_int_equal(eval_recompute_window(&m, ids, N_TOK, PREFILL, W, got, &e), -1);
+    assert_int_equal(e.kind, ERR_USAGE);
+    model_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -229,6 +279,7 @@ int main(void)
         cmocka_unit_test(test_eval_reach),
         cmocka_unit_test(test_eval_bad_input),
         cmocka_unit_test(test_recompute_window),
+        cmocka_unit_test(test_recompute_window_bos),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
