@@ -53,6 +53,8 @@ const PlotFigure plot_figures[] = {
       "where decode crosses the ridge", NULL, 1, plot_roofline },
     { 19, "prefix-cache", "prefix caches on chat and few-shot serving: block hash vs radix tree, hit rate, steps, "
       "evictions and pages held by the pool's size", NULL, 0, plot_prefix_cache },
+    { 20, "speculative", "speculative decoding on held-out text: proposals kept, tokens a pass and speed-up "
+      "against K", NULL, 1, plot_speculative },
 };
 const size_t plot_n_figures = sizeof plot_figures / sizeof plot_figures[0];
 

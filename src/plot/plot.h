@@ -56,7 +56,7 @@ typedef struct {
 typedef int (*PlotMakeFn)(const PlotCtx *ctx, PlotNote *note, Err *e);
 
 typedef struct {
-    int number;           /* the figure's number, 1 .. 19 */
+    int number;           /* the figure's number, 1 .. 20 */
     const char *name;     /* file stem: plots/NAME.gp, NAME.tsv, NAME.png */
     const char *title;
     const char *waiting;  /* NULL when the figure can be made; else the engine parts it waits for */
@@ -70,7 +70,7 @@ extern const size_t plot_n_figures;
 /* The makers (plot_gen.c, plot_memory.c, plot_kernels.c, plot_paged.c,
  * plot_eviction.c, plot_beam.c, plot_mla.c, plot_loss.c, plot_streaming.c,
  * plot_kvformats.c, plot_budget.c, plot_mixed.c, plot_retrieval.c, plot_serve.c,
- * plot_roofline.c, plot_prefix.c). */
+ * plot_roofline.c, plot_prefix.c, plot_speculative.c). */
 /* Figures 1-3 before any is made: the model and --tokens fit (ERR_USAGE). */
 int plot_gen_check(const PlotCtx *ctx, Err *e);
 int plot_projection(const PlotCtx *ctx, PlotNote *note, Err *e);
@@ -92,6 +92,7 @@ int plot_retrieval(const PlotCtx *ctx, PlotNote *note, Err *e);
 int plot_serve(const PlotCtx *ctx, PlotNote *note, Err *e);
 int plot_roofline(const PlotCtx *ctx, PlotNote *note, Err *e);
 int plot_prefix_cache(const PlotCtx *ctx, PlotNote *note, Err *e);
+int plot_speculative(const PlotCtx *ctx, PlotNote *note, Err *e);
 
 /* --- progress (plot_progress.c) --------------------------------------------- */
 

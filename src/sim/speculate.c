@@ -253,6 +253,7 @@ int speculate(const Model *target, KvCache *tc, const Model *draft, KvCache *dc,
         }
         st->drafted += kr;
         st->accepted += j;
+        st->refused += j < kr;
         for (size_t i = 0; i < j; i++)
             out[st->generated + i] = s.toks[n + i];
         out[st->generated + j] = next;

@@ -26,6 +26,8 @@ typedef struct {
     size_t draft_passes;
     size_t generated;
     size_t drafted, accepted;        /* proposals made, and kept */
+    size_t refused;                  /* rounds cut short by a refused proposal (the ones after it are
+                                        never judged: accepted + refused were) */
     size_t proposed_at[SPEC_MAX_K];  /* proposals at position i of a round's draft */
     size_t accepted_at[SPEC_MAX_K];  /* ... and how many of them were kept */
     size_t target_rolled, draft_rolled; /* token rows written (in every layer) then rolled back */
