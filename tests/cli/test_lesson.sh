@@ -64,10 +64,11 @@ expect_ok "lesson list shows the quiz score" 'why-cache .*\(quiz 1/3\)' $KV less
 run "lesson quiz 1: numbers with separators and units" sh -c "printf '275 rows\n30\n52.4x\n' | $KV lesson quiz 1"
 if [ "$status" -eq 0 ] && grep -q '^3 of 3 right\.$' "$out"; then ok "lesson quiz 1: numbers with separators and units"
 else bad "lesson quiz 1: numbers with separators and units" "stdout: $(head -c 600 "$out")"; fi
-run "lesson quiz 8: a choice by letter, a choice by name" sh -c "printf 'c\nrope-position\n512\n' | $KV lesson quiz 8"
+run "lesson quiz 8: a choice by letter, a choice by name" sh -c "printf 'c\nrope-position\n512\nnaive\n' | $KV lesson quiz 8"
 if [ "$status" -eq 0 ] && grep -q '^right: c) rope-on-v$' "$out" &&
     grep -q '^wrong: the answer is b) mask-in-decode (you said rope-position)$' "$out" &&
-    grep -q '^2 of 3 right\.$' "$out"; then ok "lesson quiz 8: a choice by letter, a choice by name"
+    grep -q '^wrong: the answer is a) flash (you said naive)$' "$out" &&
+    grep -q '^2 of 4 right\.$' "$out"; then ok "lesson quiz 8: a choice by letter, a choice by name"
 else bad "lesson quiz 8: a choice by letter, a choice by name" "stdout: $(head -c 900 "$out")" "stderr: $(head -c 300 "$err")"; fi
 run "lesson quiz: not a number, asked again" sh -c "printf 'many\n275\n' | $KV lesson quiz 1"
 if [ "$status" -eq 0 ] && [ "$(grep -c '^a number is expected' "$out")" -eq 1 ] && grep -q '^right: 275$' "$out" &&
