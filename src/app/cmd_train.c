@@ -294,7 +294,7 @@ static double matmul_gflops(const Model *m, size_t T)
 static int finish(Run *r, Progress *p, Err *e)
 {
     const TrainArgs *a = p->a;
-    KvwTensor t[4 + 9 * 256];
+    KvwTensor t[4 + 10 * 256];
     size_t n = model_tensors(&r->m, t, sizeof t / sizeof t[0], a->f16 ? KVW_F16 : KVW_F32);
     KvwShape shape = model_kvw_shape(&r->m.cfg);
     if (kvw_write(a->out, &shape, t, n, e) < 0 || trainer_save(r->tr, p->ckpt, e) < 0 ||

@@ -212,8 +212,8 @@ void attend_flash_part(const Kernels *k, const AttnArgs *a, size_t t, size_t fir
     const size_t G = a->group, hd = a->head_dim, qpos = a->pos0 + t;
     const float *q = a->q + t * a->q_stride; /* [G][hd] */
     memset(acc, 0, G * hd * sizeof(float));
-    for (size_t g = 0; g < G; g++)
-        m[g] = -INFINITY, l[g] = 0.0f;
+    for (size_t g = 0; g < G; g++) /* a learnt sink is a row with score z and no value: the first part starts there */
+        m[g] = a->sink && first == 0 ? a->sink[g] : -INFINITY, l[g] = a->sink && first == 0 ? 1.0f : 0.0f;
     /* a tile never has more rows than the part: its share of the naive form's scratch suffices */
     const size_t ld = n < ATTEND_TILE ? n : ATTEND_TILE;
     Cursor c = cursor_at(a, qpos, first);

@@ -44,8 +44,14 @@ static void naive(const Kernels *k, const AttnArgs *a, const KvBlock *blocks, Co
         }
 
         for (size_t g = 0; g < G; g++) {
-            float *sg = s + g * n;
-            float inv = 1.0f / k->exp_sum(sg, n, attend_scale_max(sg, n, scale));
+            float *sg = s + g * n, mx = attend_scale_max(sg, n, scale), inv;
+            if (a->sink) { /* the sink's term joins the denominator; it has no row */
+                const float z = a->sink[g];
+                mx = z > mx ? z : mx;
+                inv = 1.0f / (k->exp_sum(sg, n, mx) + expf(z - mx));
+            } else {
+                inv = 1.0f / k->exp_sum(sg, n, mx);
+            }
             for (size_t i = 0; i < n; i++)
                 sg[i] *= inv;
             if (a->probs && t >= a->probs_first)

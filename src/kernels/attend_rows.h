@@ -157,7 +157,9 @@ void attend_flash(const Kernels *k, const AttnArgs *a, Counters *ctr);
  * into the part's running state, not normalized: m, l [G] its max and sum
  * of exponentials, acc [G][hd] its weighted sum of values. Reads a->scores
  * (G * min(n, ATTEND_TILE) floats), a->chan_q and a->iv as scratch, a->q8
- * as rounded already (attend_round_query). Counts the rescales only. */
+ * as rounded already (attend_round_query). Counts the rescales only. The
+ * part that starts at row 0 (first = 0) holds a->sink's term: its state
+ * starts at m = z, l = 1. */
 void attend_flash_part(const Kernels *k, const AttnArgs *a, size_t t, size_t first, size_t n, float *m, float *l,
                        float *acc, Counters *ctr);
 

@@ -203,6 +203,10 @@ typedef struct {
     size_t probs_q_stride, probs_g_stride;
     size_t probs_first; /* queries t < probs_first write no weights (0 = every query) */
     const AttnBias *bias; /* optional (NULL = none): attention structure; causal attention only */
+    const float *sink;    /* optional (NULL = none): a learnt sink logit z per query head of the group [G], on
+                             the scaled scores: the softmax's denominator gains exp(z - m), no value is
+                             added, so the rows' weights sum to 1 - p_sink (gpt-oss). Flash starts its
+                             running state there (m = z, l = 1); split-K's first part carries it */
     float *chan_q;        /* blocks with per-channel keys only: scratch for group * head_dim floats */
     void *q8;             /* optional (NULL = the f32 query): keys qdot_takes are scored by integer
                              dots (Kernels.qdot) against the group's queries rounded to q8_0 here,

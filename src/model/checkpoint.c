@@ -337,6 +337,9 @@ static int place(Model *m, CkptRole r, size_t l, const CkptTensor *t, void *user
 int weights_load_checkpoint(Model *m, const Config *cfg, const Kernels *kern, Err *e)
 {
     memset(m, 0, sizeof *m);
+    if (cfg->attn_sink) /* --set attn_sink=learned: nothing to read them from */
+        return err_set(e, ERR_USAGE, "'%s': GGUF and llama2.c checkpoints hold no attention sink logits "
+                       "(attn_sink = learned needs a kvscope weights file)", cfg->checkpoint);
     m->cfg = *cfg;
     m->kern = kern;
     m->file = calloc(1, sizeof *m->file);

@@ -4,6 +4,7 @@
  * its tokenizer (model/checkpoint.h). */
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ckpt/kvw.h"
@@ -19,6 +20,21 @@ static void sidecar_string(const char *path, const char *key, char *out, size_t 
     const char *v = json_string_value(json_object_get(root, key));
     snprintf(out, cap, "%s", v ? v : "");
     json_decref(root);
+}
+
+/* A file with learnt sink logits (layer0.attn_sink, weights_kvw.c) is a
+ * model with attn_sink = learned: the header records the shape only. */
+static int kvw_sink_probe(Config *cfg, const char *path, const KvwShape *s, Err *e)
+{
+    float *buf = malloc((s->n_heads ? s->n_heads : 1) * sizeof *buf);
+    if (!buf)
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    KvwTensor probe = { "layer0.attn_sink", KVW_F32, 1, s->n_heads, buf };
+    int rc = kvw_read(path, s, &probe, 1, 1, e);
+    free(buf);
+    if (rc == 0 && probe.rows)
+        cfg->attn_sink = SINK_LEARNED;
+    return rc;
 }
 
 int config_from_kvw(Config *cfg, const char *path, Err *e)
@@ -48,6 +64,8 @@ int config_from_kvw(Config *cfg, const char *path, Err *e)
     cfg->max_seq_len = s.max_seq_len;
     cfg->rope_theta = s.rope_theta;
     cfg->norm_eps = s.norm_eps;
+    if (kvw_sink_probe(cfg, path, &s, e) < 0)
+        return -1;
     sidecar_string(path, "tokenizer", cfg->tokenizer, sizeof cfg->tokenizer);
     if (!cfg->tokenizer[0])
         snprintf(cfg->tokenizer_note, sizeof cfg->tokenizer_note, "no %.32s.json names its tokenizer (--model NAME "

@@ -14,7 +14,7 @@
 #include "util/files.h"
 #include "util/parse.h"
 
-typedef enum { K_SIZE, K_SIZE0, K_DOUBLE, K_U64, K_STR, K_BOOL, K_ATTN, K_ARCH, K_TOKEN } KeyType;
+typedef enum { K_SIZE, K_SIZE0, K_DOUBLE, K_U64, K_STR, K_BOOL, K_ATTN, K_SINK, K_ARCH, K_TOKEN } KeyType;
 
 typedef struct {
     const char *key;
@@ -38,6 +38,7 @@ static const KeyDef keys[] = {
     KEY(architecture, K_ARCH), KEY(encoder_layers, K_SIZE0),
     KEY(src_len, K_SIZE0),     KEY(bos_token, K_TOKEN),
     KEY(eos_token, K_TOKEN),   KEY(add_bos, K_BOOL),
+    KEY(attn_sink, K_SINK),
 };
 #undef KEY
 
@@ -113,6 +114,14 @@ int config_set(Config *c, const char *key, const char *value, Err *e)
             c->attention = ATTN_MLA;
         else
             return err_set(e, ERR_USAGE, "attention: '%s' is not one of gqa, mha, mla", value);
+        return 0;
+    case K_SINK:
+        if (strcmp(value, "none") == 0)
+            c->attn_sink = SINK_NONE;
+        else if (strcmp(value, "learned") == 0)
+            c->attn_sink = SINK_LEARNED;
+        else
+            return err_set(e, ERR_USAGE, "attn_sink: '%s' is not one of none, learned", value);
         return 0;
     case K_ARCH:
         if (strcmp(value, "decoder") == 0)
@@ -287,6 +296,9 @@ int config_validate(const Config *c, Err *e)
         return err_set(e, ERR_USAGE, "model '%s': rope_theta must be greater than 1", c->name);
     if (c->norm_eps <= 0.0 || c->norm_eps > 1.0)
         return err_set(e, ERR_USAGE, "model '%s': norm_eps must be in (0, 1]", c->name);
+    if (c->attn_sink && (c->attention != ATTN_GQA || c->architecture != ARCH_DECODER))
+        return err_set(e, ERR_USAGE, "model '%s': attn_sink = learned applies to a decoder with GQA/MHA attention, "
+                       "not %s", c->name, c->attention != ATTN_GQA ? "MLA" : "an encoder-decoder");
     if (c->attention == ATTN_MLA && (c->kv_lora_rank == 0 || c->qk_rope_dim == 0))
         return err_set(e, ERR_USAGE, "model '%s': MLA needs kv_lora_rank and qk_rope_dim", c->name);
     return config_validate_encdec(c, e);

@@ -15,6 +15,13 @@ typedef enum {
     ATTN_MLA,     /* multi-head latent attention (DeepSeek-V2 style) */
 } AttnKind;
 
+/* What a query head's softmax may put its mass on besides the keys. */
+typedef enum {
+    SINK_NONE = 0, /* the weights over the keys sum to 1 */
+    SINK_LEARNED,  /* a learnt logit per layer and query head joins the softmax's denominator and adds no
+                      value (gpt-oss's sinks): the keys' weights sum to 1 minus the sink's */
+} SinkKind;
+
 typedef enum {
     ARCH_DECODER = 0, /* decoder-only: one causal stack over the prompt and what it generates */
     ARCH_ENCDEC,      /* encoder-decoder (the encoder-decoder notes): a bidirectional encoder over a source, a decoder
@@ -48,6 +55,7 @@ typedef struct {
     int shared_layers;     /* 1: one set of layer weights serves every layer */
 
     AttnKind attention;
+    SinkKind attn_sink;   /* none (default), or learned: LayerWeights.attn_sink */
     size_t kv_lora_rank;  /* MLA latent width (512 in the MLA notes) */
     size_t qk_rope_dim;   /* MLA shared RoPE key width (64) */
     size_t qk_nope_dim;   /* MLA per-head non-RoPE key width */

@@ -167,6 +167,7 @@ static int attention(const Model *m, ForwardState *s, size_t layer, const AttnPa
     KvCache *cache = p->cache;
     /* a cache that learns from attention (heavy hitters, SnapKV's window) gets the last nq queries' weights */
     const size_t nq = observed_queries(cache, c, n_new);
+    const float *sink = model_layer(m, layer)->attn_sink; /* [n_heads] or NULL */
     if (observed_reserve(s, c, nq, e) < 0)
         return -1;
     for (size_t b = 0; b < p->n_seqs; b++) {
@@ -197,6 +198,7 @@ static int attention(const Model *m, ForwardState *s, size_t layer, const AttnPa
                 .probs = probs, .probs_q_stride = probs_q_stride, .probs_g_stride = probs_g_stride,
                 .probs_first = probs_first,
                 .bias = p->bidirectional ? NULL : m->bias, .chan_q = s->chan_q,
+                .sink = sink ? sink + h * group : NULL,
                 .q8 = m->int_dot ? s->q8 : NULL,
                 .iv = m->int_dot ? s->iv : NULL,
             };

@@ -124,6 +124,9 @@ static int check_exportable(const Config *c, Format fmt, Err *e)
     if (c->architecture != ARCH_DECODER || c->attention != ATTN_GQA)
         return err_set(e, ERR_USAGE, "model '%s': export writes decoder-only GQA models (llama), not %s", c->name,
                        c->architecture != ARCH_DECODER ? "an encoder-decoder" : "MLA");
+    if (c->attn_sink)
+        return err_set(e, ERR_USAGE, "model '%s' has learnt attention sinks; GGUF's llama architecture has no "
+                       "tensor for them, so export refuses it", c->name);
     if (fmt != FMT_F32 && fmt != FMT_F16 && fmt != FMT_Q8_0 && fmt != FMT_Q4_0)
         return err_set(e, ERR_USAGE, "export: type %s; GGUF tensors are f32, f16, q8_0 or q4_0", format_name(fmt));
     const size_t sizes[] = { c->max_seq_len, c->d_model, c->n_layers, c->ffn_dim, c->n_heads, c->vocab, c->head_dim };

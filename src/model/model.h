@@ -37,6 +37,7 @@ typedef struct {
     float *w_gate;    /* [ffn_dim][d_model] */
     float *w_up;      /* [ffn_dim][d_model] */
     float *w_down;    /* [d_model][ffn_dim] */
+    float *attn_sink; /* [n_heads] learnt sink logits on the scaled scores (attn_sink = learned); else NULL */
     /* A checkpoint's matrices as stored: where q_X.data is set, X is NULL */
     QuantMat q_wq, q_wk, q_wv, q_wo, q_gate, q_up, q_down;
 } LayerWeights;

@@ -38,6 +38,8 @@ size_t model_param_floats(const Config *c)
         n += c->encoder_layers * layer_floats(c) + c->d_model + c->n_layers * cross_floats(c);
     if (c->attention == ATTN_MLA)
         n += stored_layers * mla_floats(c);
+    if (c->attn_sink)
+        n += stored_layers * c->n_heads;
     return n;
 }
 
@@ -107,6 +109,9 @@ static void carve(Model *m)
             a->w_uv = take(&cur, h * dv * r);
             a->w_o = take(&cur, d * h * dv);
         }
+    if (c->attn_sink) /* last: a model without sinks keeps its layout (config: decoders with GQA only) */
+        for (size_t l = 0; l < n; l++)
+            m->layers[l].attn_sink = take(&cur, c->n_heads);
     if (c->architecture != ARCH_ENCDEC)
         return;
     for (size_t l = 0; l < c->encoder_layers; l++)
@@ -171,6 +176,7 @@ static void fill_synthetic(Model *m)
             fill_gaussian(rng, a->w_uv, h * dv * r, r);
             fill_gaussian(rng, a->w_o, d * h * dv, h * dv);
         }
+    /* learnt sinks start at 0 from the calloc'd arena, drawing nothing: the other tensors keep their bits */
     if (c->architecture == ARCH_ENCDEC) { /* after the decoder-only tensors: those keep their bits */
         for (size_t l = 0; l < c->encoder_layers; l++)
             fill_layer(c, rng, &m->enc_layers[l]);

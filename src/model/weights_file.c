@@ -5,7 +5,8 @@
  *     NAME ROWS COLS
  *     ROWS * COLS numbers, in row-major order, spread over lines as you like
  * NAME is embed, final_norm, unembed, or layerL.T with T one of attn_norm,
- * wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down. Every tensor must appear
+ * wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down (and attn_sink, 1 x n_heads,
+ * with attn_sink = learned). Every tensor must appear
  * exactly once with the shape the config implies. */
 #include <ctype.h>
 #include <stdio.h>
@@ -53,6 +54,11 @@ static size_t list_slots(Model *m, Slot *s, size_t cap)
     }
     add_slot(s, &n, cap, "final_norm", m->final_norm, 1, d);
     add_slot(s, &n, cap, "unembed", m->unembed, c->vocab, d);
+    for (size_t l = 0; c->attn_sink && l < layers; l++) {
+        char name[48];
+        snprintf(name, sizeof name, "layer%zu.attn_sink", l);
+        add_slot(s, &n, cap, name, m->layers[l].attn_sink, 1, c->n_heads);
+    }
     return n;
 }
 
@@ -85,7 +91,7 @@ static int next_word(FILE *f, char *buf, size_t cap, size_t *line)
 
 int weights_load_file(Model *m, const char *path, Err *e)
 {
-    Slot slots[4 + 9 * 64];
+    Slot slots[4 + 10 * 64];
     size_t n = list_slots(m, slots, sizeof slots / sizeof slots[0]);
     if (n > sizeof slots / sizeof slots[0])
         return err_set(e, ERR_USAGE, "text weights support at most 64 layers");

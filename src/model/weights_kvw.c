@@ -45,7 +45,13 @@ size_t model_tensors(const Model *m, KvwTensor *t, size_t cap, uint32_t dtype)
 #undef TENSOR
     }
     n = add(t, n, cap, "final_norm", m->final_norm, 1, d, KVW_F32);
-    return add(t, n, cap, "unembed", m->unembed, c->vocab, d, dtype);
+    n = add(t, n, cap, "unembed", m->unembed, c->vocab, d, dtype);
+    for (size_t l = 0; c->attn_sink && l < (c->shared_layers ? 1 : c->n_layers); l++) { /* after, as in the arena */
+        char name[48];
+        snprintf(name, sizeof name, "layer%zu.attn_sink", l);
+        n = add(t, n, cap, name, m->layers[l].attn_sink, 1, c->n_heads, KVW_F32); /* logits: f32 as the gains */
+    }
+    return n;
 }
 
 int weights_load_kvw(Model *m, const char *path, Err *e)
@@ -53,7 +59,7 @@ int weights_load_kvw(Model *m, const char *path, Err *e)
     const Config *c = &m->cfg;
     if (c->architecture != ARCH_DECODER || c->attention != ATTN_GQA)
         return err_set(e, ERR_USAGE, "model '%s': a weights file holds decoder-only GQA models", c->name);
-    KvwTensor t[4 + 9 * 256];
+    KvwTensor t[4 + 10 * 256];
     size_t n = model_tensors(m, t, sizeof t / sizeof t[0], KVW_F32);
     if (n > sizeof t / sizeof t[0])
         return err_set(e, ERR_USAGE, "model '%s': too many layers for a weights file", c->name);

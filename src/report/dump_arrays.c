@@ -243,6 +243,12 @@ int dump_weights(Dump *d, const Model *m, Err *e)
             if (dump_array(d, name, NPY_F32, shape, t[i].cols ? 2 : 1, t[i].data, t[i].what, e) < 0)
                 return -1;
         }
+        char name[64];
+        const size_t heads[1] = { c->n_heads };
+        snprintf(name, sizeof name, "layer%zu.attn_sink.npy", l);
+        if (w->attn_sink && dump_array(d, name, NPY_F32, heads, 1, w->attn_sink, "learnt sink logit of each query "
+                                       "head, on the scaled scores (the softmax's extra term)", e) < 0)
+            return -1;
     }
     if (dump_array(d, "final_norm.npy", NPY_F32, norm_shape, 1, m->final_norm, "RMSNorm gain before unembedding",
                    e) < 0)

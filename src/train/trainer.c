@@ -152,7 +152,7 @@ static size_t checkpoint_tensors(const Trainer *t, KvwTensor *tt, size_t cap, Tr
 
 int trainer_save(const Trainer *t, const char *path, Err *e)
 {
-    KvwTensor tt[8 + 9 * 256];
+    KvwTensor tt[8 + 10 * 256];
     TrainCounters tc = { t->adam.step, t->tokens };
     size_t n = checkpoint_tensors(t, tt, sizeof tt / sizeof tt[0], &tc);
     KvwShape shape = model_kvw_shape(&t->m->cfg);
@@ -161,7 +161,7 @@ int trainer_save(const Trainer *t, const char *path, Err *e)
 
 int trainer_load(Trainer *t, const char *path, Err *e)
 {
-    KvwTensor tt[8 + 9 * 256];
+    KvwTensor tt[8 + 10 * 256];
     TrainCounters tc;
     size_t n = checkpoint_tensors(t, tt, sizeof tt / sizeof tt[0], &tc);
     KvwShape shape = model_kvw_shape(&t->m->cfg);
