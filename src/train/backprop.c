@@ -18,6 +18,7 @@ typedef struct {
     float *q;      /* [T][H * hd] after RoPE */
     float *k, *v;  /* [T][KV * hd], K after RoPE */
     float *p;      /* [H][T][T] attention weights (row t: positions 0..t, zeros after) */
+    float *psink;  /* [H][T] the learnt sink's weight in row t (attn_sink; the rows' sum to 1 minus it) */
     float *o;      /* [T][H * hd] attention output */
     float *x_mid;  /* [T][d] after the attention's residual add */
     float *xn2;    /* [T][d] rmsnorm(x_mid) * ffn_norm */
@@ -72,7 +73,7 @@ int backprop_init(BackpropState **out, const Config *c, size_t max_len, Err *e)
     *out = NULL;
     const size_t T = max_len, d = c->d_model, qd = config_q_dim(c), kvd = config_kv_dim(c), f = c->ffn_dim;
     const size_t H = c->n_heads, V = c->vocab, L = c->n_layers, hd = c->head_dim, wide = max4(V, f, qd, d);
-    const size_t per_layer = 5 * T * d + 2 * T + 2 * T * qd + 2 * T * kvd + H * T * T + 3 * T * f;
+    const size_t per_layer = 5 * T * d + 2 * T + 2 * T * qd + 2 * T * kvd + H * T * T + H * T + 3 * T * f;
     const size_t total = L * per_layer + 2 * T * d + T + 2 * T * V + 2 * T * d + 2 * T * qd + 2 * T * kvd +
                          3 * T * f + H * T * T + kvd * T + 3 * d * wide + 2 * T * hd;
     BackpropState *s = calloc(1, sizeof *s);
@@ -94,7 +95,7 @@ int backprop_init(BackpropState **out, const Config *c, size_t max_len, Err *e)
     for (size_t l = 0; l < L; l++) {
         LayerAct *a = &s->act[l];
         a->x_in = TAKE(T * d), a->xn1 = TAKE(T * d), a->rms1 = TAKE(T);
-        a->q = TAKE(T * qd), a->k = TAKE(T * kvd), a->v = TAKE(T * kvd), a->p = TAKE(H * T * T);
+        a->q = TAKE(T * qd), a->k = TAKE(T * kvd), a->v = TAKE(T * kvd), a->p = TAKE(H * T * T), a->psink = TAKE(H * T);
         a->o = TAKE(T * qd), a->x_mid = TAKE(T * d), a->xn2 = TAKE(T * d), a->rms2 = TAKE(T);
         a->gate = TAKE(T * f), a->up = TAKE(T * f), a->h = TAKE(T * f);
     }
@@ -343,6 +344,8 @@ typedef struct {
     const LayerAct *a;
     float *la_p, *la_o; /* the layer's p and o (forward) */
     size_t T;
+    const float *sink;  /* [H] the layer's learnt sink logits, or NULL */
+    float *dsink;       /* [H] backward: their gradient, added to */
 } AttnJob;
 
 static void rope_rows(void *ctx, size_t r0, size_t r1)
@@ -402,7 +405,16 @@ static void attention_fwd_head(void *ctx, size_t h)
                 p[i] *= scale;
                 mx = p[i] > mx ? p[i] : mx;
             }
-            const float sum = j->k->exp_sum(p, t + 1, mx);
+            float sum;
+            if (j->sink) { /* one more term in the denominator, no value: p_sink = e^(z - m) / sum */
+                const float z = j->sink[h];
+                mx = z > mx ? z : mx;
+                const float ez = expf(z - mx);
+                sum = j->k->exp_sum(p, t + 1, mx) + ez;
+                j->a->psink[h * T + t] = ez / sum;
+            } else {
+                sum = j->k->exp_sum(p, t + 1, mx);
+            }
             for (size_t i = 0; i <= t; i++)
                 p[i] /= sum;
             memset(p + t + 1, 0, (T - t - 1) * sizeof(float));
@@ -411,9 +423,9 @@ static void attention_fwd_head(void *ctx, size_t h)
     }
 }
 
-static void attention_fwd(const Model *m, BackpropState *s, LayerAct *a, size_t T)
+static void attention_fwd(const Model *m, BackpropState *s, const LayerWeights *w, LayerAct *a, size_t T)
 {
-    AttnJob j = { &m->cfg, m->kern, s, a, a->p, a->o, T };
+    AttnJob j = { &m->cfg, m->kern, s, a, a->p, a->o, T, w->attn_sink, NULL };
     memset(a->o, 0, T * config_q_dim(&m->cfg) * sizeof(float));
     kv_transpose(s, a->k, T);
     pool_run(m->cfg.n_heads, attention_fwd_head, &j);
@@ -446,9 +458,9 @@ static void layer_fwd(const Model *m, BackpropState *s, const LayerWeights *w, L
     memset(a->v, 0, T * kvd * sizeof(float));
     Proj qkv[3] = { { a->q, w->wq, qd }, { a->k, w->wk, kvd }, { a->v, w->wv, kvd } };
     project(s, k, a->xn1, T, d, qkv, 3);
-    AttnJob rj = { c, k, s, a, a->p, a->o, T };
+    AttnJob rj = { c, k, s, a, a->p, a->o, T, NULL, NULL };
     par_rows(T, qd + kvd, rope_rows, &rj);
-    attention_fwd(m, s, a, T);
+    attention_fwd(m, s, w, a, T);
     s->flops += attention_flops(c, T);
     memcpy(a->x_mid, x, T * d * sizeof(float)); /* x_mid = x + o W_o^T */
     Proj o = { a->x_mid, w->wo, d };
@@ -586,7 +598,10 @@ static void rope_bwd_rows(void *ctx, size_t r0, size_t r1)
 }
 
 /* One query head: d p = d o . v and the softmax's backward into s->ds (d
- * scores, scaled; zero past each row's position), then dq += ds k. */
+ * scores, scaled; zero past each row's position), then dq += ds k. A learnt
+ * sink z is a score whose value is 0: its d p is 0, so the rows' ds keep
+ * their form and d z = -p_sink sum_j p_j d p_j, summed over the rows in
+ * order (one head a job: the same bytes for every thread count). */
 static void attention_bwd_head(void *ctx, size_t h)
 {
     const AttnJob *j = ctx;
@@ -597,7 +612,7 @@ static void attention_bwd_head(void *ctx, size_t h)
     const float scale = 1.0f / sqrtf((float)hd);
     const float *vt = s->kvt + kh * hd * T, *kh_rows = j->a->k + kh * hd, *ph = j->a->p + h * T * T;
     const float *doh = s->datt + h * hd;
-    float *dsh = s->ds + h * T * T, *dqh = s->dq + h * hd;
+    float *dsh = s->ds + h * T * T, *dqh = s->dq + h * hd, dz = 0.0f;
     for (size_t t0 = 0; t0 < T; t0 += ATT_ROWS) {
         const size_t t1 = min2(t0 + ATT_ROWS, T);
         for (size_t t = t0; t < t1; t++)
@@ -611,9 +626,13 @@ static void attention_bwd_head(void *ctx, size_t h)
             for (size_t i = 0; i <= t; i++)
                 dp[i] = p[i] * (dp[i] - pdp) * scale;
             memset(dp + t + 1, 0, (T - t - 1) * sizeof(float));
+            if (j->dsink)
+                dz -= j->a->psink[h * T + t] * pdp;
         }
         j->k->gemm_nn(dqh + t0 * qd, qd, dsh + t0 * T, T, kh_rows, kvd, t1 - t0, t1, hd); /* dq += ds k */
     }
+    if (j->dsink)
+        j->dsink[h] += dz;
 }
 
 /* Rows [j0, j0 + ATT_ROWS) of one KV head's dv and dk: the sums over the
@@ -636,11 +655,12 @@ static void attention_bwd_keys(void *ctx, size_t i)
 }
 
 /* d o (s->datt) back through the softmax attention into s->dq, s->dk, s->dv. */
-static void attention_bwd(const Model *m, BackpropState *s, const LayerAct *a, size_t T)
+static void attention_bwd(const Model *m, BackpropState *s, const LayerWeights *w, LayerWeights *gw,
+                          const LayerAct *a, size_t T)
 {
     const Config *c = &m->cfg;
     const size_t qd = config_q_dim(c), kvd = config_kv_dim(c);
-    AttnJob j = { c, m->kern, s, a, NULL, NULL, T };
+    AttnJob j = { c, m->kern, s, a, NULL, NULL, T, w->attn_sink, w->attn_sink ? gw->attn_sink : NULL };
     memset(s->dq, 0, T * qd * sizeof(float));
     memset(s->dk, 0, T * kvd * sizeof(float));
     memset(s->dv, 0, T * kvd * sizeof(float));
@@ -695,7 +715,7 @@ static void layer_bwd(const Model *m, BackpropState *s, const LayerWeights *w, L
     Prod *datt = stage_add(&st, PROD_NN, s->datt, qd, T, qd);
     matmul_bwd(s, &st, datt, gw->wo, s->dx, a->o, w->wo, T, qd, d);
     stage_run(&st);
-    attention_bwd(m, s, a, T);
+    attention_bwd(m, s, w, gw, a, T);
     s->flops += 2 * attention_flops(c, T); /* dp and dv, then dq and dk */
     par_rows(T, qd + kvd, rope_bwd_rows, s);
     memset(s->dxb, 0, T * d * sizeof(float));

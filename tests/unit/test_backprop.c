@@ -75,7 +75,9 @@ static double ref_loss(const Model *m, const int *tok, size_t T, size_t at, doub
                 for (size_t t = 0; t < T; t++)
                     for (size_t h = 0; h < H; h++) {
                         size_t kh = h / (H / KV);
-                        double s[T_LEN], mx = -1e300, sum = 0;
+                        /* a learnt sink: one more term in the denominator, no value */
+                        const double z = lw->attn_sink ? W(lw->attn_sink)[h] : -1e300;
+                        double s[T_LEN], mx = z, sum = 0;
                         for (size_t j = 0; j <= t; j++) {
                             s[j] = 0;
                             for (size_t i = 0; i < hd; i++)
@@ -85,6 +87,7 @@ static double ref_loss(const Model *m, const int *tok, size_t T, size_t at, doub
                         }
                         for (size_t j = 0; j <= t; j++)
                             sum += s[j] = exp(s[j] - mx);
+                        sum += lw->attn_sink ? exp(z - mx) : 0.0;
                         for (size_t i = 0; i < hd; i++) {
                             o[t][h * hd + i] = 0;
                             for (size_t j = 0; j <= t; j++)
@@ -133,12 +136,20 @@ static double ref_loss(const Model *m, const int *tok, size_t T, size_t at, doub
     return loss / (double)T;
 }
 
-static void test_forward_is_the_engines(void **state)
+/* With attn_sink = learned, sinks spread around 0 (where training starts)
+ * far enough that each takes a real share. */
+static void set_sinks(Model *m)
 {
-    (void)state;
-    Config cfg = tiny_config();
+    for (size_t l = 0; m->cfg.attn_sink && l < m->cfg.n_layers; l++)
+        for (size_t h = 0; h < m->cfg.n_heads; h++)
+            m->layers[l].attn_sink[h] = 0.6f * (float)((l * m->cfg.n_heads + h) % 4) - 0.9f;
+}
+
+static void forward_is_the_engines(Config cfg)
+{
     Model m;
     test_model(&m, &cfg);
+    set_sinks(&m);
     BackpropState *s;
     Err e = { 0 };
     assert_int_equal(backprop_init(&s, &cfg, T_LEN, &e), 0);
@@ -160,13 +171,21 @@ static void test_forward_is_the_engines(void **state)
     model_free(&m);
 }
 
-static void test_gradients(void **state)
+static void test_forward_is_the_engines(void **state)
 {
     (void)state;
     Config cfg = tiny_config();
+    forward_is_the_engines(cfg);
+    cfg.attn_sink = SINK_LEARNED;
+    forward_is_the_engines(cfg);
+}
+
+static void check_gradients(Config cfg)
+{
     Model m, g;
     test_model(&m, &cfg);
     test_model(&g, &cfg);
+    set_sinks(&m);
     memset(g.arena, 0, g.arena_floats * sizeof(float));
     BackpropState *s;
     Err e = { 0 };
@@ -192,11 +211,24 @@ static void test_gradients(void **state)
         largest = fmax(largest, fabs(num));
         checked++;
     }
-    printf("  %zu gradients checked, the largest %.3g; worst relative error %.3g\n", checked, largest, worst);
+    printf("  %s: %zu gradients checked, the largest %.3g; worst relative error %.3g\n",
+           cfg.attn_sink ? "learnt sinks" : "no sinks", checked, largest, worst);
     assert_true(largest > 1e-2); /* gradients big enough for the check to mean something */
+    for (size_t l = 0; cfg.attn_sink && l < cfg.n_layers; l++) /* the sinks' own, too */
+        for (size_t h = 0; h < cfg.n_heads; h++)
+            assert_true(fabs(g.layers[l].attn_sink[h]) > 1e-4);
     backprop_free(s);
     model_free(&m);
     model_free(&g);
+}
+
+static void test_gradients(void **state)
+{
+    (void)state;
+    Config cfg = tiny_config();
+    check_gradients(cfg);
+    cfg.attn_sink = SINK_LEARNED; /* the arena's last n_layers * n_heads: the sink logits */
+    check_gradients(cfg);
 }
 
 /* The FLOPs the trainer reports for one window: each weight matrix's
@@ -233,16 +265,17 @@ static void test_flop_count(void **state)
  * every kernel table this CPU runs: a window long enough for two attention
  * blocks and pieces of rows on every step, sizes that are not multiples of
  * the kernels' tiles. */
-static void test_threads_same_bytes(void **state)
+enum { LONG = 45 };
+static void threads_same_bytes(int sink)
 {
-    (void)state;
-    enum { LONG = 45 };
     Config cfg = test_config(2, 4, 2);
     /* widths that put the norms, SwiGLU and the softmax on the pool too (backprop.c's PAR_MIN_FLOATS) */
     cfg.d_model = 380, cfg.head_dim = 6, cfg.ffn_dim = 373, cfg.vocab = 371, cfg.max_seq_len = LONG;
+    cfg.attn_sink = sink ? SINK_LEARNED : SINK_NONE;
     Model m, g;
     test_model(&m, &cfg);
     test_model(&g, &cfg);
+    set_sinks(&m);
     BackpropState *s;
     Err e = { 0 };
     assert_int_equal(backprop_init(&s, &cfg, LONG, &e), 0);
@@ -276,6 +309,13 @@ static void test_threads_same_bytes(void **state)
     backprop_free(s);
     model_free(&m);
     model_free(&g);
+}
+
+static void test_threads_same_bytes(void **state)
+{
+    (void)state;
+    threads_same_bytes(0);
+    threads_same_bytes(1);
 }
 
 /* With add_bos, every window the trainer reads starts with bos_token and
