@@ -1,9 +1,10 @@
 # streaming.gp: figure 12 of `kvscope plot`: StreamingLLM's comparison on
-# kvscope's trained model. The held-out text streams far past the context
-# the model trained on; each line is the mean negative log-likelihood
-# (log-perplexity, nats a token) of a bin of positions, for the full cache,
-# a window, a window with 1 and with 4 attention sinks at the same budget,
-# and the window recomputed from scratch at every step.
+# kvscope's trained model. The held-out text streams to four times the
+# context the model trained on; each line is the mean negative
+# log-likelihood (log-perplexity, nats a token) of a bin of positions, for
+# the full cache, a window, 4 attention sinks beside a window at the same
+# budget, llama.cpp's context shift keeping 0 and 4 first tokens, and the
+# window recomputed from scratch (sampled steps).
 #
 # usage: gnuplot -c streaming.gp streaming.tsv OUT TERM
 #   streaming.tsv  kvscope's data: one row per bin of positions;
@@ -36,10 +37,12 @@ set linetype 3 lc rgb "#009E73" lw 2 dt 2
 set linetype 4 lc rgb "#D55E00" lw 2.5
 set linetype 5 lc rgb "#CC79A7" lw 1.5 pt 6 ps 1.6
 set linetype 6 lc rgb "#999999" lw 1.5 dt 4
+set linetype 7 lc rgb "#E69F00" lw 2 dt 3
+set linetype 8 lc rgb "#56B4E9" lw 2 dt 2
 
 set title title font ",14"
-set label 101 caption at screen 0.01, screen 0.09 left font ",9"
-set bmargin 11
+set label 101 caption at screen 0.01, screen 0.135 left font ",9"
+set bmargin 14
 set xlabel "position in the stream (tokens)"
 set ylabel "log-perplexity: mean -ln p of the next token (nats)"
 set grid xtics ytics lc rgb "#dddddd"
@@ -51,7 +54,10 @@ set label 102 sprintf(" the %d positions it trained on", trained) at trained, gr
 
 plot data using 1:(column("full_log_ppl")) with lines lt 1 title "full cache (every position kept)", \
      data using 1:(column("window_log_ppl")) with lines lt 2 title sprintf("window of %d (ring)", window), \
-     data using 1:(column("sinks1_log_ppl")) with lines lt 3 title sprintf("1 sink + window of %d", window - 1), \
-     data using 1:(column("sinks4_log_ppl")) with lines lt 4 title sprintf("4 sinks + window of %d", window - 4), \
+     data using 1:(column("sinks4_log_ppl")) with lines lt 4 \
+         title sprintf("%d sinks + window of %d (ring: sinks at their positions)", sinks, window - sinks), \
+     data using 1:(column("shift0_log_ppl")) with lines lt 7 title sprintf("context shift, %d rows, keep 0", window), \
+     data using 1:(column("shift4_log_ppl")) with lines lt 8 \
+         title sprintf("context shift, %d rows, keep %d (llama.cpp: kept tokens moved with the rest)", window, sinks), \
      data using 1:(column("recompute_log_ppl")) with points lt 5 \
-         title sprintf("last %d tokens recomputed from position 0 at every step", window)
+         title sprintf("first token + last %d recomputed from position 0 (sampled steps)", window - 1)

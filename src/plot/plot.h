@@ -123,6 +123,7 @@ typedef struct {
     int model_ready;
     int *ids;
     size_t *bytes, n;     /* the first n tokens of the text are streamed */
+    size_t prefill;       /* tokens of the first pass (0: 1), the rest one a step */
     KvCache **caches;     /* [n_caches], the reference first */
     EvalResult *res;      /* [n_caches] after plot_eval_run */
     size_t n_caches;

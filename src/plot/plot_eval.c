@@ -60,7 +60,7 @@ static int tell_positions(void *user, size_t done, size_t total)
 
 int plot_eval_run(const PlotCtx *ctx, PlotEval *j, int per_position, Err *e)
 {
-    EvalOptions eo = { .prefill = 1, .token_bytes = j->bytes, .per_position = per_position,
+    EvalOptions eo = { .prefill = j->prefill ? j->prefill : 1, .token_bytes = j->bytes, .per_position = per_position,
                        .segments = EVAL_CI_SEGMENTS };
     if (eval_run(&j->m, j->caches, j->n_caches, j->ids, j->n, &eo, j->res, ctx->progress ? tell_positions : NULL,
                  (void *)ctx, e) < 0)

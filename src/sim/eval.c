@@ -250,12 +250,12 @@ void eval_result_free(EvalResult *r)
     r->n_seg = 0;
 }
 
-int eval_recompute_window(const Model *m, const int *ids, size_t n, size_t prefill, size_t window, double *nll_at,
-                          Err *e)
+int eval_recompute_window(const Model *m, const int *ids, size_t n, size_t prefill, size_t window, size_t stride,
+                          double *nll_at, Err *e)
 {
     const size_t V = m->cfg.vocab, P = prefill;
     const int bos = m->cfg.add_bos;
-    if (P == 0 || n <= P || window < 1 + (size_t)bos || window > m->cfg.max_seq_len)
+    if (P == 0 || n <= P || window < 1 + (size_t)bos || window > m->cfg.max_seq_len || stride == 0)
         return err_set(e, ERR_USAGE, "eval: a window of %zu over %zu tokens after a prefill of %zu", window, n, P);
     if (bos && ids[0] != m->cfg.bos_token)
         return err_set(e, ERR_USAGE, "eval: the model reads every sequence from token %d, and this one starts "
@@ -270,6 +270,10 @@ int eval_recompute_window(const Model *m, const int *ids, size_t n, size_t prefi
     }
     int rc = 0;
     for (size_t t = P - 1; rc == 0 && t + 1 < n; t++) {
+        if ((t - (P - 1)) % stride) {
+            nll_at[t - (P - 1)] = NAN;
+            continue;
+        }
         /* A model trained with a first token saw it at position 0 of every
          * sequence: the window is that token and the last window - 1 tokens,
          * as llama.cpp's context shift keeps it; otherwise the last window. */

@@ -77,9 +77,10 @@ void eval_result_free(EvalResult *r);
  * bos_token (ERR_USAGE otherwise) and every window starts with it, as the
  * model trained: the first token and the last window - 1 tokens, as
  * llama.cpp's context shift keeps it. The same steps as eval_run with
- * prefill P: nll_at [n - P] gets -ln p of each next token. Costs a
- * window's forward per step. */
-int eval_recompute_window(const Model *m, const int *ids, size_t n, size_t prefill, size_t window, double *nll_at,
-                          Err *e);
+ * prefill P: nll_at [n - P] gets -ln p of each next token, or, to sample
+ * (stride > 1), of every stride-th from the first, NAN at the others. Costs
+ * a window's forward per sampled step. */
+int eval_recompute_window(const Model *m, const int *ids, size_t n, size_t prefill, size_t window, size_t stride,
+                          double *nll_at, Err *e);
 
 #endif

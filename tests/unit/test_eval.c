@@ -207,8 +207,8 @@ static void test_recompute_window(void **state)
     test_tokens(ids, N_TOK, cfg.vocab, 5);
     double whole[N_TOK - PREFILL], short_w[N_TOK - PREFILL];
     Err e = { 0 };
-    if (eval_recompute_window(&m, ids, N_TOK, PREFILL, N_TOK, whole, &e) < 0 ||
-        eval_recompute_window(&m, ids, N_TOK, PREFILL, 8, short_w, &e) < 0)
+    if (eval_recompute_window(&m, ids, N_TOK, PREFILL, N_TOK, 1, whole, &e) < 0 ||
+        eval_recompute_window(&m, ids, N_TOK, PREFILL, 8, 1, short_w, &e) < 0)
         fail_msg("recompute: %s", e.msg);
     for (size_t t = PREFILL - 1; t + 1 < N_TOK; t++) {
         const size_t k = t - (PREFILL - 1), first = t + 1 > 8 ? t + 1 - 8 : 0;
@@ -218,7 +218,12 @@ static void test_recompute_window(void **state)
         assert_true(fabs(short_w[k] - ref) <= 1e-5 * fmax(1.0, fabs(ref)));
     }
     assert_true(fabs(short_w[N_TOK - PREFILL - 1] - whole[N_TOK - PREFILL - 1]) > 1e-6); /* it did forget */
-    assert_int_equal(eval_recompute_window(&m, ids, N_TOK, PREFILL, 0, whole, &e), -1);
+    assert_int_equal(eval_recompute_window(&m, ids, N_TOK, PREFILL, 0, 1, whole, &e), -1);
+    double sampled[N_TOK - PREFILL]; /* every third step: the same numbers there, NAN between */
+    if (eval_recompute_window(&m, ids, N_TOK, PREFILL, 8, 3, sampled, &e) < 0)
+        fail_msg("recompute: %s", e.msg);
+    for (size_t k = 0; k < N_TOK - PREFILL; k++)
+        assert_true(k % 3 ? isnan(sampled[k]) : sampled[k] == short_w[k]);
     model_free(&m);
 }
 
@@ -240,12 +245,12 @@ static void test_recompute_window_bos(void **state)
     enum { W = 8 };
     double got[N_TOK - PREFILL], plain[N_TOK - PREFILL];
     Err e = { 0 };
-    if (eval_recompute_window(&m, ids, N_TOK, PREFILL, W, got, &e) < 0)
+    if (eval_recompute_window(&m, ids, N_TOK, PREFILL, W, 1, got, &e) < 0)
         fail_msg("recompute: %s", e.msg);
     cfg.add_bos = 0; /* the same weights read as a model without a first token: the last W tokens */
     Model plain_m = m;
     plain_m.cfg = cfg;
-    if (eval_recompute_window(&plain_m, ids, N_TOK, PREFILL, W, plain, &e) < 0)
+    if (eval_recompute_window(&plain_m, ids, N_TOK, PREFILL, W, 1, plain, &e) < 0)
         fail_msg("recompute: %s", e.msg);
     size_t differ = 0;
     for (size_t t = PREFILL - 1; t + 1 < N_TOK; t++) {
@@ -267,7 +272,7 @@ static void test_recompute_window_bos(void **state)
     }
     assert_true(differ > 0); /* keeping the first token changed the windows past W */
     ids[0] = 0;
-    assert_int_equal(eval_recompute_window(&m, ids, N_TOK, PREFILL, W, got, &e), -1);
+    assert_int_equal(eval_recompute_window(&m, ids, N_TOK, PREFILL, W, 1, got, &e), -1);
     assert_int_equal(e.kind, ERR_USAGE);
     model_free(&m);
 }
