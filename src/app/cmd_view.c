@@ -11,6 +11,7 @@
 #include "app/commands.h"
 #include "kv/cache.h"
 #include "sim/session.h"
+#include "sim/setup.h"
 #include "ui/headless.h"
 #include "ui/keys.h"
 #include "ui/tty.h"
@@ -47,6 +48,8 @@ typedef struct {
     int serve;             /* --serve: the simulation screen shows many requests over one pool */
     ServePrefix serve_prefix;     /* --prefix-cache, with --serve */
     ServeWorkload serve_workload; /* --workload, with --serve */
+    const char *draft;     /* --draft: with --speculate, the simulation screen shows speculative decoding */
+    size_t speculate;      /* --speculate K */
     int model_given;
     int no_color, ascii;
     int headless, measure;
@@ -104,6 +107,11 @@ static void help(void)
            "                      radix tree drawn beside the pool)\n"
            "  --workload W        with --serve: random (default), chat (conversations of 3 turns)\n"
            "                      or fewshot (preambles of 40 tokens; see kvscope serve --help)\n"
+           "  --draft NAME        with --speculate K: the simulation screen shows speculative\n"
+           "  --speculate K       decoding, greedy, recorded: NAME drafts K tokens a round (one\n"
+           "                      step each), --model checks them in one pass, both caches give\n"
+           "                      back the refused rows; a step is one event. e.g. --model\n"
+           "                      kjv-small --draft kjv-tiny --speculate 4 (see kvscope run --help)\n"
            "  --cache SPEC        the cache (default contiguous); accepted:\n%s"
            "  --attention FORM    naive (default: the heatmaps need its weights), flash or\n"
            "                      materialize\n"
@@ -208,6 +216,7 @@ static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
         { "measure", no_argument, 0, 0 },           { "serve", no_argument, 0, 0 },
         { "prefix-cache", required_argument, 0, 0 }, { "workload", required_argument, 0, 0 },
         { "threads", required_argument, 0, 0 },
+        { "draft", required_argument, 0, 0 },       { "speculate", required_argument, 0, 0 },
         { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
     };
@@ -238,6 +247,10 @@ static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
             return -1;
         else if (strcmp(name, "threads") == 0 && parse_size0(optarg, "--threads", &o->threads, e) < 0)
             return -1;
+        else if (strcmp(name, "draft") == 0)
+            o->draft = optarg, o->model_given = 1;
+        else if (strcmp(name, "speculate") == 0 && parse_size(optarg, "--speculate", &o->speculate, e) < 0)
+            return -1;
         else if (strcmp(name, "structure") == 0 && structure_parse(optarg, &o->structure, e) < 0)
             return -1;
     }
@@ -247,6 +260,12 @@ static int parse_options(int argc, char **argv, ViewOpts *o, Err *e)
         return err_set(e, ERR_USAGE, "view: unexpected argument '%s' (see `kvscope view --help`)", argv[optind]);
     if (!o->serve && (o->serve_prefix != SERVE_PREFIX_PAGES || o->serve_workload != SERVE_WORKLOAD_RANDOM))
         return err_set(e, ERR_USAGE, "view: --prefix-cache and --workload are for --serve");
+    if (!o->draft != !o->speculate)
+        return err_set(e, ERR_USAGE, "view: --draft and --speculate go together");
+    if (o->speculate && o->speculate > SPEC_MAX_K)
+        return err_set(e, ERR_USAGE, "--speculate: %zu draft tokens a round (1 .. %d)", o->speculate, SPEC_MAX_K);
+    if (o->speculate && (o->serve || o->po.batch > 1))
+        return err_set(e, ERR_USAGE, "view: --speculate shows one sequence decoded: drop --serve and --batch");
     if (o->keys && !o->headless)
         return err_set(e, ERR_USAGE, "view: --keys needs --headless");
     if (o->threads != 1 && pool_set_threads(o->threads, e) < 0) /* 0: every CPU this process may use */
@@ -401,6 +420,52 @@ static int open_serving(const ViewOpts *o, const Config *cfg, const Kernels *ker
     return 0;
 }
 
+/* `view --draft NAME --speculate K`: greedy speculative decoding of the
+ * model (the target) with the draft, both with --cache, run once and
+ * recorded. */
+static int open_speculate(const ViewOpts *o, const Config *cfg, const Kernels *kern, SpecReplay **out, Err *e)
+{
+    Config dcfg;
+    const Kernels *dkern;
+    Model target, draft;
+    int *prompt = NULL;
+    size_t plen;
+    KvCache *tc = NULL, *dc = NULL;
+    SpecReplay *r = calloc(1, sizeof *r);
+    if (!r)
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    if (load_model((void *)o, o->draft, &dcfg, &dkern, e) < 0 || make_prompt((void *)o, cfg, &prompt, &plen, e) < 0 ||
+        setup_tokenizer(cfg, &r->tok, e) < 0) {
+        free(prompt);
+        spec_replay_free(r);
+        free(r);
+        return err_wrap(e, "--draft");
+    }
+    int rc = model_init(&target, cfg, kern, e);
+    if (rc == 0 && (rc = model_init(&draft, &dcfg, dkern, e)) < 0)
+        model_free(&target);
+    if (rc == 0) {
+        target.attend = draft.attend = o->attend;
+        KvGeometry tg = model_kv_geometry(&target, 1), dg = model_kv_geometry(&draft, 1);
+        rc = (tc = kv_open(o->cache_spec, &tg, e)) && (dc = kv_open(o->cache_spec, &dg, e)) ? 0 : -1;
+        if (rc == 0)
+            rc = spec_replay_make(r, &target, tc, &draft, dc, o->cache_spec, prompt, plen, o->go.n_generate,
+                                  o->speculate, e);
+        kv_free(tc);
+        kv_free(dc);
+        model_free(&target);
+        model_free(&draft);
+    }
+    free(prompt);
+    if (rc < 0) {
+        spec_replay_free(r);
+        free(r);
+        return err_wrap(e, "view --speculate");
+    }
+    *out = r;
+    return 0;
+}
+
 static void print_measure(const Measure *m)
 {
     printf("view timing at %dx%d (means; measured, not asserted):\n", m->w, m->h);
@@ -486,6 +551,7 @@ int cmd_view(int argc, char **argv)
     Session *ex = NULL, *sim = NULL;
     BeamReplay *beam = NULL;
     ServeReplay *serving = NULL;
+    SpecReplay *spec = NULL;
     static const int example_prompt[3] = { 0, 1, 2 };
     Config cfg; /* the simulation's model: a decoder steps as a session, anything else as a record */
     const Kernels *kern;
@@ -495,6 +561,7 @@ int cmd_view(int argc, char **argv)
     }
     if (open_session(&o, EXAMPLE_MODEL, example_prompt, 3, EXAMPLE_TOKENS, "contiguous", &ex, &e) < 0 ||
         (o.serve ? open_serving(&o, &cfg, kern, &serving, &e)
+         : o.draft ? open_speculate(&o, &cfg, kern, &spec, &e)
          : cfg.architecture == ARCH_ENCDEC ? open_beam(&o, cfg, kern, &beam, &e)
                                            : open_session(&o, o.mo.model, NULL, 0, o.go.n_generate, o.cache_spec,
                                                           &sim, &e)) < 0) {
@@ -508,6 +575,8 @@ int cmd_view(int argc, char **argv)
         view_init_beam(&v, ex, beam, SCR_EXAMPLE, &hooks);
     else if (serving)
         view_init_serving(&v, ex, serving, SCR_EXAMPLE, &hooks);
+    else if (spec)
+        view_init_spec(&v, ex, spec, SCR_EXAMPLE, &hooks);
     else
         view_init(&v, ex, sim, SCR_EXAMPLE, &hooks);
     /* the roofs for the counters and the roofline: given, kept by bench, or probed now */

@@ -35,6 +35,7 @@ typedef struct {
     double *q;   /* [K][vocab]: the draft's distribution at each proposal */
     double *p;   /* [vocab]: the target's, one row at a time */
     float *sorted; /* [vocab]: scratch for the top-k threshold */
+    const SpecSampling *watch; /* the options holding a watcher, or NULL */
 } Spec;
 
 int spec_accept(const double *p, const double *q, size_t n, int d, double u, double v, int *kept)
@@ -131,6 +132,16 @@ static void spec_free(Spec *s)
         gsl_rng_free(s->rng);
 }
 
+/* Tell the watcher, if there is one, what the round just did. */
+static int tell(const Spec *s, SpecEvent ev, const SpecStats *st, Err *e)
+{
+    if (!s->watch)
+        return 0;
+    ev.st = st;
+    const int rc = s->watch->watch(s->watch->watch_user, &ev);
+    return rc ? err_set(e, ERR_RUNTIME, "speculative decoding stopped by its watcher (%d)", rc) : 0;
+}
+
 static int check(const Model *target, KvCache *tc, const Model *draft, KvCache *dc, size_t plen, size_t n_generate,
                  size_t k, Err *e)
 {
@@ -194,6 +205,7 @@ int speculate(const Model *target, KvCache *tc, const Model *draft, KvCache *dc,
         goto out;
     }
     memcpy(s.toks, prompt, plen * sizeof(int));
+    s.watch = smp && smp->watch ? smp : NULL;
 
     /* the prompt through both: the target chooses the first token */
     if (model_forward(target, &s.ts, tc, prompt, 1, plen, 0, s.tlog, &st->target, e) < 0 ||
@@ -206,7 +218,7 @@ int speculate(const Model *target, KvCache *tc, const Model *draft, KvCache *dc,
     const int eos = smp && smp->stop_at_eos ? target->cfg.eos_token : -1;
     st->at_eos = eos >= 0 && out[0] == eos;
 
-    while (st->generated < n_generate && !st->at_eos) {
+    for (size_t round = 1; st->generated < n_generate && !st->at_eos; round++) {
         const size_t left = n_generate - st->generated;
         const size_t kr = k < left - 1 ? k : left - 1; /* proposals this round: at most left - 1 */
         /* 1. draft: toks[n .. n + kr) */
@@ -217,6 +229,9 @@ int speculate(const Model *target, KvCache *tc, const Model *draft, KvCache *dc,
             st->draft_passes++;
             dlen = end;
             s.toks[end] = choose(&s, s.dlog, vocab, s.q ? s.q + i * vocab : NULL);
+            const SpecEvent ev = { SPEC_EV_DRAFT, round, n, s.toks + n, i + 1, 0, -1, n - 1, dlen, NULL };
+            if (tell(&s, ev, st, e) < 0)
+                goto out;
         }
         /* 2. the target: the pending token and the proposals, one pass of kr + 1 rows */
         const size_t rows = kr + 1;
@@ -247,6 +262,9 @@ int speculate(const Model *target, KvCache *tc, const Model *draft, KvCache *dc,
             if (j == kr) /* every proposal kept: one more from the target */
                 next = choose(&s, s.tlog + kr * vocab, vocab, s.p);
         }
+        const SpecEvent seen = { SPEC_EV_VERIFY, round, n, s.toks + n, kr, j, next, n + kr, dlen, NULL };
+        if (tell(&s, seen, st, e) < 0)
+            goto out;
         for (size_t i = 0; i < kr; i++) {
             st->proposed_at[i]++;
             st->accepted_at[i] += i < j;
@@ -269,6 +287,7 @@ int speculate(const Model *target, KvCache *tc, const Model *draft, KvCache *dc,
                 goto out;
             dlen = keep;
         }
+        const SpecEvent back = { SPEC_EV_ROLLBACK, round, n, NULL, kr, j, next, keep, dlen, NULL };
         n += j + 1;
         for (size_t i = 0; i <= j && !st->at_eos; i++)
             if (out[st->generated + i] == eos && eos >= 0) { /* the tokens past it are dropped */
@@ -277,6 +296,8 @@ int speculate(const Model *target, KvCache *tc, const Model *draft, KvCache *dc,
                 j = i;
             }
         st->generated += j + 1;
+        if (tell(&s, back, st, e) < 0)
+            goto out;
     }
     rc = 0;
 out:

@@ -36,6 +36,29 @@ typedef struct {
     int at_eos;                      /* the run ended at the end-of-text token, generated tokens in */
 } SpecStats;
 
+/* What a round has just done, for a watcher (the view's record). */
+typedef enum {
+    SPEC_EV_DRAFT,   /* the draft proposed one more token (proposed says how many this round) */
+    SPEC_EV_VERIFY,  /* the target checked the round's proposals in one pass; kept and next say what it found */
+    SPEC_EV_ROLLBACK /* both caches gave back the rows of the refused proposals */
+} SpecEventKind;
+
+typedef struct {
+    SpecEventKind kind;
+    size_t round;          /* from 1 */
+    size_t committed;      /* tokens committed before the round: prompt and generated */
+    const int *proposals;  /* DRAFT, VERIFY: [proposed] the round's draft tokens; ROLLBACK: NULL (the
+                              token after the kept ones is now the target's own) */
+    size_t proposed;
+    size_t kept;           /* VERIFY, ROLLBACK: the proposals kept, a prefix */
+    int next;              /* VERIFY, ROLLBACK: the target's own token after them (-1 before) */
+    size_t target_rows, draft_rows; /* token rows each cache holds now */
+    const SpecStats *st;   /* the run so far (this round's counts are in from ROLLBACK on) */
+} SpecEvent;
+
+/* Told after each event; a non-zero return stops the run (returned). */
+typedef int (*SpecWatchFn)(void *user, const SpecEvent *ev);
+
 /* Sampling (temperature > 0) instead of greedy choices: each model's
  * distribution is the softmax of its logits over temperature, among its
  * top_k tokens (0: all). A proposal d drawn from the draft's q is kept
@@ -50,6 +73,8 @@ typedef struct {
     unsigned long seed; /* gsl mt19937 */
     int stop_at_eos;    /* 1: the run ends at the target's end-of-text token (cfg.eos_token, when it has
                            one), the last token out (SpecStats.at_eos) */
+    SpecWatchFn watch;  /* optional: told every draft token, verification and roll-back */
+    void *watch_user;
 } SpecSampling;
 
 /* The acceptance rule on one proposal: p, q [n] the target's and the

@@ -50,6 +50,9 @@ void panel_beams(Frame *f, Rect body, const View *v);
 /* A recorded serving run at v->replay_step: the pool's pages by the request
  * holding them, the requests, the step's counters (panel_serving.c). */
 void panel_serving(Frame *f, Rect body, const View *v);
+/* Recorded speculative decoding at v->replay_step: both caches' rows, the
+ * round's proposals, the run's counts (panel_speculate.c). */
+void panel_speculate(Frame *f, Rect body, const View *v);
 /* What the newest pass did, in one line (shared by sim and compare). */
 void panel_what(Frame *f, Rect r, const Session *s);
 

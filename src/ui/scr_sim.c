@@ -36,6 +36,10 @@ static void draw(Frame *f, Rect b, const View *v)
         panel_serving(f, b, v);
         return;
     }
+    if (v->spec) { /* a draft and a target, round by round */
+        panel_speculate(f, b, v);
+        return;
+    }
     const Session *s = v->sim;
     const Config *c = &session_model(s)->cfg;
     const int focus = v->focus[SCR_SIM];

@@ -50,15 +50,21 @@ void view_init_serving(View *v, Session *ex, ServeReplay *serving, ScreenId scre
     v->serving = serving;
 }
 
+void view_init_spec(View *v, Session *ex, SpecReplay *spec, ScreenId screen, const ViewHooks *hooks)
+{
+    view_init(v, ex, NULL, screen, hooks);
+    v->spec = spec;
+}
+
 size_t view_replay_steps(const View *v)
 {
-    return v->beam ? v->beam->n_frames : v->serving ? v->serving->result.n_steps : 0;
+    return v->beam ? v->beam->n_frames : v->serving ? v->serving->result.n_steps : v->spec ? v->spec->n_frames : 0;
 }
 
 /* The recorded run's model, for messages. */
 static const char *replay_model(const View *v)
 {
-    return v->beam ? v->beam->model : v->serving ? v->serving->model : "";
+    return v->beam ? v->beam->model : v->serving ? v->serving->model : v->spec ? v->spec->target : "";
 }
 
 static void free_compare(View *v)
@@ -84,6 +90,11 @@ void view_free(View *v)
         serve_replay_free(v->serving);
         free(v->serving);
         v->serving = NULL;
+    }
+    if (v->spec) {
+        spec_replay_free(v->spec);
+        free(v->spec);
+        v->spec = NULL;
     }
 }
 
@@ -180,9 +191,12 @@ static unsigned apply_replay(View *v, Op op)
         if (v->beam)
             view_status(v, 0, "search complete: %zu step%s, the best hypothesis %zu token%s (r resets, Left goes "
                         "back)", n, n == 1 ? "" : "s", v->beam->best_len, v->beam->best_len == 1 ? "" : "s");
-        else
+        else if (v->serving)
             view_status(v, 0, "every request served: %zu step%s, %zu tokens generated (r resets, Left goes back)",
                         n, n == 1 ? "" : "s", v->serving->result.generated_tokens);
+        else
+            view_status(v, 0, "generation complete: %zu tokens in %zu target passes (r resets, Left goes back)",
+                        v->spec->final.generated, v->spec->final.target_passes);
     } else if (op == OP_BACK && v->replay_step == 0) {
         view_status(v, 0, "at the start: nothing has run yet");
     }

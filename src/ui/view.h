@@ -19,6 +19,7 @@
 
 #include "sim/beam_replay.h"
 #include "sim/serve_replay.h"
+#include "sim/spec_replay.h"
 #include "sim/session.h"
 #include "stats/roofline.h"
 #include "ui/frame.h"
@@ -78,9 +79,10 @@ typedef struct {
 typedef struct {
     Session *ex;            /* the worked example */
     Session *sim;           /* the simulation; its model and prompt drive compare too. NULL when
-                               the simulation screen shows a recorded run (beam or serving) instead */
+                               the simulation screen shows a recorded run (beam, serving or speculation) instead */
     BeamReplay *beam;       /* an encoder-decoder's beam search, recorded; or NULL */
     ServeReplay *serving;   /* many requests served over one pool, recorded; or NULL */
+    SpecReplay *spec;       /* speculative decoding, recorded; or NULL */
     size_t replay_step;     /* steps of the recorded run shown: 0 .. its steps */
     Session *cmp[3];        /* compare: cache A, cache B, and the exact reference */
     char cmp_spec[2][96];
@@ -112,6 +114,8 @@ void view_init(View *v, Session *ex, Session *sim, ScreenId screen, const ViewHo
 void view_init_beam(View *v, Session *ex, BeamReplay *beam, ScreenId screen, const ViewHooks *hooks);
 /* The same with a recorded serving run (`view --serve`). Takes ownership. */
 void view_init_serving(View *v, Session *ex, ServeReplay *serving, ScreenId screen, const ViewHooks *hooks);
+/* The same with recorded speculative decoding (`view --draft --speculate`). Takes ownership. */
+void view_init_spec(View *v, Session *ex, SpecReplay *spec, ScreenId screen, const ViewHooks *hooks);
 /* Steps of the recorded run on the simulation screen (0 without one). */
 size_t view_replay_steps(const View *v);
 void view_free(View *v);
