@@ -1,6 +1,7 @@
 /* weights_kvw.c: a decoder's weights as named tensors, and reading them
  * from a kvscope weights file (ckpt/kvw.h); trained models ship so. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model/model.h"
@@ -64,5 +65,19 @@ int weights_load_kvw(Model *m, const char *path, Err *e)
     if (n > sizeof t / sizeof t[0])
         return err_set(e, ERR_USAGE, "model '%s': too many layers for a weights file", c->name);
     KvwShape shape = model_kvw_shape(c);
-    return kvw_read(path, &shape, t, n, 0, e);
+    if (kvw_read(path, &shape, t, n, 0, e) < 0)
+        return -1;
+    if (c->attn_sink)
+        return 0;
+    float *probe_data = malloc(c->n_heads * sizeof *probe_data); /* sinks the file holds would go unread */
+    if (!probe_data)
+        return err_set(e, ERR_RUNTIME, "out of memory");
+    KvwTensor probe = { "layer0.attn_sink", KVW_F32, 1, (uint32_t)c->n_heads, probe_data };
+    Err pe = { 0 };
+    const int rc = kvw_read(path, &shape, &probe, 1, 1, &pe);
+    free(probe_data);
+    if (rc < 0 || probe.rows) /* there, of this shape or another */
+        return err_set(e, ERR_USAGE, "'%s' holds learnt attention sinks; model '%s' says attn_sink = none (set "
+                       "attn_sink = learned)", path, c->name);
+    return 0;
 }

@@ -40,12 +40,20 @@ static void table(FILE *f, const AttnRun *r, const AttnStats *s)
     fprintf(f, "queries %zu..%zu of each (%zu per head)\n\n", r->opts.from, r->opts.len - 1, s->queries);
     fprintf(f, "mean attention weight on position 0 (* above %.1f: a sink head)\n", ATTN_SINK_THRESHOLD);
     grid(f, s, s->first, 1);
+    if (s->learned) {
+        fprintf(f, "\nmean weight the learnt sink takes (attn_sink = learned: its own term of the softmax, no key; "
+                "* above %.1f)\n", ATTN_SINK_THRESHOLD);
+        grid(f, s, s->learned, 1);
+    }
     fprintf(f, "\nshare of each query's mass on its heaviest %.0f%% of keys\n", 100 * ATTN_TOP_SHARE);
     grid(f, s, s->top, 0);
     fprintf(f, "\nsink heads: %zu of %zu (%.1f%%); over all heads, the weight on position 0 averages %.3f and the "
             "heaviest %.0f%% of keys hold %.3f of the mass (an even spread over the same queries: %.3f and %.3f)\n",
             s->sink_heads, heads, 100.0 * (double)s->sink_heads / (double)heads, mean_of(s->first, heads),
             100 * ATTN_TOP_SHARE, mean_of(s->top, heads), s->even_first, s->even_top);
+    if (s->learned)
+        fprintf(f, "learnt sink: it takes %.3f of the weight over all heads; %zu of %zu heads give it more than %.1f\n",
+                mean_of(s->learned, heads), s->learned_heads, heads, ATTN_SINK_THRESHOLD);
 }
 
 static void json(FILE *f, const AttnRun *r, const AttnStats *s)
@@ -58,6 +66,8 @@ static void json(FILE *f, const AttnRun *r, const AttnStats *s)
                                                    (json_int_t)h, "first", s->first[i], "first_window_sd",
                                                    s->first_sd[i], "top", s->top[i],
                                                    "sink", s->first[i] > ATTN_SINK_THRESHOLD));
+            if (s->learned)
+                json_object_set_new(json_array_get(heads, i), "learned_sink", json_real(s->learned[i]));
         }
     json_t *root = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:I, s:f, s:f, s:o}", "model",
                              r->model,
@@ -67,6 +77,8 @@ static void json(FILE *f, const AttnRun *r, const AttnStats *s)
                              "sink_threshold", ATTN_SINK_THRESHOLD, "top_share", ATTN_TOP_SHARE, "sink_heads",
                              (json_int_t)s->sink_heads, "even_first", s->even_first, "even_top", s->even_top,
                              "heads", heads);
+    if (s->learned)
+        json_object_set_new(root, "learned_sink_heads", json_integer((json_int_t)s->learned_heads));
     json_dumpf(root, f, JSON_INDENT(2));
     fputc('\n', f);
     json_decref(root);
@@ -82,11 +94,14 @@ void attn_report(FILE *f, OutFormat fmt, const AttnRun *r, const AttnStats *s)
         json(f, r, s);
         return;
     }
-    fprintf(f, "layer\thead\tfirst\tfirst_window_sd\ttop\tsink\n");
+    fprintf(f, "layer\thead\tfirst\tfirst_window_sd\ttop\tsink%s\n", s->learned ? "\tlearned_sink" : "");
     for (size_t l = 0; l < s->n_layers; l++)
         for (size_t h = 0; h < s->n_heads; h++) {
             const size_t i = l * s->n_heads + h;
-            fprintf(f, "%zu\t%zu\t%.6f\t%.6f\t%.6f\t%d\n", l, h, s->first[i], s->first_sd[i], s->top[i],
+            fprintf(f, "%zu\t%zu\t%.6f\t%.6f\t%.6f\t%d", l, h, s->first[i], s->first_sd[i], s->top[i],
                     s->first[i] > ATTN_SINK_THRESHOLD);
+            if (s->learned)
+                fprintf(f, "\t%.6f", s->learned[i]);
+            fputc('\n', f);
         }
 }

@@ -21,6 +21,7 @@ void attn_stats_free(AttnStats *s)
     free(s->first);
     free(s->top);
     free(s->first_sd);
+    free(s->learned);
     memset(s, 0, sizeof *s);
 }
 
@@ -52,12 +53,14 @@ int attn_stats_measure(Model *m, const int *ids, size_t n, const AttnStatsOpts *
     out->first = calloc(cells, sizeof *out->first);
     out->top = calloc(cells, sizeof *out->top);
     out->first_sd = calloc(cells, sizeof *out->first_sd);
+    if (c->attn_sink)
+        out->learned = calloc(cells, sizeof *out->learned);
     double *sq = calloc(cells, sizeof *sq); /* sums of squared per-window means */
     float *tmp = malloc(len * sizeof *tmp);
     int *win = malloc(len * sizeof *win);
     ForwardState fs;
     int ready = forward_state_init(&fs, c, len, 1, e) == 0;
-    int rc = ready && out->first && out->top && out->first_sd && sq && tmp && win
+    int rc = ready && out->first && out->top && out->first_sd && (out->learned || !c->attn_sink) && sq && tmp && win
                  ? 0
                  : (e->kind ? -1 : err_set(e, ERR_RUNTIME, "out of memory for the attention weights"));
     const AttendAlgo form = m->attend;
@@ -71,12 +74,20 @@ int attn_stats_measure(Model *m, const int *ids, size_t n, const AttnStatsOpts *
         for (size_t l = 0; l < L; l++)
             for (size_t h = 0; h < H; h++) {
                 const float *head = fs.probs + (l * H + h) * fs.max_q * c->max_seq_len;
-                double first = 0, top = 0;
+                double first = 0, top = 0, learned = 0;
                 for (size_t t = o->from; t < len; t++) { /* query t sees rows 0..t */
                     const float *row = head + t * c->max_seq_len;
                     first += row[0];
                     top += top_sum(row, t + 1, top_count(t + 1), tmp);
+                    if (out->learned) { /* what the keys do not take, the sink does */
+                        double keys = 0;
+                        for (size_t j = 0; j <= t; j++)
+                            keys += row[j];
+                        learned += 1.0 - keys;
+                    }
                 }
+                if (out->learned)
+                    out->learned[l * H + h] += learned;
                 out->first[l * H + h] += first;
                 out->top[l * H + h] += top;
                 sq[l * H + h] += (first / (double)counted) * (first / (double)counted);
@@ -96,6 +107,10 @@ int attn_stats_measure(Model *m, const int *ids, size_t n, const AttnStatsOpts *
             const double var = W > 1 ? (sq[i] - W * out->first[i] * out->first[i]) / (W - 1) : 0;
             out->first_sd[i] = var > 0 ? sqrt(var) : 0;
             out->sink_heads += out->first[i] > ATTN_SINK_THRESHOLD;
+            if (out->learned) {
+                out->learned[i] /= q;
+                out->learned_heads += out->learned[i] > ATTN_SINK_THRESHOLD;
+            }
         }
     }
     if (ready)

@@ -10,6 +10,9 @@
  *   - the mean share of a query's mass on its heaviest 5% of keys (rounded
  *     up, at least one): how concentrated attention is, which is what an
  *     eviction policy that keeps heavy hitters (H2O) relies on.
+ * With learnt sinks (attn_sink = learned) a third: the mean weight the
+ * sink's own term takes, beside position 0's; the other two are then
+ * shares of the whole softmax, the sink's term included.
  * Every query from position `from` on counts once (position 0's own query
  * sees only itself). The windows are evenly spaced over the text, always
  * the same ones. Nothing here prints. */
@@ -37,7 +40,10 @@ typedef struct {
     double *top;          /* [n_layers][n_heads] mean share of mass on the top 5% of keys */
     double *first_sd;     /* [n_layers][n_heads] the spread of the per-window means of first, over windows
                              (sample standard deviation; 0 with one window) */
+    double *learned;      /* [n_layers][n_heads] mean weight the learnt sink takes (attn_sink = learned: its
+                             term of the softmax, 1 minus the keys' weights); NULL for a model without */
     size_t sink_heads;    /* heads whose first passes ATTN_SINK_THRESHOLD */
+    size_t learned_heads; /* heads whose learned passes it */
     double even_first, even_top; /* the same two means for a head that spreads each query's
                                     weight evenly over the keys it sees: the baseline */
 } AttnStats;

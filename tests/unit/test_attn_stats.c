@@ -122,6 +122,40 @@ static void test_against_sorted_rows(void **state)
     check_model(1);
 }
 
+/* A learnt sink's weight, from one query (the last of one window) in layer
+ * 0, whose scores no sink changes: with logit z it takes p = e^z / (e^z + S),
+ * S the keys' sum of exponentials, and the keys keep (1 - p) of the no-sink
+ * model's weights; S found from z = 0.5 predicts p at z = -1.5. */
+static void test_learned_sink(void **state)
+{
+    (void)state;
+    Config c = test_config(1, 2, 1), cs = c;
+    cs.attn_sink = SINK_LEARNED;
+    Model plain, sink;
+    test_model(&plain, &c);
+    test_model(&sink, &cs);
+    int ids[100];
+    test_tokens(ids, 100, c.vocab, 7);
+    const AttnStatsOpts o = { .windows = 1, .len = 30, .from = 29 };
+    AttnStats s0, s1, s2;
+    Err e = { 0 };
+    assert_int_equal(attn_stats_measure(&plain, ids, 100, &o, &s0, &e), 0);
+    assert_null(s0.learned);
+    sink.layers[0].attn_sink[0] = sink.layers[0].attn_sink[1] = 0.5f;
+    assert_int_equal(attn_stats_measure(&sink, ids, 100, &o, &s1, &e), 0);
+    sink.layers[0].attn_sink[0] = sink.layers[0].attn_sink[1] = -1.5f;
+    assert_int_equal(attn_stats_measure(&sink, ids, 100, &o, &s2, &e), 0);
+    for (size_t h = 0; h < 2; h++) {
+        const double p1 = s1.learned[h], S = exp(0.5) * (1 - p1) / p1, p2 = exp(-1.5) / (exp(-1.5) + S);
+        if (fabs(s1.first[h] - (1 - p1) * s0.first[h]) > 1e-6 || fabs(s2.learned[h] - p2) > 1e-6)
+            fail_msg("head %zu: sink %.9g, position 0 %.9g (no sink %.9g); at z = -1.5 %.9g, predicted %.9g", h, p1,
+                     s1.first[h], s0.first[h], s2.learned[h], p2);
+        assert_true(p1 > 0.01 && p1 < 0.99);
+    }
+    attn_stats_free(&s0), attn_stats_free(&s1), attn_stats_free(&s2);
+    model_free(&plain), model_free(&sink);
+}
+
 static void test_refuses(void **state)
 {
     (void)state;
@@ -146,6 +180,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_top_sum),
         cmocka_unit_test(test_against_sorted_rows),
+        cmocka_unit_test(test_learned_sink),
         cmocka_unit_test(test_refuses),
     };
     return cmocka_run_group_tests_name("attn_stats", tests, NULL, NULL);
