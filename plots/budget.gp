@@ -40,8 +40,8 @@ if (term eq "dumb") { set multiplot layout 2,1 title title } else { set multiplo
 set label 101 caption at screen 0.01, screen 0.085 left font ",9"
 set bmargin 11
 set logscale x 2
-set xrange [12:340]
-set xtics (16, 32, 64, 128, 256)
+set xrange [12:680]
+set xtics (16, 32, 64, 128, 256, 512)
 set xlabel "budget: rows per layer the cache holds"
 set grid xtics ytics lc rgb "#dddddd"
 set key top right box opaque samplen 3 spacing 1.2 font ",10"

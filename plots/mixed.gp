@@ -64,9 +64,9 @@ set xrange [*:*]
 set offsets 0, 0, 0, 0
 set xtics autofreq
 plot data using (column("q8_0_cache_bytes") / KiB):(column("q8_0_kl")):(column("q8_0_kl_lo")):(column("q8_0_kl_hi")) \
-         with yerrorlines lt 1 title "q8_0 past, H = 0 .. 256", \
+         with yerrorlines lt 1 title "q8_0 past, H = 0 .. 512", \
      data using (column("q4_0_cache_bytes") / KiB):(column("q4_0_kl")):(column("q4_0_kl_lo")):(column("q4_0_kl_hi")) \
-         with yerrorlines lt 2 title "q4_0 past, H = 0 .. 256", \
+         with yerrorlines lt 2 title "q4_0 past, H = 0 .. 512", \
      data using (column("q4_0_cache_bytes") / KiB):(column("q4_0_kl")):(sprintf("H=%d", column("hot_rows"))) \
          with labels offset 0,1 font ",9" notitle
 unset multiplot

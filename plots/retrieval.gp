@@ -41,8 +41,8 @@ if (term eq "dumb") { set multiplot layout 2,1 title title } else { set multiplo
 set label 101 caption at screen 0.01, screen 0.085 left font ",9"
 set bmargin 11
 set logscale x 2
-set xrange [12:600]
-set xtics (16, 32, 64, 128, 256, 448)
+set xrange [12:1200]
+set xtics (16, 32, 64, 128, 256, 512, 896)
 set xlabel "D: tokens between the fact and the question"
 set grid xtics ytics lc rgb "#dddddd"
 set key top right box opaque samplen 3 spacing 1.2 font ",10"

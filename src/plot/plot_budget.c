@@ -1,15 +1,15 @@
 /* plot_budget.c: figure 14, eviction at an equal budget on real text: a
  * window, a window with 4 sinks, heavy hitters (H2O) and the MLA notes'
  * block-sparse pages, each holding about B rows per layer, streamed over
- * held-out text through the trained kjv-small inside its context, so the
+ * held-out text through the trained kjv-base inside its context, so the
  * exact cache is the reference every policy is measured against. */
 #include "plot/plot.h"
 
 #include <stdio.h>
 
-#define BUDGET_MODEL "kjv-small"
+#define BUDGET_MODEL "kjv-base"
 
-static const size_t budgets[] = { 16, 32, 64, 128, 256 };
+static const size_t budgets[] = { 16, 32, 64, 128, 256, 512 };
 #define N_BUDGETS (sizeof budgets / sizeof budgets[0])
 #define N_QUICK 3 /* --quick: the first three budgets */
 
@@ -76,7 +76,7 @@ int plot_budget(const PlotCtx *ctx, PlotNote *note, Err *e)
 {
     PlotEval j;
     const size_t n_budgets = ctx->quick ? N_QUICK : N_BUDGETS;
-    int rc = plot_eval_open(&j, BUDGET_MODEL, 512, 0, e);
+    int rc = plot_eval_open(&j, BUDGET_MODEL, ctx->quick ? 128 : 1024, 0, e); /* its whole context */
     if (rc == 0)
         rc = plot_eval_add(&j, "contiguous", e);
     for (size_t i = 0; rc == 0 && i < n_budgets * N_POLICIES; i++) {

@@ -8,7 +8,7 @@
 
 #include <stdio.h>
 
-#define FORMATS_MODEL "kjv-small"
+#define FORMATS_MODEL "kjv-base"
 
 static const char *const formats[] = { "f16", "q8_0", "q4_0", "int4", "fp4" };
 #define N_FMT (sizeof formats / sizeof formats[0])
@@ -56,7 +56,7 @@ static int write_tables(const PlotCtx *ctx, const PlotEval *j, Err *e)
 int plot_kv_formats(const PlotCtx *ctx, PlotNote *note, Err *e)
 {
     PlotEval j;
-    int rc = plot_eval_open(&j, FORMATS_MODEL, ctx->quick ? 128 : 512, 0, e); /* inside the trained context */
+    int rc = plot_eval_open(&j, FORMATS_MODEL, ctx->quick ? 64 : 1024, 0, e); /* inside the trained context */
     if (rc == 0)
         rc = plot_eval_add(&j, "contiguous", e);
     for (size_t k = 0; rc == 0 && k < N_FMT; k++)

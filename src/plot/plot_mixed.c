@@ -7,11 +7,11 @@
 
 #include <stdio.h>
 
-#define MIXED_MODEL "kjv-small"
+#define MIXED_MODEL "kjv-base"
 #define GROUP 16
 
 /* 0: every row cold (the cache quantized throughout). */
-static const size_t hots[] = { 0, 16, 32, 64, 128, 256 };
+static const size_t hots[] = { 0, 16, 32, 64, 128, 256, 512 };
 #define N_HOTS (sizeof hots / sizeof hots[0])
 #define N_QUICK 3
 static const char *const colds[] = { "q8_0", "q4_0" };
@@ -57,7 +57,7 @@ int plot_mixed(const PlotCtx *ctx, PlotNote *note, Err *e)
 {
     PlotEval j;
     const size_t n_hots = ctx->quick ? N_QUICK : N_HOTS;
-    int rc = plot_eval_open(&j, MIXED_MODEL, 512, 0, e);
+    int rc = plot_eval_open(&j, MIXED_MODEL, ctx->quick ? 128 : 1024, 0, e); /* its whole context */
     if (rc == 0)
         rc = plot_eval_add(&j, "contiguous", e);
     if (rc == 0)
