@@ -160,7 +160,7 @@ int plot_streaming(const PlotCtx *ctx, PlotNote *note, Err *e)
                  "books (data/text/kjv-valid.txt), the first %zu tokens as one prefill, then one token a step;\neach "
                  "point: the mean -ln p of %zu positions%s.\nBits per byte with 95%% intervals (a percentile "
                  "bootstrap over %zu segments of the text), and paired differences on the same segments:\n%s\n%s\n"
-                 "The window recomputed at every %zu-th step (the first token and the last %zu, at positions 0 .. "
+                 "The window recomputed at one step in %zu (the first token and the last %zu, at positions 0 .. "
                  "%zu): %.3f nats a token at those %zu steps; the window there %.3f, shift4 %.3f.",
                  STREAM_MODEL, trained.max_seq_len, context, bin,
                  ctx->quick ? " (--quick: a context of 64 stands in for the trained one)" : "", s4.iv.segments,
