@@ -9,9 +9,13 @@ PKGS     := gsl ncursesw inih jansson
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CPPFLAGS += -Isrc -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 # OPT is what a build may change (the sanitizer pass sets its own); the
-# standard, the warnings and the library flags always apply
+# standard, the warnings and the library flags always apply.
+# -ffp-contract=off: a * b + c rounds twice unless the code asks for fmaf or
+# an FMA intrinsic, under every compiler (GCC's -std=c11 implies it, clang
+# would fuse), so the kernels round as they are written, the same on
+# every ISA (src/kernels/lanes16.h)
 OPT      ?= -O2 -g
-override CFLAGS += $(OPT) -std=c11 $(WARN) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+override CFLAGS += $(OPT) -std=c11 -ffp-contract=off $(WARN) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -pthread
 
 # the library: every layer below app/ (tests and lesson exercises link it)

@@ -19,7 +19,8 @@
  * Agrees with codec_ref: dequantize bit for bit (the same one multiply per
  * value), dot and axpy within float rounding (FMA, 8 lanes summed at the
  * end; axpy_rows adds the rows in order, one FMA each, q8_0 and q4_0 with
- * w times the block's scale rounded first). quantize is the
+ * w times the block's scale rounded first); f32 and f16 dot and axpy bit
+ * for bit (their dots in 16 lanes as two registers: codec_lanes16_avx2.h). quantize is the
  * reference one except f16 (F16C) and q8_0, with the same bytes. */
 #include <immintrin.h>
 #include <stdint.h>
@@ -291,6 +292,7 @@ void codec_quantize_q8_0_avx2(void *dst, const float *src, size_t n)
 #define ROW_SCALE_PARTS 1 /* int4, fp4: raw_ and scale_, so axpy scales w, not every chunk */
 #define AXPY_CHEAP_PARTS 1 /* f32, f16 values added for 4 heads at a time too */
 #define DOT_AHEAD 2 /* dot_rows prefetches the rows ahead (the values) where it computes: decoding, or G > 1 */
+#define CHEAP_DOTS_OWN 1 /* f32, f16 dots in the AVX-512 codec's order: codec_lanes16_avx2.h */
 typedef __m256 V;
 
 INLINE V v_zero(void) { return _mm256_setzero_ps(); }
@@ -330,6 +332,7 @@ INLINE void v_reduce(float *sums, const V *part)
 }
 
 #include "kernels/codec_tiles.h"
+#include "kernels/codec_lanes16_avx2.h"
 
 /* --- the table -------------------------------------------------------------- */
 

@@ -50,6 +50,21 @@ void fp4_axpy_rows_128_avx512(float *acc, const float *w, size_t ld, size_t G, c
 extern const FormatOps codec_neon[FMT_COUNT];
 #endif
 
+/* How many chains the f32 and f16 dots sum a row's 16-value chunks in: the
+ * AVX-512 codec's choice (codec_tiles_dot.h), which the reference and AVX2
+ * codecs follow so that a score has the same bits on every ISA. Two
+ * (chunk c into chain c % 2: dot_block_q) for rows of 128 values where
+ * dot_tile keeps q in registers, groups of G > 1 heads but 4 (those it
+ * reads in streams); else four (dot_block, dot_block_streams: chunk c into
+ * chain c % 4 while whole groups of four chunks last, the rest into chain
+ * 0). In a chain, value i goes to lane i % 16 by one fused multiply-add;
+ * the chains are added lane by lane in turn, then the lanes in lanes16.h's
+ * tree. */
+static inline size_t codec_dot_chains(size_t n, size_t G)
+{
+    return n == 128 && G > 1 && G != 4 ? 2 : 4;
+}
+
 /* The SIMD codecs unroll their blocks of accumulators fully, so that the
  * accumulators live in registers (codec_avx2.c). Under AddressSanitizer
  * (`make sanitize`), where speed does not matter and clang takes minutes

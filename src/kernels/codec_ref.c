@@ -78,13 +78,18 @@
  *
  * dot accumulates in double, so that the reference is the oracle the SIMD
  * versions (float lanes) are measured against; axpy rounds like plain C,
- * w * v then +=, row after row. The tile forms (dot_rows, axpy_rows) are
- * the specification; the per-row forms are tiles of one row. */
+ * w * v then +=, row after row. Not so f32 and f16, the caches --int-dot
+ * leaves in float: their dot sums in the SIMD codecs' lanes and chains
+ * (codec_dot_chains) and their axpy fuses w * v into the sum, as every
+ * ISA's does, so that one model gives the same bits on every --isa. The
+ * tile forms (dot_rows, axpy_rows) are the specification; the per-row
+ * forms are tiles of one row. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "kernels/codec_isa.h"
+#include "kernels/lanes16.h"
 
 /* --- fp16 ---------------------------------------------------------------- */
 
@@ -476,7 +481,47 @@ static void axpy_rows_with(AtFn at, float *acc, const float *w, size_t ld, size_
     }
 }
 
-#define REF_OPS(fmt)                                                                                        \
+/* f32 and f16: q . row in the order of every ISA's codec (codec_dot_chains,
+ * lanes16.h); lanes past n add 0 * 0, as a masked vector lane does. */
+static float dot_lanes(AtFn at, const float *q, const unsigned char *row, size_t n, size_t chains)
+{
+    float acc[4][LANES] = { { 0 } };
+    const size_t chunks = (n + LANES - 1) / LANES, grouped = n / (chains * LANES) * chains;
+    for (size_t c = 0; c < chunks; c++) {
+        float *a = acc[c < grouped ? c % chains : 0];
+        for (size_t l = 0; l < LANES; l++) {
+            const size_t i = c * LANES + l;
+            a[l] = i < n ? fmaf(q[i], at(row, n, i), a[l]) : fmaf(0.0f, 0.0f, a[l]);
+        }
+    }
+    for (size_t k = 1; k < chains; k++)
+        for (size_t l = 0; l < LANES; l++)
+            acc[0][l] += acc[k][l];
+    return lanes16_reduce(acc[0]);
+}
+
+static void dot_rows_lanes(AtFn at, float *out, size_t ld, const float *q, size_t G, const void *rows,
+                           size_t stride, size_t n_rows, size_t n)
+{
+    const size_t chains = codec_dot_chains(n, G);
+    for (size_t r = 0; r < n_rows; r++)
+        for (size_t g = 0; g < G; g++)
+            out[g * ld + r] = dot_lanes(at, q + g * n, (const unsigned char *)rows + r * stride, n, chains);
+}
+
+/* f32 and f16: w * v fused into the sum, row after row, as the SIMD codecs add. */
+static void axpy_rows_fused(AtFn at, float *acc, const float *w, size_t ld, size_t G, const void *rows,
+                            size_t stride, size_t n_rows, size_t n)
+{
+    for (size_t r = 0; r < n_rows; r++) {
+        const unsigned char *row = (const unsigned char *)rows + r * stride;
+        for (size_t g = 0; g < G; g++)
+            for (size_t i = 0; i < n; i++)
+                acc[g * n + i] = fmaf(w[g * ld + r], at(row, n, i), acc[g * n + i]);
+    }
+}
+
+#define REF_OPS_(fmt, dot_with, axpy_with)                                                                  \
     static void dequantize_##fmt(float *dst, const void *row, size_t n)                                     \
     {                                                                                                       \
         dequantize_with(at_##fmt, dst, row, n);                                                             \
@@ -485,24 +530,26 @@ static void axpy_rows_with(AtFn at, float *acc, const float *w, size_t ld, size_
                                size_t stride, size_t n_rows, size_t n, const RowsAhead *ahead)              \
     {                                                                                                       \
         (void)ahead; /* plain loops: nothing to overlap */                                                  \
-        dot_rows_with(at_##fmt, out, ld, q, G, rows, stride, n_rows, n);                                    \
+        dot_with(at_##fmt, out, ld, q, G, rows, stride, n_rows, n);                                         \
     }                                                                                                       \
     static void axpy_rows_##fmt(float *acc, const float *w, size_t ld, size_t G, const void *rows,          \
                                 size_t stride, size_t n_rows, size_t n)                                     \
     {                                                                                                       \
-        axpy_rows_with(at_##fmt, acc, w, ld, G, rows, stride, n_rows, n);                                   \
+        axpy_with(at_##fmt, acc, w, ld, G, rows, stride, n_rows, n);                                        \
     }                                                                                                       \
     static void dot_##fmt(float *out, const float *q, size_t G, const void *row, size_t n)                  \
     {                                                                                                       \
-        dot_rows_with(at_##fmt, out, 1, q, G, row, 0, 1, n);                                                \
+        dot_with(at_##fmt, out, 1, q, G, row, 0, 1, n);                                                     \
     }                                                                                                       \
     static void axpy_##fmt(float *acc, const float *w, size_t G, const void *row, size_t n)                 \
     {                                                                                                       \
-        axpy_rows_with(at_##fmt, acc, w, 1, G, row, 0, 1, n);                                               \
+        axpy_with(at_##fmt, acc, w, 1, G, row, 0, 1, n);                                                    \
     }
 
-REF_OPS(f32)
-REF_OPS(f16)
+#define REF_OPS(fmt) REF_OPS_(fmt, dot_rows_with, axpy_rows_with)
+
+REF_OPS_(f32, dot_rows_lanes, axpy_rows_fused)
+REF_OPS_(f16, dot_rows_lanes, axpy_rows_fused)
 REF_OPS(q8_0)
 REF_OPS(q4_0)
 REF_OPS(int4)

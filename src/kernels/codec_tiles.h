@@ -37,6 +37,9 @@
  *   DOT_KEYS_AHEAD     optional (default 0: none): how many rows ahead a
  *                      group's cheap key rows are prefetched where no value
  *                      rows are (dot_tile)
+ *   CHEAP_DOTS_OWN     optional, 1: the including file defines the f32 and
+ *                      f16 dot forms itself (dot_rows_<fmt>, dot_<fmt>),
+ *                      after this file and before its table
  *   DOT_AHEAD          optional (default 0: never): where dot_tile
  *                      prefetches the rows ahead (the values) while it
  *                      scores; 1 where it decodes the rows, 2 also for
@@ -111,17 +114,11 @@ INLINE void dequantize_row(ChunkFn chunk, float *dst, const Row *r, size_t n)
  * scale and bc the split (dot, axpy) of a block-scaled format (PartFn), or
  * NULL, NULL, 0, and bb the bytes of its blocks (else 0). The per-row forms
  * are tiles of one row. */
-#define CODEC_TILE_OPS_(fmt, per_row_scale, cheap, raw, scale, bc, bb)                                      \
+#define CODEC_TILE_OPS_NODOT_(fmt, per_row_scale, cheap, raw, scale, bc, bb)                                \
     static void dequantize_##fmt(float *dst, const void *row, size_t n)                                     \
     {                                                                                                       \
         const Row r = row_of(row, n, per_row_scale);                                                        \
         dequantize_row(chunk_##fmt, dst, &r, n);                                                            \
-    }                                                                                                       \
-    static void dot_rows_##fmt(float *out, size_t ld, const float *q, size_t G, const void *rows,           \
-                               size_t stride, size_t n_rows, size_t n, const RowsAhead *ahead)              \
-    {                                                                                                       \
-        dot_tile(chunk_##fmt, raw, scale, bc, per_row_scale, cheap, out, ld, q, G, rows, stride, n_rows, n,  \
-                 ahead);                                                                                    \
     }                                                                                                       \
     static void axpy_rows_##fmt(float *acc, const float *w, size_t ld, size_t G, const void *rows,          \
                                 size_t stride, size_t n_rows, size_t n)                                     \
@@ -129,21 +126,35 @@ INLINE void dequantize_row(ChunkFn chunk, float *dst, const Row *r, size_t n)
         axpy_tile(chunk_##fmt, raw, scale, bc, bb, per_row_scale, cheap, acc, w, ld, G, rows, stride, n_rows,  \
                   n);                                                                                       \
     }                                                                                                       \
-    static void dot_##fmt(float *out, const float *q, size_t G, const void *row, size_t n)                  \
-    {                                                                                                       \
-        dot_rows_##fmt(out, 1, q, G, row, 0, 1, n, NULL);                                                   \
-    }                                                                                                       \
     static void axpy_##fmt(float *acc, const float *w, size_t G, const void *row, size_t n)                 \
     {                                                                                                       \
         axpy_rows_##fmt(acc, w, 1, G, row, 0, 1, n);                                                        \
+    }
+
+#define CODEC_TILE_OPS_(fmt, per_row_scale, cheap, raw, scale, bc, bb)                                      \
+    CODEC_TILE_OPS_NODOT_(fmt, per_row_scale, cheap, raw, scale, bc, bb)                                    \
+    static void dot_rows_##fmt(float *out, size_t ld, const float *q, size_t G, const void *rows,           \
+                               size_t stride, size_t n_rows, size_t n, const RowsAhead *ahead)              \
+    {                                                                                                       \
+        dot_tile(chunk_##fmt, raw, scale, bc, per_row_scale, cheap, out, ld, q, G, rows, stride, n_rows, n,  \
+                 ahead);                                                                                    \
+    }                                                                                                       \
+    static void dot_##fmt(float *out, const float *q, size_t G, const void *row, size_t n)                  \
+    {                                                                                                       \
+        dot_rows_##fmt(out, 1, q, G, row, 0, 1, n, NULL);                                                   \
     }
 
 #define CODEC_TILE_OPS(fmt, per_row_scale, cheap) CODEC_TILE_OPS_(fmt, per_row_scale, cheap, NULL, NULL, 0, 0)
 /* A block-scaled format: bc chunks a block of bb bytes, decoded by raw_<fmt> and scale_<fmt>. */
 #define CODEC_TILE_OPS_SPLIT(fmt, bc, bb) CODEC_TILE_OPS_(fmt, 0, 0, raw_##fmt, scale_##fmt, bc, bb)
 
+#if CHEAP_DOTS_OWN /* the ISA file defines dot_rows_f32, dot_f32 and f16's itself (codec_avx2.c) */
+CODEC_TILE_OPS_NODOT_(f32, 0, 4, NULL, NULL, 0, 0)
+CODEC_TILE_OPS_NODOT_(f16, 0, 2, NULL, NULL, 0, 0)
+#else
 CODEC_TILE_OPS(f32, 0, 4)
 CODEC_TILE_OPS(f16, 0, 2)
+#endif
 CODEC_TILE_OPS_SPLIT(q8_0, QK8_0 / W, sizeof(BlockQ8_0))
 CODEC_TILE_OPS_SPLIT(q4_0, QK4_0 / W, sizeof(BlockQ4_0))
 #if ROW_SCALE_PARTS /* the ISA gives raw_<fmt> and scale_<fmt> of int4 and fp4 too */

@@ -5,13 +5,30 @@
 #include <math.h>
 
 #include "kernels/kernels_isa.h"
+#include "kernels/lanes16.h"
 
+/* The lanes' sum as _mm512_reduce_add_ps adds them (lanes16.h): i and i + 4,
+ * then i and i + 2, then the last two. */
 static inline float hsum8(__m256 v)
 {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
+}
+
+/* 16 lanes held as lo (lanes 0-7) and hi (8-15), summed in lanes16.h's
+ * tree: lane i and i + 8 first. */
+static inline float hsum16(__m256 lo, __m256 hi)
+{
+    return hsum8(_mm256_add_ps(lo, hi));
+}
+
+/* Lanes 0 .. m-1 (0 <= m <= 8) of a mask. */
+static inline __m256i lanes8(size_t m)
+{
+    static const int32_t table[16] = { -1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0 };
+    return _mm256_loadu_si256((const __m256i *)(const void *)(table + 8 - m));
 }
 
 /* exp(x) for x in [-87.3, 88.3]: x = n ln2 + r, |r| <= ln2/2; exp(r) by a
@@ -84,21 +101,27 @@ void matmul_avx2(float *y, const float *x, const float *w, size_t n, size_t in, 
         ctr->weight_bytes_read += (uint64_t)out * in * sizeof(float);
 }
 
+/* lanes16.h's order: 16 lanes as two registers, the tail masked into the
+ * same lanes (a masked lane adds 0). */
 float exp_sum_avx2(float *x, size_t n, float max)
 {
-    __m256 m = _mm256_set1_ps(max), acc = _mm256_setzero_ps();
+    const __m256 m = _mm256_set1_ps(max);
+    __m256 acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
-        _mm256_storeu_ps(x + i, e);
-        acc = _mm256_add_ps(acc, e);
+    for (; i + LANES <= n; i += LANES)
+        for (size_t h = 0; h < 2; h++) {
+            const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8 * h), m));
+            _mm256_storeu_ps(x + i + 8 * h, e);
+            acc[h] = _mm256_add_ps(acc[h], e);
+        }
+    for (size_t h = 0; h < 2 && i + 8 * h < n; h++) {
+        const size_t left = n - i - 8 * h;
+        const __m256i k = lanes8(left < 8 ? left : 8);
+        const __m256 e = exp8(_mm256_sub_ps(_mm256_maskload_ps(x + i + 8 * h, k), m));
+        _mm256_maskstore_ps(x + i + 8 * h, k, e);
+        acc[h] = _mm256_add_ps(acc[h], _mm256_and_ps(e, _mm256_castsi256_ps(k)));
     }
-    float sum = hsum8(acc);
-    for (; i < n; i++) {
-        x[i] = expf(x[i] - max);
-        sum += x[i];
-    }
-    return sum;
+    return hsum16(acc[0], acc[1]);
 }
 
 void swiglu_avx2(float *out, const float *gate, const float *up, size_t n, Counters *ctr)
@@ -110,8 +133,8 @@ void swiglu_avx2(float *out, const float *gate, const float *up, size_t n, Count
         __m256 silu = _mm256_div_ps(g, _mm256_add_ps(one, exp8(_mm256_sub_ps(zero, g))));
         _mm256_storeu_ps(out + i, _mm256_mul_ps(silu, _mm256_loadu_ps(up + i)));
     }
-    for (; i < n; i++)
-        out[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+    for (; i < n; i++) /* exp8's lane, step for step */
+        out[i] = gate[i] / (1.0f + exp_lanes(0.0f - gate[i])) * up[i];
     if (ctr)
         ctr->flops_ffn += 5 * (uint64_t)n;
 }
@@ -121,15 +144,21 @@ void rmsnorm_avx2(float *out, const float *x, const float *w, size_t n, size_t d
     for (size_t r = 0; r < n; r++) {
         const float *xr = x + r * d;
         float *yr = out + r * d;
-        __m256 acc = _mm256_setzero_ps();
+        /* lanes16.h's order: two registers for the 16 lanes, the tail
+         * masked into the same lanes (a masked lane adds 0 * 0) */
+        __m256 acc[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
         size_t i = 0;
-        for (; i + 8 <= d; i += 8) {
-            __m256 v = _mm256_loadu_ps(xr + i);
-            acc = _mm256_fmadd_ps(v, v, acc);
+        for (; i + LANES <= d; i += LANES)
+            for (size_t h = 0; h < 2; h++) {
+                const __m256 v = _mm256_loadu_ps(xr + i + 8 * h);
+                acc[h] = _mm256_fmadd_ps(v, v, acc[h]);
+            }
+        for (size_t h = 0; h < 2 && i + 8 * h < d; h++) {
+            const size_t left = d - i - 8 * h;
+            const __m256 v = _mm256_maskload_ps(xr + i + 8 * h, lanes8(left < 8 ? left : 8));
+            acc[h] = _mm256_fmadd_ps(v, v, acc[h]);
         }
-        float ss = hsum8(acc);
-        for (; i < d; i++)
-            ss += xr[i] * xr[i];
+        const float ss = hsum16(acc[0], acc[1]);
         const float inv_rms = 1.0f / sqrtf(ss / (float)d + eps);
         const __m256 k = _mm256_set1_ps(inv_rms);
         for (i = 0; i + 8 <= d; i += 8)

@@ -6,7 +6,8 @@
 
 #include "kernels/kernels_isa.h"
 
-/* exp as in kernels_avx2.c's exp8, sixteen at a time. */
+/* exp as in kernels_avx2.c's exp8, sixteen at a time (exp_lanes in
+ * lanes16.h is its one-lane twin). */
 static inline __m512 exp16(__m512 x)
 {
     x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.3f));
@@ -23,6 +24,19 @@ static inline __m512 exp16(__m512 x)
     p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
     __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
     return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+}
+
+/* The lanes' sum in lanes16.h's tree (i and i + 8, i + 4, i + 2, then the
+ * last two), spelled out: GCC's _mm512_reduce_add_ps adds so, and this
+ * way every compiler does. */
+static inline float hsum16(__m512 v)
+{
+    const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v),
+                                    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
 }
 
 static inline __mmask16 tail_mask(size_t left)
@@ -92,7 +106,7 @@ float exp_sum_avx512(float *x, size_t n, float max)
         _mm512_mask_storeu_ps(x + i, k, e);
         acc = _mm512_mask_add_ps(acc, k, acc, e);
     }
-    return _mm512_reduce_add_ps(acc);
+    return hsum16(acc);
 }
 
 void swiglu_avx512(float *out, const float *gate, const float *up, size_t n, Counters *ctr)
@@ -118,7 +132,7 @@ void rmsnorm_avx512(float *out, const float *x, const float *w, size_t n, size_t
             __m512 v = _mm512_maskz_loadu_ps(tail_mask(d - i), xr + i);
             acc = _mm512_fmadd_ps(v, v, acc);
         }
-        const float inv_rms = 1.0f / sqrtf(_mm512_reduce_add_ps(acc) / (float)d + eps);
+        const float inv_rms = 1.0f / sqrtf(hsum16(acc) / (float)d + eps);
         const __m512 k = _mm512_set1_ps(inv_rms);
         for (size_t i = 0; i < d; i += 16) {
             __mmask16 m = tail_mask(d - i);

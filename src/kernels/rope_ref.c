@@ -23,8 +23,10 @@ void rope_ref(float *vec, size_t n_heads, size_t head_dim, size_t pos, double th
             double angle = (double)pos * freq;
             float c = (float)cos(angle), s = (float)sin(angle);
             float a = v[i], b = v[i + 1];
-            v[i] = a * c - b * s;
-            v[i + 1] = a * s + b * c;
+            /* as fmaddsub rounds it (rope_avx2): a c fused with the
+             * rounded b s, so every ISA gives the same bits */
+            v[i] = fmaf(a, c, -(b * s));
+            v[i + 1] = fmaf(b, c, a * s);
         }
     }
     if (ctr)
