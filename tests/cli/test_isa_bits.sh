@@ -1,10 +1,14 @@
 # test_isa_bits.sh: the integer path (--int-dot) gives the same bits on
 # every ISA path this CPU runs: on a q4_0 export of kjv-small, eval's total
 # and every position's -ln p (json: every digit of a double) for an f32, an
-# f16 and a q8_0 / q4_0 cache, byte for byte against --isa ref's.
+# f16 and a q8_0 / q4_0 cache, byte for byte against --isa ref's; and on a
+# tiny q4_0 model with heads of 128 values in groups of 2 (the f32 codec's
+# two-chain dot), every matrix a multiple of 32 wide (all integer dots).
 
 ib_dir=$(mktemp -d)
 "$KV" export --model kjv-small --type q4_0 --gguf "$ib_dir/small.q4_0.gguf" --quiet >/dev/null 2>&1
+"$KV" export --model tiny --set head_dim=128 --set n_heads=4 --set n_kv_heads=2 --set ffn_dim=192 --type q4_0 \
+    --gguf "$ib_dir/hd128.q4_0.gguf" --quiet >/dev/null 2>&1
 # the ISAs this CPU runs, as kvscope lists them refusing one it does not know
 ib_isas=$("$KV" run --isa none --model tiny --tokens 1 2>&1 | sed -n 's/.*this CPU runs: \(.*\), auto).*/\1/p' |
     tr -d ',')
@@ -25,6 +29,8 @@ for ib_isa in $ib_isas; do
     # shellcheck disable=SC2086
     "$KV" eval --weights "$ib_dir/small.q4_0.gguf" --int-dot --isa "$ib_isa" --split validation --tokens 96 \
         $ib_caches --per-position --format json >"$ib_dir/pos.$ib_isa" 2>>"$err" || ib_err="$ib_err per-position-$ib_isa"
+    "$KV" eval --weights "$ib_dir/hd128.q4_0.gguf" --int-dot --isa "$ib_isa" --text README.md --tokens 48 \
+        --per-position --format json >"$ib_dir/hd128.$ib_isa" 2>>"$err" || ib_err="$ib_err hd128-$ib_isa"
 done
 if [ -z "$ib_isas" ] || [ "${ib_isas%% *}" != ref ]; then
     bad "isa bits: the ISAs this CPU runs, from kvscope's refusal of an unknown one" "got: '$ib_isas'"
@@ -52,5 +58,13 @@ else
         ok "isa bits: every position's -ln p the same bytes on $ib_isas"
     else bad "isa bits: every position's -ln p the same bytes on $ib_isas" "$ib_same" \
         "$(diff "$ib_dir/pos.ref" "$ib_dir/pos.$ib_isa" | head -4)"; fi
+    ib_same=yes
+    for ib_isa in $ib_isas; do
+        cmp -s "$ib_dir/hd128.ref" "$ib_dir/hd128.$ib_isa" || ib_same="no ($ib_isa)"
+    done
+    if [ "$ib_same" = yes ] && [ "$(grep -Ec '^ +[0-9]+\.[0-9]{12,},?$' "$ib_dir/hd128.ref")" -eq 47 ]; then
+        ok "isa bits: heads of 128 in groups of 2, every position's -ln p the same bytes on $ib_isas"
+    else bad "isa bits: heads of 128 in groups of 2, every position's -ln p the same bytes on $ib_isas" "$ib_same" \
+        "$(diff "$ib_dir/hd128.ref" "$ib_dir/hd128.$ib_isa" | head -4)"; fi
 fi
 rm -rf "$ib_dir"
