@@ -73,7 +73,8 @@ int backprop_init(BackpropState **out, const Config *c, size_t max_len, Err *e)
     *out = NULL;
     const size_t T = max_len, d = c->d_model, qd = config_q_dim(c), kvd = config_kv_dim(c), f = c->ffn_dim;
     const size_t H = c->n_heads, V = c->vocab, L = c->n_layers, hd = c->head_dim, wide = max4(V, f, qd, d);
-    const size_t per_layer = 5 * T * d + 2 * T + 2 * T * qd + 2 * T * kvd + H * T * T + H * T + 3 * T * f;
+    const size_t sink_rows = c->attn_sink ? H * T : 0; /* none without sinks: the others' layout stays as it was */
+    const size_t per_layer = 5 * T * d + 2 * T + 2 * T * qd + 2 * T * kvd + H * T * T + sink_rows + 3 * T * f;
     const size_t total = L * per_layer + 2 * T * d + T + 2 * T * V + 2 * T * d + 2 * T * qd + 2 * T * kvd +
                          3 * T * f + H * T * T + kvd * T + 3 * d * wide + 2 * T * hd;
     BackpropState *s = calloc(1, sizeof *s);
@@ -95,7 +96,7 @@ int backprop_init(BackpropState **out, const Config *c, size_t max_len, Err *e)
     for (size_t l = 0; l < L; l++) {
         LayerAct *a = &s->act[l];
         a->x_in = TAKE(T * d), a->xn1 = TAKE(T * d), a->rms1 = TAKE(T);
-        a->q = TAKE(T * qd), a->k = TAKE(T * kvd), a->v = TAKE(T * kvd), a->p = TAKE(H * T * T), a->psink = TAKE(H * T);
+        a->q = TAKE(T * qd), a->k = TAKE(T * kvd), a->v = TAKE(T * kvd), a->p = TAKE(H * T * T), a->psink = TAKE(sink_rows);
         a->o = TAKE(T * qd), a->x_mid = TAKE(T * d), a->xn2 = TAKE(T * d), a->rms2 = TAKE(T);
         a->gate = TAKE(T * f), a->up = TAKE(T * f), a->h = TAKE(T * f);
     }
