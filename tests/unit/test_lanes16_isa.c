@@ -130,7 +130,11 @@ static void test_float_kernels_bitwise(void **state)
             }
         }
     }
-    printf("  %zu kernel calls of %zu tables equal to the reference bit for bit\n", compared, n_tables);
+    printf("  %zu kernel calls of %zu tables equal to the reference bit for bit (tables this CPU runs:", compared,
+           n_tables);
+    for (size_t t = 0; t < n_tables; t++)
+        printf(" %s", tables[t]->isa);
+    printf("; the others skipped)\n");
 }
 
 /* exp_lanes is an exp: within 4 ulp of libm's (double-checked) over the
