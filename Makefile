@@ -247,6 +247,8 @@ models: corpus $(BIN)
 		--eval-every 50 --ckpt-every 100 --log data/weights/kjv-small.log.tsv
 	$(TRAIN) --model kjv-base --out data/weights/kjv-base.kvw --steps 750 --batch 6 --lr 2e-3 --warmup 60 \
 		--eval-every 50 --ckpt-every 50 --log data/weights/kjv-base.log.tsv
+	$(TRAIN) --model kjv-base-sink --out data/weights/kjv-base-sink.kvw --steps 750 --batch 6 --lr 2e-3 --warmup 60 \
+		--eval-every 50 --ckpt-every 50 --log data/weights/kjv-base-sink.log.tsv
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary; data, lessons and
 # the plot scripts under share/kvscope (found from the binary's place, see
