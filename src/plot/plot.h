@@ -131,6 +131,9 @@ typedef struct {
                              (iv.cache[i]) and each cache minus the reference (iv.pair[i - 1], i >= 1) */
 } PlotEval;
 
+/* The held-out books' file (data/text/kjv-valid.txt, under KVSCOPE_DATA)
+ * into path [cap]; ERR_USAGE when it is missing. */
+int plot_heldout_path(char *path, size_t cap, Err *e);
 /* Load `model` and the first n held-out tokens; past_context: the model's
  * positions stretched to n (the caches decide what is kept), else n is cut
  * to its trained context. */

@@ -9,13 +9,20 @@
 
 #define MAX_TEXT_BYTES ((size_t)64 << 20)
 
+int plot_heldout_path(char *path, size_t cap, Err *e)
+{
+    if (files_find("KVSCOPE_DATA", "data", "text/kjv-valid.txt", path, cap) < 0)
+        return err_set(e, ERR_USAGE, "plot: data/text/kjv-valid.txt, the held-out text, is missing (is "
+                       "KVSCOPE_DATA right?)");
+    return 0;
+}
+
 int plot_eval_open(PlotEval *j, const char *model, size_t n, int past_context, Err *e)
 {
     memset(j, 0, sizeof *j);
     char path[4096];
-    if (files_find("KVSCOPE_DATA", "data", "text/kjv-valid.txt", path, sizeof path) < 0)
-        return err_set(e, ERR_USAGE, "plot: data/text/kjv-valid.txt, the held-out text, is missing (is "
-                       "KVSCOPE_DATA right?)");
+    if (plot_heldout_path(path, sizeof path, e) < 0)
+        return -1;
     ModelOpts mo = { .model = model };
     size_t n_ids, text_len;
     if (setup_load_config(&mo, &j->trained, e) < 0 ||

@@ -208,9 +208,8 @@ static int load_filler(Bench *b, Err *e)
 {
     char path[4096], *text;
     size_t len;
-    if (files_find("KVSCOPE_DATA", "data", "text/kjv-valid.txt", path, sizeof path) < 0)
-        return err_set(e, ERR_USAGE, "plot: data/text/kjv-valid.txt, the held-out text, is missing (is "
-                       "KVSCOPE_DATA right?)");
+    if (plot_heldout_path(path, sizeof path, e) < 0)
+        return -1;
     if (files_read_text(path, (size_t)64 << 20, &text, &len, e) < 0)
         return -1;
     const char *from = strstr(text, FILLER_BOOK);

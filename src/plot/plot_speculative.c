@@ -26,7 +26,6 @@
 #include "model/generate.h"
 #include "sim/speculate.h"
 #include "util/clock.h"
-#include "util/files.h"
 
 #define TARGET "kjv-small"
 #define DRAFT "kjv-tiny"
@@ -74,9 +73,8 @@ static int bench_open(Bench *b, const PlotCtx *ctx, Err *e)
         return -1;
     b->draft_ready = 1;
     char path[4096];
-    if (files_find("KVSCOPE_DATA", "data", "text/kjv-valid.txt", path, sizeof path) < 0)
-        return err_set(e, ERR_USAGE, "plot: data/text/kjv-valid.txt, the held-out text, is missing (is "
-                       "KVSCOPE_DATA right?)");
+    if (plot_heldout_path(path, sizeof path, e) < 0)
+        return -1;
     size_t text_len;
     if (setup_text_ids(&b->target.cfg, path, MAX_TEXT_BYTES, &b->ids, NULL, &b->n_ids, &text_len, NULL, 0, e) < 0)
         return -1;
