@@ -141,8 +141,10 @@ static void print_table(const RunOpts *o, const Spec *s, const SpecStats *st, co
            st->target_passes - 1,
            st->target_passes > 1 ? (double)(st->generated - 1) / (double)(st->target_passes - 1) : 0.0);
     printf("draft passes:         %zu\n", st->draft_passes);
-    printf("proposals kept:       %zu of %zu (%.1f%%)\n", st->accepted, st->drafted,
-           st->drafted ? 100.0 * (double)st->accepted / (double)st->drafted : 0.0);
+    printf("proposals kept:       %zu of %zu (%.1f%%); of the %zu judged, %.1f%% (a round stops judging at its "
+           "first refusal)\n", st->accepted, st->drafted,
+           st->drafted ? 100.0 * (double)st->accepted / (double)st->drafted : 0.0, st->accepted + st->refused,
+           st->accepted + st->refused ? 100.0 * (double)st->accepted / (double)(st->accepted + st->refused) : 0.0);
     printf("kept by position:    ");
     for (size_t i = 0; i < o->speculate && i < SPEC_MAX_K; i++)
         if (st->proposed_at[i])
@@ -168,13 +170,13 @@ static void print_tsv(const RunOpts *o, const Spec *s, const SpecStats *st, cons
                       int same)
 {
     printf("target\tdraft\tk\tcache\tprompt_tokens\tgenerated\ttarget_passes\tdraft_passes\tdrafted\taccepted\t"
-           "tokens_per_check\ttarget_rolled\tdraft_rolled\ttarget_flops\tdraft_flops\talone_flops\tseconds\t"
+           "refused\ttokens_per_check\ttarget_rolled\tdraft_rolled\ttarget_flops\tdraft_flops\talone_flops\tseconds\t"
            "alone_seconds\tspeedup\tsame_tokens");
     for (size_t i = 0; i < o->speculate; i++)
         printf("\tkept_at_%zu", i + 1);
-    printf("\n%s\t%s\t%zu\t%s\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%.6g\t%zu\t%zu\t%llu\t%llu\t%llu\t%.6g\t%.6g\t%.4f\t%d",
+    printf("\n%s\t%s\t%zu\t%s\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%zu\t%.6g\t%zu\t%zu\t%llu\t%llu\t%llu\t%.6g\t%.6g\t%.4f\t%d",
            s->target.cfg.name, s->draft.cfg.name, o->speculate, o->cache_spec, s->plen, st->generated,
-           st->target_passes, st->draft_passes, st->drafted, st->accepted,
+           st->target_passes, st->draft_passes, st->drafted, st->accepted, st->refused,
            st->target_passes > 1 ? (double)(st->generated - 1) / (double)(st->target_passes - 1) : 0.0,
            st->target_rolled, st->draft_rolled, (unsigned long long)counters_total_flops(&st->target),
            (unsigned long long)counters_total_flops(&st->draft), (unsigned long long)counters_total_flops(alone),
