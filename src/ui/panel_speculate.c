@@ -69,8 +69,10 @@ static void draw_what(Frame *f, Rect b, const SpecReplay *r, size_t step)
 static void draw_strip(Frame *f, Rect r, size_t start, size_t rows, size_t gone)
 {
     const size_t end = gone > rows ? gone : rows;
-    const size_t fit = (size_t)(r.w > 2 ? r.w - 2 : 1);
-    const size_t first = end > fit ? end - fit : 0;
+    /* too many to show: an ellipsis and a space, then the newest that fit */
+    const int lead = frame_ellipsis_w(f) + 1;
+    const size_t fit = end > (size_t)r.w ? (size_t)(r.w > lead ? r.w - lead : 1) : end;
+    const size_t first = end - fit;
     int x = 0;
     if (first > 0)
         x = frame_ellipsis(f, r, 0, 0, ROLE_DIM) + 1;
