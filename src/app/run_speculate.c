@@ -12,11 +12,9 @@
 #include <string.h>
 
 #include "app/cli.h"
-#include "model/generate.h"
 #include "sim/setup.h"
 #include "sim/speculate.h"
 #include "text/tokenizer.h"
-#include "util/clock.h"
 
 const char run_speculate_help[] =
     "  --draft NAME        the draft model (one vocabulary with --model; kjv-tiny drafts for kjv-small)\n"
@@ -186,13 +184,6 @@ static void print_tsv(const RunOpts *o, const Spec *s, const SpecStats *st, cons
     printf("\n");
 }
 
-/* The generation's counters, summed (generate's step callback). */
-static int add_step(void *user, const StepReport *r)
-{
-    counters_add(user, &r->ctr);
-    return 0;
-}
-
 int run_speculate(const RunOpts *o, const Config *cfg)
 {
     Err e = { 0 };
@@ -202,11 +193,10 @@ int run_speculate(const RunOpts *o, const Config *cfg)
     int rc = spec_open(&s, o, cfg, &e);
     double t_alone = 0.0;
     if (rc == 0) { /* the target alone, for the tokens and the time */
-        GenOptions go = { .n_generate = o->go.n_generate, .temperature = o->go.temperature, .top_k = o->go.top_k,
-                          .sample_seed = o->go.sample_seed, .stop_at_eos = o->go.stop_at_eos };
-        const double t0 = clock_seconds();
-        rc = generate(&s.target, s.alone, s.prompt, 1, s.plen, &go, s.want, add_step, &alone, &e);
-        t_alone = clock_seconds() - t0;
+        const GenOptions go = { .n_generate = o->go.n_generate, .temperature = o->go.temperature,
+                                .top_k = o->go.top_k, .sample_seed = o->go.sample_seed,
+                                .stop_at_eos = o->go.stop_at_eos };
+        rc = speculate_baseline(&s.target, s.alone, s.prompt, s.plen, &go, s.want, &alone, &t_alone, &e);
     }
     const SpecSampling smp = { .temperature = o->go.temperature, .top_k = o->go.top_k,
                                .seed = (unsigned long)o->go.sample_seed, .stop_at_eos = o->go.stop_at_eos };

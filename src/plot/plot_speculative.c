@@ -23,9 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/generate.h"
 #include "sim/speculate.h"
-#include "util/clock.h"
 
 #define TARGET "kjv-small"
 #define DRAFT "kjv-tiny"
@@ -102,23 +100,14 @@ static const int *prompt_at(const Bench *b, size_t p)
     return b->ids + p * ((b->n_ids - PROMPT_LEN) / b->n_prompts);
 }
 
-static int add_flops(void *user, const StepReport *r)
-{
-    counters_add(user, &r->ctr);
-    return 0;
-}
-
 /* The target alone from prompt p: tokens into b->want, its work and time. */
 static int run_alone(Bench *b, const int *prompt, Counters *ctr, double *seconds, Err *e)
 {
     KvCache *c = open_cache(&b->target, e);
     if (!c)
         return -1;
-    memset(ctr, 0, sizeof *ctr);
-    GenOptions go = { .n_generate = b->n_generate };
-    const double t0 = clock_seconds();
-    const int rc = generate(&b->target, c, prompt, 1, PROMPT_LEN, &go, b->want, add_flops, ctr, e);
-    *seconds = clock_seconds() - t0;
+    const GenOptions go = { .n_generate = b->n_generate };
+    const int rc = speculate_baseline(&b->target, c, prompt, PROMPT_LEN, &go, b->want, ctr, seconds, e);
     kv_free(c);
     return rc;
 }

@@ -305,3 +305,20 @@ out:
     spec_free(&s);
     return rc;
 }
+
+/* The work of every pass, summed (generate's step callback). */
+static int add_work(void *user, const StepReport *r)
+{
+    counters_add(user, &r->ctr);
+    return 0;
+}
+
+int speculate_baseline(const Model *target, KvCache *c, const int *prompt, size_t plen, const GenOptions *go,
+                       int *out, Counters *ctr, double *seconds, Err *e)
+{
+    memset(ctr, 0, sizeof *ctr);
+    const double t0 = clock_seconds();
+    const int rc = generate(target, c, prompt, 1, plen, go, out, add_work, ctr, e);
+    *seconds = clock_seconds() - t0;
+    return rc;
+}

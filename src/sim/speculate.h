@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "kv/cache.h"
+#include "model/generate.h"
 #include "model/model.h"
 #include "stats/counters.h"
 #include "util/err.h"
@@ -97,5 +98,11 @@ int speculate_greedy(const Model *target, KvCache *tc, const Model *draft, KvCac
  * token: st->generated tokens in out, the rest of out zeros. */
 int speculate(const Model *target, KvCache *tc, const Model *draft, KvCache *dc, const int *prompt, size_t plen,
               size_t n_generate, size_t k, const SpecSampling *smp, int *out, SpecStats *st, Err *e);
+
+/* What speculation is measured against: the target alone generating as go
+ * says from prompt [plen] into its empty cache c, out [go->n_generate];
+ * *ctr its whole work, *seconds its wall time. generate()'s errors. */
+int speculate_baseline(const Model *target, KvCache *c, const int *prompt, size_t plen, const GenOptions *go,
+                       int *out, Counters *ctr, double *seconds, Err *e);
 
 #endif
