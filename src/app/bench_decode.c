@@ -37,7 +37,10 @@ static int load_model(const BenchDecodeArgs *a, Model *m, Err *e)
     if (setup_model(&cfg, a->isa, cfg.n_layers * cfg.max_seq_len * kv_row_pair_bytes(&g, FMT_F16, FMT_F16), m,
                     e) < 0)
         return -1;
-    m->int_dot = a->int_dot;
+    if (a->int_dot) { /* given: --int-dot (1) or --int-dot=off (-1); else the checkpoint's default */
+        m->int_dot = a->int_dot > 0 ? INT_DOT_EVEN : INT_DOT_OFF;
+        m->mat_dot = m->int_dot;
+    }
     m->attend = ATTEND_FLASH; /* as `kvscope run` decodes */
     return 0;
 }
@@ -77,7 +80,8 @@ int bench_decode(const BenchDecodeArgs *a)
     char dot_how[48];
     snprintf(dot_how, sizeof dot_how, "%s f32 dot", m.kern->isa);
     BenchReport rep = { .out = a->fmt, .isa = m.kern->isa, .isa_note = m.kern->note, .isa_list = m.kern->isa, .dot_how = dot_how,
-                        .reps = a->reps, .read_bytes = a->read_bytes, .int_dot = a->int_dot };
+                        .reps = a->reps, .read_bytes = a->read_bytes, .int_dot = a->int_dot > 0,
+                        .mat_dot = model_int_dots(&m) };
     const size_t parts = 1 + a->n_contexts * N_CACHES; /* the bandwidth, then each context and cache */
     progress_line_clear(&line);
     if (a->fmt == OUT_TSV)

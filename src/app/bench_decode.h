@@ -11,7 +11,8 @@ typedef struct {
     const char *isa;
     const char *model;        /* a real shape, run with shared weights */
     const char *weights;      /* or a checkpoint, with its own weights (NULL: model) */
-    int int_dot;              /* integer dots (Model.int_dot): q8_0 cache keys, stored q8_0/q4_0 matrices */
+    int int_dot;              /* 1 (--int-dot): integer dots for the q8_0 cache's keys and stored q8_0/q4_0
+                                 matrices; -1 (--int-dot=off): for neither; 0: the matrices only */
     const size_t *contexts;   /* rows cached before the timed steps */
     size_t n_contexts;
     size_t steps;             /* timed steps per context and cache (their median) */

@@ -23,14 +23,16 @@ const char cli_model_help[] =
     "                      (refused by default, naming the tensor: its logits would be NaN)\n";
 
 const char cli_int_dot_help[] =
-    "  --int-dot[=ROUND]   integer dots, as llama.cpp computes them: a checkpoint's (--weights)\n"
-    "                      q8_0 and q4_0 matrices against the activation rounded to q8_0 (ROUND\n"
-    "                      even, the default: as llama.cpp's x86 CPU path, x * 127/absmax, ties\n"
-    "                      to even; ref: as ggml's reference quantizer, ties away from zero), and\n"
-    "                      a q8_0, q4_0, int4 or fp4 cache's keys (+quant:k=...) against the query\n"
-    "                      rounded to q8_0, and (flash) a q4_0, int4 or fp4 cache's values added\n"
-    "                      with 16-bit integer weights (faster; the rounding changes the logits\n"
-    "                      slightly)\n";
+    "  --int-dot[=ROUND]   integer dots, as llama.cpp computes them, everywhere: a checkpoint's\n"
+    "                      (--weights) q8_0 and q4_0 matrices against the activation rounded to\n"
+    "                      q8_0 (the default without this flag too), and a q8_0, q4_0, int4 or\n"
+    "                      fp4 cache's keys (+quant:k=...) against the query rounded to q8_0, and\n"
+    "                      (flash) a q4_0, int4 or fp4 cache's values added with 16-bit integer\n"
+    "                      weights (faster; the rounding changes the logits slightly). ROUND:\n"
+    "                      even (the default: as llama.cpp's x86 CPU path, x * 127/absmax, ties\n"
+    "                      to even) or ref (as ggml's reference quantizer, ties away from zero)\n"
+    "  --int-dot=off       the exact path: the checkpoint's matrices and the cache's keys against\n"
+    "                      the f32 activation, no rounding (slower)\n";
 
 const char cli_threads_help[] =
     "  --threads N         threads for the caches' passes, each cache on one (default: the CPUs\n"
@@ -101,8 +103,12 @@ int cli_model_option(ModelOpts *mo, const char *opt, const char *arg, Err *e)
             mo->int_dot = INT_DOT_EVEN;
         else if (strcmp(arg, "ref") == 0)
             mo->int_dot = INT_DOT_REF;
+        else if (strcmp(arg, "off") == 0)
+            mo->int_dot = INT_DOT_OFF;
         else
-            return err_set(e, ERR_USAGE, "--int-dot=%s: 'even' (llama.cpp's x86 rounding) or 'ref' (ggml's reference)", arg);
+            return err_set(e, ERR_USAGE, "--int-dot=%s: 'even' (llama.cpp's x86 rounding), 'ref' (ggml's reference) "
+                           "or 'off' (the exact path)", arg);
+        mo->int_dot_set = 1;
     } else if (strcmp(opt, "set") == 0) {
         if (!strchr(arg, '='))
             return err_set(e, ERR_USAGE, "--set: '%s' is not KEY=VALUE", arg);

@@ -39,8 +39,9 @@ typedef struct {
     int decode;           /* --decode: the bandwidth, then a whole model's decode step */
     const char *model;    /* --model, for --decode */
     const char *weights;  /* --weights, for --decode: a checkpoint instead */
-    int int_dot;          /* --int-dot: keys (qdot_takes; and --weights' matrices) by integer dots,
-                             q4_0, int4 and fp4 values (flash) with integer weights */
+    int int_dot;          /* 1, --int-dot: keys (qdot_takes; and --weights' matrices) by integer dots,
+                             q4_0, int4 and fp4 values (flash) with integer weights; -1, --int-dot=off:
+                             --weights' matrices against the f32 activation too; 0: neither flag */
     size_t steps;         /* --steps, for --decode */
     int quiet;            /* --quiet: no progress line */
     int split_k;          /* --split-k: decode attention on 1 thread and split-K on 2, at long contexts */
@@ -115,8 +116,9 @@ static void help(void)
            "                      layers, its f16/q8_0/q4_0 matrices read as stored\n"
            "  --int-dot           integer dots, llama.cpp's way: section 2's q8_0, q4_0, int4 and fp4\n"
            "                      keys (and --decode's q8_0 cache) against the query rounded to q8_0, flash's\n"
-           "                      q4_0, int4 and fp4 values with 16-bit integer weights, and with --weights\n"
-           "                      its q8_0/q4_0 matrices against the activation rounded to q8_0\n"
+           "                      q4_0, int4 and fp4 values with 16-bit integer weights; --weights' q8_0/q4_0\n"
+           "                      matrices multiply the activation rounded to q8_0 with or without it\n"
+           "  --int-dot=off       the exact path: --weights' matrices against the f32 activation too\n"
            "  --steps N           decode steps timed per context and cache (default 5, at most 64)\n"
            "  --threads N         threads of --decode's step (default 1): its matrices split by\n"
            "                      output rows, its attention past 511 rows by split-K\n"
@@ -168,7 +170,7 @@ static int parse_options(int argc, char **argv, BenchOpts *o, Err *e)
         { "pool-mib", required_argument, 0, 0 },      { "quick", no_argument, 0, 0 },
         { "format", required_argument, 0, 0 },        { "help", no_argument, 0, 'h' },
         { "decode", no_argument, 0, 0 },              { "model", required_argument, 0, 0 },
-        { "weights", required_argument, 0, 0 },       { "int-dot", no_argument, 0, 0 },
+        { "weights", required_argument, 0, 0 },       { "int-dot", optional_argument, 0, 0 },
         { "steps", required_argument, 0, 0 },         { "quiet", no_argument, 0, 0 },
         { "threads", required_argument, 0, 0 },
         { "split-k", no_argument, 0, 0 },
@@ -197,8 +199,10 @@ static int parse_options(int argc, char **argv, BenchOpts *o, Err *e)
             o->model = optarg;
         else if (strcmp(name, "weights") == 0)
             o->weights = optarg;
+        else if (strcmp(name, "int-dot") == 0 && optarg && strcmp(optarg, "off") != 0)
+            rc = err_set(e, ERR_USAGE, "bench: --int-dot=%s: --int-dot alone or --int-dot=off", optarg);
         else if (strcmp(name, "int-dot") == 0)
-            o->int_dot = 1;
+            o->int_dot = optarg ? -1 : 1;
         else if (strcmp(name, "quiet") == 0)
             o->quiet = 1;
         else if (strcmp(name, "split-k") == 0)
@@ -388,7 +392,7 @@ static int run_prepare(Bench *b, Err *e)
             raise_pool((Format)f, bench_pool_bytes(kv->copy_bytes, o->pool_mib * MIB), &pool, &f32_pool);
             for (size_t gi = 0; gi < BENCH_N_GROUPS; gi++)
                 if (bench_query_init(&b->queries[(ci * FMT_COUNT + (size_t)f) * BENCH_N_GROUPS + gi], kv,
-                                     bench_groups[gi], o->int_dot, &b->scratch, SEED + 7 * gi, e) < 0)
+                                     bench_groups[gi], o->int_dot > 0, &b->scratch, SEED + 7 * gi, e) < 0)
                     return -1;
         }
     if (bench_pool_init(&b->pool, pool, o->pool_mib * MIB, e) < 0 ||
@@ -606,7 +610,7 @@ int cmd_bench(int argc, char **argv)
     b.n_loops = bench_read_loops(b.read_k, b.loops);
     b.n_read = b.n_loops + 1;
     snprintf(b.rep_dot_how, sizeof b.rep_dot_how, "%s f32 dot", b.read_k->isa);
-    BenchReport rep = { .out = o.fmt, .int_dot = o.int_dot, .isa = b.k->isa, .isa_note = b.k->note, .isa_list = isa_list, .dot_how = b.rep_dot_how,
+    BenchReport rep = { .out = o.fmt, .int_dot = o.int_dot > 0, .isa = b.k->isa, .isa_note = b.k->note, .isa_list = isa_list, .dot_how = b.rep_dot_how,
                         .reps = o.reps, .quick = o.quick, .llc = mach.llc,
                         .llc_text = machine_llc_text(&mach, llc_text, sizeof llc_text),
                         .read_bytes = o.read_mib * MIB, .pool_bytes = o.pool_mib * MIB, .head_dim = HEAD_DIM,

@@ -222,8 +222,8 @@ static int run(const DumpOpts *o, DumpState *s, Err *e)
         size_mul(n_out, size_mul_sat(cfg->vocab, sizeof(float)), &logit_bytes) < 0)
         return err_set(e, ERR_USAGE, "dump: %zu sequences x %zu tokens of logits: too many to count", s->batch,
                        o->n_tokens);
-    if (setup_load_model(&o->mo, size_add_sat(kv_bytes, logit_bytes), &s->m, e) < 0 || model_dequantize(&s->m, e) < 0)
-        return -1; /* the .npy weights are f32 */
+    if (setup_load_model(&o->mo, size_add_sat(kv_bytes, logit_bytes), &s->m, e) < 0)
+        return -1;
     s->tokens = malloc(n_out * sizeof(int));
     s->col.per_step = s->batch * cfg->vocab;
     s->col.cap = o->n_tokens;
@@ -231,7 +231,10 @@ static int run(const DumpOpts *o, DumpState *s, Err *e)
     if (!s->tokens || !s->col.logits)
         return err_set(e, ERR_RUNTIME, "out of memory for %zu tokens of logits", o->n_tokens);
     GenOptions go = { .n_generate = o->n_tokens };
-    return generate(&s->m, s->cache, s->prompt, s->batch, s->plen, &go, s->tokens, on_step, &s->col, e);
+    if (generate(&s->m, s->cache, s->prompt, s->batch, s->plen, &go, s->tokens, on_step, &s->col, e) < 0)
+        return -1;
+    /* the .npy weights are f32; the run multiplied the matrices as stored, as `run` does */
+    return model_dequantize(&s->m, e);
 }
 
 /* Every array, then the manifest, into a folder beside o->out, renamed to

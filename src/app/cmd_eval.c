@@ -306,7 +306,7 @@ static int job_open(EvalJob *j, EvalOpts *o, size_t *n, Err *e)
         return -1;
     j->model_ready = 1;
     j->m.attend = o->attend;
-    j->m.int_dot = o->mo.int_dot;
+    setup_int_dot(&j->m, &o->mo);
     KvGeometry geo = model_kv_geometry(&j->m, 1);
     for (size_t i = 0; i <= o->n_caches; i++)
         if (!(j->caches[i] = kv_open(o->caches[i], &geo, e)))

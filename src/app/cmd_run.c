@@ -23,7 +23,7 @@
 
 /* Relative logit difference accepted between cached and uncached f32 runs. */
 #define LOGIT_REL_TOL 1e-5
-/* With --int-dot each matvec rounds its input to 8-bit codes, so inputs
+/* With integer dots (a q8_0/q4_0 checkpoint's default) each matvec rounds its input to 8-bit codes, so inputs
  * that differ in their last bits between the two runs (sums in another
  * order) can land one code apart: the logits then differ by a step of that
  * rounding, not by float rounding, and no tolerance of the f32 kind holds.
@@ -181,7 +181,7 @@ static int compare(Run *r, const RunOpts *o, Err *e)
     GenComparison c;
     compare_generations(r->out_c, r->out_u, r->cc.logits, r->cu.logits, r->batch, o->go.n_generate,
                         r->m.cfg.vocab, &r->cc.total, &r->cu.total, &c);
-    const double tol = r->m.int_dot && model_has_stored(&r->m) ? LOGIT_REL_TOL_INT_DOT : LOGIT_REL_TOL;
+    const double tol = model_int_dots(&r->m) ? LOGIT_REL_TOL_INT_DOT : LOGIT_REL_TOL;
     report_compare(stdout, o->fmt, &c, tol, &r->cc.total, &r->cu.total, r->root);
     int exact = r->cache && !r->cache->lossy && !o->bugs;
     if (o->bugs && o->fmt == OUT_TABLE)

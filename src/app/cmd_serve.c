@@ -282,7 +282,7 @@ int cmd_serve(int argc, char **argv)
         free(trace);
         return cli_fail(&e);
     }
-    m.int_dot = o.mo.int_dot;
+    setup_int_dot(&m, &o.mo);
     ServeRun run = { .model = m.cfg.name, .cache = cache->spec, .o = &o.so, .slots = o.slots, .eos = m.cfg.eos_token };
     Printer p = { .fmt = o.fmt, .every = o.every, .n_requests = o.so.n_requests };
     progress_line_init(&p.line, o.quiet);

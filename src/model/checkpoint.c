@@ -342,6 +342,7 @@ int weights_load_checkpoint(Model *m, const Config *cfg, const Kernels *kern, Er
                        "(attn_sink = learned needs a kvscope weights file)", cfg->checkpoint);
     m->cfg = *cfg;
     m->kern = kern;
+    m->mat_dot = INT_DOT_EVEN; /* as llama.cpp multiplies q8_0/q4_0 weights; --int-dot=off: exact */
     m->file = calloc(1, sizeof *m->file);
     m->layers = calloc(cfg->n_layers ? cfg->n_layers : 1, sizeof *m->layers);
     if (!m->file || !m->layers) {

@@ -15,7 +15,8 @@
 #include "model/config.h"
 #include "util/err.h"
 
-/* Model.int_dot: off, or how the activation is rounded to q8_0 */
+/* Model.int_dot and Model.mat_dot: off, or how the activation is rounded
+ * to q8_0 */
 enum { INT_DOT_OFF = 0, INT_DOT_EVEN = 1, INT_DOT_REF = 2 };
 
 /* A weight matrix kept as a checkpoint stores it: rows of block-format
@@ -110,11 +111,14 @@ typedef struct {
     MlaPath mla_path;     /* absorbed (default) or decompress */
     size_t mla_tiles;     /* decompress: tiles the LRU of decompressed tiles holds (the MLA notes: 4); 0 = off */
     QuantMat q_unembed;   /* the classifier as a checkpoint stores it (unembed NULL then) */
-    int int_dot;          /* stored q8_0/q4_0 matrices multiply the activation rounded to q8_0, and
-                             q8_0/q4_0 cache keys are scored against the query rounded to q8_0, by
+    int mat_dot;          /* stored q8_0/q4_0 matrices multiply the activation rounded to q8_0 by
                              integer dots (llama.cpp's way): faster, that rounding added.
-                             INT_DOT_EVEN rounds the activation as llama.cpp's x86 CPU path
-                             (ties to even), INT_DOT_REF as ggml's reference (ties away) */
+                             INT_DOT_EVEN (a checkpoint's default) rounds as llama.cpp's x86 CPU
+                             path (ties to even), INT_DOT_REF as ggml's reference (ties away);
+                             INT_DOT_OFF: against the f32 activation, exact */
+    int int_dot;          /* the cache's q8_0/q4_0 keys are scored against the query rounded to
+                             q8_0, and flash adds 4-bit values with integer weights (opt-in:
+                             off by default, so the cache's figures are the exact path's) */
     float *arena;         /* every f32 tensor above lives here */
     size_t arena_floats;
     float *deq_arena;     /* model_dequantize's f32 copies of the stored matrices */
@@ -145,7 +149,7 @@ void model_free(Model *m);
 
 /* y[n][out] = x[n][in] . W^T with W the f32 w, or q when q->data is set
  * (then w is not read): the kernels' matmul, or the stored rows through
- * the codecs (model/qmatmul.c), with m->int_dot by integer dots against x
+ * the codecs (model/qmatmul.c), with m->mat_dot by integer dots against x
  * rounded to q8_0. Adds 2*n*in*out to *flops and the bytes of W as stored
  * to ctr->weight_bytes_read. */
 void model_matmul(const Model *m, float *y, const float *x, const float *w, const QuantMat *q, size_t n, size_t in,
@@ -158,6 +162,9 @@ void model_matmul(const Model *m, float *y, const float *x, const float *w, cons
 int model_dequantize(Model *m, Err *e);
 /* 1 when some matrix is kept as a checkpoint stores it. */
 int model_has_stored(const Model *m);
+/* 1 when some stored q8_0/q4_0 matrix multiplies by integer dots (mat_dot):
+ * its activation is rounded to q8_0 on the way in. */
+int model_int_dots(const Model *m);
 
 /* Floats of parameters a config holds in memory (shared layers counted once). */
 size_t model_param_floats(const Config *cfg);

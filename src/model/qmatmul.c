@@ -23,10 +23,11 @@ static int matmul_tiles(const Model *m, float *y, const float *x, const QuantMat
                         size_t out);
 
 /* 1 where the matrix multiplies x rounded to q8_0 by integer dots: with
- * int_dot, a stored q8_0 or q4_0 matrix, rows of whole blocks. */
+ * mat_dot (a checkpoint's default), a stored q8_0 or q4_0 matrix, rows of
+ * whole blocks. */
 static int takes_int(const Model *m, const QuantMat *q, size_t in)
 {
-    return m->int_dot && q && q->data && (q->fmt == FMT_Q8_0 || q->fmt == FMT_Q4_0) && in % 32 == 0;
+    return m->mat_dot && q && q->data && (q->fmt == FMT_Q8_0 || q->fmt == FMT_Q4_0) && in % 32 == 0;
 }
 
 /* Each token's x rounded to q8_0 into xq ([n] rows of q8_0): as
@@ -35,13 +36,13 @@ static void round_x(const Model *m, unsigned char *xq, const float *x, size_t n,
 {
     const size_t xrow = format_row_bytes(FMT_Q8_0, in);
     for (size_t t = 0; t < n; t++)
-        if (m->int_dot == INT_DOT_REF)
+        if (m->mat_dot == INT_DOT_REF)
             m->kern->codec[FMT_Q8_0].quantize(xq + t * xrow, x + t * in, in);
         else
             codec_quantize_q8_0_even(xq + t * xrow, x + t * in, in);
 }
 
-/* With int_dot: x rounded to q8_0, then integer dots in decode; a longer
+/* With mat_dot: x rounded to q8_0, then integer dots in decode; a longer
  * pass takes the tile path with x decoded back from xq, so both paths
  * multiply the same values. xq: x already rounded (round_x), or NULL.
  * Returns -1 when its scratch cannot be had (the caller goes on without

@@ -296,6 +296,27 @@ int model_has_stored(const Model *m)
     return 0;
 }
 
+static int int_mat(const QuantMat *q)
+{
+    return q->data && (q->fmt == FMT_Q8_0 || q->fmt == FMT_Q4_0);
+}
+
+int model_int_dots(const Model *m)
+{
+    if (!m->mat_dot)
+        return 0;
+    if (int_mat(&m->q_unembed))
+        return 1;
+    size_t layers = m->cfg.shared_layers ? 1 : m->cfg.n_layers;
+    for (size_t l = 0; l < layers && m->layers; l++) {
+        const LayerWeights *w = &m->layers[l];
+        if (int_mat(&w->q_wq) || int_mat(&w->q_wk) || int_mat(&w->q_wv) || int_mat(&w->q_wo) ||
+            int_mat(&w->q_gate) || int_mat(&w->q_up) || int_mat(&w->q_down))
+            return 1;
+    }
+    return 0;
+}
+
 int model_dequantize(Model *m, Err *e)
 {
     if (!model_has_stored(m))

@@ -421,9 +421,11 @@ void bench_report_decode(BenchReport *rep, const Config *cfg, const BenchDecodeR
     printf("the cache is filled to the context with seeded rows, then each step is timed (the median\n"
            "of %zu; flash attention, as `kvscope run` decodes); byte limit: (weights + K/V read) / read\n"
            "bandwidth\n", n ? rows[0].r.steps : 0);
+    if (rep->mat_dot)
+        printf("q8_0/q4_0 matrices by integer dots against the activation rounded to q8_0 (--int-dot=off: "
+               "f32)\n");
     if (rep->int_dot)
-        printf("--int-dot: the q8_0 cache's keys (and stored q8_0/q4_0 matrices) by integer dots against the "
-               "query\n(activation) rounded to q8_0\n");
+        printf("--int-dot: the q8_0 cache's keys are scored by integer dots against the query rounded to q8_0\n");
     printf("%8s  %-5s %13s %11s %11s %9s %11s %10s\n", "context", "cache", "weights/step", "K/V/step", "time/step",
            "tokens/s", "byte limit", "of limit");
     for (size_t i = 0; i < n; i++) {

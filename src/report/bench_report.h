@@ -43,6 +43,7 @@ typedef struct {
     } notes[BENCH_MAX_NOTES], top; /* top: the table's highest */
     size_t n_notes;          /* the table's count (the first BENCH_MAX_NOTES kept) */
     int int_dot;             /* keys scored by integer dots (--int-dot; kernels.h, qdot_takes) */
+    int mat_dot;             /* --decode: a checkpoint's q8_0/q4_0 matrices by integer dots (Model.mat_dot) */
 } BenchReport;
 
 /* The attention result for context index ci, format f, group index gi,

@@ -75,8 +75,16 @@ int setup_load_model(const ModelOpts *mo, size_t extra_bytes, Model *m, Err *e)
     Config cfg;
     if (setup_load_config(mo, &cfg, e) < 0 || setup_model(&cfg, mo->isa, extra_bytes, m, e) < 0)
         return -1;
-    m->int_dot = mo->int_dot;
+    setup_int_dot(m, mo);
     return 0;
+}
+
+void setup_int_dot(Model *m, const ModelOpts *mo)
+{
+    if (!mo->int_dot_set)
+        return;
+    m->int_dot = mo->int_dot;
+    m->mat_dot = mo->int_dot;
 }
 
 /* [batch][len] token ids, or NULL with e set: a product that does not fit

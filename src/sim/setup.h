@@ -22,7 +22,8 @@ typedef struct {
     int shared;         /* --shared: one set of layer weights for all layers, vocab capped */
     const char *weights; /* --weights: a GGUF or llama2.c checkpoint (NULL = none); its shape replaces
                             --model's, --set still applies (model/checkpoint.h) */
-    int int_dot;        /* --int-dot: a checkpoint's q8_0/q4_0 matrices by integer dots (Model.int_dot) */
+    int int_dot;        /* --int-dot[=ROUND|off]: INT_DOT_EVEN, INT_DOT_REF or INT_DOT_OFF (setup_int_dot) */
+    int int_dot_set;    /* --int-dot given; without it, the model's default (setup_int_dot) */
     int allow_nan;      /* --allow-nan: a checkpoint's NaN or infinite weights are run, not refused */
 } ModelOpts;
 
@@ -54,6 +55,12 @@ int setup_check_memory(size_t bytes, const char *what, Err *e);
  * positions (what an exact cache holds when it is full). setup_make_prompt
  * checks it before it allocates anything. */
 int setup_check_batch(const Config *cfg, size_t batch, Err *e);
+
+/* Apply --int-dot to a loaded model. Not given: a checkpoint's q8_0/q4_0
+ * matrices by integer dots (Model.mat_dot, its default), the cache's keys
+ * exact. --int-dot[=even|ref]: both by integer dots, the activation rounded
+ * so. --int-dot=off: neither, the f32 activation throughout. */
+void setup_int_dot(Model *m, const ModelOpts *mo);
 
 /* The weights of a loaded config on kernels isa (NULL = auto), after the
  * memory check (weights + extra_bytes). */

@@ -1,8 +1,9 @@
 # test_decode_threads.sh: a decode step's matrices and lm head split by
 # output rows across --threads give the same logits, byte for byte, for
 # 1, 2 and 3 threads: 32 greedy tokens dumped (logits.npy) from an f32
-# model and kjv-small's GGUF exports (f16, q4_0; q8_0 and q4_0 by integer
-# dots, both roundings).
+# model and kjv-small's GGUF exports (f16; q4_0 by integer dots, the
+# default, and exact with --int-dot=off; q8_0 and q4_0 with the cache's
+# integer dots too, both roundings).
 
 dt_dir=$(mktemp -d)
 for t in f16 q8_0 q4_0; do
@@ -25,6 +26,7 @@ dt_case() { # NAME OPTS...: dump with 1, 2 and 3 threads, compare the logits' by
 dt_case "f32 (kjv-small)" --model kjv-small
 dt_case "f16 export" --weights "$dt_dir/small.f16.gguf"
 dt_case "q4_0 export" --weights "$dt_dir/small.q4_0.gguf"
+dt_case "q4_0 export, --int-dot=off" --weights "$dt_dir/small.q4_0.gguf" --int-dot=off
 dt_case "q8_0 export, --int-dot" --weights "$dt_dir/small.q8_0.gguf" --int-dot
 dt_case "q4_0 export, --int-dot=ref" --weights "$dt_dir/small.q4_0.gguf" --int-dot=ref
 dt_case "q4_0 export, --int-dot, batch 2" --weights "$dt_dir/small.q4_0.gguf" --int-dot --batch 2

@@ -30,7 +30,26 @@ done
 for t in q8_0 q4_0; do
     expect_ok "run --weights --int-dot: $t by integer dots, cached equals uncached" '^tokens identical: yes' \
         $KV run --weights "$gdir/tiny-$t.gguf" --compare --int-dot
+    expect_ok "run --weights --int-dot=off: $t exact, cached equals uncached" '^tokens identical: yes' \
+        $KV run --weights "$gdir/tiny-$t.gguf" --compare --int-dot=off
+    # an f32 cache takes no integer dots: the default's logits are --int-dot's, not --int-dot=off's
+    for f in default int off; do
+        case $f in default) fl= ;; int) fl=--int-dot ;; off) fl=--int-dot=off ;; esac
+        $KV dump --weights "$gdir/tiny-$t.gguf" --tokens 8 $fl --out "$gdir/d-$f" >/dev/null 2>&1
+    done
+    if [ -s "$gdir/d-default/logits.npy" ] && cmp -s "$gdir/d-default/logits.npy" "$gdir/d-int/logits.npy" &&
+        [ -s "$gdir/d-off/logits.npy" ] && ! cmp -s "$gdir/d-default/logits.npy" "$gdir/d-off/logits.npy"
+    then ok "dump --weights $t: integer dots by default, --int-dot=off exact"
+    else bad "dump --weights $t: integer dots by default, --int-dot=off exact" \
+        "$(cmp "$gdir/d-default/logits.npy" "$gdir/d-int/logits.npy"; cmp "$gdir/d-default/logits.npy" "$gdir/d-off/logits.npy")"; fi
+    rm -rf "$gdir/d-default" "$gdir/d-int" "$gdir/d-off"
 done
+expect_ok "bench --decode --weights: says the matrices take integer dots" \
+    'q8_0/q4_0 matrices by integer dots against the activation rounded to q8_0' \
+    $KV bench --decode --weights "$gdir/tiny-q4_0.gguf" --contexts 16 --steps 1 --reps 1 --pool-mib 8 --quiet
+expect_fail "bench --int-dot=ref is refused" 2 "--int-dot alone or --int-dot=off" \
+    $KV bench --decode --int-dot=ref --model tiny --contexts 16
+expect_fail "run --int-dot=on is refused" 2 "'even'.*'ref'.*'off'" $KV run --model tiny --int-dot=on
 expect_ok "bench --decode --int-dot without --weights: the q8_0 cache's keys" \
     "the q8_0 cache's keys .* by integer dots" $KV bench --decode --int-dot --model tiny --contexts 16 --steps 1 --reps 1
 expect_ok "calc --weights: the checkpoint's shape" '2 layers, 4 query heads, 2 KV heads, head_dim 16' \

@@ -12,7 +12,8 @@
  *                                  ids (OUT file) checked against the library
  *   peer logits GGUF IDS T [int]   kvscope's greedy run of T tokens from IDS
  *                                  (its library, the same calls `kvscope run`
- *                                  makes; int: --int-dot) against llama.cpp:
+ *                                  makes; int: --int-dot, else --int-dot=off)
+ *                                  against llama.cpp:
  *                                  the largest logit difference over the T
  *                                  steps, fed the same ids, and llama.cpp's
  *                                  own greedy tokens

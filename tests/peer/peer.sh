@@ -159,7 +159,7 @@ for m in kjv-tiny kjv-small; do for t in f32 f16 q8_0 q4_0; do
     met=ok
     if [ $tol = - ]; then [ $same = $all ] || met=FAIL; target="greedy same"
     else awk -v a="$worst" -v b="$tol" 'BEGIN { exit !(a + 0 <= b + 0) }' || met=FAIL; target="<= $tol"; fi
-    row "logits${how:+ --int-dot}" "$m.$t" "largest |logit diff| $worst, greedy tokens same $same/$all" "$target" $met
+    row "logits${how:+, integer dots}" "$m.$t" "largest |logit diff| $worst, greedy tokens same $same/$all" "$target" $met
 done; done
 
 echo "peer: $(($(date +%s) - T0)) s; $fails rows miss their target${OPEN:+; $open open (not yet met: $OPEN)}"
