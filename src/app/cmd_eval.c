@@ -72,6 +72,12 @@ static void help(void)
            "                      scores a text longer than C at positions the model trained on,\n"
            "                      without the exact cache's cost, which grows with every token\n"
            "  --cache SPEC        one of:\n%s"
+           "  recompute[:window=W,stride=S] no cache: the window recomputed (StreamingLLM's\n"
+           "                          baseline): when W rows are held, the last W - S + 1 tokens\n"
+           "                          run again from position 0 (the model's first token first):\n"
+           "                          every S steps a pass, and each prediction reads W - S + 1\n"
+           "                          to W tokens at trained positions (default W the model's\n"
+           "                          context, S = W / 8)\n"
            "  --attention FORM    flash (default), naive or materialize\n%s\n"
            "output:\n"
            "  --format F          table (default), tsv or json\n"
@@ -261,6 +267,7 @@ typedef struct {
     Model m;
     int model_ready;
     KvCache *caches[MAX_CACHES];
+    EvalRecompute recompute[MAX_CACHES]; /* the rows that recompute their window (window 0: a cache) */
     EvalResult results[MAX_CACHES];
     size_t used[MAX_CACHES];
     size_t trained_ctx; /* the model's max_seq_len before the text stretched it */
@@ -308,9 +315,17 @@ static int job_open(EvalJob *j, EvalOpts *o, size_t *n, Err *e)
     j->m.attend = o->attend;
     setup_int_dot(&j->m, &o->mo);
     KvGeometry geo = model_kv_geometry(&j->m, 1);
-    for (size_t i = 0; i <= o->n_caches; i++)
-        if (!(j->caches[i] = kv_open(o->caches[i], &geo, e)))
+    for (size_t i = 0; i <= o->n_caches; i++) {
+        const int rw = eval_recompute_parse(o->caches[i], j->trained_ctx, &j->recompute[i], e);
+        char spec[64];
+        if (rw == 1 && j->recompute[i].window > cfg.max_seq_len)
+            return err_set(e, ERR_USAGE, "--cache %s: a window past the model's %zu positions (the text's, or its "
+                           "context's if longer)", o->caches[i], cfg.max_seq_len);
+        if (rw == 1)
+            snprintf(spec, sizeof spec, "contiguous:max=%zu", j->recompute[i].window);
+        if (rw < 0 || !(j->caches[i] = kv_open(rw == 1 ? spec : o->caches[i], &geo, e)))
             return err_wrap(e, "--cache");
+    }
     return 0;
 }
 
@@ -342,7 +357,7 @@ int cmd_eval(int argc, char **argv)
         return cli_fail(&e);
     }
     EvalOptions eo = { .prefill = o.prefill, .token_bytes = j.bytes, .per_position = o.per_position,
-                       .segments = o.segments };
+                       .segments = o.segments, .recompute = j.recompute };
     const double start = clock_seconds();
     progress_line_begin(&line, "kvscope eval", "position");
     int rc = eval_run(&j.m, j.caches, n_caches, j.ids, n, &eo, j.results, on_progress, &line, &e);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kv/spec.h"
 #include "model/forward.h"
 #include "util/pool.h"
 
@@ -52,6 +53,8 @@ typedef struct {
     size_t reach;  /* the most positions a step spanned so far (EvalResult.reach) */
     int rc;        /* the last pass's return */
     Err err;       /* its error, when rc < 0 */
+    size_t window, stride; /* a recomputed window's (EvalRecompute); window 0: a cache */
+    int *win;      /* [window - stride] the tokens a recomputed window's restart runs */
 } Lane;
 
 /* One step of every lane: the same tokens through each cache. */
@@ -82,11 +85,41 @@ static size_t reach_at(const KvCache *c, const Config *cfg, size_t t)
     return cfg->sliding_window && span > cfg->sliding_window ? cfg->sliding_window : span;
 }
 
+/* A recomputed window's step, at the lane's own positions: when the new
+ * token would overflow the window, the cache empties and the last
+ * window - stride + 1 tokens up to this step's run again from position 0,
+ * the model's first token first if it reads one; stride steps later the
+ * window is full again. */
+static void recompute_step(const Step *s, Lane *l)
+{
+    const int bos = s->m->cfg.add_bos;
+    const int *tokens = s->ids + s->pos0;
+    size_t held = kv_length(l->cache, 0, 0), n_new = s->n_new;
+    if (held + n_new > l->window) {
+        const size_t keep = l->window - l->stride + 1, t = s->pos0 + n_new - 1; /* t: the newest token */
+        size_t k = 0;
+        if (bos)
+            l->win[k++] = s->ids[0];
+        memcpy(l->win + k, s->ids + t + 1 - (keep - k), (keep - k) * sizeof *l->win);
+        kv_reset(l->cache);
+        tokens = l->win;
+        n_new = keep;
+        held = 0;
+    }
+    l->rc = model_forward(s->m, &l->fs, l->cache, tokens, 1, n_new, held, l->logits, &l->ctr, &l->err);
+    if (l->rc == 0 && held + n_new > l->reach)
+        l->reach = held + n_new;
+}
+
 static void step_lane(void *ctx, size_t k)
 {
     const Step *s = ctx;
     Lane *l = &s->lanes[k];
     l->ctr = (Counters){ 0 };
+    if (l->window) {
+        recompute_step(s, l);
+        return;
+    }
     l->rc = model_forward(s->m, &l->fs, l->cache, s->ids + s->pos0, 1, s->n_new, s->pos0, l->logits, &l->ctr,
                           &l->err);
     if (l->rc == 0) {
@@ -190,19 +223,40 @@ int eval_run(const Model *m, KvCache *const *caches, size_t n_caches, const int 
     for (size_t i = 0; i < n; i++)
         if (ids[i] < 0 || (size_t)ids[i] >= V)
             return err_set(e, ERR_USAGE, "eval: token %d at %zu is outside the vocabulary 0..%zu", ids[i], i, V - 1);
+    for (size_t k = 0; o->recompute && k < n_caches; k++) {
+        const EvalRecompute *rw = &o->recompute[k];
+        if (rw->window && (rw->window > c->max_seq_len || rw->stride >= rw->window || P > rw->window))
+            return err_set(e, ERR_USAGE, "eval: a window of %zu recomputed every %zu tokens after a prefill of %zu "
+                           "(want stride < window, window <= %zu, prefill <= window)", rw->window, rw->stride, P,
+                           c->max_seq_len);
+        if (rw->window && c->add_bos && ids[0] != c->bos_token)
+            return err_set(e, ERR_USAGE, "eval: the model reads every sequence from token %d, and this one starts "
+                           "with %d", c->bos_token, ids[0]);
+    }
     Lane *lanes = calloc(n_caches, sizeof *lanes);
     if (!lanes)
         return err_set(e, ERR_RUNTIME, "out of memory");
     int rc = -1;
     for (size_t k = 0; k < n_caches; k++) {
+        const EvalRecompute *rw = o->recompute ? &o->recompute[k] : NULL;
+        size_t max_pass = P;
         lanes[k].cache = caches[k];
+        if (rw && rw->window) {
+            lanes[k].window = rw->window;
+            lanes[k].stride = rw->stride;
+            max_pass = rw->window - rw->stride + 1 > P ? rw->window - rw->stride + 1 : P;
+            if (!(lanes[k].win = malloc(max_pass * sizeof *lanes[k].win))) {
+                err_set(e, ERR_RUNTIME, "out of memory for cache %zu's run", k);
+                goto done;
+            }
+        }
         lanes[k].logits = malloc(V * sizeof(float));
         results[k].scored = n - P;
         if (o->per_position)
             results[k].nll_at = calloc(n - P, sizeof(double));
         if (!lanes[k].logits || (o->per_position && !results[k].nll_at) ||
             (o->segments && segments_init(&results[k], o->segments, P, o->token_bytes) < 0) ||
-            forward_state_init(&lanes[k].fs, c, P, 0, e) < 0) {
+            forward_state_init(&lanes[k].fs, c, max_pass, 0, e) < 0) {
             err_set(e, ERR_RUNTIME, "out of memory for cache %zu's run", k);
             goto done;
         }
@@ -234,6 +288,7 @@ int eval_run(const Model *m, KvCache *const *caches, size_t n_caches, const int 
 done:
     for (size_t k = 0; k < n_caches; k++) {
         free(lanes[k].logits);
+        free(lanes[k].win);
         if (lanes[k].fs_ready)
             forward_state_free(&lanes[k].fs);
     }
@@ -248,6 +303,26 @@ void eval_result_free(EvalResult *r)
     r->nll_at = NULL;
     r->seg = NULL;
     r->n_seg = 0;
+}
+
+int eval_recompute_parse(const char *spec, size_t context, EvalRecompute *out, Err *e)
+{
+    static const char name[] = "recompute";
+    if (strncmp(spec, name, sizeof name - 1) != 0 || !strchr(":+", spec[sizeof name - 1]))
+        return 0; /* another name: some cache's (strchr finds the terminating 0 too) */
+    KvSpec sp;
+    if (spec_parse(spec, &sp, e) < 0)
+        return -1;
+    if (sp.n_parts != 1)
+        return err_set(e, ERR_USAGE, "'%s': a recomputed window takes no modifier (its cache is exact)", spec);
+    *out = (EvalRecompute){ .window = context, .stride = context / 8 ? context / 8 : 1 };
+    KvSpecPart *p = &sp.part[0];
+    if (spec_take_size(p, "window", &out->window, e) < 0 || spec_take_size(p, "stride", &out->stride, e) < 0 ||
+        spec_check_all_taken(p, "window, stride", e) < 0)
+        return -1;
+    if (out->stride >= out->window)
+        return err_set(e, ERR_USAGE, "'%s': the stride must be below the window (%zu)", spec, out->window);
+    return 1;
 }
 
 int eval_recompute_window(const Model *m, const int *ids, size_t n, size_t prefill, size_t window, size_t stride,

@@ -21,12 +21,25 @@
 #include "stats/counters.h"
 #include "util/err.h"
 
+/* A row that is no cache: the window recomputed, StreamingLLM's costly
+ * baseline (its Figure 1 c). The lane's exact cache holds at most `window`
+ * rows; when it is full it empties, and the last window - stride + 1 tokens
+ * run again from position 0 (after the model's first token, for an add_bos
+ * model): a pass of that many tokens every stride steps, and every
+ * prediction reads between window - stride + 1 and window tokens, at
+ * positions the model trained on. window 0: an ordinary cache's lane. */
+typedef struct {
+    size_t window, stride;
+} EvalRecompute;
+
 typedef struct {
     size_t prefill;          /* P: tokens of the first pass, >= 1 */
     const size_t *token_bytes; /* [n] bytes each token stands for (bits per byte); NULL = 1 each */
     int per_position;        /* keep every scored token's negative log-likelihood */
     size_t segments;         /* cut the scored predictions into this many segments (at most one
                                 per prediction); 0: none */
+    const EvalRecompute *recompute; /* [n_caches]: the lanes whose window is recomputed (their
+                                caches exact, of window rows); NULL: every lane a cache */
 } EvalOptions;
 
 /* One segment of the scored predictions: its place and its sums. */
@@ -70,6 +83,12 @@ int eval_run(const Model *m, KvCache *const *caches, size_t n_caches, const int 
              const EvalOptions *o, EvalResult *results, EvalProgressFn progress, void *user, Err *e);
 
 void eval_result_free(EvalResult *r);
+
+/* Parse a row spec "recompute[:window=W,stride=S]" (defaults: W the model's
+ * trained context, S an eighth of W): 1 and *out filled when spec names
+ * it, 0 when spec is some cache's, -1 (ERR_USAGE) when its options are
+ * wrong. */
+int eval_recompute_parse(const char *spec, size_t context, EvalRecompute *out, Err *e);
 
 /* StreamingLLM's baseline, which no cache is: at every step, the last
  * `window` tokens (fewer at the start) run from scratch, at positions 0 ..

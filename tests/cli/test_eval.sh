@@ -196,6 +196,21 @@ b=$($KV eval --text "$evtext" --tokens 150 --reference shift:ctx=64,keep=2 --for
 expect_ok "eval --reference: the table compares against it" 'vs reference, bits/byte' \
     $KV eval --text "$evtext" --tokens 100 --reference ring:window=16 --cache ring:window=32
 expect_fail "eval --reference: a bad spec" 2 "unknown cache 'nope'" $KV eval --text "$evtext" --reference nope
+# recompute: no cache but the window run again every S steps (its unit test checks each prediction
+# against the uncached run of its window); a window as long as the text is the exact cache itself
+run "eval: recompute rows" $KV eval --text "$evtext" --tokens 200 --cache recompute:window=200,stride=16 \
+    --cache recompute:window=64,stride=16 --format tsv
+if [ "$status" -eq 0 ] && awk -F'\t' 'NR == 2 { ref = $4 } NR == 3 { ok = $4 == ref && $7 == 0 && $11 == 199 }
+    NR == 4 { ok = ok && $4 != ref && $7 > 0 && $11 == 64 } END { exit !(ok && NR == 4) }' "$out"
+then ok "eval: recompute, as long as the text, is the exact cache; a window of 64 reaches 64 rows"
+else bad "eval: recompute, as long as the text, is the exact cache; a window of 64 reaches 64 rows" "exit $status" \
+    "$(head -c 400 "$out")"; fi
+expect_fail "eval: recompute, a stride as long as the window" 2 "the stride must be below the window" \
+    $KV eval --text "$evtext" --cache recompute:window=16,stride=16
+expect_fail "eval: recompute, a window past the positions" 2 "a window past the model's" \
+    $KV eval --text "$evtext" --tokens 100 --cache recompute:window=4096
+expect_fail "eval: recompute takes no modifier" 2 "takes no modifier" \
+    $KV eval --text "$evtext" --cache recompute+quant:k=q8_0
 # --attention-stats: where each head's attention goes, from windows read from position 0
 run "eval --attention-stats" $KV eval --model kjv-tiny --split validation --attention-stats --windows 3 --window-len 64 \
     --format json

@@ -277,6 +277,104 @@ static void test_recompute_window_bos(void **state)
     model_free(&m);
 }
 
+/* The window recomputed every S steps, as an eval row: each prediction is
+ * the uncached run of the window the rule names (restarts at t = W, W + S,
+ * ...; then the last W - S tokens, after the first token for an add_bos
+ * model), and a window as long as the text is the exact cache bit for bit. */
+static void check_recompute_lane(int bos)
+{
+    enum { W = 12, S = 4, KEEP = W - S + 1, P = 3 };
+    Config cfg = test_config(2, 4, 2);
+    cfg.add_bos = bos;
+    cfg.bos_token = (int)cfg.vocab - 1;
+    Model m;
+    test_model(&m, &cfg);
+    int ids[N_TOK];
+    test_tokens(ids, N_TOK, cfg.vocab - 1, 11);
+    if (bos)
+        ids[0] = cfg.bos_token;
+    KvCache *caches[3] = { open_cache(&m, "contiguous"), open_cache(&m, "contiguous"), open_cache(&m, "contiguous:max=12") };
+    const EvalRecompute rw[3] = { { 0, 0 }, { N_TOK, S }, { W, S } };
+    EvalOptions o = { .prefill = P, .per_position = 1, .recompute = rw };
+    EvalResult res[3];
+    Err e = { 0 };
+    if (eval_run(&m, caches, 3, ids, N_TOK, &o, res, NULL, NULL, &e) < 0)
+        fail_msg("eval: %s", e.msg);
+    assert_true(res[1].nll == res[0].nll && res[1].kl == 0); /* never full: the exact cache's passes */
+    assert_int_equal(res[2].reach, W);
+    size_t restarted = 0;
+    for (size_t t = P - 1; t + 1 < N_TOK; t++) {
+        int w[W];
+        size_t len;
+        if (t < W) {
+            memcpy(w, ids, (t + 1) * sizeof *w);
+            len = t + 1;
+        } else {
+            const size_t t_r = W + (t - W) / S * S, from = t_r + 1 - KEEP + (size_t)bos; /* the last restart */
+            len = 0;
+            if (bos)
+                w[len++] = ids[0];
+            for (size_t i = from; i <= t; i++)
+                w[len++] = ids[i];
+            restarted++;
+        }
+        int win_next[W + 1];
+        memcpy(win_next, w, len * sizeof *w);
+        win_next[len] = ids[t + 1];
+        const double ref = uncached_nll(&m, win_next, len - 1);
+        if (!(fabs(res[2].nll_at[t - (P - 1)] - ref) <= 1e-5 * fmax(1.0, fabs(ref))))
+            fail_msg("bos %d, step %zu: %.9g against %.9g uncached", bos, t, res[2].nll_at[t - (P - 1)], ref);
+    }
+    assert_true(restarted > 2 * S);
+    for (size_t i = 0; i < 3; i++) {
+        eval_result_free(&res[i]);
+        kv_free(caches[i]);
+    }
+    model_free(&m);
+}
+
+static void test_recompute_lane(void **state)
+{
+    (void)state;
+    check_recompute_lane(0);
+    check_recompute_lane(1);
+}
+
+/* The row's spec and the lane's limits: one clear refusal each. */
+static void test_recompute_spec(void **state)
+{
+    (void)state;
+    EvalRecompute rw;
+    Err e = { 0 };
+    assert_int_equal(eval_recompute_parse("recompute", 1024, &rw, &e), 1);
+    assert_true(rw.window == 1024 && rw.stride == 128);
+    assert_int_equal(eval_recompute_parse("recompute:window=64,stride=8", 1024, &rw, &e), 1);
+    assert_true(rw.window == 64 && rw.stride == 8);
+    assert_int_equal(eval_recompute_parse("contiguous", 1024, &rw, &e), 0);
+    assert_int_equal(eval_recompute_parse("recomputed", 1024, &rw, &e), 0);
+    const char *bad[] = { "recompute:window=8,stride=8", "recompute:width=8", "recompute:stride=0",
+                          "recompute+quant:k=q8_0" };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        e = (Err){ 0 };
+        assert_int_equal(eval_recompute_parse(bad[i], 1024, &rw, &e), -1);
+        assert_int_equal(e.kind, ERR_USAGE);
+    }
+    Config cfg = test_config(2, 4, 2);
+    Model m;
+    test_model(&m, &cfg);
+    int ids[N_TOK];
+    test_tokens(ids, N_TOK, cfg.vocab, 3);
+    KvCache *c = open_cache(&m, "contiguous");
+    const EvalRecompute too_short = { 4, 1 }; /* a prefill of 5 does not fit a window of 4 */
+    EvalOptions o = { .prefill = PREFILL, .recompute = &too_short };
+    EvalResult r;
+    e = (Err){ 0 };
+    assert_int_equal(eval_run(&m, &c, 1, ids, N_TOK, &o, &r, NULL, NULL, &e), -1);
+    assert_int_equal(e.kind, ERR_USAGE);
+    kv_free(c);
+    model_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -285,6 +383,8 @@ int main(void)
         cmocka_unit_test(test_eval_bad_input),
         cmocka_unit_test(test_recompute_window),
         cmocka_unit_test(test_recompute_window_bos),
+        cmocka_unit_test(test_recompute_lane),
+        cmocka_unit_test(test_recompute_spec),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
