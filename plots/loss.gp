@@ -4,8 +4,10 @@
 # (faint), its running mean, and the held-out text's (points).
 #
 # usage: gnuplot -c loss.gp loss.tsv OUT TERM
-#   loss.tsv  kvscope's data for the first model, one row per step; the
-#             second and third models' rows are in the tables loss.labels.gp names
+#   loss.tsv  kvscope's data for the first model, one row per step; every
+#             model's table (this one first) is a word of loss.labels.gp's
+#             `tables`, its name the same word of `names`, its dash type
+#             the same word of `dashes` (2: a variant of the model before it)
 #   OUT       the image file, or - for the terminal
 #   TERM      png (default), svg or dumb
 
@@ -30,16 +32,17 @@ if (out ne "-") { set output out }
 set datafile separator "\t"
 set datafile columnheaders
 set datafile missing "-"
-set linetype 1 lc rgb "#0072B2" lw 2.5 pt 7 ps 1.3
-set linetype 2 lc rgb "#D55E00" lw 2.5 pt 5 ps 1.3
-set linetype 3 lc rgb "#9ecae1" lw 1
-set linetype 4 lc rgb "#fdae6b" lw 1
-set linetype 5 lc rgb "#009E73" lw 2.5 pt 9 ps 1.3
-set linetype 6 lc rgb "#a1d99b" lw 1
+# model i: its mean and held-out points in word i of dark, its batches in
+# the same word of light (Okabe-Ito hues and their pale twins)
+dark = "#0072B2 #D55E00 #009E73 #CC79A7"
+light = "#9ecae1 #fdae6b #a1d99b #e7b9d4"
+n = words(tables)
+if (n > words(dark)) { exit error "loss.gp: more models than colours" }
+table(i) = dir . word(tables, i)
 
 set title title font ",14"
-set label 101 caption at screen 0.01, screen 0.09 left font ",9"
-set bmargin 11
+set label 101 caption at screen 0.01, screen 0.12 left font ",9"
+set bmargin 13
 set xlabel "tokens trained on (millions)"
 set ylabel "bits per byte (lower is better)"
 set logscale x
@@ -48,12 +51,9 @@ set grid xtics ytics mxtics lc rgb "#dddddd"
 set key top right box opaque samplen 3 spacing 1.2 font ",10"
 
 M = 1e6
-plot data using ($1 / M):3 with lines lt 3 title first_name . ": training, each step's batch", \
-     dir . second using ($1 / M):3 with lines lt 4 title second_name . ": training, each step's batch", \
-     dir . third using ($1 / M):3 with lines lt 6 title third_name . ": training, each step's batch", \
-     data using ($1 / M):4 with lines lt 1 title sprintf("%s: training, mean of %d steps", first_name, mean_steps), \
-     dir . second using ($1 / M):4 with lines lt 2 title sprintf("%s: training, mean of %d steps", second_name, mean_steps), \
-     dir . third using ($1 / M):4 with lines lt 5 title sprintf("%s: training, mean of %d steps", third_name, mean_steps), \
-     data using ($1 / M):5 with points lt 1 title first_name . ": held-out text", \
-     dir . second using ($1 / M):5 with points lt 2 title second_name . ": held-out text", \
-     dir . third using ($1 / M):5 with points lt 5 title third_name . ": held-out text"
+plot for [i=1:n] table(i) using ($1 / M):3 with lines lw 1 lc rgb word(light, i) \
+         title word(names, i) . ": training, each step's batch", \
+     for [i=1:n] table(i) using ($1 / M):4 with lines lw 2.5 lc rgb word(dark, i) dt int(word(dashes, i)) \
+         title sprintf("%s: training, mean of %d steps", word(names, i), mean_steps), \
+     for [i=1:n] table(i) using ($1 / M):5 with points pt 5 + 2 * (i - 1) ps 1.3 lc rgb word(dark, i) \
+         title word(names, i) . ": held-out text"

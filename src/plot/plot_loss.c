@@ -9,8 +9,13 @@
 
 #include "util/files.h"
 
-/* The models drawn: the first is loss.tsv, the others loss.NAME.tsv. */
-static const char *const models[] = { "kjv-small", "kjv-tiny", "kjv-base" };
+/* The models drawn: the first is loss.tsv, the others loss.NAME.tsv. A
+ * model trained as the one before it (the same text, steps and seed) with
+ * one change is dashed: their curves lie on each other. */
+static const struct {
+    const char *name;
+    int dashed;
+} models[] = { { "kjv-small", 0 }, { "kjv-tiny", 0 }, { "kjv-base", 0 }, { "kjv-base-sink", 1 } };
 #define N_MODELS (sizeof models / sizeof models[0])
 /* Steps in the training loss's running mean: one step's batch is noisy. */
 #define MEAN_STEPS 25
@@ -73,37 +78,46 @@ static int convert_log(const PlotCtx *ctx, const char *model, const char *table,
 int plot_loss(const PlotCtx *ctx, PlotNote *note, Err *e)
 {
     LogSummary sum[N_MODELS];
-    char caption[1536] = "", table[96];
-    size_t used = 0;
+    char caption[2048] = "", table[96], names[256] = "", tables[512] = "", dashes[64] = "";
+    size_t used = 0, names_used = 0, tables_used = 0, dashes_used = 0;
     for (size_t i = 0; i < N_MODELS; i++) {
         if (i == 0)
             snprintf(table, sizeof table, "loss.tsv");
         else
-            snprintf(table, sizeof table, "loss.%s.tsv", models[i]);
-        if (convert_log(ctx, models[i], table, &sum[i], e) < 0)
+            snprintf(table, sizeof table, "loss.%s.tsv", models[i].name);
+        if (convert_log(ctx, models[i].name, table, &sum[i], e) < 0)
             return -1;
-        ModelOpts mo = { .model = models[i] };
+        names_used += (size_t)snprintf(names + names_used, sizeof names - names_used, "%s%s", i ? " " : "", models[i].name);
+        tables_used += (size_t)snprintf(tables + tables_used, sizeof tables - tables_used, "%s%s", i ? " " : "", table);
+        dashes_used += (size_t)snprintf(dashes + dashes_used, sizeof dashes - dashes_used, "%s%d", i ? " " : "",
+                                        models[i].dashed ? 2 : 1);
+        ModelOpts mo = { .model = models[i].name };
         Config c;
         if (setup_load_config(&mo, &c, e) < 0)
             return -1;
         used += (size_t)snprintf(caption + used, sizeof caption - used,
-                                 "%s%s: %zu parameters (d_model %zu, %zu layers, %zu/%zu heads, context %zu), %zu "
+                                 "%s%s: %zu parameters (d_model %zu, %zu layers, %zu/%zu heads%s, context %zu), %zu "
                                  "steps, %.2fM tokens, validation %.3f bits/byte at the end",
-                                 i ? "\n" : "", models[i], model_param_floats(&c), c.d_model, c.n_layers, c.n_heads,
-                                 c.n_kv_heads, c.max_seq_len, sum[i].rows, sum[i].last_tokens / 1e6,
+                                 i ? "\n" : "", models[i].name, model_param_floats(&c), c.d_model, c.n_layers, c.n_heads,
+                                 c.n_kv_heads, c.attn_sink == SINK_LEARNED ? ", a learnt sink a head" : "",
+                                 c.max_seq_len, sum[i].rows, sum[i].last_tokens / 1e6,
                                  sum[i].last_valid);
     }
     snprintf(caption + used, sizeof caption - used,
-             "\nRead from data/weights/NAME.log.tsv (kvscope train --log, run by make models); held-out text: the "
+             "\nDashed: trained as the model above it, with one change.\nRead from data/weights/NAME.log.tsv (kvscope train --log, run by make models); held-out text: the "
              "books of data/README.md's split. Training loss: each step's batch, and its mean over %d steps.",
              MEAN_STEPS);
     FILE *labels = plot_labels_open(ctx, "loss", "Training the shipped models: bits per byte of text", caption, e);
     if (!labels)
         return -1;
-    fprintf(labels, "mean_steps = %d\nsecond = \"loss.%s.tsv\"\nthird = \"loss.%s.tsv\"\nfirst_name = \"%s\"\n"
-            "second_name = \"%s\"\nthird_name = \"%s\"\n", MEAN_STEPS, models[1], models[2], models[0], models[1],
-            models[2]);
-    snprintf(note->note, sizeof note->note, "validation at the end: %s %.3f, %s %.3f, %s %.3f bits per byte", models[0],
-             sum[0].last_valid, models[1], sum[1].last_valid, models[2], sum[2].last_valid);
+    /* the tables and the models' names, word i of each for model i */
+    fprintf(labels, "mean_steps = %d\ntables = \"%s\"\nnames = \"%s\"\ndashes = \"%s\"\n", MEAN_STEPS, tables,
+            names, dashes);
+    used = (size_t)snprintf(note->note, sizeof note->note, "validation at the end:");
+    for (size_t i = 0; i < N_MODELS && used < sizeof note->note; i++)
+        used += (size_t)snprintf(note->note + used, sizeof note->note - used, "%s %s %.3f", i ? "," : "", models[i].name,
+                                 sum[i].last_valid);
+    if (used < sizeof note->note)
+        snprintf(note->note + used, sizeof note->note - used, " bits per byte");
     return plot_close(labels, "loss", e);
 }

@@ -276,7 +276,8 @@ check "speculative.position: at K = 4, kept counts never rise along the draft, a
 
 # loss: the shipped training logs, row for row; the mean is of the last 25 steps
 header loss.tsv "tokens	step	train_bits_per_byte	train_bits_per_byte_mean25	valid_bits_per_byte"
-for pair in "loss.tsv kjv-small" "loss.kjv-tiny.tsv kjv-tiny" "loss.kjv-base.tsv kjv-base"; do
+for pair in "loss.tsv kjv-small" "loss.kjv-tiny.tsv kjv-tiny" "loss.kjv-base.tsv kjv-base" \
+    "loss.kjv-base-sink.tsv kjv-base-sink"; do
     set -- $pair
     said=$(awk -F'\t' 'FNR == 1 { next } NR == FNR { st[FNR] = $1; tb[FNR] = $4; vb[FNR] = $5; tk[FNR] = $7; n = FNR; next }
         { sum += $3; q[FNR] = $3; if (FNR > 26) sum -= q[FNR - 25]; k = FNR - 1 < 25 ? FNR - 1 : 25
