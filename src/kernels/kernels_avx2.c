@@ -52,49 +52,58 @@ static inline __m256 exp8(__m256 x)
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
-/* Four W rows at a time: each x chunk loaded once serves four outputs. */
+/* y[k] = W row k . xr for k < R (R a constant: 4 or 1), each chunk of xr
+ * loaded once for the R rows. Each dot in lanes16_dot's order, as
+ * matmul_avx512 sums it: 16 lanes as two registers a row (lo 0-7, hi
+ * 8-15), one fused multiply-add a term; the last chunk's lanes past `in`
+ * are masked loads of 0 and add 0 * 0, as AVX-512's masked step does. */
+static inline __attribute__((always_inline)) void dot_w_rows(const size_t R, float *y, const float *xr,
+                                                             const float *w, size_t in, size_t main_len,
+                                                             __m256i m_lo, __m256i m_hi)
+{
+    __m256 lo[4], hi[4];
+#pragma GCC unroll 4
+    for (size_t k = 0; k < R; k++)
+        lo[k] = hi[k] = _mm256_setzero_ps();
+    for (size_t i = 0; i < main_len; i += LANES) {
+        const __m256 xl = _mm256_loadu_ps(xr + i), xh = _mm256_loadu_ps(xr + i + 8);
+#pragma GCC unroll 4
+        for (size_t k = 0; k < R; k++) {
+            lo[k] = _mm256_fmadd_ps(_mm256_loadu_ps(w + k * in + i), xl, lo[k]);
+            hi[k] = _mm256_fmadd_ps(_mm256_loadu_ps(w + k * in + i + 8), xh, hi[k]);
+        }
+    }
+    if (main_len < in) { /* hi's lanes are read only where the tail reaches them */
+        const int hi_read = in - main_len > 8;
+        const __m256 zero = _mm256_setzero_ps();
+        const __m256 xl = _mm256_maskload_ps(xr + main_len, m_lo);
+        const __m256 xh = hi_read ? _mm256_maskload_ps(xr + main_len + 8, m_hi) : zero;
+#pragma GCC unroll 4
+        for (size_t k = 0; k < R; k++) {
+            const float *wk = w + k * in + main_len;
+            lo[k] = _mm256_fmadd_ps(_mm256_maskload_ps(wk, m_lo), xl, lo[k]);
+            hi[k] = _mm256_fmadd_ps(hi_read ? _mm256_maskload_ps(wk + 8, m_hi) : zero, xh, hi[k]);
+        }
+    }
+#pragma GCC unroll 4
+    for (size_t k = 0; k < R; k++)
+        y[k] = hsum16(lo[k], hi[k]);
+}
+
+/* Four W rows at a time (eight accumulators of the 16 registers), then
+ * one by one. */
 void matmul_avx2(float *y, const float *x, const float *w, size_t n, size_t in, size_t out, uint64_t *flops,
                  Counters *ctr)
 {
+    const size_t main_len = in / LANES * LANES, left = in - main_len;
+    const __m256i m_lo = lanes8(left < 8 ? left : 8), m_hi = lanes8(left > 8 ? left - 8 : 0);
     size_t o = 0;
-    for (; o + 4 <= out; o += 4) {
-        const float *w0 = w + o * in, *w1 = w0 + in, *w2 = w1 + in, *w3 = w2 + in;
-        for (size_t r = 0; r < n; r++) {
-            const float *xr = x + r * in;
-            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-            size_t i = 0;
-            for (; i + 8 <= in; i += 8) {
-                __m256 xv = _mm256_loadu_ps(xr + i);
-                a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w0 + i), xv, a0);
-                a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w1 + i), xv, a1);
-                a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w2 + i), xv, a2);
-                a3 = _mm256_fmadd_ps(_mm256_loadu_ps(w3 + i), xv, a3);
-            }
-            float s0 = hsum8(a0), s1 = hsum8(a1), s2 = hsum8(a2), s3 = hsum8(a3);
-            for (; i < in; i++) {
-                s0 += w0[i] * xr[i];
-                s1 += w1[i] * xr[i];
-                s2 += w2[i] * xr[i];
-                s3 += w3[i] * xr[i];
-            }
-            float *yr = y + r * out + o;
-            yr[0] = s0, yr[1] = s1, yr[2] = s2, yr[3] = s3;
-        }
-    }
-    for (; o < out; o++) {
-        const float *wr = w + o * in;
-        for (size_t r = 0; r < n; r++) {
-            const float *xr = x + r * in;
-            __m256 a = _mm256_setzero_ps();
-            size_t i = 0;
-            for (; i + 8 <= in; i += 8)
-                a = _mm256_fmadd_ps(_mm256_loadu_ps(wr + i), _mm256_loadu_ps(xr + i), a);
-            float s = hsum8(a);
-            for (; i < in; i++)
-                s += wr[i] * xr[i];
-            y[r * out + o] = s;
-        }
-    }
+    for (; o + 4 <= out; o += 4)
+        for (size_t r = 0; r < n; r++)
+            dot_w_rows(4, y + r * out + o, x + r * in, w + o * in, in, main_len, m_lo, m_hi);
+    for (; o < out; o++)
+        for (size_t r = 0; r < n; r++)
+            dot_w_rows(1, y + r * out + o, x + r * in, w + o * in, in, main_len, m_lo, m_hi);
     if (flops)
         *flops += 2 * (uint64_t)n * out * in;
     if (ctr)

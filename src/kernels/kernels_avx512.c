@@ -46,7 +46,8 @@ static inline __mmask16 tail_mask(size_t left)
 
 /* y[k] = W row k . xr for k < R (R a constant: 8, 4 or 1), each chunk of
  * xr loaded once for the R rows; the main loop is unmasked and a single
- * masked step takes the tail. */
+ * masked step takes the tail. Each dot in lanes16_dot's order (lanes16.h):
+ * term i fused into lane i % 16, the masked lanes adding 0 * 0, the tree. */
 static inline __attribute__((always_inline)) void dot_w_rows(const size_t R, float *y, const float *xr,
                                                              const float *w, size_t in, size_t main_len,
                                                              __mmask16 tail)
@@ -69,7 +70,7 @@ static inline __attribute__((always_inline)) void dot_w_rows(const size_t R, flo
     }
 #pragma GCC unroll 8
     for (size_t k = 0; k < R; k++)
-        y[k] = _mm512_reduce_add_ps(a[k]);
+        y[k] = hsum16(a[k]);
 }
 
 /* W rows in blocks of 8, then 4, then one by one. Eight rows streamed at

@@ -20,6 +20,7 @@
 #define KVSCOPE_KERNELS_LANES16_H
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -34,6 +35,21 @@ static inline float lanes16_reduce(const float *a)
     for (int i = 0; i < 4; i++)
         t4[i] = t8[i] + t8[i + 4];
     return (t4[0] + t4[2]) + (t4[1] + t4[3]);
+}
+
+/* a . b over n terms in that order: term i fused into lane i % 16; the
+ * lanes of the last chunk that lie past n add 0 * 0, as a masked load
+ * hands them zeros (it turns a -0 lane into +0); then the tree. The f32
+ * matmul's dot (matmul_ref; the SIMD matmuls do it in registers). */
+static inline float lanes16_dot(const float *a, const float *b, size_t n)
+{
+    float lane[LANES] = { 0 };
+    size_t i = 0;
+    for (; i < n; i++)
+        lane[i % LANES] = fmaf(a[i], b[i], lane[i % LANES]);
+    for (; i % LANES; i++)
+        lane[i % LANES] = fmaf(0.0f, 0.0f, lane[i % LANES]);
+    return lanes16_reduce(lane);
 }
 
 /* exp(x) for x in [-87.3, 88.3] as exp16 computes it (kernels_avx512.c):
