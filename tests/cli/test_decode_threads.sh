@@ -9,6 +9,9 @@ dt_dir=$(mktemp -d)
 for t in f16 q8_0 q4_0; do
     "$KV" export --weights data/weights/kjv-small.kvw --type $t --gguf "$dt_dir/small.$t.gguf" --quiet >/dev/null 2>&1
 done
+# rows of 512 and 1024 values: the VNNI matvec's (qmatvec_vnni.c) where the CPU has it
+"$KV" export --model tiny --set d_model=512 --set ffn_dim=1024 --set vocab=1280 --type q4_0 --gguf "$dt_dir/wide.q4_0.gguf" --quiet \
+    >/dev/null 2>&1
 dt_case() { # NAME OPTS...: dump with 1, 2 and 3 threads, compare the logits' bytes
     what=$1; shift
     rm -rf "$dt_dir/t1" "$dt_dir/t2" "$dt_dir/t3"
@@ -27,6 +30,7 @@ dt_case "f32 (kjv-small)" --model kjv-small
 dt_case "f16 export" --weights "$dt_dir/small.f16.gguf"
 dt_case "q4_0 export" --weights "$dt_dir/small.q4_0.gguf"
 dt_case "q4_0 export, --int-dot=off" --weights "$dt_dir/small.q4_0.gguf" --int-dot=off
+dt_case "q4_0 export, rows of 512 and 1024" --weights "$dt_dir/wide.q4_0.gguf"
 dt_case "q8_0 export, --int-dot" --weights "$dt_dir/small.q8_0.gguf" --int-dot
 dt_case "q4_0 export, --int-dot=ref" --weights "$dt_dir/small.q4_0.gguf" --int-dot=ref
 dt_case "q4_0 export, --int-dot, batch 2" --weights "$dt_dir/small.q4_0.gguf" --int-dot --batch 2
