@@ -50,7 +50,7 @@ TEST_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 .PHONY: peer peer-if-reachable peer-speed corpus tokenizer models all bin run test test-bins unit-tests cli-tests sanitize cross-test deps deps-test clean plots check-lessons \
-	check-layers install uninstall fuzz
+	check-layers install uninstall fuzz test-plain test-side test-sanitized test-tail
 
 # deps first, then a fresh make, so pkg-config is asked after any install;
 # two compiles at a time (this machine's two cores) unless -j says otherwise
@@ -121,18 +121,18 @@ check-layers:
 cli-tests: $(BIN)
 	KVSCOPE_BIN=$(BIN) KVSCOPE_SANITIZED=$(SANITIZED) sh tests/cli/run.sh
 
+SAN_MAKE = $(MAKE) --no-print-directory BUILD=$(BUILD)/san CC=clang OPT="$(SAN_FLAGS)" \
+	LDFLAGS="-fsanitize=address,undefined"
 sanitize:
-	$(MAKE) --no-print-directory -j2 BUILD=$(BUILD)/san CC=clang OPT="$(SAN_FLAGS)" \
-		LDFLAGS="-fsanitize=address,undefined" test-bins
-	$(MAKE) --no-print-directory BUILD=$(BUILD)/san CC=clang OPT="$(SAN_FLAGS)" \
-		LDFLAGS="-fsanitize=address,undefined" SANITIZED=1 unit-tests cli-tests
+	$(SAN_MAKE) -j2 test-bins
+	$(SAN_MAKE) SANITIZED=1 unit-tests cli-tests
 
 # The NEON kernels, on this x86 machine: the ISA tests cross-built for
 # AArch64 (a small stand-in for cmocka in tests/cross) and run under qemu.
 CROSS_CC  := aarch64-linux-gnu-gcc
 CROSS_SRC := $(filter-out %_avx2.c %_avx512.c %_vnni.c %/bench_blas.c,$(wildcard src/kernels/*.c)) src/util/err.c src/util/clock.c src/stats/counters.c \
 	src/util/pool.c src/util/machine.c src/util/human.c src/util/parse.c src/util/sysmem.c
-CROSS_TESTS := test_kernels test_attend test_codec test_bench
+CROSS_TESTS := test_kernels test_attend test_codec test_bench test_matmul_isa
 CROSS_OBJ   := $(CROSS_SRC:%.c=$(BUILD)/cross/obj/%.o)
 CROSS_FLAGS := -std=c11 -O2 $(WARN) -D_DEFAULT_SOURCE -Itests/cross -Isrc
 # the sources built once for the four tests
@@ -196,13 +196,30 @@ $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_util.h $$(FUZZ_SRC_$$*
 	@clang -std=c11 -g -O1 $(WARN) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(CPPFLAGS) \
 		-Itests/fuzz -o $@ $< $(FUZZ_SRC_$*) src/util/err.c $(FUZZ_LIBS_$*) -lm
 
+# make test keeps both cores busy: two streams at a time, each one make
+# after another, its output held until it ends (--output-sync) so that a
+# stream's lines stay together. Most of a test is one process on one core.
 test: deps-test
 	$(MAKE) --no-print-directory -j2 test-bins
-	$(MAKE) --no-print-directory check-layers unit-tests cli-tests check-lessons peer-if-reachable
-	$(MAKE) --no-print-directory sanitize
-	$(MAKE) --no-print-directory fuzz
-	$(MAKE) --no-print-directory cross-test
+	$(MAKE) --no-print-directory check-layers
+	@echo "make test: the plain tests, beside the course lint, make peer and the sanitizers' build (each prints when it ends)"
+	@$(MAKE) --no-print-directory -j2 --output-sync=recurse test-plain test-side
+	@echo "make test: the tests under the sanitizers, beside fuzzing and the NEON kernels"
+	@$(MAKE) --no-print-directory -j2 --output-sync=recurse test-sanitized test-tail
 	@echo "make test: all passed"
+test-plain:
+	@$(MAKE) --no-print-directory unit-tests
+	@$(MAKE) --no-print-directory cli-tests
+test-side:
+	@$(MAKE) --no-print-directory check-lessons
+	@$(MAKE) --no-print-directory peer-if-reachable
+	@$(SAN_MAKE) test-bins
+test-sanitized:
+	@$(SAN_MAKE) SANITIZED=1 unit-tests
+	@$(SAN_MAKE) SANITIZED=1 cli-tests
+test-tail:
+	@$(MAKE) --no-print-directory fuzz
+	@$(MAKE) --no-print-directory cross-test
 
 # llama.cpp as a peer (tests/peer/peer.sh): its prebuilt CPU library and
 # headers from two pinned npm packages (downloaded once into $(BUILD)/peer,

@@ -3,6 +3,7 @@
  * aarch64; the tests run it under qemu when the cross tools are present. */
 #include <arm_neon.h>
 #include <math.h>
+#include <string.h>
 
 #include "kernels/kernels_isa.h"
 
@@ -24,48 +25,63 @@ static inline float32x4_t exp4(float32x4_t x)
     return vmulq_f32(p, vreinterpretq_f32_s32(e));
 }
 
+/* The sum of 16 lanes held as a[0] (lanes 0-3) .. a[3] (12-15) in
+ * lanes16.h's tree: lane i and i + 8, then i and i + 4, i and i + 2, and
+ * the last two (vaddvq_f32 adds in adjacent pairs, another order). */
+static inline float hsum16(const float32x4_t *a)
+{
+    const float32x4_t s = vaddq_f32(vaddq_f32(a[0], a[2]), vaddq_f32(a[1], a[3]));
+    const float32x2_t t = vadd_f32(vget_low_f32(s), vget_high_f32(s));
+    return vget_lane_f32(t, 0) + vget_lane_f32(t, 1);
+}
+
+/* y[k] = W row k . xr for k < R (R a constant: 4 or 1), each chunk of xr
+ * loaded once for the R rows. Each dot in lanes16_dot's order, as the x86
+ * matmuls sum it: 16 lanes as four registers a row, one fused
+ * multiply-add a term; the last chunk is copied into zeros, so its lanes
+ * past `in` add 0 * 0 as AVX-512's masked step does. */
+static inline __attribute__((always_inline)) void dot_w_rows(const size_t R, float *y, const float *xr,
+                                                             const float *w, size_t in, size_t main_len)
+{
+    float32x4_t a[4][4];
+    for (size_t k = 0; k < R; k++)
+        for (size_t q = 0; q < 4; q++)
+            a[k][q] = vdupq_n_f32(0.0f);
+    for (size_t i = 0; i < main_len; i += 16) {
+        float32x4_t xv[4];
+        for (size_t q = 0; q < 4; q++)
+            xv[q] = vld1q_f32(xr + i + 4 * q);
+        for (size_t k = 0; k < R; k++)
+            for (size_t q = 0; q < 4; q++)
+                a[k][q] = vfmaq_f32(a[k][q], vld1q_f32(w + k * in + i + 4 * q), xv[q]);
+    }
+    if (main_len < in) {
+        const size_t left = in - main_len;
+        float xt[16] = { 0 }, wt[16] = { 0 };
+        memcpy(xt, xr + main_len, left * sizeof *xt);
+        for (size_t k = 0; k < R; k++) {
+            memcpy(wt, w + k * in + main_len, left * sizeof *wt);
+            for (size_t q = 0; q < 4; q++)
+                a[k][q] = vfmaq_f32(a[k][q], vld1q_f32(wt + 4 * q), vld1q_f32(xt + 4 * q));
+        }
+    }
+    for (size_t k = 0; k < R; k++)
+        y[k] = hsum16(a[k]);
+}
+
+/* Four W rows at a time (16 accumulators of the 32 registers), then one
+ * by one. */
 void matmul_neon(float *y, const float *x, const float *w, size_t n, size_t in, size_t out, uint64_t *flops,
                  Counters *ctr)
 {
+    const size_t main_len = in / 16 * 16;
     size_t o = 0;
-    for (; o + 4 <= out; o += 4) {
-        const float *w0 = w + o * in, *w1 = w0 + in, *w2 = w1 + in, *w3 = w2 + in;
-        for (size_t r = 0; r < n; r++) {
-            const float *xr = x + r * in;
-            float32x4_t a0 = vdupq_n_f32(0), a1 = a0, a2 = a0, a3 = a0;
-            size_t i = 0;
-            for (; i + 4 <= in; i += 4) {
-                float32x4_t xv = vld1q_f32(xr + i);
-                a0 = vfmaq_f32(a0, vld1q_f32(w0 + i), xv);
-                a1 = vfmaq_f32(a1, vld1q_f32(w1 + i), xv);
-                a2 = vfmaq_f32(a2, vld1q_f32(w2 + i), xv);
-                a3 = vfmaq_f32(a3, vld1q_f32(w3 + i), xv);
-            }
-            float s0 = vaddvq_f32(a0), s1 = vaddvq_f32(a1), s2 = vaddvq_f32(a2), s3 = vaddvq_f32(a3);
-            for (; i < in; i++) {
-                s0 += w0[i] * xr[i];
-                s1 += w1[i] * xr[i];
-                s2 += w2[i] * xr[i];
-                s3 += w3[i] * xr[i];
-            }
-            float *yr = y + r * out + o;
-            yr[0] = s0, yr[1] = s1, yr[2] = s2, yr[3] = s3;
-        }
-    }
-    for (; o < out; o++) {
-        const float *wr = w + o * in;
-        for (size_t r = 0; r < n; r++) {
-            const float *xr = x + r * in;
-            float32x4_t a = vdupq_n_f32(0);
-            size_t i = 0;
-            for (; i + 4 <= in; i += 4)
-                a = vfmaq_f32(a, vld1q_f32(wr + i), vld1q_f32(xr + i));
-            float s = vaddvq_f32(a);
-            for (; i < in; i++)
-                s += wr[i] * xr[i];
-            y[r * out + o] = s;
-        }
-    }
+    for (; o + 4 <= out; o += 4)
+        for (size_t r = 0; r < n; r++)
+            dot_w_rows(4, y + r * out + o, x + r * in, w + o * in, in, main_len);
+    for (; o < out; o++)
+        for (size_t r = 0; r < n; r++)
+            dot_w_rows(1, y + r * out + o, x + r * in, w + o * in, in, main_len);
     if (flops)
         *flops += 2 * (uint64_t)n * out * in;
     if (ctr)
