@@ -21,7 +21,9 @@
 #include "util/err.h"
 
 /* y[n][out] = x[n][in] . W[out][in]^T; adds 2*n*out*in to *flops and the
- * bytes of W to ctr->weight_bytes_read (W is streamed once for all n rows). */
+ * bytes of W to ctr->weight_bytes_read (W is streamed once for all n rows).
+ * Each output sums in lanes16.h's order (lanes16_dot) on every table, so
+ * every table gives the same bits whatever n, in and out. */
 typedef void (*MatmulFn)(float *y, const float *x, const float *w, size_t n, size_t in, size_t out,
                          uint64_t *flops, Counters *ctr);
 

@@ -14,6 +14,7 @@
  *     _mm512_reduce_add_ps; AVX2 holds lanes 0-7 and 8-15 in two
  *     registers and adds them first).
  *
+ * lanes16_dot is that order for one dot product (the f32 matmul's).
  * exp_lanes is the SIMD exp (exp8, exp16) for one lane, step for step,
  * so that it returns the same bits. Private to src/kernels/. */
 #ifndef KVSCOPE_KERNELS_LANES16_H
