@@ -258,6 +258,7 @@ INLINE void v_reduce(float *sums, const V *part)
  * f32 0.93 and 0.95, 0.95 (in streams without it, G = 4: f16 0.95, f32
  * 1.07). */
 #define DOT_STREAMS_AHEAD 2048
+#define DOT_STREAM_ROWS 4 /* long rows: four streams' rows side by side (dot_block_streams4) */
 #include "kernels/codec_tiles.h"
 
 /* --- the table -------------------------------------------------------------- */

@@ -196,6 +196,68 @@ INLINE void dot_block_streams(ChunkFn chunk, float *out, size_t ld, const float 
     dot_store(out, ld, part, 1, DOT_STREAMS, sld, NACC);
 }
 
+/* Rows of a cheap format as long as a weight matrix's (more than 16
+ * chunks) where the registers hold four rows' four chains (NACC 16, the
+ * AVX-512 codec sets DOT_STREAM_ROWS 4): dot_block_streams with a row from
+ * each stream read side by side, chunk by chunk, so four rows' reads are in
+ * flight and each chunk of q is loaded once for the four. A row's sums in
+ * dot_block_streams' order (chunk c in chain c % 4 while whole groups of
+ * four last, the rest in chain 0, the chains added in turn): the same
+ * bits. */
+#ifndef DOT_STREAM_ROWS
+#define DOT_STREAM_ROWS 1
+#endif
+#ifndef DOT_LONG_AHEAD
+#define DOT_LONG_AHEAD 1024 /* bytes each stream of long rows prefetches ahead of its reads */
+#endif
+INLINE void dot_block_streams4(ChunkFn chunk, float *out, size_t ld, const float *q, const unsigned char *base,
+                               size_t stride, size_t sstride, size_t sld, size_t n)
+{
+    const size_t P = NACC / DOT_STREAMS, grouped = n / (4 * W) * 4, whole = n / W;
+    const size_t vb = stride / n; /* bytes a value (f32 4, f16 2) */
+    V part[NACC];
+#pragma GCC unroll 1
+    for (size_t i = 0; i < P; i++) { /* row i of each stream: block rows s * P + i */
+        Row row[DOT_STREAMS];
+        V acc[DOT_STREAMS][4];
+        UNROLL_16
+        for (size_t s = 0; s < DOT_STREAMS; s++) {
+            row[s] = row_of(base + s * sstride + i * stride, n, 0);
+            acc[s][0] = acc[s][1] = acc[s][2] = acc[s][3] = v_zero();
+        }
+        size_t c = 0;
+#pragma GCC unroll 1
+        for (; c < grouped; c += 4) {
+            for (size_t s = 0; DOT_LONG_AHEAD && s < DOT_STREAMS; s++) /* a line each two chunks of f16 */
+                for (size_t o = 0; o < 4 * W * vb; o += 64)
+                    __builtin_prefetch(base + s * sstride + i * stride + c * W * vb + DOT_LONG_AHEAD + o);
+            UNROLL_16
+            for (size_t k = 0; k < 4; k++) {
+                const V qv = v_load(q + (c + k) * W);
+                UNROLL_16
+                for (size_t s = 0; s < DOT_STREAMS; s++)
+                    acc[s][k] = v_fma(qv, chunk(&row[s], (c + k) * W, W), acc[s][k]);
+            }
+        }
+        for (; c < whole; c++) {
+            const V qv = v_load(q + c * W);
+            UNROLL_16
+            for (size_t s = 0; s < DOT_STREAMS; s++)
+                acc[s][0] = v_fma(qv, chunk(&row[s], c * W, W), acc[s][0]);
+        }
+        if (whole * W < n) { /* the last chunk, partial */
+            const V qv = v_load_part(q + whole * W, n % W);
+            UNROLL_16
+            for (size_t s = 0; s < DOT_STREAMS; s++)
+                acc[s][0] = v_fma(qv, chunk(&row[s], whole * W, n % W), acc[s][0]);
+        }
+        UNROLL_16
+        for (size_t s = 0; s < DOT_STREAMS; s++)
+            part[s * P + i] = v_add(v_add(v_add(acc[s][0], acc[s][1]), acc[s][2]), acc[s][3]);
+    }
+    dot_store(out, ld, part, 1, DOT_STREAMS, sld, NACC);
+}
+
 /* A block of nr rows for GB heads in the form GB and NQ choose: q in
  * registers (dot_block_q), or dot_block with a row of 8 chunks as a
  * constant (its blocks unrolled at fixed offsets); S, sstride, sld: their
@@ -236,13 +298,16 @@ INLINE void dot_heads(ChunkFn chunk, PartFn raw, PartFn scale, const size_t BC, 
         const size_t P = RB / S, span = n_rows / S / P * P, ss = span * stride;
         for (; r < span; r += P) {
             const unsigned char *b = rows + r * stride;
-            for (size_t s = 0; DOT_STREAMS_AHEAD && s < S; s++) /* each stream's bytes DOT_STREAMS_AHEAD on */
+            const int long_rows = cheap && GB == 1 && DOT_STREAM_ROWS == 4 && n > 16 * W; /* a weight matrix's */
+            for (size_t s = 0; DOT_STREAMS_AHEAD && !long_rows && s < S; s++) /* each stream's bytes DOT_STREAMS_AHEAD on */
                 for (size_t o = 0; o < P * stride; o += 64)
                     __builtin_prefetch(b + s * ss + DOT_STREAMS_AHEAD + o);
             if (cheap && GB == 1 && n == 16 * W) /* 16 chunks (128 values on AVX2): the rows written out */
                 dot_block_streams(chunk, out + r, ld, q, b, stride, ss, span, 16 * W);
             else if (cheap && GB == 1 && n == 8 * W) /* 128 values on AVX-512, 64 on AVX2 */
                 dot_block_streams(chunk, out + r, ld, q, b, stride, ss, span, 8 * W);
+            else if (long_rows)
+                dot_block_streams4(chunk, out + r, ld, q, b, stride, ss, span, n);
             else if (cheap && GB == 1)
                 dot_block_streams(chunk, out + r, ld, q, b, stride, ss, span, n);
             else

@@ -182,10 +182,11 @@ static void test_codec_cheap_bitwise(void **state)
     static const Format formats[] = { FMT_F32, FMT_F16 };
     static const size_t groups[] = { 1, 2, 3, 4, 5, 8 };
     static const size_t row_counts[] = { 1, 5, 17, 40, 70 };
-    static const size_t codec_lengths[] = { 1, 7, 8, 15, 16, 17, 33, 64, 70, 100, 127, 128, 129, 200, 256 };
+    /* past 256, a weight matrix's rows: AVX-512 reads four streams' rows side by side (dot_block_streams4) */
+    static const size_t codec_lengths[] = { 1, 7, 8, 15, 16, 17, 33, 64, 70, 100, 127, 128, 129, 200, 256, 300, 1090 };
     const Kernels *tables[8];
     const size_t n_tables = kernels_available(tables, 8);
-    const size_t nmax = 256, ld = ROWSMAX + 3;
+    const size_t nmax = 1090, ld = ROWSMAX + 3;
     unsigned char *rows = malloc(ROWSMAX * format_row_bytes(FMT_F32, nmax));
     float *src = malloc(ROWSMAX * nmax * sizeof *src), *dec = malloc(ROWSMAX * nmax * sizeof *dec);
     float *q = malloc(GMAX * nmax * sizeof *q), *wt = malloc(GMAX * ld * sizeof *wt);
