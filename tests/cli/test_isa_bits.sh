@@ -39,7 +39,7 @@ for ib_isa in $ib_isas; do
     "$KV" eval --weights "$ib_dir/small.q4_0.gguf" --int-dot --isa "$ib_isa" --split validation --tokens 96 \
         --prefill 64 --per-position --format json >"$ib_dir/pre64.$ib_isa" 2>>"$err" || ib_err="$ib_err prefill-$ib_isa"
     for ib_p in 1 64; do
-        # 256 tokens: the old per-ISA orders of kjv-tiny's matmul gave avx2 and avx512 apart only past 200
+        # 256 tokens: w_down's products summed in 8 lanes instead of 16 move a -ln p here only past 200
         "$KV" eval --weights "$ib_dir/kjv-tiny.q4_0.gguf" --int-dot --isa "$ib_isa" --split validation --tokens 256 \
             --prefill $ib_p --per-position --format json >"$ib_dir/tiny$ib_p.$ib_isa" 2>>"$err" ||
             ib_err="$ib_err kjv-tiny-prefill-$ib_p-$ib_isa"
