@@ -127,6 +127,8 @@ void codec_quantize_f32_ref(void *dst, const float *src, size_t n);
 void codec_quantize_q8_0_ref(void *dst, const float *src, size_t n);
 /* q8_0 by AVX2 (codec_avx2.c), the reference's bytes; the AVX-512 table's too */
 void codec_quantize_q8_0_avx2(void *dst, const float *src, size_t n);
+/* an activation's q8_0, ties to even, by AVX2 (codec_avx2.c): codec_quantize_q8_0_even's bytes */
+void codec_quantize_q8_0_even_avx2(void *dst, const float *src, size_t n);
 void codec_quantize_q4_0_ref(void *dst, const float *src, size_t n);
 void codec_quantize_int4_ref(void *dst, const float *src, size_t n);
 void codec_quantize_fp4_ref(void *dst, const float *src, size_t n);

@@ -15,6 +15,7 @@ static const Kernels table_ref = {
     .iaxpy = iaxpy_ref,
     .swiglu = swiglu_ref, .exp_sum = exp_sum_ref,
     .gemm_nt = gemm_nt_ref, .gemm_nn = gemm_nn_ref, .gemm_tn = gemm_tn_ref, .codec = codec_ref,
+    .round_q8_0 = codec_quantize_q8_0_even,
 };
 
 #if defined(__x86_64__)
@@ -23,6 +24,7 @@ static const Kernels table_avx2 = {
     .iaxpy = iaxpy_avx2,
     .swiglu = swiglu_avx2, .exp_sum = exp_sum_avx2,
     .gemm_nt = gemm_nt_avx2, .gemm_nn = gemm_nn_avx2, .gemm_tn = gemm_tn_avx2, .codec = codec_avx2,
+    .round_q8_0 = codec_quantize_q8_0_even_avx2,
 };
 /* qdot stays AVX2's: AVX-512BW's forms gained little, nor did VNNI's
  * vpdpbusd in its pair sums (flash steps, cold, 65536 rows, AVX-512
@@ -32,7 +34,7 @@ static const Kernels table_avx512 = {
     .iaxpy = iaxpy_avx2,
     .swiglu = swiglu_avx512, .exp_sum = exp_sum_avx512,
     .gemm_nt = gemm_nt_avx512, .gemm_nn = gemm_nn_avx512, .gemm_tn = gemm_tn_avx512,
-    .codec = codec_avx512, .values_prefetch_own = 1,
+    .codec = codec_avx512, .values_prefetch_own = 1, .round_q8_0 = codec_quantize_q8_0_even_avx2,
 };
 /* The same where the CPU has VNNI, but for iaxpy (iaxpy_vnni.c) and a
  * group's key dots (qdot_vnni.c). */
@@ -42,7 +44,7 @@ static const Kernels table_avx512_vnni = {
     .iaxpy = iaxpy_vnni,
     .swiglu = swiglu_avx512, .exp_sum = exp_sum_avx512,
     .gemm_nt = gemm_nt_avx512, .gemm_nn = gemm_nn_avx512, .gemm_tn = gemm_tn_avx512,
-    .codec = codec_avx512, .values_prefetch_own = 1,
+    .codec = codec_avx512, .values_prefetch_own = 1, .round_q8_0 = codec_quantize_q8_0_even_avx2,
 };
 #elif defined(__aarch64__)
 static const Kernels table_neon = {
@@ -51,6 +53,7 @@ static const Kernels table_neon = {
     .swiglu = swiglu_neon, .exp_sum = exp_sum_neon,
     /* the training's products: the reference's (NEON's unwritten; training runs on x86 here) */
     .gemm_nt = gemm_nt_ref, .gemm_nn = gemm_nn_ref, .gemm_tn = gemm_tn_ref, .codec = codec_neon,
+    .round_q8_0 = codec_quantize_q8_0_even,
 };
 #endif
 

@@ -141,6 +141,9 @@ typedef struct {
     ExpSumFn exp_sum;
     GemmFn gemm_nt, gemm_nn, gemm_tn;
     const FormatOps *codec; /* [FMT_COUNT], indexed by Format */
+    /* an activation's q8_0 as llama.cpp's x86 path rounds it, ties to even:
+     * codec_quantize_q8_0_even's bytes (codec.h) on every table */
+    void (*round_q8_0)(void *dst, const float *src, size_t n);
     /* 1: the codec's value rows (axpy_rows) prefetch their own rows ahead,
      * so a flash tile's key scoring is not asked to (RowsAhead) */
     int values_prefetch_own;

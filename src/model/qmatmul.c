@@ -39,7 +39,7 @@ static void round_x(const Model *m, unsigned char *xq, const float *x, size_t n,
         if (m->mat_dot == INT_DOT_REF)
             m->kern->codec[FMT_Q8_0].quantize(xq + t * xrow, x + t * in, in);
         else
-            codec_quantize_q8_0_even(xq + t * xrow, x + t * in, in);
+            m->kern->round_q8_0(xq + t * xrow, x + t * in, in);
 }
 
 /* With mat_dot: x rounded to q8_0, then integer dots in decode; a longer

@@ -2,11 +2,15 @@
  * kernel table this CPU runs: each table's qdot against qdot_ref, bit for
  * bit, on seeded random rows and vectors (every format, odd block counts,
  * rows left over from the four streams, one head and GQA groups), and
- * qdot_ref against the order kernels.h states, summed here from the bytes. */
+ * qdot_ref against the order kernels.h states, summed here from the bytes.
+ * And the activation's rounding to q8_0 (round_q8_0) the same bytes on
+ * every table. */
 #include "testutil.h"
 
+#include <math.h>
 #include <string.h>
 
+#include "kernels/codec.h"
 #include "kernels/kernels.h"
 
 enum { NMAX = 2080, GMAX = 9, ROWSMAX = 41 };
@@ -168,10 +172,56 @@ static void test_tables_agree_bitwise(void **state)
     free(got);
 }
 
+/* Each table's round_q8_0 (an activation's q8_0, ties to even) writes the
+ * bytes of codec_quantize_q8_0_even: blocks of random values, of exact
+ * ties (absmax 127 and 63.5, so x * 127 / absmax lands on k + 0.5), of
+ * zeros, of denormals (127 / absmax overflows), with a NaN, past fp16's
+ * range, and a last block short of 32. */
+static void test_round_q8_0_bitwise(void **state)
+{
+    (void)state;
+    enum { KINDS = 9, N = KINDS * 32 + 13 };
+    float x[N];
+    unsigned char want[N / 32 * 34 + 34], got[sizeof want];
+    const Kernels *tables[8];
+    const size_t n_tables = kernels_available(tables, 8);
+    rng_state = 7;
+    size_t compared = 0;
+    for (int round = 0; round < 50; round++) {
+        for (size_t i = 0; i < N; i++) {
+            const size_t kind = i / 32 % KINDS;
+            const float r = (float)(int)(rnd() % 255) - 127.0f; /* an integer in -127 .. 127 */
+            switch (kind) {
+            case 0: x[i] = ((float)rnd() / 4294967296.0f - 0.5f) * 8.0f; break;
+            case 1: x[i] = i % 32 == 5 ? -127.0f : fminf(fmaxf(r, -126.0f), 126.0f) + 0.5f; break; /* ties */
+            case 2: x[i] = i % 32 == 0 ? 63.5f : (fminf(fmaxf(r, -126.0f), 126.0f) + 0.5f) / 2.0f; break;
+            case 3: x[i] = 0.0f; break;
+            case 4: x[i] = (float)(rnd() % 7) * 1e-45f; break;
+            case 5: x[i] = i % 32 == 9 ? NAN : r; break;
+            case 6: x[i] = r * 1e9f; break;
+            case 7: x[i] = -r * 1e-3f; break;
+            default: x[i] = ((float)rnd() / 4294967296.0f - 0.5f) * 1e-20f; break;
+            }
+        }
+        for (size_t n = 32; n <= N; n += n < N - 13 ? 32 : 13) {
+            codec_quantize_q8_0_even(want, x, n);
+            for (size_t t = 0; t < n_tables; t++, compared++) {
+                memset(got, 0xAB, sizeof got);
+                tables[t]->round_q8_0(got, x, n);
+                if (memcmp(got, want, format_row_bytes(FMT_Q8_0, n)) != 0)
+                    fail_msg("%s round_q8_0, n=%zu, round %d: bytes differ from codec_quantize_q8_0_even",
+                             tables[t]->isa, n, round);
+            }
+        }
+    }
+    printf("  %zu roundings of %zu tables equal to codec_quantize_q8_0_even byte for byte\n", compared, n_tables);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tables_agree_bitwise),
+        cmocka_unit_test(test_round_q8_0_bitwise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
