@@ -46,7 +46,7 @@ static void help(void)
            "tokens prefilled again later). Greedy decoding: every request generates what\n"
            "it would alone. With --samples, requests fork into parallel samples that share\n"
            "their prompt's pages. Time is in engine steps (and wall time beside).\n\n"
-           "model (default %s):\n%s\n"
+           "model (default %s):\n%s%s\n"
            "workload:\n"
            "  --requests N        requests in all (default 32)\n"
            "  --rate R            arrivals per step, Poisson (default 0.5)\n"
@@ -107,7 +107,7 @@ static void help(void)
            "rather than spin if the requests do not finish in twice the steps they would\n"
            "take one after another.\n"
            "example: kvscope serve --requests 48 --rate 1 --shared-prefix 32 --cache paged:page=16,pages=48\n",
-           DEFAULT_MODEL, cli_model_help, SERVE_SAMPLE_TEMPERATURE, SERVE_CHAT_PAUSE, SERVE_FEWSHOT_PREAMBLES,
+           DEFAULT_MODEL, cli_model_help, cli_int_dot_help, SERVE_SAMPLE_TEMPERATURE, SERVE_CHAT_PAUSE, SERVE_FEWSHOT_PREAMBLES,
            FEWSHOT_PREAMBLE, DEFAULT_CACHE, progress_line_help);
 }
 
@@ -134,7 +134,7 @@ static int parse_options(int argc, char **argv, ServeOpts *o, Err *e)
     static const struct option longopts[] = {
         { "model", required_argument, 0, 0 },         { "set", required_argument, 0, 0 },
         { "isa", required_argument, 0, 0 },           { "shared", no_argument, 0, 0 },
-        { "allow-nan", no_argument, 0, 0 },
+        { "allow-nan", no_argument, 0, 0 },           { "int-dot", optional_argument, 0, 0 },
         { "weights", required_argument, 0, 0 },       { "requests", required_argument, 0, 0 },
         { "rate", required_argument, 0, 0 },          { "prompt-len", required_argument, 0, 0 },
         { "output-len", required_argument, 0, 0 },    { "shared-prefix", required_argument, 0, 0 },
