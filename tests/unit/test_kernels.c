@@ -2,8 +2,9 @@
  * kernels on deterministic data of awkward sizes, within named tolerances. */
 #include "testutil.h"
 
-/* matmul: float sums of `in` products reordered by SIMD lanes; the error
- * grows with the length, so the tolerance does too (relative to max(1, |y|)). */
+/* matmul: every table sums in one order, so the bits agree
+ * (test_matmul_isa); this bound, growing with the length (relative to
+ * max(1, |y|)), stays as the check that the sums are right at all. */
 #define MATMUL_TOL_PER_IN 1e-6
 /* exp: a degree-6 polynomial against libm's expf (~2 ulp apart) */
 #define EXP_REL_TOL 2e-6
