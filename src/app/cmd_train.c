@@ -242,6 +242,16 @@ static int set_start(Config *cfg, const char *init, Err *e)
     return 0;
 }
 
+/* The text alone, without the first token the tokenizer puts before it for
+ * an add_bos model: the trainer puts that token before every window itself
+ * (train/trainer.h), so the stream holds only text, and a window read from
+ * its start does not begin with the token twice. */
+static void drop_first_token(const Config *c, int *ids, size_t *n)
+{
+    if (c->add_bos && *n && ids[0] == c->bos_token)
+        memmove(ids, ids + 1, --*n * sizeof *ids);
+}
+
 static int run_open(Run *r, TrainArgs *a, Err *e)
 {
     if (check_writable(a->out, e) < 0 || check_text(a->text, e) < 0 || check_text(a->valid, e) < 0)
@@ -253,6 +263,8 @@ static int run_open(Run *r, TrainArgs *a, Err *e)
                        sizeof r->tokenizer, e) < 0 ||
         setup_text_ids(&cfg, a->valid, MAX_TEXT_BYTES, &r->valid, NULL, &r->n_valid, &r->b_valid, NULL, 0, e) < 0)
         return err_wrap(e, "train");
+    drop_first_token(&cfg, r->train, &r->n_train);
+    drop_first_token(&cfg, r->valid, &r->n_valid);
     if (!a->t.seq_len)
         a->t.seq_len = cfg.max_seq_len;
     if (setup_model(&cfg, a->mo.isa, 0, &r->m, e) < 0)

@@ -36,8 +36,10 @@ typedef struct {
 typedef struct Trainer Trainer;
 
 /* A trainer of m (whose weights it updates in place) on train[n_train]
- * with valid[n_valid] held out. ERR_USAGE when a text is too short for one
- * window or the options do not fit the model. */
+ * with valid[n_valid] held out: text tokens alone, since for an add_bos
+ * model the trainer puts the first token before every window itself.
+ * ERR_USAGE when a text is too short for one window or the options do not
+ * fit the model. */
 int trainer_init(Trainer **out, Model *m, const TrainOpts *o, const int *train, size_t n_train, const int *valid,
                  size_t n_valid, Err *e);
 void trainer_free(Trainer *t);
