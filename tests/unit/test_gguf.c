@@ -252,11 +252,14 @@ static void check_quantized(Format fmt)
     unlink(path);
 }
 
-/* A model whose matrices stay stored computes what its f32 decoding does
- * (the same products, summed in another order), counts the stored bytes as
- * read, and, on every kernel table this CPU runs, generates the same greedy
- * tokens with a cache as without one: the decode steps dot the stored rows,
- * the uncached passes decode tiles of them to f32. */
+/* A model whose matrices stay stored computes, on the exact path
+ * (mat_dot off), what its f32 decoding does (the same products, summed in
+ * another order); by default q8_0 and q4_0 multiply the activation rounded
+ * to q8_0, within that rounding of it and not the same. It counts the
+ * stored bytes as read, and, on every kernel table this CPU runs and on
+ * both paths, generates the same greedy tokens with a cache as without one:
+ * the decode steps dot the stored rows, the uncached passes decode tiles of
+ * them to f32. */
 static void check_stored_matvec(Format fmt)
 {
     Config c = test_config(2, 4, 2);
@@ -273,12 +276,21 @@ static void check_stored_matvec(Format fmt)
 
     int tokens[12];
     test_tokens(tokens, 12, c.vocab, 5);
+    const int rounds = fmt == FMT_Q8_0 || fmt == FMT_Q4_0;
+    assert_int_equal(stored.mat_dot, INT_DOT_EVEN); /* a checkpoint's default */
     for (size_t n = 1; n <= 12; n += 11) { /* the dot path, then the tile path */
-        float ls[64], lf[64];
-        logits_of(&stored, tokens, n, ls);
+        float ls[64], lf[64], li[64];
         logits_of(&f32, tokens, n, lf);
+        logits_of(&stored, tokens, n, li);
+        stored.mat_dot = INT_DOT_OFF;
+        logits_of(&stored, tokens, n, ls);
+        stored.mat_dot = INT_DOT_EVEN;
         double worst = max_rel_diff(ls, lf, c.vocab, 1e-5, "logits");
         assert_true(worst <= 1e-5);
+        if (rounds) { /* 8-bit inputs: about 1% a matvec, through two layers */
+            assert_true(max_rel_diff(li, lf, c.vocab, 0.05, "logits, integer dots") <= 0.05);
+            assert_true(memcmp(li, lf, sizeof li) != 0);
+        }
     }
     /* one decode pass reads every stored matrix once, as stored */
     size_t stored_bytes = 0;
@@ -304,8 +316,9 @@ static void check_stored_matvec(Format fmt)
     /* cached and uncached: the same greedy tokens on every ISA path */
     const Kernels *tables[8];
     size_t n_tables = kernels_available(tables, 8);
-    for (size_t t = 0; t < n_tables; t++) {
-        stored.kern = tables[t];
+    for (size_t t = 0; t < 2 * n_tables; t++) {
+        stored.kern = tables[t % n_tables];
+        stored.mat_dot = t < n_tables ? INT_DOT_EVEN : INT_DOT_OFF;
         GenOptions go = { .n_generate = 16 };
         int with[16], without[16];
         KvGeometry geo = model_kv_geometry(&stored, 1);
@@ -314,7 +327,8 @@ static void check_stored_matvec(Format fmt)
         assert_int_equal(generate(&stored, cache, tokens, 1, 6, &go, with, NULL, NULL, &e), 0);
         assert_int_equal(generate(&stored, NULL, tokens, 1, 6, &go, without, NULL, NULL, &e), 0);
         if (memcmp(with, without, sizeof with) != 0)
-            fail_msg("%s, %s weights: cached and uncached tokens differ", tables[t]->isa, format_name(fmt));
+            fail_msg("%s, %s weights, %s: cached and uncached tokens differ", tables[t % n_tables]->isa,
+                     format_name(fmt), stored.mat_dot ? "integer dots" : "--int-dot=off");
         kv_free(cache);
     }
     model_free(&a);
