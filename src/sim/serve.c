@@ -449,8 +449,15 @@ static int decode_all(Loop *L, size_t *budget, Err *e)
         }
         if (s->state != SERVE_RUNNING)
             continue;
+        /* a prompt's last token, left to this step when the prefix cache
+         * found all the rest and the step that admitted it had no room:
+         * a prompt token, so the prefill column counts it */
+        const int prompt_token = s->filled < L->out->req[s->req].prompt_len;
         rc = run_chunk(L, i, 1, e);
-        L->cur.decode_tokens++;
+        if (prompt_token)
+            L->cur.prefill_tokens++;
+        else
+            L->cur.decode_tokens++;
         (*budget)--;
     }
     free(order);

@@ -127,7 +127,8 @@ typedef struct {
     size_t step;
     size_t running, waiting; /* sequences: each sample of a forked request counts */
     size_t done;             /* requests, every sample finished */
-    size_t decode_tokens, prefill_tokens;
+    size_t decode_tokens;    /* tokens past a prompt this step ran, one a running sequence */
+    size_t prefill_tokens;   /* prompt tokens (and, after a preemption, tokens run again) it ran */
     size_t preempted;     /* sequences preempted in this step */
     KvStats pool;         /* after the step */
     double seconds;
