@@ -244,9 +244,10 @@ int sublayer_self_attention(const Model *m, ForwardState *s, const LayerWeights 
     KvCache *cache = p->cache;
 
     K->rmsnorm(s->xb, s->x, w->attn_norm, rows, d, (float)c->norm_eps, ctr);
-    model_matmul(m, s->q, s->xb, w->wq, &w->q_wq, rows, d, q_dim, &ctr->flops_q, ctr);
-    model_matmul(m, s->k, s->xb, w->wk, &w->q_wk, rows, d, kv_dim, &ctr->flops_k, ctr);
-    model_matmul(m, s->v, s->xb, w->wv, &w->q_wv, rows, d, kv_dim, &ctr->flops_v, ctr);
+    const MatmulTo qkv[] = { { s->q, w->wq, &w->q_wq, q_dim, &ctr->flops_q },
+                             { s->k, w->wk, &w->q_wk, kv_dim, &ctr->flops_k },
+                             { s->v, w->wv, &w->q_wv, kv_dim, &ctr->flops_v } };
+    model_matmul_each(m, s->xb, rows, d, qkv, 3, ctr);
     const int wrong_pos = (m->bugs & BUG_ROPE_POSITION) && cache && pos0 > 0;
     const int rotate_v = (m->bugs & BUG_ROPE_ON_V) && cache;
     for (size_t r = 0; r < rows; r++) {
@@ -273,8 +274,9 @@ void sublayer_ffn(const Model *m, ForwardState *s, const LayerWeights *w, size_t
     const Kernels *K = m->kern;
     const size_t d = c->d_model, f = c->ffn_dim;
     K->rmsnorm(s->xb, s->x, w->ffn_norm, rows, d, (float)c->norm_eps, ctr);
-    model_matmul(m, s->hb, s->xb, w->w_gate, &w->q_gate, rows, d, f, &ctr->flops_ffn, ctr);
-    model_matmul(m, s->hb2, s->xb, w->w_up, &w->q_up, rows, d, f, &ctr->flops_ffn, ctr);
+    const MatmulTo gate_up[] = { { s->hb, w->w_gate, &w->q_gate, f, &ctr->flops_ffn },
+                                 { s->hb2, w->w_up, &w->q_up, f, &ctr->flops_ffn } };
+    model_matmul_each(m, s->xb, rows, d, gate_up, 2, ctr);
     K->swiglu(s->hb, s->hb, s->hb2, rows * f, ctr);
     model_matmul(m, s->xb, s->hb, w->w_down, &w->q_down, rows, f, d, &ctr->flops_ffn, ctr);
     for (size_t i = 0; i < rows * d; i++)

@@ -155,6 +155,22 @@ void model_free(Model *m);
 void model_matmul(const Model *m, float *y, const float *x, const float *w, const QuantMat *q, size_t n, size_t in,
                   size_t out, uint64_t *flops, Counters *ctr);
 
+/* One of several matrices that multiply the same x (model_matmul_each). */
+typedef struct {
+    float *y;          /* [n][out] */
+    const float *w;    /* [out][in], or NULL with q */
+    const QuantMat *q; /* as model_matmul's */
+    size_t out;
+    uint64_t *flops;   /* its counter */
+} MatmulTo;
+
+/* model_matmul of each of k matrices with the same x (Q, K and V; the
+ * FFN's gate and up): the same bytes and counts, but a decode step's
+ * parts of all k go to the threads in one hand-over, and x is rounded to
+ * q8_0 once where integer dots take it. */
+void model_matmul_each(const Model *m, const float *x, size_t n, size_t in, const MatmulTo *to, size_t k,
+                       Counters *ctr);
+
 /* Give every matrix a checkpoint left stored an f32 copy (and clear its
  * QuantMat), for the code that needs f32 weights: training, export, dump.
  * Nothing to do for a model without stored matrices. ERR_RUNTIME when

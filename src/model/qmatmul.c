@@ -217,6 +217,68 @@ static int matmul_out_parts(const Model *m, float *y, const float *x, const floa
     return j.failed ? -1 : 0;
 }
 
+/* Matrices of one input, at most MATMUL_EACH of them. */
+#define MATMUL_EACH 4
+
+typedef struct {
+    OutJob *jobs; /* [k]: one matrix each */
+    size_t k;
+} EachJob;
+
+static void each_part(void *ctx, size_t i)
+{
+    EachJob *j = ctx;
+    for (size_t t = 0; t < j->k; t++)
+        out_part(&j->jobs[t], i);
+}
+
+/* matmul_out_parts for k matrices of one x in one hand-over: each thread
+ * takes the same part of each matrix as k calls would give it, so the
+ * bytes are theirs. -1 when scratch cannot be had (nothing that counts
+ * written). */
+static int matmul_out_parts_each(const Model *m, const float *x, size_t n, size_t in, const MatmulTo *to, size_t k,
+                                 size_t threads)
+{
+    unsigned char *xq = NULL;
+    for (size_t t = 0; t < k && !xq; t++)
+        if (takes_int(m, to[t].q, in)) {
+            if (!(xq = malloc(n * format_row_bytes(FMT_Q8_0, in))))
+                return -1;
+            round_x(m, xq, x, n, in);
+        }
+    OutJob jobs[MATMUL_EACH];
+    for (size_t t = 0; t < k; t++)
+        jobs[t] = (OutJob){ m, to[t].y, x, to[t].w, takes_int(m, to[t].q, in) ? xq : NULL, to[t].q, n, in, to[t].out,
+                            threads, 0 };
+    EachJob j = { jobs, k };
+    pool_run(threads, each_part, &j);
+    free(xq);
+    for (size_t t = 0; t < k; t++)
+        if (jobs[t].failed)
+            return -1;
+    return 0;
+}
+
+void model_matmul_each(const Model *m, const float *x, size_t n, size_t in, const MatmulTo *to, size_t k,
+                       Counters *ctr)
+{
+    const size_t threads = pool_threads();
+    int one_job = threads >= 2 && n / MATMUL_PIECE_ROWS < 2 && k <= MATMUL_EACH && !pool_in_job();
+    for (size_t t = 0; t < k; t++)
+        one_job = one_job && to[t].out >= OUT_PART_MIN;
+    if (one_job && matmul_out_parts_each(m, x, n, in, to, k, threads) == 0) {
+        for (size_t t = 0; t < k; t++) {
+            const QuantMat *q = to[t].q;
+            *to[t].flops += 2 * (uint64_t)n * in * to[t].out;
+            ctr->weight_bytes_read +=
+                (uint64_t)to[t].out * (q && q->data ? format_row_bytes(q->fmt, in) : in * sizeof(float));
+        }
+        return;
+    }
+    for (size_t t = 0; t < k; t++)
+        model_matmul(m, to[t].y, x, to[t].w, to[t].q, n, in, to[t].out, to[t].flops, ctr);
+}
+
 /* A wide pass (a prefill, an uncached run) is cut into pieces of rows on
  * the pool: each row's outputs are the kernels' whatever rows share its
  * call, so the result is the same bytes for every thread count, and the
