@@ -54,7 +54,7 @@ typedef struct {
     int rc;        /* the last pass's return */
     Err err;       /* its error, when rc < 0 */
     size_t window, stride; /* a recomputed window's (EvalRecompute); window 0: a cache */
-    int *win;      /* [window - stride] the tokens a recomputed window's restart runs */
+    int *win;      /* [window - stride + 1, or the prefill if longer] the tokens a restart runs */
 } Lane;
 
 /* One step of every lane: the same tokens through each cache. */
