@@ -147,6 +147,8 @@ int train_write_sidecar(const Progress *p, const Model *m, uint64_t text_hash, E
             m->cfg.tokenizer, a->mo.model, sets, a->init ? a->init : "scratch", a->text, a->valid, a->out,
             a->t.steps, a->t.batch, a->t.seq_len, a->t.opt.lr, a->t.opt.warmup, a->t.opt.weight_decay, a->t.opt.clip,
             (unsigned long long)a->t.seed, a->f16 ? " --f16" : "");
+    if (m->cfg.add_bos) /* --weights FILE.kvw reads it: the header cannot say so */
+        fprintf(f, "  \"bos_token\": %d,\n", m->cfg.bos_token);
     if (a->resume)
         fprintf(f, "  \"resumed_from\": \"%s\",\n  \"resumed_at_step\": %llu,\n", a->resume,
                 (unsigned long long)p->first_step);

@@ -22,6 +22,42 @@ static void sidecar_string(const char *path, const char *key, char *out, size_t 
     json_decref(root);
 }
 
+/* A model whose sequences start with a fixed first token (add_bos): the
+ * header cannot say so. The sidecar's "bos_token" does (train writes it);
+ * a sidecar written before it did names a model whose .ini, when it has
+ * this header's shape and tokenizer, says so instead. Without it a run or
+ * an export of the weights would start prompts without that token, unlike
+ * the text the model learnt from. */
+static int kvw_first_token(Config *cfg, const char *path, Err *e)
+{
+    char side[sizeof cfg->checkpoint + 8];
+    snprintf(side, sizeof side, "%s.json", path);
+    json_t *root = json_load_file(side, 0, NULL);
+    json_t *bos = json_object_get(root, "bos_token");
+    const json_int_t id = json_is_integer(bos) ? json_integer_value(bos) : -1;
+    const int given = bos != NULL;
+    json_decref(root);
+    if (given) {
+        if (id < 0 || (size_t)id >= cfg->vocab)
+            return err_set(e, ERR_USAGE, "%s: bos_token is not an id of the model's vocabulary 0..%zu", side,
+                           cfg->vocab - 1);
+        cfg->add_bos = 1;
+        cfg->bos_token = (int)id;
+        return 0;
+    }
+    Config named;
+    Err quiet = { 0 };
+    if (!cfg->name[0] || strchr(cfg->name, '/') || config_load(&named, cfg->name, &quiet) < 0)
+        return 0;
+    if (named.add_bos && named.d_model == cfg->d_model && named.n_layers == cfg->n_layers &&
+        named.n_heads == cfg->n_heads && named.n_kv_heads == cfg->n_kv_heads && named.head_dim == cfg->head_dim &&
+        named.ffn_dim == cfg->ffn_dim && named.vocab == cfg->vocab && strcmp(named.tokenizer, cfg->tokenizer) == 0) {
+        cfg->add_bos = 1;
+        cfg->bos_token = named.bos_token;
+    }
+    return 0;
+}
+
 /* A file with learnt sink logits (layer0.attn_sink, weights_kvw.c) is a
  * model with attn_sink = learned: the header records the shape only. */
 static int kvw_sink_probe(Config *cfg, const char *path, const KvwShape *s, Err *e)
@@ -70,5 +106,5 @@ int config_from_kvw(Config *cfg, const char *path, Err *e)
     if (!cfg->tokenizer[0])
         snprintf(cfg->tokenizer_note, sizeof cfg->tokenizer_note, "no %.32s.json names its tokenizer (--model NAME "
                  "--set weights=FILE gives NAME's)", base);
-    return 0;
+    return cfg->tokenizer[0] ? kvw_first_token(cfg, path, e) : 0;
 }
