@@ -17,7 +17,7 @@ int peer_kvscope_greedy(const char *gguf, int int_dot, const int *prompt, int np
                         char *why, size_t cap)
 {
     Err e = { 0 };
-    ModelOpts mo = { .weights = gguf, .int_dot = int_dot ? INT_DOT_EVEN : INT_DOT_OFF, .int_dot_set = 1 };
+    ModelOpts mo = { .weights = gguf, .int_dot = int_dot == 2 ? INT_DOT_REF : int_dot ? INT_DOT_EVEN : INT_DOT_OFF, .int_dot_set = 1 };
     Model m;
     if (setup_load_model(&mo, 0, &m, &e) < 0)
         return snprintf(why, cap, "cannot load %s: %s", gguf, e.msg), -1;

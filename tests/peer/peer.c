@@ -4,19 +4,27 @@
  *
  *   peer info GGUF                 BOS, EOS, whether EOS ends generation, and
  *                                  the warnings llama.cpp logged at load
- *   peer tok GGUF TEXT KV_TSV      llama.cpp's ids of TEXT against kvscope's
+ *   peer tok GGUF TEXT KV_TSV [special]
+ *                                  llama.cpp's ids of TEXT against kvscope's
  *                                  (`kvscope tokenize --format tsv`), and the
- *                                  text rebuilt from llama.cpp's pieces
+ *                                  text rebuilt from llama.cpp's pieces;
+ *                                  special: with the special tokens the file
+ *                                  asks for (add_bos_token's first token)
  *   peer vocab GGUF INP OUT        llama.cpp's tokenizer test file: each case
  *                                  of INP written to OUT.N.txt, its expected
  *                                  ids (OUT file) checked against the library
- *   peer logits GGUF IDS T [int]   kvscope's greedy run of T tokens from IDS
+ *   peer logits GGUF IDS T [int|intref]
+ *                                  kvscope's greedy run of T tokens from IDS
  *                                  (its library, the same calls `kvscope run`
- *                                  makes; int: --int-dot, else --int-dot=off)
+ *                                  makes; int: --int-dot, intref:
+ *                                  --int-dot=ref, else --int-dot=off)
  *                                  against llama.cpp:
  *                                  the largest logit difference over the T
  *                                  steps, fed the same ids, and llama.cpp's
- *                                  own greedy tokens
+ *                                  own greedy tokens; where they first
+ *                                  differ, both programs' top two logits,
+ *                                  and the first near-tie (both top-2
+ *                                  margins below the largest difference)
  *   peer text SEED BYTES OUT       seeded random mixed text (ASCII, UTF-8,
  *                                  contractions, digits, blank runs) */
 #include <math.h>
@@ -80,6 +88,7 @@ static struct llama_model *load(const char *path, int vocab_only)
     struct llama_model_params mp = llama_model_default_params();
     mp.vocab_only = vocab_only;
     mp.n_gpu_layers = 0;
+    mp.use_extra_bufts = !getenv("PEER_NO_REPACK"); /* weights as stored, not repacked */
     struct llama_model *m = llama_model_load_from_file(path, mp);
     if (!m)
         die("llama.cpp cannot load %s: %s", path, warnings ? first_warning : "no reason logged");
@@ -87,11 +96,11 @@ static struct llama_model *load(const char *path, int vocab_only)
 }
 
 /* llama.cpp's ids of text[0..len), malloc'd, *n of them */
-static llama_token *tokenize(const struct llama_vocab *v, const char *text, size_t len, int *n)
+static llama_token *tokenize(const struct llama_vocab *v, const char *text, size_t len, int *n, int special)
 {
     int cap = (int)len + 8;
     llama_token *ids = malloc((size_t)cap * sizeof *ids);
-    *n = llama_tokenize(v, text, (int32_t)len, ids, cap, false, false);
+    *n = llama_tokenize(v, text, (int32_t)len, ids, cap, special, false);
     if (*n < 0)
         die("llama_tokenize failed (%d)", *n);
     return ids;
@@ -105,8 +114,9 @@ static int mode_info(const char *gguf)
     char piece[64] = "";
     int n = eos >= 0 ? llama_token_to_piece(v, eos, piece, sizeof piece - 1, 0, true) : 0;
     piece[n > 0 ? n : 0] = '\0';
-    printf("bos=%d eos=%d eos_piece=%s eog=%d vocab=%d warnings=%d%s%s\n", bos, eos, piece,
-           eos >= 0 && llama_vocab_is_eog(v, eos), llama_vocab_n_tokens(v), warnings, warnings ? " first: " : "",
+    printf("bos=%d add_bos=%d eos=%d eos_piece=%s eog=%d vocab=%d warnings=%d%s%s\n", bos, llama_vocab_get_add_bos(v),
+           eos, piece, eos >= 0 && llama_vocab_is_eog(v, eos), llama_vocab_n_tokens(v), warnings,
+           warnings ? " first: " : "",
            warnings ? first_warning : "");
     llama_model_free(m);
     return 0;
@@ -152,14 +162,14 @@ static int rebuilds(const struct llama_vocab *v, const llama_token *ids, int n, 
     return at == len;
 }
 
-static int mode_tok(const char *gguf, const char *textfile, const char *tsv)
+static int mode_tok(const char *gguf, const char *textfile, const char *tsv, int special)
 {
     struct llama_model *m = load(gguf, 1);
     const struct llama_vocab *v = llama_model_get_vocab(m);
     size_t len;
     char *text = slurp(textfile, &len);
     int nl, nk;
-    llama_token *ids = tokenize(v, text, len, &nl);
+    llama_token *ids = tokenize(v, text, len, &nl, special);
     int *kv = read_tsv_ids(tsv, &nk);
     int diff = 0, first = -1;
     for (int i = 0; i < (nl > nk ? nl : nk); i++)
@@ -211,7 +221,7 @@ static int mode_vocab(const char *gguf, const char *inp, const char *out_prefix)
         if (!f || fwrite(p, 1, n, f) != n || fclose(f) != 0)
             die("cannot write %s", path);
         int nl;
-        llama_token *ids = tokenize(v, p, n, &nl);
+        llama_token *ids = tokenize(v, p, n, &nl, 0);
         /* the .out line: ids separated by spaces (an empty case: a blank line strtok skips) */
         char got[65536] = "";
         size_t at = 0;
@@ -249,6 +259,17 @@ static int argmax(const float *x, int n)
         if (x[i] > x[best])
             best = i;
     return best;
+}
+
+/* the runner-up to x[best]: with the top logit, the margin a logit
+ * difference between the programs has to beat to change the argmax */
+static int second(const float *x, int n, int best)
+{
+    int s = best == 0;
+    for (int i = 0; i < n; i++)
+        if (i != best && x[i] > x[s])
+            s = i;
+    return s;
 }
 
 static int mode_logits(const char *gguf, const char *ids_csv, int T, int int_dot)
@@ -295,14 +316,21 @@ static int mode_logits(const char *gguf, const char *ids_csv, int T, int int_dot
     b.n_tokens = n;
     if (llama_decode(ctx, b) != 0)
         die("llama_decode failed");
+    /* exact: the steps whose logits agree within 1e-4 (the same arithmetic
+     * up to the order of float sums; on the integer path a step after an
+     * activation's q8_0 rounding went the other way in one program is not) */
     double maxdiff = 0, maxmag = 0;
+    int exact = 0;
     for (int s = 0; s < T; s++) {
         const float *l = llama_get_logits_ith(ctx, np - 1 + s), *k = klog + (size_t)s * V;
+        double step = 0;
         for (int j = 0; j < V; j++) {
             double d = fabs((double)l[j] - k[j]);
-            maxdiff = d > maxdiff ? d : maxdiff;
+            step = d > step ? d : step;
             maxmag = fabs(k[j]) > maxmag ? fabs(k[j]) : maxmag;
         }
+        maxdiff = step > maxdiff ? step : maxdiff;
+        exact += step <= 1e-4;
     }
     llama_batch_free(b);
     /* llama.cpp's own greedy tokens from the prompt */
@@ -310,20 +338,54 @@ static int mode_logits(const char *gguf, const char *ids_csv, int T, int int_dot
     llama_token tok[1024];
     memcpy(tok, prompt, (size_t)np * sizeof *tok);
     int same = 0, first = -1;
+    char at_first[256] = "";
+    /* the steps both programs reach on the same ids (up to the first
+     * divergence): their logits' largest difference there, and the first
+     * step whose top-2 margin in both is below the row's largest logit
+     * difference, a near-tie that either program may break either way */
+    double stepdiff = 0;
+    float *lmargin = malloc((size_t)T * sizeof *lmargin);
     struct llama_batch one = llama_batch_get_one(tok, np);
     for (int s = 0; s < T; s++) {
         if (llama_decode(ctx, one) != 0)
             die("llama_decode failed");
-        int t = argmax(llama_get_logits_ith(ctx, -1), V);
+        const float *l = llama_get_logits_ith(ctx, -1), *k = klog + (size_t)s * V;
+        int t = argmax(l, V), t2 = second(l, V, t);
+        lmargin[s] = l[t] - l[t2];
+        if (first < 0)
+            for (int j = 0; j < V; j++)
+                stepdiff = fabs((double)l[j] - k[j]) > stepdiff ? fabs((double)l[j] - k[j]) : stepdiff;
         if (t == gen[s])
             same++;
-        else if (first < 0)
+        else if (first < 0) {
             first = s;
+            int k2 = second(k, V, gen[s]);
+            snprintf(at_first, sizeof at_first, " kvscope_top2=%d:%.5f,%d:%.5f llama_top2=%d:%.5f,%d:%.5f", gen[s],
+                     k[gen[s]], k2, k[k2], t, l[t], t2, l[t2]);
+        }
         tok[np + s] = t;
         one = llama_batch_get_one(&tok[np + s], 1);
     }
-    printf("positions=%d max_logit_diff=%.3g largest_logit=%.3g greedy_same=%d/%d first_divergence=%d\n", T,
-           maxdiff, maxmag, same, T, first);
+    const double tie_below = maxdiff > stepdiff ? maxdiff : stepdiff;
+    int tie = -1;
+    for (int s = 0; s <= (first < 0 ? T - 1 : first) && tie < 0; s++) {
+        const float *k = klog + (size_t)s * V;
+        const int k1 = gen[s], k2 = second(k, V, k1);
+        if (k[k1] - k[k2] < tie_below && lmargin[s] < tie_below)
+            tie = s;
+    }
+    /* a divergence at a near-tie is the summation order's to decide */
+    char margins[96] = "";
+    if (first >= 0) {
+        const float *k = klog + (size_t)first * V;
+        const double km = k[gen[first]] - k[second(k, V, gen[first])], lm = lmargin[first];
+        snprintf(margins, sizeof margins, " margins=%.3g,%.3g divergence_at_tie=%d", km, lm,
+                 km < tie_below && lm < tie_below);
+    }
+    free(lmargin);
+    printf("positions=%d max_logit_diff=%.3g step_logit_diff=%.3g largest_logit=%.3g exact_steps=%d greedy_same=%d/%d "
+           "first_divergence=%d first_near_tie=%d%s%s\n",
+           T, maxdiff, stepdiff, maxmag, exact, same, T, first, tie, margins, at_first);
     llama_free(ctx);
     llama_model_free(m);
     free(klog);
@@ -479,8 +541,8 @@ int main(int argc, char **argv)
     llama_backend_init();
     if (argc == 3 && strcmp(argv[1], "info") == 0)
         return mode_info(argv[2]);
-    if (argc == 5 && strcmp(argv[1], "tok") == 0)
-        return mode_tok(argv[2], argv[3], argv[4]);
+    if ((argc == 5 || argc == 6) && strcmp(argv[1], "tok") == 0)
+        return mode_tok(argv[2], argv[3], argv[4], argc == 6 && strcmp(argv[5], "special") == 0);
     if (argc == 5 && strcmp(argv[1], "vocab") == 0)
         return mode_vocab(argv[2], argv[3], argv[4]);
     if ((argc == 5 || argc == 6) && strcmp(argv[1], "logits") == 0)
