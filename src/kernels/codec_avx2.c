@@ -234,6 +234,23 @@ static void quantize_f16(void *dst, const float *src, size_t n)
     }
 }
 
+/* A q8_0 block's 32 values x loaded into v[4], and their largest magnitude;
+ * *nan says whether one of them is a NaN (the max would hide it). */
+static inline float block_absmax(const float *x, __m256 v[4], int *nan)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 amax = _mm256_setzero_ps(), unord = _mm256_setzero_ps();
+    for (size_t k = 0; k < 4; k++) {
+        v[k] = _mm256_loadu_ps(x + k * W);
+        amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[k]));
+        unord = _mm256_or_ps(unord, _mm256_cmp_ps(v[k], v[k], _CMP_UNORD_Q));
+    }
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    *nan = _mm256_movemask_ps(unord) != 0;
+    return _mm_cvtss_f32(_mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1)));
+}
+
 /* q8_0, the reference's bytes: a block's largest |x|, d = amax / 127 and
  * the codes x * (1 / d) rounded half away from zero (roundf) as the
  * reference computes them, 32 at a time. Blocks holding a NaN, a scale
@@ -252,16 +269,10 @@ void codec_quantize_q8_0_avx2(void *dst, const float *src, size_t n)
     for (; (b + 1) * QK8_0 <= n; b++) {
         const float *x = src + b * QK8_0;
         unsigned char *out = p + b * sizeof(BlockQ8_0);
-        __m256 v[4], amax = _mm256_setzero_ps(), nan = _mm256_setzero_ps();
-        for (size_t k = 0; k < 4; k++) {
-            v[k] = _mm256_loadu_ps(x + k * W);
-            amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[k]));
-            nan = _mm256_or_ps(nan, _mm256_cmp_ps(v[k], v[k], _CMP_UNORD_Q));
-        }
-        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
-        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-        const float d = _mm_cvtss_f32(_mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1))) / 127.0f;
-        if (_mm256_movemask_ps(nan) || d > FP16_MAX) {
+        __m256 v[4];
+        int nan;
+        const float d = block_absmax(x, v, &nan) / 127.0f;
+        if (nan || d > FP16_MAX) {
             codec_quantize_q8_0_ref(out, x, QK8_0);
             continue;
         }
@@ -297,22 +308,16 @@ void codec_quantize_q8_0_avx2(void *dst, const float *src, size_t n)
 void codec_quantize_q8_0_even_avx2(void *dst, const float *src, size_t n)
 {
     unsigned char *p = dst;
-    const __m256 sign = _mm256_set1_ps(-0.0f), lim = _mm256_set1_ps(127.0f), nlim = _mm256_set1_ps(-127.0f);
+    const __m256 lim = _mm256_set1_ps(127.0f), nlim = _mm256_set1_ps(-127.0f);
     size_t b = 0;
     for (; (b + 1) * QK8_0 <= n; b++) {
         const float *x = src + b * QK8_0;
         unsigned char *out = p + b * sizeof(BlockQ8_0);
-        __m256 v[4], amax = _mm256_setzero_ps(), nan = _mm256_setzero_ps();
-        for (size_t k = 0; k < 4; k++) {
-            v[k] = _mm256_loadu_ps(x + k * W);
-            amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[k]));
-            nan = _mm256_or_ps(nan, _mm256_cmp_ps(v[k], v[k], _CMP_UNORD_Q));
-        }
-        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
-        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-        const float a = _mm_cvtss_f32(_mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1))), d = a / 127.0f;
+        __m256 v[4];
+        int nan;
+        const float a = block_absmax(x, v, &nan), d = a / 127.0f;
         const float id = a == 0.0f ? 0.0f : 127.0f / a;
-        if (_mm256_movemask_ps(nan) || d > FP16_MAX || !isfinite(id)) {
+        if (nan || d > FP16_MAX || !isfinite(id)) {
             codec_quantize_q8_0_even(out, x, QK8_0);
             continue;
         }

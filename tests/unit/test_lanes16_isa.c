@@ -6,6 +6,7 @@
  * reference against the order lanes16.h and codec_dot_chains state,
  * summed here from the statement; exp_lanes against libm's expf. */
 #include "testutil.h"
+#include "isa_random.h"
 
 #include <string.h>
 
@@ -14,25 +15,6 @@
 #include "kernels/lanes16.h"
 
 enum { DMAX = 1100, HMAX = 3, GMAX = 8, ROWSMAX = 70 };
-
-static uint64_t rng_state;
-
-static uint32_t rnd(void)
-{
-    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (uint32_t)(rng_state >> 33);
-}
-
-/* Uniform in [lo, hi). */
-static float rnd_in(float lo, float hi)
-{
-    return lo + (hi - lo) * (float)(rnd() >> 8) * 0x1p-24f;
-}
-
-static int same_bits(float a, float b)
-{
-    return memcmp(&a, &b, sizeof a) == 0;
-}
 
 static void expect_same(const float *got, const float *want, size_t n, const char *isa, const char *what, size_t len)
 {

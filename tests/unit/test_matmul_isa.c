@@ -7,29 +7,11 @@
  * statement: 16 lanes, term i fused into lane i % 16, the last chunk
  * padded with zeros, the lanes added as a tree. */
 #include "testutil.h"
+#include "isa_random.h"
 
 #include <string.h>
 
 #include "kernels/kernels.h"
-
-static uint64_t rng_state;
-
-static uint32_t rnd(void)
-{
-    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (uint32_t)(rng_state >> 33);
-}
-
-/* Uniform in [lo, hi). */
-static float rnd_in(float lo, float hi)
-{
-    return lo + (hi - lo) * (float)(rnd() >> 8) * 0x1p-24f;
-}
-
-static int same_bits(float a, float b)
-{
-    return memcmp(&a, &b, sizeof a) == 0;
-}
 
 /* w . x as the statement reads: chunks of 16 terms (the last padded with
  * zero terms), term j of a chunk fused into lane j; then lane i and i + 8,

@@ -6,6 +6,7 @@
  * And the activation's rounding to q8_0 (round_q8_0) the same bytes on
  * every table. */
 #include "testutil.h"
+#include "isa_random.h"
 
 #include <math.h>
 #include <string.h>
@@ -14,14 +15,6 @@
 #include "kernels/kernels.h"
 
 enum { NMAX = 2080, GMAX = 9, ROWSMAX = 41 };
-
-static uint64_t rng_state;
-
-static uint32_t rnd(void)
-{
-    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (uint32_t)(rng_state >> 33);
-}
 
 /* A finite f16 of either sign, magnitude about 2^-12 .. 2^3: random scales. */
 static uint16_t rnd_half(void)
@@ -112,11 +105,6 @@ static float stated_order(Format fmt, const unsigned char *row, const unsigned c
     const float a = lane[0] + lane[1], c = lane[2] + lane[3], e = lane[4] + lane[5], f = lane[6] + lane[7];
     const float ac = a + c, ef = e + f;
     return ac + ef;
-}
-
-static int same_bits(float a, float b)
-{
-    return memcmp(&a, &b, sizeof a) == 0;
 }
 
 static void test_tables_agree_bitwise(void **state)
