@@ -23,6 +23,14 @@ else
         done
         return 1
     }
+    # at_size W H: resize the window while the shell waits at its prompt, and
+    # go on once the shell's terminal has that size, so a program started
+    # next reads it (on a busy machine the two can lag)
+    at_size() {
+        T resize-window -t v -x "$1" -y "$2"
+        T send-keys -t v "clear; stty size" Enter
+        wait_for "^$2 $1\$" 10 || bad "tmux: the pane takes the size $1x$2" "$(cat "$tdir/pane")"
+    }
     # step NAME PATTERN KEYS...: send keys, expect PATTERN on screen
     step() {
         name=$1 pat=$2
@@ -106,7 +114,7 @@ else
 
     # a tall terminal: the worked example shows the pass's counters under its
     # table, and its sub-millisecond times are marked as timer noise
-    T resize-window -t v -x 160 -y 50
+    at_size 160 50
     T send-keys -t v "clear; $KV; echo EXIT=\$?" Enter
     wait_for 'kvscope +\[1 example\]' 10
     step "160x50: the example shows the pass's counters" 'counters; uncached: measured' Space
@@ -135,13 +143,12 @@ else
     step "--batch 3: the first decode copies the forked page" 'shared 2  prefix hits 2  copy-on-write 1' Space
     T send-keys -t v q
     wait_for 'EXIT=0' 5
-    T resize-window -t v -x 120 -y 40
 
     # at 80x24: t opens the line on the old prompt, selected, and typing
     # replaces it; a prompt too long is warned of, and Enter keeps it in the
     # line with why; a cut status line ends in an ellipsis; --serve's key bar
     # has no key that does not apply; s shows another sequence's map
-    T resize-window -t v -x 80 -y 24
+    at_size 80 24
     T send-keys -t v "clear; $KV view --model kjv-tiny --prompt 'In the beginning'; echo EXIT=\$?" Enter
     wait_for '\[2 simulation\]' 10
     step "80x24: t opens the old prompt, selected" 'selected: typing replaces it' t
@@ -187,7 +194,7 @@ else
     if [ -s "$tdir/after4" ] && [ "$(tail -n +2 "$tdir/before")" = "$(tail -n +2 "$tdir/after4")" ]; then
         ok "tmux: 80x24: terminal settings restored (stty -a)"
     else bad "tmux: 80x24: terminal settings restored (stty -a)" "$(diff "$tdir/before" "$tdir/after4" | head -5)"; fi
-    T resize-window -t v -x 120 -y 40
+    at_size 120 40
 
     # random keys, interleaved with resizes: no crash, q still quits
     T send-keys -t v "clear; $KV view --model tiny --tokens 24; echo EXIT=\$?" Enter
