@@ -234,6 +234,17 @@ static void quantize_f16(void *dst, const float *src, size_t n)
     }
 }
 
+/* A q8_0 block written: its scale d as fp16, then the 32 codes q[4] holds
+ * (eight 32-bit lanes each), packed to bytes in order. */
+static inline void store_block(unsigned char *out, float d, const __m256i q[4])
+{
+    const __m256i w = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    const unsigned short h = fp16_from_f32(d);
+    memcpy(out + offsetof(BlockQ8_0, d), &h, sizeof h);
+    _mm256_storeu_si256((__m256i *)(void *)(out + offsetof(BlockQ8_0, qs)),
+                        _mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+}
+
 /* A q8_0 block's 32 values x loaded into v[4], and their largest magnitude;
  * *nan says whether one of them is a NaN (the max would hide it). */
 static inline float block_absmax(const float *x, __m256 v[4], int *nan)
@@ -287,11 +298,7 @@ void codec_quantize_q8_0_avx2(void *dst, const float *src, size_t n)
             const __m256 r = _mm256_min_ps(_mm256_add_ps(t, away), lim);
             q[k] = _mm256_cvtps_epi32(_mm256_max_ps(r, _mm256_sub_ps(_mm256_setzero_ps(), lim)));
         }
-        const __m256i w = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
-        const unsigned short h = fp16_from_f32(d);
-        memcpy(out + offsetof(BlockQ8_0, d), &h, sizeof h);
-        _mm256_storeu_si256((__m256i *)(void *)(out + offsetof(BlockQ8_0, qs)),
-                            _mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+        store_block(out, d, q);
     }
     if (b * QK8_0 < n)
         codec_quantize_q8_0_ref(p + b * sizeof(BlockQ8_0), src + b * QK8_0, n - b * QK8_0);
@@ -326,11 +333,7 @@ void codec_quantize_q8_0_even_avx2(void *dst, const float *src, size_t n)
             const __m256 y = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v[k], _mm256_set1_ps(id)), nlim), lim);
             q[k] = _mm256_cvtps_epi32(_mm256_round_ps(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
         }
-        const __m256i w = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
-        const unsigned short h = fp16_from_f32(d);
-        memcpy(out + offsetof(BlockQ8_0, d), &h, sizeof h);
-        _mm256_storeu_si256((__m256i *)(void *)(out + offsetof(BlockQ8_0, qs)),
-                            _mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+        store_block(out, d, q);
     }
     if (b * QK8_0 < n)
         codec_quantize_q8_0_even(p + b * sizeof(BlockQ8_0), src + b * QK8_0, n - b * QK8_0);
