@@ -202,22 +202,22 @@ $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_util.h $$(FUZZ_SRC_$$*
 test: deps-test
 	$(MAKE) --no-print-directory -j2 test-bins
 	$(MAKE) --no-print-directory check-layers
-	@echo "make test: the plain tests, beside the course lint, make peer and the sanitizers' build (each prints when it ends)"
+	@echo "make test: the plain tests, beside make peer and the sanitizers' build (each prints when it ends)"
 	@$(MAKE) --no-print-directory -j2 --output-sync=recurse test-plain test-side
-	@echo "make test: the tests under the sanitizers, beside fuzzing and the NEON kernels"
+	@echo "make test: the tests under the sanitizers, beside the course lint, fuzzing and the NEON kernels"
 	@$(MAKE) --no-print-directory -j2 --output-sync=recurse test-sanitized test-tail
 	@echo "make test: all passed"
 test-plain:
 	@$(MAKE) --no-print-directory unit-tests
 	@$(MAKE) --no-print-directory cli-tests
 test-side:
-	@$(MAKE) --no-print-directory check-lessons
 	@$(MAKE) --no-print-directory peer-if-reachable
 	@$(SAN_MAKE) test-bins
 test-sanitized:
 	@$(SAN_MAKE) SANITIZED=1 unit-tests
 	@$(SAN_MAKE) SANITIZED=1 cli-tests
 test-tail:
+	@$(MAKE) --no-print-directory check-lessons
 	@$(MAKE) --no-print-directory fuzz
 	@$(MAKE) --no-print-directory cross-test
 
