@@ -217,6 +217,14 @@ static int matmul_out_parts(const Model *m, float *y, const float *x, const floa
     return j.failed ? -1 : 0;
 }
 
+/* A product done on the pool, counted as matmul_rows counts its own: 2 FLOPs
+ * a multiply-add, and W's bytes as stored. */
+static void count_matmul(const QuantMat *q, size_t n, size_t in, size_t out, uint64_t *flops, Counters *ctr)
+{
+    *flops += 2 * (uint64_t)n * in * out;
+    ctr->weight_bytes_read += (uint64_t)out * (q && q->data ? format_row_bytes(q->fmt, in) : in * sizeof(float));
+}
+
 /* Matrices of one input, at most MATMUL_EACH of them. */
 #define MATMUL_EACH 4
 
@@ -267,12 +275,8 @@ void model_matmul_each(const Model *m, const float *x, size_t n, size_t in, cons
     for (size_t t = 0; t < k; t++)
         one_job = one_job && to[t].out >= OUT_PART_MIN;
     if (one_job && matmul_out_parts_each(m, x, n, in, to, k, threads) == 0) {
-        for (size_t t = 0; t < k; t++) {
-            const QuantMat *q = to[t].q;
-            *to[t].flops += 2 * (uint64_t)n * in * to[t].out;
-            ctr->weight_bytes_read +=
-                (uint64_t)to[t].out * (q && q->data ? format_row_bytes(q->fmt, in) : in * sizeof(float));
-        }
+        for (size_t t = 0; t < k; t++)
+            count_matmul(to[t].q, n, in, to[t].out, to[t].flops, ctr);
         return;
     }
     for (size_t t = 0; t < k; t++)
@@ -290,8 +294,7 @@ void model_matmul(const Model *m, float *y, const float *x, const float *w, cons
     size_t pieces = n / MATMUL_PIECE_ROWS < 4 * threads ? n / MATMUL_PIECE_ROWS : 4 * threads;
     if (threads >= 2 && pieces < 2 && out >= OUT_PART_MIN && !pool_in_job() &&
         matmul_out_parts(m, y, x, w, q, n, in, out, threads) == 0) {
-        *flops += 2 * (uint64_t)n * in * out;
-        ctr->weight_bytes_read += (uint64_t)out * (q && q->data ? format_row_bytes(q->fmt, in) : in * sizeof(float));
+        count_matmul(q, n, in, out, flops, ctr);
         return;
     }
     if (threads < 2 || pieces < 2) {
@@ -300,6 +303,5 @@ void model_matmul(const Model *m, float *y, const float *x, const float *w, cons
     }
     MatmulJob j = { m, y, x, w, q, n, in, out, pieces };
     pool_run(pieces, matmul_piece, &j);
-    *flops += 2 * (uint64_t)n * in * out;
-    ctr->weight_bytes_read += (uint64_t)out * (q && q->data ? format_row_bytes(q->fmt, in) : in * sizeof(float));
+    count_matmul(q, n, in, out, flops, ctr);
 }
